@@ -1,0 +1,17 @@
+# xmod_add_test(NAME SOURCES a_test.cc ... LIBS lib ... [LABELS l ...] [TIMEOUT s])
+# One GoogleTest executable, registered with ctest under NAME.
+function(xmod_add_test name)
+  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gmock GTest::gtest_main)
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  add_test(NAME ${name} COMMAND ${name})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 600)
+  endif()
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT}
+    ENVIRONMENT "XMOD_BIN_DIR=${CMAKE_BINARY_DIR}/bin;XMOD_SOURCE_DIR=${CMAKE_SOURCE_DIR};OMP_NUM_THREADS=1;OPENBLAS_NUM_THREADS=1")
+  if(T_LABELS)
+    set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}")
+  endif()
+endfunction()

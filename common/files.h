@@ -1,0 +1,29 @@
+// Files: whole-file reads, atomic writes (temp file + fsync + rename) and SHA-256 digests,
+// used for specs, checkpoints and their manifests. Thread-compatible free functions.
+#ifndef XMOD_COMMON_FILES_H_
+#define XMOD_COMMON_FILES_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace xmod {
+
+// The whole file. NotFound if it does not exist.
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+// Writes `contents` to `path` atomically: readers see the old file or the whole new one.
+absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents);
+
+// Lower-case hex SHA-256 of a file's bytes / of a buffer.
+absl::StatusOr<std::string> Sha256File(const std::string& path);
+std::string Sha256Hex(absl::string_view bytes);
+
+// mkdir -p.
+absl::Status MakeDirs(const std::string& path);
+
+}  // namespace xmod
+
+#endif  // XMOD_COMMON_FILES_H_

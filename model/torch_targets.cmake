@@ -1,0 +1,1 @@
+# LibTorch model targets (xmod_model); owned by the model engineer.

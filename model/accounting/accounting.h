@@ -13,7 +13,8 @@
 
 namespace xmod {
 
-// A fully resolved backbone (paper Table 4 columns).
+// A fully resolved backbone (paper Table 4 columns). n_heads * head_dim need not equal
+// d_model (Qwen3's 556M backbone has 16 x 128 = 2048 query width on d = 1024).
 struct Backbone {
   std::string name;
   int d_model = 0;
@@ -25,12 +26,15 @@ struct Backbone {
   int vocab_size = 0;
 };
 
-// Preset names: "165M", "298M", "556M", "936M", "1.65B" and the tiny CPU presets.
+// Preset names: "165M", "298M", "556M", "936M", "1.65B" (paper Table 4, vocabulary 50,257),
+// the CPU-sweep presets "cpu-d64", "cpu-d96", "cpu-d128", "cpu-d192", "cpu-d256" (8 layers,
+// vocabulary 2048) and "tiny-test" (d 32, 6 layers, vocabulary 256) for unit tests.
 std::vector<std::string> BackbonePresetNames();
 
-// The preset named by spec.name with every non-zero field of `spec` applied on top.
-// INVALID_ARGUMENT naming the field ("backbone.name", "backbone.n_heads", ...) when unknown
-// or inconsistent (heads not dividing the width, n_heads % n_kv_heads != 0, ...).
+// The preset named by spec.name with every non-zero field of `spec` applied on top; with no
+// name, every field must be given. INVALID_ARGUMENT naming the field ("backbone.name",
+// "backbone.n_heads", ...) when unknown, missing, negative or inconsistent (n_heads not
+// dividing d_model, n_kv_heads not dividing n_heads).
 absl::StatusOr<Backbone> ResolveBackbone(const xmod::v1::BackboneSpec& spec);
 
 // What one physical layer computes.
@@ -49,31 +53,66 @@ struct LayerPlan {
   // Index of each sparse interval (run of sparse layers between dense layers) per layer;
   // -1 for non-sparse layers. Bias b_i resets at every interval (paper §2.3).
   std::vector<int> interval_of_layer;
+  int n0 = 0;  // dense prefix actually used (after defaults); 0 for Dense and MoE plans
 };
 
 // The layer plan of a model. Rule (ARCHITECTURE.md "Model"): [Dense]x N0 then groups
 // [Sparse(K)] x (A*K) + [Dense] filling n_layers - N0 active-equivalent layers (a group
-// counts 1 + A); when they do not divide, the first group is shortened.
+// counts 1 + A); when they do not divide, the first group is shortened. Defaults: N0 = 4
+// (X-MoD and its controls), N0 = 1 and A = 1/K for MoD (paper B.1). K = 1 gives the dense
+// plan for every sparse architecture. Routed-FFN (B.6) replaces each group's sparse layers
+// by ([Attention] + [RoutedFfn] x K) x A. See layer_plan.cc for the no-anchors ablation.
 // INVALID_ARGUMENT naming the field when A*K is not a whole number of layers, K < 1, ...
 absl::StatusOr<LayerPlan> BuildLayerPlan(const xmod::v1::ModelSpec& model, const Backbone& backbone);
 
+// The MoE configuration actually used (arch MOE), written "active:total+shared".
+struct Experts {
+  int active = 0;      // routed experts per token (top-k)
+  int total = 0;       // routed experts per layer
+  int shared = 0;      // always-on experts per layer
+  int expert_dim = 0;  // d_e; default ffn_dim / (active + shared), so FLOPs match Dense
+};
+
+// Counts of one model at context length L. Parameter counts are matrix weights only (q, k,
+// v, o, the three SwiGLU matrices, experts) plus router weights; RMSNorm weights and the
+// per-layer scalar varsigma are left out (< 0.01% of N, and not in the paper's counts).
 struct Accounting {
   Backbone backbone;
   LayerPlan plan;
-  int layers = 0;                     // physical layers
-  double per_layer_params = 0;        // attention + FFN (+ norms) of one dense layer
+  // Physical layers, the paper's "Layers" column. For Routed-FFN this counts layers with an
+  // FFN (dense layers + routed FFN refinements), as Table 7 does; plan.layers also holds
+  // the full-sequence attention modules.
+  int layers = 0;
+  double per_layer_params = 0;        // attention + FFN of one dense layer (no norms);
+                                      // for MoE: attention + all experts + router
   double total_params = 0;            // N: all layers (all experts, routers) + 2 * vocab * d
   double active_params = 0;           // N_act: per-layer params x active-equivalent layers
   double forward_flops_per_token = 0; // paper Table 6 column, at the given L
   double train_flops_per_token = 0;   // 3 x forward
+
+  int seq_len = 0;                    // L the FLOPs were counted at
+  double embedding_params = 0;        // 2 * vocab * d (untied embedding and head)
+  double capacity_ratio = 0;          // N / (N_act + embeddings), paper Table 9 "N/N_act"
+  int dense_layers = 0;               // layers with full-sequence attention + FFN
+  int sparse_layers = 0;              // routed layers (kSparse, kSparseFullKv, kRoutedFfn)
+  Experts experts;                    // arch MOE only
 };
 
 // Validates `model` for context length `seq_len` (L/K >= 1, ...) and counts it.
 // Errors name the field path relative to ModelSpec ("k", "a", "moe.active_experts", ...).
 absl::StatusOr<Accounting> Account(const xmod::v1::ModelSpec& model, int seq_len);
 
-// Parses "6:64+2" (active:total+shared) into `moe`; INVALID_ARGUMENT on bad text.
+// phi / phi_D: forward FLOPs per token of `model` over those of the Dense model on the same
+// backbone and L (paper Table 1 column).
+absl::StatusOr<double> FlopRatioToDense(const xmod::v1::ModelSpec& model, int seq_len);
+
+// Parses "6:64+2" (active:total+shared; "+shared" optional) into `moe`, leaving its other
+// fields alone; INVALID_ARGUMENT on bad text. Consistency is checked by Account.
 absl::Status ParseExperts(const std::string& text, xmod::v1::MoESpec* moe);
+
+// Validates `moe` against `backbone` and fills in the default expert_dim. Errors name the
+// field relative to ModelSpec ("moe.total_experts", ...).
+absl::StatusOr<Experts> ResolveExperts(const xmod::v1::MoESpec& moe, const Backbone& backbone);
 
 }  // namespace xmod
 

@@ -1,0 +1,308 @@
+// Output formatting for xmodctl (see format.h).
+#include "cli/format.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+
+namespace xmod::cli {
+namespace {
+
+// Display width of UTF-8 text: one column per code point (continuation bytes skipped), so
+// headers such as "φ/φ_D" line up.
+size_t DisplayWidth(absl::string_view s) {
+  size_t width = 0;
+  for (unsigned char c : s) {
+    if ((c & 0xC0) != 0x80) ++width;
+  }
+  return width;
+}
+
+std::string Pad(absl::string_view s, size_t width, bool right_align) {
+  size_t w = DisplayWidth(s);
+  std::string fill(width > w ? width - w : 0, ' ');
+  return right_align ? absl::StrCat(fill, s) : absl::StrCat(s, fill);
+}
+
+std::string CsvField(absl::string_view s) {
+  if (s.find_first_of(",\"\n\r") == absl::string_view::npos) return std::string(s);
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+// Mantissa with `sig` significant digits and a scale letter.
+std::string Scaled(double v, const char* const letters[4]) {
+  static constexpr double kScales[4] = {1e3, 1e6, 1e9, 1e12};
+  double a = std::fabs(v);
+  int idx = -1;
+  for (int i = 3; i >= 0; --i) {
+    // Round first so that 999.96e6 shows as "1.00B", not "1000M".
+    if (a >= kScales[i] * 0.9995) {
+      idx = i;
+      break;
+    }
+  }
+  if (idx < 0) return FormatNumber(v);
+  double m = v / kScales[idx];
+  double am = std::fabs(m);
+  int decimals = am >= 99.95 ? 0 : (am >= 9.995 ? 1 : 2);
+  return absl::StrCat(absl::StrFormat("%.*f", decimals, m), letters[idx]);
+}
+
+}  // namespace
+
+absl::StatusOr<OutputFormat> ParseOutputFormat(absl::string_view text) {
+  std::string t = absl::AsciiStrToLower(text);
+  if (t == "table") return OutputFormat::kTable;
+  if (t == "json") return OutputFormat::kJson;
+  if (t == "csv") return OutputFormat::kCsv;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--output: unknown format \"", text, "\" (table, json or csv)"));
+}
+
+Cell Cell::Str(absl::string_view s) { return Cell{std::string(s), JsonQuote(s), false}; }
+Cell Cell::Null() { return Cell{"-", "null", false}; }
+Cell Cell::Int(int64_t v) { return Cell{absl::StrCat(v), absl::StrCat(v), true}; }
+Cell Cell::Num(double v, absl::string_view shown) {
+  return Cell{std::string(shown), JsonNumber(v), true};
+}
+Cell Cell::Num(double v) { return Num(v, FormatNumber(v)); }
+Cell Cell::Bool(bool v) { return Cell{v ? "yes" : "no", v ? "true" : "false", false}; }
+
+std::string RenderText(const Table& table) {
+  const size_t n = table.columns.size();
+  std::vector<size_t> width(n, 0);
+  std::vector<bool> numeric(n, true);
+  for (size_t c = 0; c < n; ++c) width[c] = DisplayWidth(table.columns[c]);
+  for (const auto& row : table.rows) {
+    for (size_t c = 0; c < n && c < row.size(); ++c) {
+      width[c] = std::max(width[c], DisplayWidth(row[c].text));
+      if (!row[c].numeric && row[c].json != "null") numeric[c] = false;
+    }
+  }
+  if (table.rows.empty()) numeric.assign(n, false);
+  auto line = [&](auto cell_text, auto right) {
+    std::string out;
+    for (size_t c = 0; c < n; ++c) {
+      std::string cell = Pad(cell_text(c), c + 1 == n && !right(c) ? 0 : width[c], right(c));
+      absl::StrAppend(&out, c ? "  " : "", cell);
+    }
+    return absl::StrCat(out, "\n");
+  };
+  std::string out;
+  if (!table.title.empty()) absl::StrAppend(&out, table.title, "\n");
+  absl::StrAppend(&out, line([&](size_t c) { return absl::AsciiStrToUpper(table.columns[c]); },
+                             [&](size_t c) { return bool(numeric[c]); }));
+  for (const auto& row : table.rows) {
+    absl::StrAppend(&out, line([&](size_t c) { return c < row.size() ? row[c].text : ""; },
+                               [&](size_t c) { return bool(numeric[c]); }));
+  }
+  if (table.rows.empty()) absl::StrAppend(&out, "(no rows)\n");
+  return out;
+}
+
+std::string RenderCsv(const Table& table) {
+  std::string out;
+  std::vector<std::string> fields;
+  for (const auto& c : table.columns) fields.push_back(CsvField(c));
+  absl::StrAppend(&out, absl::StrJoin(fields, ","), "\n");
+  for (const auto& row : table.rows) {
+    fields.clear();
+    for (size_t c = 0; c < table.columns.size(); ++c) {
+      // Missing values are empty in CSV, not "-".
+      fields.push_back(c < row.size() && row[c].json != "null" ? CsvField(row[c].text) : "");
+    }
+    absl::StrAppend(&out, absl::StrJoin(fields, ","), "\n");
+  }
+  return out;
+}
+
+std::string RenderJson(const Table& table) {
+  std::string out = "[";
+  for (size_t r = 0; r < table.rows.size(); ++r) {
+    const auto& row = table.rows[r];
+    absl::StrAppend(&out, r ? ",\n " : "\n ", "{");
+    for (size_t c = 0; c < table.columns.size(); ++c) {
+      absl::StrAppend(&out, c ? ", " : "", JsonQuote(table.columns[c]), ": ",
+                      c < row.size() ? row[c].json : "null");
+    }
+    absl::StrAppend(&out, "}");
+  }
+  absl::StrAppend(&out, table.rows.empty() ? "]\n" : "\n]\n");
+  return out;
+}
+
+std::string Render(const Table& table, OutputFormat format) {
+  switch (format) {
+    case OutputFormat::kTable:
+      return RenderText(table);
+    case OutputFormat::kCsv:
+      return RenderCsv(table);
+    case OutputFormat::kJson:
+      return RenderJson(table);
+  }
+  return "";
+}
+
+std::string RenderSections(const std::vector<Table>& sections, OutputFormat format) {
+  std::string out;
+  if (format == OutputFormat::kJson) {
+    out = "{";
+    for (size_t i = 0; i < sections.size(); ++i) {
+      std::string body = RenderJson(sections[i]);
+      absl::StripTrailingAsciiWhitespace(&body);
+      absl::StrAppend(&out, i ? ",\n" : "\n", JsonQuote(sections[i].title), ": ", body);
+    }
+    absl::StrAppend(&out, "\n}\n");
+    return out;
+  }
+  for (size_t i = 0; i < sections.size(); ++i) {
+    absl::StrAppend(&out, i ? "\n" : "",
+                    format == OutputFormat::kCsv ? RenderCsv(sections[i])
+                                                 : RenderText(sections[i]));
+  }
+  return out;
+}
+
+std::string JsonQuote(absl::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (c < 0x20) {
+          out += absl::StrFormat("\\u%04x", c);
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string JsonNumber(double v) {
+  if (!std::isfinite(v)) return "null";
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return absl::StrFormat("%.0f", v);
+  return absl::StrFormat("%.17g", v);
+}
+
+std::string FormatLoss(double loss, bool zero_is_missing) {
+  if (std::isnan(loss) || (zero_is_missing && loss == 0)) return "-";
+  return absl::StrFormat("%.4f", loss);
+}
+
+std::string FormatFlops(double flops) {
+  if (flops == 0) return "0";
+  if (!std::isfinite(flops)) return absl::StrCat(flops);
+  std::string s = absl::StrFormat("%.2e", flops);  // "3.93e+09"
+  size_t e = s.find('e');
+  std::string mantissa = s.substr(0, e);
+  std::string exponent = s.substr(e + 1);
+  bool negative = exponent[0] == '-';
+  exponent = exponent.substr(1);
+  exponent.erase(0, std::min(exponent.find_first_not_of('0'), exponent.size() - 1));
+  return absl::StrCat(mantissa, "e", negative ? "-" : "", exponent);
+}
+
+std::string FormatParams(double params) {
+  static const char* const kLetters[4] = {"K", "M", "B", "T"};
+  return Scaled(params, kLetters);
+}
+
+std::string FormatRate(double per_second) {
+  static const char* const kLetters[4] = {"k", "M", "G", "T"};
+  return Scaled(per_second, kLetters);
+}
+
+std::string FormatNumber(double v) {
+  if (!std::isfinite(v)) return absl::StrCat(v);
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return absl::StrFormat("%.0f", v);
+  if (std::fabs(v) >= 1e6 || std::fabs(v) < 1e-3) return FormatFlops(v);
+  std::string s = absl::StrFormat("%.4f", v);
+  s.erase(s.find_last_not_of('0') + 1);
+  if (s.back() == '.') s.pop_back();
+  return s;
+}
+
+std::string FormatDuration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "-";
+  if (seconds < 60) return absl::StrFormat("%.1fs", seconds);
+  int64_t s = static_cast<int64_t>(std::llround(seconds));
+  if (s < 3600) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
+  return absl::StrFormat("%dh%02dm", s / 3600, (s % 3600) / 60);
+}
+
+std::string FormatUnixMs(int64_t unix_ms) {
+  if (unix_ms <= 0) return "-";
+  std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+std::string FormatPercent(double fraction) {
+  if (!std::isfinite(fraction)) return "-";
+  return absl::StrFormat("%.0f%%", std::clamp(fraction, 0.0, 1.0) * 100.0);
+}
+
+absl::StatusOr<double> ParseCount(absl::string_view text) {
+  std::string t(absl::StripAsciiWhitespace(text));
+  double scale = 1;
+  if (!t.empty()) {
+    switch (absl::ascii_toupper(t.back())) {
+      case 'K':
+        scale = 1e3;
+        break;
+      case 'M':
+        scale = 1e6;
+        break;
+      case 'B':
+      case 'G':
+        scale = 1e9;
+        break;
+      case 'T':
+        scale = 1e12;
+        break;
+    }
+    if (scale != 1) t.pop_back();
+  }
+  double v = 0;
+  if (t.empty() || !absl::SimpleAtod(t, &v) || !std::isfinite(v)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a count: \"", text, "\" (examples: 2.64B, 556M, 1e9)"));
+  }
+  return v * scale;
+}
+
+}  // namespace xmod::cli

@@ -1,0 +1,32 @@
+// Spec files: a SweepSpec written by a user as protobuf text format (.textpb, .txtpb,
+// .pbtxt, .textproto) or JSON (.json), parsed with protobuf's own TextFormat and
+// JsonStringToMessage. Errors carry "FILE:LINE:COLUMN: message" (1-based) so an editor can
+// jump to them. Pure functions; thread-safe.
+#ifndef XMOD_CLI_SPEC_FILE_H_
+#define XMOD_CLI_SPEC_FILE_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "google/protobuf/message.h"
+#include "xmod/v1/spec.pb.h"
+
+namespace xmod::cli {
+
+enum class SpecSyntax { kText, kJson };
+
+// The syntax an extension implies; INVALID_ARGUMENT for any other extension.
+absl::StatusOr<SpecSyntax> SpecSyntaxForPath(absl::string_view path);
+
+// Parses `contents` into `message`; `name` labels errors (usually the file path).
+// INVALID_ARGUMENT "NAME:LINE:COL: what" on syntax errors and unknown fields.
+absl::Status ParseSpecText(absl::string_view contents, SpecSyntax syntax,
+                           absl::string_view name, google::protobuf::Message* message);
+
+// Reads and parses a sweep spec file. NOT_FOUND when the file cannot be read.
+absl::StatusOr<xmod::v1::SweepSpec> LoadSweepSpec(const std::string& path);
+
+}  // namespace xmod::cli
+
+#endif  // XMOD_CLI_SPEC_FILE_H_

@@ -1,0 +1,101 @@
+// See sqlite_db.h.
+#include "coordinator/sqlite_db.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace xmod {
+
+absl::StatusOr<std::unique_ptr<Db>> Db::Open(const std::string& path, int flags,
+                                             int busy_timeout_ms) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string message = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
+    sqlite3_close(raw);
+    return absl::UnavailableError(absl::StrCat("cannot open database ", path, ": ", message));
+  }
+  sqlite3_busy_timeout(raw, busy_timeout_ms);
+  sqlite3_extended_result_codes(raw, 1);
+  return std::unique_ptr<Db>(new Db(raw));
+}
+
+Db::~Db() { sqlite3_close_v2(db_); }
+
+absl::Status Db::Error(absl::string_view what) const {
+  return absl::InternalError(absl::StrCat(what, ": ", sqlite3_errmsg(db_)));
+}
+
+absl::Status Db::Exec(absl::string_view sql) {
+  char* message = nullptr;
+  const std::string text(sql);
+  if (sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
+    absl::Status status = absl::InternalError(absl::StrCat(
+        "sqlite: ", message ? message : "error", " in: ", text.substr(0, 120)));
+    sqlite3_free(message);
+    return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Stmt> Db::Prepare(absl::string_view sql) {
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr) !=
+      SQLITE_OK) {
+    return Error(absl::StrCat("prepare \"", sql.substr(0, 120), "\""));
+  }
+  return Stmt(this, stmt);
+}
+
+int64_t Db::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
+int Db::Changes() const { return sqlite3_changes(db_); }
+
+Stmt::~Stmt() { sqlite3_finalize(stmt_); }
+
+Stmt& Stmt::Bind(int index, int64_t value) {
+  sqlite3_bind_int64(stmt_, index, value);
+  return *this;
+}
+Stmt& Stmt::Bind(int index, double value) {
+  sqlite3_bind_double(stmt_, index, value);
+  return *this;
+}
+Stmt& Stmt::Bind(int index, absl::string_view text) {
+  sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+Stmt& Stmt::BindBlob(int index, absl::string_view bytes) {
+  sqlite3_bind_blob(stmt_, index, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+Stmt& Stmt::BindNull(int index) {
+  sqlite3_bind_null(stmt_, index);
+  return *this;
+}
+
+absl::StatusOr<bool> Stmt::Step() {
+  const int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return db_->Error(absl::StrCat("step \"", std::string(sqlite3_sql(stmt_)).substr(0, 120), "\""));
+}
+
+absl::Status Stmt::Run() {
+  while (true) {
+    absl::StatusOr<bool> row = Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return absl::OkStatus();
+  }
+}
+
+void Stmt::Reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+std::string Stmt::Text(int col) const {
+  const unsigned char* text = sqlite3_column_text(stmt_, col);
+  if (text == nullptr) return "";
+  return std::string(reinterpret_cast<const char*>(text), sqlite3_column_bytes(stmt_, col));
+}
+
+}  // namespace xmod

@@ -1,0 +1,82 @@
+// Thin RAII wrappers over the sqlite3 C API: a connection (Db) and a prepared statement
+// (Stmt) with absl::Status errors. Used by the store only. A Db is thread-compatible: one
+// thread at a time (the store gives each thread its own connection).
+#ifndef XMOD_COORDINATOR_SQLITE_DB_H_
+#define XMOD_COORDINATOR_SQLITE_DB_H_
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace xmod {
+
+class Stmt;
+
+class Db {
+ public:
+  // Opens `path` with sqlite3_open_v2 `flags` (e.g. SQLITE_OPEN_READWRITE|SQLITE_OPEN_CREATE).
+  static absl::StatusOr<std::unique_ptr<Db>> Open(const std::string& path, int flags,
+                                                  int busy_timeout_ms);
+  ~Db();
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+
+  // Runs one or more statements without results. INTERNAL with sqlite's message on error.
+  absl::Status Exec(absl::string_view sql);
+  // Prepares one statement.
+  absl::StatusOr<Stmt> Prepare(absl::string_view sql);
+  int64_t LastInsertRowId() const;
+  int Changes() const;
+  sqlite3* raw() const { return db_; }
+  // An INTERNAL status carrying `what` and the connection's last error message.
+  absl::Status Error(absl::string_view what) const;
+
+ private:
+  explicit Db(sqlite3* db) : db_(db) {}
+  sqlite3* db_;
+};
+
+// A prepared statement. Bind indexes start at 1 (sqlite's convention); columns at 0.
+class Stmt {
+ public:
+  Stmt(Db* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  Stmt(Stmt&& other) noexcept : db_(other.db_), stmt_(other.stmt_) { other.stmt_ = nullptr; }
+  Stmt& operator=(Stmt&&) = delete;
+  ~Stmt();
+
+  Stmt& Bind(int index, int64_t value);
+  Stmt& Bind(int index, int value) { return Bind(index, static_cast<int64_t>(value)); }
+  Stmt& Bind(int index, double value);
+  Stmt& Bind(int index, absl::string_view text);
+  Stmt& Bind(int index, const char* text) { return Bind(index, absl::string_view(text)); }
+  Stmt& BindBlob(int index, absl::string_view bytes);
+  Stmt& BindNull(int index);
+
+  // Advances: true with a row, false when done; an error otherwise.
+  absl::StatusOr<bool> Step();
+  // Steps to completion (for INSERT/UPDATE/DELETE).
+  absl::Status Run();
+  // Clears bindings and rewinds, for reuse with new values.
+  void Reset();
+
+  int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double Double(int col) const { return sqlite3_column_double(stmt_, col); }
+  std::string Text(int col) const;
+  bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  int ColumnCount() const { return sqlite3_column_count(stmt_); }
+  sqlite3_stmt* raw() const { return stmt_; }
+
+ private:
+  Db* db_;
+  sqlite3_stmt* stmt_;
+};
+
+}  // namespace xmod
+
+#endif  // XMOD_COORDINATOR_SQLITE_DB_H_

@@ -1,0 +1,166 @@
+// Parameter and FLOP accounting of a layer plan (ARCHITECTURE.md "Model"; paper B.1
+// "FLOPs accounting", Table 6, Table 7). Per token, at context length L:
+//   forward FLOPs = sum over layers of 2 x (matrix parameters the token passes through)
+//                 + 4 x L x (n_heads x head_dim) x (attention pairs per query, relative to L)
+// with a sparse layer seen by 1/K of the tokens (its matrices count 1/K, its attention
+// among L/K tokens 1/K^2). Embeddings, head, norms and routers' score vectors are left out
+// of the FLOPs; training FLOPs are 3 x forward. Pure functions; thread-safe.
+#include <cmath>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "model/accounting/accounting.h"
+
+namespace xmod {
+namespace {
+
+absl::Status Invalid(const std::string& field, const std::string& message) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", message));
+}
+
+// Matrix parameters of one layer's parts (paper Table 4 shapes; GQA).
+struct LayerParts {
+  double q_o = 0;       // W_q (d x H*hd) + W_o (H*hd x d)
+  double k_v = 0;       // W_k + W_v (d x H_kv*hd each)
+  double ffn = 0;       // SwiGLU 3*d*ffn, or for MoE all routed + shared experts
+  double ffn_active = 0;  // what one token passes through: the FFN, or shared + active experts
+  double router = 0;      // MoE router d x E (counted in N, not in FLOPs)
+  double attention() const { return q_o + k_v; }
+};
+
+absl::Status ValidateScalars(const xmod::v1::ModelSpec& model) {
+  if (model.has_tau() && !(model.tau() >= 0)) {
+    return Invalid("tau", absl::StrCat("token-choice bias strength must be >= 0, got ",
+                                       model.tau()));
+  }
+  if (model.has_router_loss_weight() && !(model.router_loss_weight() >= 0)) {
+    return Invalid("router_loss_weight",
+                   absl::StrCat("must be >= 0, got ", model.router_loss_weight()));
+  }
+  if (model.has_gate_scale_init() && !std::isfinite(model.gate_scale_init())) {
+    return Invalid("gate_scale_init", "must be finite");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Accounting> Account(const xmod::v1::ModelSpec& model, int seq_len) {
+  if (seq_len < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("seq_len: context length L must be >= 1, got ", seq_len));
+  }
+  Accounting acc;
+  absl::StatusOr<Backbone> backbone = ResolveBackbone(model.backbone());
+  if (!backbone.ok()) return backbone.status();
+  acc.backbone = *backbone;
+  const Backbone& b = acc.backbone;
+  if (absl::Status s = ValidateScalars(model); !s.ok()) return s;
+
+  absl::StatusOr<LayerPlan> plan = BuildLayerPlan(model, b);
+  if (!plan.ok()) return plan.status();
+  acc.plan = *std::move(plan);
+  acc.seq_len = seq_len;
+
+  const bool has_routing = [&] {
+    for (LayerKind kind : acc.plan.layers) {
+      if (kind != LayerKind::kDense && kind != LayerKind::kAttention) return true;
+    }
+    return false;
+  }();
+  const int k = has_routing ? model.k() : 1;
+  if (seq_len / k < 1) {
+    return Invalid("k", absl::StrCat("L/K = ", seq_len, "/", k,
+                                     " leaves no token for the sparse layers (needs L >= K)"));
+  }
+
+  const double d = b.d_model;
+  const double q_width = static_cast<double>(b.n_heads) * b.head_dim;
+  const double kv_width = static_cast<double>(b.n_kv_heads) * b.head_dim;
+  LayerParts parts;
+  parts.q_o = 2 * d * q_width;
+  parts.k_v = 2 * d * kv_width;
+  parts.ffn = 3 * d * b.ffn_dim;
+  parts.ffn_active = parts.ffn;
+  if (model.arch() == xmod::v1::MOE) {
+    absl::StatusOr<Experts> experts = ResolveExperts(model.moe(), b);
+    if (!experts.ok()) return experts.status();
+    acc.experts = *experts;
+    const double expert = 3 * d * acc.experts.expert_dim;
+    parts.ffn = expert * (acc.experts.total + acc.experts.shared);
+    parts.ffn_active = expert * (acc.experts.active + acc.experts.shared);
+    parts.router = d * acc.experts.total;
+  }
+  acc.per_layer_params = parts.attention() + parts.ffn + parts.router;
+  acc.embedding_params = 2.0 * b.vocab_size * d;
+
+  // Attention score + value FLOPs per query for a full causal sequence, counted as the
+  // paper does over all L keys (Table 6 reproduces only so).
+  const double attention_full = 4.0 * seq_len * q_width;
+  const double inv_k = 1.0 / k;
+  double layer_params = 0;  // N without embeddings
+  double active = 0;        // parameters one token passes through
+  double flops = 0;
+  for (LayerKind kind : acc.plan.layers) {
+    switch (kind) {
+      case LayerKind::kDense:
+        ++acc.layers;
+        ++acc.dense_layers;
+        layer_params += acc.per_layer_params;
+        active += parts.attention() + parts.ffn_active;
+        flops += 2 * (parts.attention() + parts.ffn_active) + attention_full;
+        break;
+      case LayerKind::kSparse:
+        // (paper §2.2) L/K tokens through attention + FFN; attention among L/K tokens.
+        ++acc.layers;
+        ++acc.sparse_layers;
+        layer_params += acc.per_layer_params + d;  // + router vector w
+        active += (parts.attention() + parts.ffn) * inv_k;
+        flops += 2 * (parts.attention() + parts.ffn) * inv_k + attention_full * inv_k * inv_k;
+        break;
+      case LayerKind::kSparseFullKv:
+        // (B.6) selected queries: Q/O + FFN for L/K tokens; K/V for all L tokens; each of
+        // the L/K queries attends over the full sequence.
+        ++acc.layers;
+        ++acc.sparse_layers;
+        layer_params += acc.per_layer_params + d;
+        active += (parts.q_o + parts.ffn) * inv_k + parts.k_v;
+        flops += 2 * ((parts.q_o + parts.ffn) * inv_k + parts.k_v) + attention_full * inv_k;
+        break;
+      case LayerKind::kAttention:
+        // (B.6) Routed-FFN control: full-sequence attention module (no FFN).
+        layer_params += parts.attention();
+        active += parts.attention();
+        flops += 2 * parts.attention() + attention_full;
+        break;
+      case LayerKind::kRoutedFfn:
+        // (B.6) Routed-FFN refinement: L/K tokens through the FFN only.
+        ++acc.layers;
+        ++acc.sparse_layers;
+        layer_params += parts.ffn + d;
+        active += parts.ffn * inv_k;
+        flops += 2 * parts.ffn * inv_k;
+        break;
+    }
+  }
+  acc.total_params = layer_params + acc.embedding_params;
+  acc.active_params = active;
+  acc.forward_flops_per_token = flops;
+  acc.train_flops_per_token = 3 * flops;
+  acc.capacity_ratio = acc.total_params / (acc.active_params + acc.embedding_params);
+  return acc;
+}
+
+absl::StatusOr<double> FlopRatioToDense(const xmod::v1::ModelSpec& model, int seq_len) {
+  absl::StatusOr<Accounting> acc = Account(model, seq_len);
+  if (!acc.ok()) return acc.status();
+  xmod::v1::ModelSpec dense;
+  dense.set_arch(xmod::v1::DENSE);
+  *dense.mutable_backbone() = model.backbone();
+  absl::StatusOr<Accounting> reference = Account(dense, seq_len);
+  if (!reference.ok()) return reference.status();
+  return acc->forward_flops_per_token / reference->forward_flops_per_token;
+}
+
+}  // namespace xmod

@@ -1,0 +1,105 @@
+// Backbone presets (paper Table 4 plus tiny CPU presets) and their resolution from a
+// BackboneSpec: preset first, then every non-zero field of the spec on top, then validation.
+// Pure functions over constant tables; thread-safe.
+#include <array>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "model/accounting/accounting.h"
+
+namespace xmod {
+namespace {
+
+constexpr int kGpt2Vocab = 50257;  // paper B.1: the GPT-2 vocabulary
+constexpr int kCpuVocab = 2048;    // small-vocabulary tokenizer of the CPU sweeps
+
+struct Preset {
+  const char* name;
+  int d_model, head_dim, n_layers, n_heads, n_kv_heads, ffn_dim, vocab_size;
+};
+
+// Paper Table 4 (556M and 1.65B follow Qwen3-0.6B / -1.7B), then the CPU presets.
+constexpr std::array<Preset, 11> kPresets = {{
+    {"165M", 512, 64, 28, 16, 8, 1536, kGpt2Vocab},
+    {"298M", 768, 64, 28, 16, 8, 2304, kGpt2Vocab},
+    {"556M", 1024, 128, 28, 16, 8, 3072, kGpt2Vocab},
+    {"936M", 1536, 128, 28, 16, 8, 3840, kGpt2Vocab},
+    {"1.65B", 2048, 128, 28, 16, 8, 6144, kGpt2Vocab},
+    {"cpu-d64", 64, 16, 8, 4, 2, 192, kCpuVocab},
+    {"cpu-d96", 96, 16, 8, 6, 2, 288, kCpuVocab},
+    {"cpu-d128", 128, 32, 8, 4, 2, 384, kCpuVocab},
+    {"cpu-d192", 192, 32, 8, 6, 2, 576, kCpuVocab},
+    {"cpu-d256", 256, 32, 8, 8, 4, 768, kCpuVocab},
+    {"tiny-test", 32, 8, 6, 4, 2, 96, 256},
+}};
+
+absl::Status Invalid(const std::string& field, const std::string& message) {
+  return absl::InvalidArgumentError(absl::StrCat("backbone.", field, ": ", message));
+}
+
+}  // namespace
+
+std::vector<std::string> BackbonePresetNames() {
+  std::vector<std::string> names;
+  names.reserve(kPresets.size());
+  for (const Preset& p : kPresets) names.push_back(p.name);
+  return names;
+}
+
+absl::StatusOr<Backbone> ResolveBackbone(const xmod::v1::BackboneSpec& spec) {
+  Backbone b;
+  if (!spec.name().empty()) {
+    const Preset* found = nullptr;
+    for (const Preset& p : kPresets) {
+      if (spec.name() == p.name) found = &p;
+    }
+    if (found == nullptr) {
+      return Invalid("name", absl::StrCat("unknown backbone \"", spec.name(), "\"; presets are ",
+                                          absl::StrJoin(BackbonePresetNames(), ", ")));
+    }
+    b = Backbone{found->name,     found->d_model,    found->head_dim, found->n_layers,
+                 found->n_heads,  found->n_kv_heads, found->ffn_dim,  found->vocab_size};
+  } else {
+    b.name = "custom";
+  }
+
+  // Every non-zero field overrides; with no preset every field must end up positive.
+  struct Field {
+    const char* name;
+    int value;
+    int* target;
+  };
+  const std::array<Field, 7> fields = {{
+      {"d_model", spec.d_model(), &b.d_model},
+      {"head_dim", spec.head_dim(), &b.head_dim},
+      {"n_layers", spec.n_layers(), &b.n_layers},
+      {"n_heads", spec.n_heads(), &b.n_heads},
+      {"n_kv_heads", spec.n_kv_heads(), &b.n_kv_heads},
+      {"ffn_dim", spec.ffn_dim(), &b.ffn_dim},
+      {"vocab_size", spec.vocab_size(), &b.vocab_size},
+  }};
+  for (const Field& f : fields) {
+    if (f.value < 0) return Invalid(f.name, absl::StrCat("must be > 0, got ", f.value));
+    if (f.value != 0) *f.target = f.value;
+    if (*f.target <= 0) {
+      return Invalid(f.name, "must be given (> 0) when backbone.name names no preset");
+    }
+  }
+  if (b.d_model % b.n_heads != 0) {
+    return Invalid("n_heads", absl::StrCat(b.n_heads, " heads do not divide d_model ",
+                                           b.d_model));
+  }
+  if (b.n_heads % b.n_kv_heads != 0) {
+    return Invalid("n_kv_heads", absl::StrCat(b.n_kv_heads, " key/value heads do not divide ",
+                                              b.n_heads, " query heads (GQA)"));
+  }
+  if (b.head_dim % 2 != 0) {
+    return Invalid("head_dim", absl::StrCat("RoPE needs an even head_dim, got ", b.head_dim));
+  }
+  return b;
+}
+
+}  // namespace xmod

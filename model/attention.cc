@@ -1,0 +1,109 @@
+// Grouped-query causal attention: see attention.h.
+#include "model/attention.h"
+
+#include <cmath>
+#include <limits>
+
+namespace xmod {
+namespace {
+
+// Queries (B, Tq, H, E) -> (B, G, R, Tq, E) so that query head h = g*R + r uses kv head g.
+torch::Tensor GroupQueries(const torch::Tensor& q, int64_t groups) {
+  const int64_t b = q.size(0), t = q.size(1), h = q.size(2), e = q.size(3);
+  return q.view({b, t, groups, h / groups, e}).permute({0, 2, 3, 1, 4});
+}
+
+// Softmax attention of grouped queries q5 (B, G, R, Tq, E) over k, v (B, G, Tk, E).
+// blocked broadcastable to (B, G, R, Tq, Tk) or undefined. Returns (B, G, R, Tq, E).
+torch::Tensor GroupedSoftmaxAttention(const torch::Tensor& q5, const torch::Tensor& k,
+                                      const torch::Tensor& v, const torch::Tensor& blocked) {
+  const int64_t b = q5.size(0), g = q5.size(1), r = q5.size(2), tq = q5.size(3),
+                e = q5.size(4), tk = k.size(2);
+  torch::Tensor q = q5.reshape({b, g, r * tq, e});                    // (B, G, R*Tq, E)
+  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1));        // (B, G, R*Tq, Tk)
+  if (blocked.defined()) {
+    // The product's output is not saved for its backward, so masking in place is safe.
+    scores.view({b, g, r, tq, tk})
+        .masked_fill_(blocked, -std::numeric_limits<float>::infinity());
+  }
+  torch::Tensor probs = torch::softmax(scores, /*dim=*/-1);           // (B, G, R*Tq, Tk)
+  return torch::matmul(probs, v).view({b, g, r, tq, e});              // (B, G, R, Tq, E)
+}
+
+}  // namespace
+
+AttentionImpl::AttentionImpl(const AttentionOptions& options) : options_(options) {
+  TORCH_CHECK(options.n_heads % options.n_kv_heads == 0, "n_heads ", options.n_heads,
+              " is not a multiple of n_kv_heads ", options.n_kv_heads);
+  const int64_t d = options.d_model, e = options.head_dim;
+  auto linear = [](int64_t in, int64_t out) {
+    return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
+  };
+  wq = register_module("wq", linear(d, options.n_heads * e));
+  wk = register_module("wk", linear(d, options.n_kv_heads * e));
+  wv = register_module("wv", linear(d, options.n_kv_heads * e));
+  wo = register_module("wo", linear(options.n_heads * e, d));
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& h, const torch::Tensor& positions,
+                                     const torch::Tensor& key_valid, const Rope& rope) {
+  const int64_t b = h.size(0), t = h.size(1), e = options_.head_dim;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(e));
+  torch::Tensor q = wq->forward(h).view({b, t, options_.n_heads, e});     // (B, T, H, E)
+  torch::Tensor k = wk->forward(h).view({b, t, options_.n_kv_heads, e});  // (B, T, G, E)
+  torch::Tensor v = wv->forward(h).view({b, t, options_.n_kv_heads, e});  // (B, T, G, E)
+  q = Rope::Apply(q, rope.Tables(positions, t, scale));  // 1/sqrt(E) folded into the rotation
+  k = Rope::Apply(k, rope.Tables(positions, t, 1.0));
+  torch::Tensor blocked;
+  if (key_valid.defined()) {
+    // Causal by original position; padding keys hidden; the diagonal always open.
+    torch::Tensor pos_q = positions.unsqueeze(2), pos_k = positions.unsqueeze(1);  // (B,T,1),(B,1,T)
+    torch::Tensor diagonal = torch::eye(t, h.options().dtype(torch::kBool));       // (T, T)
+    blocked = ((pos_k > pos_q) | key_valid.logical_not().unsqueeze(1)) & diagonal.logical_not();
+    blocked = blocked.view({b, 1, 1, t, t});
+  }
+  return wo->forward(Attend(q, k, v, blocked));
+}
+
+torch::Tensor AttentionImpl::ForwardFullKv(const torch::Tensor& hq, const torch::Tensor& pos_q,
+                                           const torch::Tensor& hkv, const Rope& rope) {
+  const int64_t b = hq.size(0), tq = hq.size(1), t = hkv.size(1), e = options_.head_dim;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(e));
+  torch::Tensor q = wq->forward(hq).view({b, tq, options_.n_heads, e});     // (B, Tq, H, E)
+  torch::Tensor k = wk->forward(hkv).view({b, t, options_.n_kv_heads, e});  // (B, T, G, E)
+  torch::Tensor v = wv->forward(hkv).view({b, t, options_.n_kv_heads, e});  // (B, T, G, E)
+  q = Rope::Apply(q, rope.Tables(pos_q, tq, scale));
+  k = Rope::Apply(k, rope.Tables(torch::Tensor(), t, 1.0));
+  torch::Tensor pos_k = torch::arange(t, pos_q.options()).view({1, 1, t});  // (1, 1, T)
+  torch::Tensor blocked = (pos_k > pos_q.unsqueeze(2)).view({b, 1, 1, tq, t});
+  return wo->forward(Attend(q, k, v, blocked));
+}
+
+torch::Tensor AttentionImpl::Attend(const torch::Tensor& q, const torch::Tensor& k,
+                                    const torch::Tensor& v, const torch::Tensor& blocked) const {
+  const int64_t b = q.size(0), tq = q.size(1), g = options_.n_kv_heads,
+                hd = options_.n_heads * options_.head_dim;
+  torch::Tensor q5 = GroupQueries(q, g);      // (B, G, R, Tq, E)
+  torch::Tensor kg = k.permute({0, 2, 1, 3});  // (B, G, Tk, E)
+  torch::Tensor vg = v.permute({0, 2, 1, 3});  // (B, G, Tk, E)
+  torch::Tensor out;                           // (B, G, R, Tq, E)
+  if (blocked.defined()) {
+    out = GroupedSoftmaxAttention(q5, kg, vg, blocked);
+  } else {
+    // Plain causal: query rows [s, s+c) only need keys [0, s+c); inside that window the
+    // keys j > s+i are blocked. Skips about half of the T x T products for long sequences.
+    std::vector<torch::Tensor> chunks;
+    const int64_t chunk = std::max<int64_t>(1, options_.query_chunk);
+    for (int64_t s = 0; s < tq; s += chunk) {
+      const int64_t c = std::min(chunk, tq - s), end = s + c;
+      torch::Tensor mask =
+          torch::ones({c, end}, q.options().dtype(torch::kBool)).triu(/*diagonal=*/s + 1);
+      chunks.push_back(GroupedSoftmaxAttention(q5.narrow(3, s, c), kg.narrow(2, 0, end),
+                                               vg.narrow(2, 0, end), mask));
+    }
+    out = chunks.size() == 1 ? chunks[0] : torch::cat(chunks, /*dim=*/3);
+  }
+  return out.permute({0, 3, 1, 2, 4}).reshape({b, tq, hd});  // (B, Tq, H*E)
+}
+
+}  // namespace xmod

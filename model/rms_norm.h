@@ -1,0 +1,27 @@
+// RMSNorm (Zhang & Sennrich, 2019): y = x / sqrt(mean(x^2) + eps) * g, the pre-norm of every
+// attention and FFN sublayer and the final norm (paper B.1, Qwen3-style backbones).
+// Legend: D = d_model. Thread-compatible.
+#ifndef XMOD_MODEL_RMS_NORM_H_
+#define XMOD_MODEL_RMS_NORM_H_
+
+#include <torch/torch.h>
+
+namespace xmod {
+
+class RMSNormImpl : public torch::nn::Module {
+ public:
+  explicit RMSNormImpl(int64_t dim, double eps = 1e-6);
+
+  // x: (..., D) -> (..., D), normalized over the last dimension.
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::Tensor weight;  // (D) gain g, initialised to 1
+
+ private:
+  double eps_;
+};
+TORCH_MODULE(RMSNorm);
+
+}  // namespace xmod
+
+#endif  // XMOD_MODEL_RMS_NORM_H_

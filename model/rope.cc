@@ -5,7 +5,8 @@
 
 namespace xmod {
 
-Rope::Rope(int64_t head_dim, int64_t max_positions, double theta, torch::Device device) {
+Rope::Rope(int64_t head_dim, int64_t max_positions, double theta, torch::Device device,
+           torch::Dtype dtype) {
   TORCH_CHECK(head_dim % 2 == 0, "RoPE needs an even head_dim, got ", head_dim);
   auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
   // inv_freq_i = theta^(-2i/E), i = 0..E/2-1.
@@ -13,8 +14,8 @@ Rope::Rope(int64_t head_dim, int64_t max_positions, double theta, torch::Device 
       torch::pow(theta, -torch::arange(0, head_dim, 2, f64) / static_cast<double>(head_dim));
   torch::Tensor pos = torch::arange(max_positions, f64);
   torch::Tensor angle = torch::outer(pos, inv_freq);  // (P, E/2)
-  cos_ = angle.cos().to(torch::kFloat32).to(device);
-  sin_ = angle.sin().to(torch::kFloat32).to(device);
+  cos_ = angle.cos().to(device, dtype);
+  sin_ = angle.sin().to(device, dtype);
 }
 
 std::pair<torch::Tensor, torch::Tensor> Rope::Tables(const torch::Tensor& positions, int64_t t,

@@ -14,8 +14,9 @@ namespace xmod {
 class Rope {
  public:
   Rope() = default;
-  // Tables for positions 0..max_positions-1 on `device`.
-  Rope(int64_t head_dim, int64_t max_positions, double theta, torch::Device device);
+  // Tables for positions 0..max_positions-1 on `device`, in `dtype`.
+  Rope(int64_t head_dim, int64_t max_positions, double theta, torch::Device device,
+       torch::Dtype dtype = torch::kFloat32);
 
   // Per-token tables for x of layout (B, T, H, E). positions: (B, T) int64, or undefined for
   // 0..T-1. Returns {cos, sin}, each (B or 1, T, 1, E/2), multiplied by `scale` (the
@@ -28,6 +29,8 @@ class Rope {
                              const std::pair<torch::Tensor, torch::Tensor>& tables);
 
   int64_t max_positions() const { return cos_.defined() ? cos_.size(0) : 0; }
+  torch::Device device() const { return cos_.defined() ? cos_.device() : torch::kCPU; }
+  torch::Dtype dtype() const { return cos_.defined() ? cos_.scalar_type() : torch::kFloat32; }
 
  private:
   torch::Tensor cos_;  // (P, E/2)

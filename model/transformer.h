@@ -3,6 +3,13 @@
 // plan of model/accounting. Legend: B = batch, T = sequence length L, D = d_model,
 // V = vocabulary.
 //
+// RoutingMode lives in model/router.h and RoutingTrace in model/routing_diagnostics.h.
+// Aux loss = router_loss_weight x mean BCE over routed layers (B.7) + balance_loss_weight x
+// sum over MoE layers of their balance losses.
+// Initialisation: matrices normal(0, 0.02), the residual-stream outputs (attention W_o and
+// FFN W2) scaled by 1/sqrt(2 n_layers) with n_layers the active-equivalent depth, router
+// vectors normal(0, 0.02), ς = gate_scale_init, norms 1.
+//
 // Thread-compatible (one training thread per instance). LibTorch throws c10::Error; callers
 // at the edge of model/ catch it and turn it into a Status.
 #ifndef XMOD_MODEL_TRANSFORMER_H_
@@ -10,31 +17,19 @@
 
 #include <torch/torch.h>
 
-#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "model/accounting/accounting.h"
+#include "model/blocks.h"
+#include "model/rope.h"
+#include "model/router.h"
+#include "model/routing_diagnostics.h"
 #include "xmod/v1/spec.pb.h"
 
 namespace xmod {
-
-// How sparse layers choose tokens.
-enum class RoutingMode {
-  kTopK,       // training: top k = L/K of s - tau*b per sequence, non-causal (paper §2.2)
-  kThreshold,  // evaluation: causal rule r > 0.5 (paper §4.1, B.7)
-};
-
-// Per-forward routing record, filled when a trace is passed (evaluation diagnostics, B.7).
-struct RoutingTrace {
-  // One entry per sparse layer, in order: (B, T) bool masks of selected tokens, and for the
-  // threshold/top-k agreement, both masks computed from the same scores.
-  std::vector<torch::Tensor> selected;      // (B, T) bool, the mask actually used
-  std::vector<torch::Tensor> topk_mask;     // (B, T) bool
-  std::vector<torch::Tensor> threshold_mask;// (B, T) bool
-  std::vector<int> interval;                // sparse interval index of each entry
-};
 
 struct ModelOutput {
   torch::Tensor loss;      // () mean next-token cross-entropy, nats
@@ -57,6 +52,32 @@ class TransformerImpl : public torch::nn::Module {
 
   // Called after each optimizer step (MoE aux-loss-free bias update). No-op otherwise.
   void AfterOptimizerStep();
+
+  // Next-token logits (B, T, V) for tokens (B, T); the same pass as forward() without the
+  // loss. Fills `trace` when non-null.
+  torch::Tensor Logits(const torch::Tensor& tokens, RoutingMode mode,
+                       RoutingTrace* trace = nullptr);
+
+  // The physical layers, input to output (DenseBlockImpl / RoutedBlockImpl).
+  const std::vector<std::shared_ptr<BlockImpl>>& layers() const { return layers_; }
+
+  torch::nn::Embedding embed{nullptr};  // (V, D) token embedding
+  RMSNorm norm_f{nullptr};              // final norm
+  torch::nn::Linear lm_head{nullptr};   // D -> V, untied from the embedding
+
+ private:
+  // Runs embedding, layers and final norm: (B, T) -> (B, T, D); fills ctx.
+  torch::Tensor Body(const torch::Tensor& tokens, RoutingMode mode, RoutingTrace* trace,
+                     LayerContext* ctx);
+  void InitParameters(const Accounting& accounting);
+
+  std::vector<std::shared_ptr<BlockImpl>> layers_;
+  std::vector<int> interval_of_layer_;
+  std::vector<MoE> moe_layers_;
+  Rope rope_;
+  int64_t head_dim_ = 0;
+  double router_loss_weight_ = 0.01;
+  double balance_loss_weight_ = 1e-3;
 };
 TORCH_MODULE(Transformer);
 

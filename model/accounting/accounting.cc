@@ -5,12 +5,13 @@
 // with a sparse layer seen by 1/K of the tokens (its matrices count 1/K, its attention
 // among L/K tokens 1/K^2). Embeddings, head, norms and routers' score vectors are left out
 // of the FLOPs; training FLOPs are 3 x forward. Pure functions; thread-safe.
+#include "model/accounting/accounting.h"
+
 #include <cmath>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "model/accounting/accounting.h"
 
 namespace xmod {
 namespace {
@@ -21,9 +22,9 @@ absl::Status Invalid(const std::string& field, const std::string& message) {
 
 // Matrix parameters of one layer's parts (paper Table 4 shapes; GQA).
 struct LayerParts {
-  double q_o = 0;       // W_q (d x H*hd) + W_o (H*hd x d)
-  double k_v = 0;       // W_k + W_v (d x H_kv*hd each)
-  double ffn = 0;       // SwiGLU 3*d*ffn, or for MoE all routed + shared experts
+  double q_o = 0;         // W_q (d x H*hd) + W_o (H*hd x d)
+  double k_v = 0;         // W_k + W_v (d x H_kv*hd each)
+  double ffn = 0;         // SwiGLU 3*d*ffn, or for MoE all routed + shared experts
   double ffn_active = 0;  // what one token passes through: the FFN, or shared + active experts
   double router = 0;      // MoE router d x E (counted in N, not in FLOPs)
   double attention() const { return q_o + k_v; }
@@ -31,8 +32,8 @@ struct LayerParts {
 
 absl::Status ValidateScalars(const xmod::v1::ModelSpec& model) {
   if (model.has_tau() && !(model.tau() >= 0)) {
-    return Invalid("tau", absl::StrCat("token-choice bias strength must be >= 0, got ",
-                                       model.tau()));
+    return Invalid("tau",
+                   absl::StrCat("token-choice bias strength must be >= 0, got ", model.tau()));
   }
   if (model.has_router_loss_weight() && !(model.router_loss_weight() >= 0)) {
     return Invalid("router_loss_weight",

@@ -39,11 +39,11 @@ absl::StatusOr<Backbone> ResolveBackbone(const xmod::v1::BackboneSpec& spec);
 
 // What one physical layer computes.
 enum class LayerKind {
-  kDense,          // full attention + FFN (or MoE FFN for arch MOE)
-  kSparse,         // X-MoD / MoD routed layer: L/K tokens through attention + FFN
-  kSparseFullKv,   // Selected-Q/full-KV control: routed queries, all tokens as keys/values
-  kAttention,      // Routed-FFN control: full-sequence attention only
-  kRoutedFfn,      // Routed-FFN control: L/K tokens through the FFN only
+  kDense,         // full attention + FFN (or MoE FFN for arch MOE)
+  kSparse,        // X-MoD / MoD routed layer: L/K tokens through attention + FFN
+  kSparseFullKv,  // Selected-Q/full-KV control: routed queries, all tokens as keys/values
+  kAttention,     // Routed-FFN control: full-sequence attention only
+  kRoutedFfn,     // Routed-FFN control: L/K tokens through the FFN only
 };
 
 struct LayerPlan {
@@ -63,7 +63,8 @@ struct LayerPlan {
 // plan for every sparse architecture. Routed-FFN (B.6) replaces each group's sparse layers
 // by ([Attention] + [RoutedFfn] x K) x A. See layer_plan.cc for the no-anchors ablation.
 // INVALID_ARGUMENT naming the field when A*K is not a whole number of layers, K < 1, ...
-absl::StatusOr<LayerPlan> BuildLayerPlan(const xmod::v1::ModelSpec& model, const Backbone& backbone);
+absl::StatusOr<LayerPlan> BuildLayerPlan(const xmod::v1::ModelSpec& model,
+                                         const Backbone& backbone);
 
 // The MoE configuration actually used (arch MOE), written "active:total+shared".
 struct Experts {
@@ -83,19 +84,19 @@ struct Accounting {
   // FFN (dense layers + routed FFN refinements), as Table 7 does; plan.layers also holds
   // the full-sequence attention modules.
   int layers = 0;
-  double per_layer_params = 0;        // attention + FFN of one dense layer (no norms);
-                                      // for MoE: attention + all experts + router
-  double total_params = 0;            // N: all layers (all experts, routers) + 2 * vocab * d
-  double active_params = 0;           // N_act: per-layer params x active-equivalent layers
-  double forward_flops_per_token = 0; // paper Table 6 column, at the given L
-  double train_flops_per_token = 0;   // 3 x forward
+  double per_layer_params = 0;         // attention + FFN of one dense layer (no norms);
+                                       // for MoE: attention + all experts + router
+  double total_params = 0;             // N: all layers (all experts, routers) + 2 * vocab * d
+  double active_params = 0;            // N_act: per-layer params x active-equivalent layers
+  double forward_flops_per_token = 0;  // paper Table 6 column, at the given L
+  double train_flops_per_token = 0;    // 3 x forward
 
-  int seq_len = 0;                    // L the FLOPs were counted at
-  double embedding_params = 0;        // 2 * vocab * d (untied embedding and head)
-  double capacity_ratio = 0;          // N / (N_act + embeddings), paper Table 9 "N/N_act"
-  int dense_layers = 0;               // layers with full-sequence attention + FFN
-  int sparse_layers = 0;              // routed layers (kSparse, kSparseFullKv, kRoutedFfn)
-  Experts experts;                    // arch MOE only
+  int seq_len = 0;              // L the FLOPs were counted at
+  double embedding_params = 0;  // 2 * vocab * d (untied embedding and head)
+  double capacity_ratio = 0;    // N / (N_act + embeddings), paper Table 9 "N/N_act"
+  int dense_layers = 0;         // layers with full-sequence attention + FFN
+  int sparse_layers = 0;        // routed layers (kSparse, kSparseFullKv, kRoutedFfn)
+  Experts experts;              // arch MOE only
 };
 
 // Validates `model` for context length `seq_len` (L/K >= 1, ...) and counts it.

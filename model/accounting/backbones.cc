@@ -60,8 +60,8 @@ absl::StatusOr<Backbone> ResolveBackbone(const xmod::v1::BackboneSpec& spec) {
       return Invalid("name", absl::StrCat("unknown backbone \"", spec.name(), "\"; presets are ",
                                           absl::StrJoin(BackbonePresetNames(), ", ")));
     }
-    b = Backbone{found->name,     found->d_model,    found->head_dim, found->n_layers,
-                 found->n_heads,  found->n_kv_heads, found->ffn_dim,  found->vocab_size};
+    b = Backbone{found->name,    found->d_model,    found->head_dim, found->n_layers,
+                 found->n_heads, found->n_kv_heads, found->ffn_dim,  found->vocab_size};
   } else {
     b.name = "custom";
   }
@@ -89,8 +89,7 @@ absl::StatusOr<Backbone> ResolveBackbone(const xmod::v1::BackboneSpec& spec) {
     }
   }
   if (b.d_model % b.n_heads != 0) {
-    return Invalid("n_heads", absl::StrCat(b.n_heads, " heads do not divide d_model ",
-                                           b.d_model));
+    return Invalid("n_heads", absl::StrCat(b.n_heads, " heads do not divide d_model ", b.d_model));
   }
   if (b.n_heads % b.n_kv_heads != 0) {
     return Invalid("n_kv_heads", absl::StrCat(b.n_kv_heads, " key/value heads do not divide ",

@@ -21,16 +21,16 @@ absl::Status Invalid(const std::string& field, const std::string& message) {
 absl::Status ParseExperts(const std::string& text, xmod::v1::MoESpec* moe) {
   const absl::string_view view(text);
   const auto bad = [&text](const std::string& why) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "experts: \"", text, "\" is not active:total[+shared] (e.g. 6:64+2): ", why));
+    return absl::InvalidArgumentError(
+        absl::StrCat("experts: \"", text, "\" is not active:total[+shared] (e.g. 6:64+2): ", why));
   };
   const size_t colon = view.find(':');
   if (colon == absl::string_view::npos) return bad("missing ':'");
   const size_t plus = view.find('+', colon + 1);
   const absl::string_view active_text = view.substr(0, colon);
-  const absl::string_view total_text =
-      plus == absl::string_view::npos ? view.substr(colon + 1)
-                                      : view.substr(colon + 1, plus - colon - 1);
+  const absl::string_view total_text = plus == absl::string_view::npos
+                                           ? view.substr(colon + 1)
+                                           : view.substr(colon + 1, plus - colon - 1);
   int active = 0, total = 0, shared = 0;
   // SimpleAtoi accepts a leading '+' or '-': require plain digits.
   const auto digits = [](absl::string_view s) {
@@ -67,9 +67,8 @@ absl::StatusOr<Experts> ResolveExperts(const xmod::v1::MoESpec& moe, const Backb
     return Invalid("moe.active_experts", absl::StrCat("must be >= 1, got ", e.active));
   }
   if (e.total < e.active) {
-    return Invalid("moe.total_experts",
-                   absl::StrCat(e.total, " routed experts are fewer than the ", e.active,
-                                " active experts per token"));
+    return Invalid("moe.total_experts", absl::StrCat(e.total, " routed experts are fewer than the ",
+                                                     e.active, " active experts per token"));
   }
   if (e.shared < 0) {
     return Invalid("moe.shared_experts", absl::StrCat("must be >= 0, got ", e.shared));

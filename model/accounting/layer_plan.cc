@@ -66,7 +66,7 @@ std::string JoinRuns(const std::vector<std::string>& parts) {
     const int n = static_cast<int>(j - i);
     if (n == 1) {
       out.push_back(parts[i]);
-    } else if (parts[i].front() == '(' || parts[i] == "[D]") {
+    } else if ((parts[i].front() == '(' && parts[i].back() == ')') || parts[i] == "[D]") {
       out.push_back(absl::StrCat(parts[i], "x", n));
     } else {
       out.push_back(absl::StrCat("(", parts[i], ")x", n));

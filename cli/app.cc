@@ -1,0 +1,233 @@
+// The xmodctl command line (see app.h): CLI11 subcommands bound to the functions of
+// commands.h.
+#include "cli/app.h"
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "cli/commands.h"
+
+namespace xmod::cli {
+namespace {
+
+// Global options, filled by CLI11 then turned into a Context.
+struct Globals {
+  std::string addr = kDefaultAddr;
+  std::string token;
+  std::string output = "table";
+  double timeout_s = 30;
+};
+
+// Binds the subcommands to `action`; every value they parse lives in `state`.
+struct State {
+  Globals globals;
+  // sweep
+  std::string file;
+  bool dry_run = false;
+  int64_t id = 0;
+  int limit = 0;
+  // runs / metrics / query
+  int64_t sweep_filter = 0;
+  std::vector<std::string> states;
+  std::vector<std::string> names;
+  int max_points = 500;
+  std::string sql;
+  int max_rows = 10000;
+  // fit
+  PredictOptions predict;
+  RecommendOptions recommend;
+  // plan
+  PlanOptions plan;
+};
+
+using Action = std::function<absl::Status(const Context&)>;
+
+CLI::App* Leaf(CLI::App* parent, const std::string& name, const std::string& help,
+               Action* slot, Action action) {
+  CLI::App* sub = parent->add_subcommand(name, help);
+  sub->callback([slot, action = std::move(action)] { *slot = action; });
+  return sub;
+}
+
+void AddSweepCommands(CLI::App& app, State& s, Action* action) {
+  CLI::App* sweep = app.add_subcommand("sweep", "Submit, list, show, cancel, retry and watch sweeps");
+  sweep->require_subcommand(1);
+  CLI::App* submit = Leaf(sweep, "submit", "Submit a sweep spec (.textpb/.txtpb/.pbtxt or .json)",
+                          action, [&s](const Context& c) { return SweepSubmit(c, s.file, s.dry_run); });
+  submit->add_option("FILE", s.file, "Sweep spec file")->required();
+  submit->add_flag("--dry_run", s.dry_run, "Validate and expand only; store nothing");
+  CLI::App* list = Leaf(sweep, "list", "List sweeps, newest first", action,
+                        [&s](const Context& c) { return SweepList(c, s.limit); });
+  list->add_option("--limit", s.limit, "At most this many sweeps (0 = all)");
+  struct IdCommand {
+    const char* name;
+    const char* help;
+    absl::Status (*fn)(const Context&, int64_t);
+  };
+  for (const IdCommand& cmd : {IdCommand{"show", "A sweep and its runs", &SweepShow},
+                               IdCommand{"cancel", "Cancel every queued or running run", &SweepCancel},
+                               IdCommand{"retry", "Requeue the failed runs (RetryFailed)", &SweepRetry},
+                               IdCommand{"watch", "Live progress until the sweep ends", &SweepWatch}}) {
+    auto fn = cmd.fn;
+    CLI::App* sub = Leaf(sweep, cmd.name, cmd.help, action,
+                         [&s, fn](const Context& c) { return fn(c, s.id); });
+    sub->add_option("ID", s.id, "Sweep id")->required();
+  }
+}
+
+void AddRunCommands(CLI::App& app, State& s, Action* action) {
+  CLI::App* runs = app.add_subcommand("runs", "List runs");
+  runs->require_subcommand(1);
+  CLI::App* list = Leaf(runs, "list", "List runs", action, [&s](const Context& c) {
+    return RunsList(c, s.sweep_filter, s.states, s.limit);
+  });
+  list->add_option("--sweep", s.sweep_filter, "Only this sweep's runs");
+  list->add_option("--state", s.states, "Only runs in these states (queued, running, ...)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  list->add_option("--limit", s.limit, "At most this many runs (0 = all)");
+
+  CLI::App* run = app.add_subcommand("run", "Show, resume or cancel one run");
+  run->require_subcommand(1);
+  struct IdCommand {
+    const char* name;
+    const char* help;
+    absl::Status (*fn)(const Context&, int64_t);
+  };
+  for (const IdCommand& cmd :
+       {IdCommand{"show", "A run with its attempts and checkpoints", &RunShow},
+        IdCommand{"resume", "Requeue a failed or cancelled run from its checkpoint", &RunResume},
+        IdCommand{"cancel", "Cancel a run (stops it if running)", &RunCancel}}) {
+    auto fn = cmd.fn;
+    CLI::App* sub = Leaf(run, cmd.name, cmd.help, action,
+                         [&s, fn](const Context& c) { return fn(c, s.id); });
+    sub->add_option("ID", s.id, "Run id")->required();
+  }
+
+  CLI::App* metrics = Leaf(&app, "metrics", "Metric series of a run (downsampled)", action,
+                           [&s](const Context& c) {
+                             return Metrics(c, s.id, s.names, s.max_points);
+                           });
+  metrics->add_option("ID", s.id, "Run id")->required();
+  metrics->add_option("--name", s.names, "Only these series (e.g. val/loss); repeatable")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  metrics->add_option("--max_points", s.max_points, "Points per series");
+
+  CLI::App* query = Leaf(&app, "query", "Read-only SQL on the results database", action,
+                         [&s](const Context& c) { return Query(c, s.sql, s.max_rows); });
+  query->add_option("SQL", s.sql, "A SELECT or WITH statement")->required();
+  query->add_option("--max_rows", s.max_rows, "Row limit");
+}
+
+void AddFitCommands(CLI::App& app, State& s, Action* action) {
+  CLI::App* fit = app.add_subcommand("fit", "The sweep's scaling-law fit (paper Eq. 14)");
+  fit->require_subcommand(1);
+  CLI::App* show = Leaf(fit, "show", "The latest fit: parameters, R², RMSE, CV", action,
+                        [&s](const Context& c) { return FitShow(c, s.id); });
+  show->add_option("SWEEP", s.id, "Sweep id")->required();
+
+  PredictOptions& p = s.predict;
+  CLI::App* predict = Leaf(fit, "predict", "Predicted Δ and loss (every C × L × K × A)", action,
+                           [&p](const Context& c) { return FitPredict(c, p); });
+  predict->add_option("SWEEP", p.sweep_id, "Sweep id")->required();
+  predict->add_option("--C", p.flops, "Training FLOPs, e.g. 1e20")->required()->delimiter(',')
+      ->allow_extra_args(false);
+  predict->add_option("--L", p.seq_lens, "Context lengths")->required()->delimiter(',')
+      ->allow_extra_args(false);
+  predict->add_option("--backbone", p.backbone, "Backbone preset, e.g. 556M")->required();
+  predict->add_option("--K", p.ks, "Token sparsities")->required()->delimiter(',')
+      ->allow_extra_args(false);
+  predict->add_option("--A", p.as, "Anchor strides (default 1)")->delimiter(',')
+      ->allow_extra_args(false);
+
+  RecommendOptions& r = s.recommend;
+  CLI::App* recommend = Leaf(fit, "recommend", "The best (K, A) for (C, L, backbone)", action,
+                             [&r](const Context& c) { return FitRecommend(c, r); });
+  recommend->add_option("SWEEP", r.sweep_id, "Sweep id")->required();
+  recommend->add_option("--C", r.flops, "Training FLOPs, e.g. 1e20")->required();
+  recommend->add_option("--L", r.seq_len, "Context length")->required();
+  recommend->add_option("--backbone", r.backbone, "Backbone preset, e.g. 556M")->required();
+  recommend->add_option("--max_params", r.max_params, "Cap on total parameters, e.g. 3B");
+  recommend->add_option("--ks", r.ks, "Candidate K (default 1..32)")->delimiter(',')
+      ->allow_extra_args(false);
+  recommend->add_option("--as", r.as, "Candidate A (default 0.5,1,2,3,4,5)")->delimiter(',')
+      ->allow_extra_args(false);
+  recommend->add_option("--top", r.top, "Candidates shown");
+}
+
+void AddPlanCommand(CLI::App& app, State& s, Action* action) {
+  PlanOptions& p = s.plan;
+  CLI::App* plan = Leaf(&app, "plan", "Layer plan, parameters and FLOPs (offline)", action,
+                        [&p](const Context& c) { return Plan(c, p); });
+  plan->add_option("--backbone", p.backbone, "Preset: 165M 298M 556M 936M 1.65B cpu-d64 ...")
+      ->capture_default_str();
+  plan->add_option("--arch", p.arch, "dense|mod|xmod|moe|routed_ffn|selected_q_full_kv")
+      ->capture_default_str();
+  plan->add_option("--K", p.k, "Token sparsity K")->capture_default_str();
+  plan->add_option("--A", p.a, "Anchor stride A")->capture_default_str();
+  plan->add_option("--n0", p.n0, "Dense prefix N0 (default 4 for xmod, 1 for mod)");
+  plan->add_option("--L", p.seq_len, "Context length L")->capture_default_str();
+  plan->add_option("--experts", p.experts, "MoE experts active:total+shared, e.g. 6:64+2");
+  plan->add_option("--expert_dim", p.expert_dim, "MoE expert width d_e (default: FLOP-matched)");
+}
+
+}  // namespace
+
+int ExitCode(const absl::Status& status) {
+  if (status.ok()) return 0;
+  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+int RunXmodctl(const std::vector<std::string>& args, const Io& io) {
+  CLI::App app{"xmodctl: the xmod command line (sweeps, runs, metrics, queries, fits, plans)",
+               "xmodctl"};
+  app.fallthrough();  // global options may follow the subcommand
+  app.require_subcommand(1);
+  State s;
+  Action action;
+  if (const char* addr = std::getenv("XMOD_ADDR"); addr != nullptr && *addr) s.globals.addr = addr;
+  if (const char* token = std::getenv("XMOD_TOKEN"); token != nullptr) s.globals.token = token;
+  app.add_option("--addr", s.globals.addr, "Coordinator host:port (env XMOD_ADDR)")
+      ->capture_default_str();
+  app.add_option("--token", s.globals.token, "Bearer token (env XMOD_TOKEN)");
+  app.add_option("--output,-o", s.globals.output, "table, json or csv")->capture_default_str();
+  app.add_option("--timeout", s.globals.timeout_s, "Seconds to wait for each call")
+      ->capture_default_str();
+  AddSweepCommands(app, s, &action);
+  AddRunCommands(app, s, &action);
+  AddFitCommands(app, s, &action);
+  AddPlanCommand(app, s, &action);
+
+  std::vector<std::string> reversed(args.rbegin(), args.rend() - (args.empty() ? 0 : 1));
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e, *io.out, *io.err);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e, *io.out, *io.err);
+  } catch (const CLI::ParseError& e) {
+    *io.err << "xmodctl: " << absl::StrReplaceAll(e.what(), {{"\n", " "}})
+            << " (see xmodctl --help)\n";
+    return 2;
+  }
+  Context ctx;
+  ctx.client = ClientOptions{s.globals.addr, s.globals.token, s.globals.timeout_s};
+  ctx.out = io.out;
+  ctx.out_is_tty = io.out_is_tty;
+  auto format = ParseOutputFormat(s.globals.output);
+  absl::Status status = format.status();
+  if (status.ok()) {
+    ctx.format = *format;
+    status = action ? action(ctx) : absl::InvalidArgumentError("no command given");
+  }
+  io.out->flush();
+  if (!status.ok()) *io.err << "xmodctl: " << absl::StrReplaceAll(status.message(), {{"\n", " "}}) << "\n";
+  return ExitCode(status);
+}
+
+}  // namespace xmod::cli

@@ -1,0 +1,37 @@
+// The xmodctl command line: parses arguments with CLI11 into global options and one command,
+// runs it, and maps the outcome to an exit status. main.cc only calls RunXmodctl; tests call
+// it with their own streams and a fake coordinator's address.
+//
+// Exit status: 0 success; 2 bad usage or bad input (unknown flag, unparsable spec file,
+// a parameter or spec refused with INVALID_ARGUMENT, locally or by the coordinator);
+// 1 any other failure (coordinator unreachable, run or sweep not found, a watched sweep that
+// ended with failed or cancelled runs). Every failure prints one line "xmodctl: ..." on err.
+// Thread-compatible; reads XMOD_ADDR and XMOD_TOKEN from the environment.
+#ifndef XMOD_CLI_APP_H_
+#define XMOD_CLI_APP_H_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace xmod::cli {
+
+inline constexpr char kDefaultAddr[] = "127.0.0.1:7070";
+
+struct Io {
+  std::ostream* out;
+  std::ostream* err;
+  bool out_is_tty = false;
+};
+
+// args[0] is the program name.
+int RunXmodctl(const std::vector<std::string>& args, const Io& io);
+
+// The exit status of a command's outcome (see above).
+int ExitCode(const absl::Status& status);
+
+}  // namespace xmod::cli
+
+#endif  // XMOD_CLI_APP_H_

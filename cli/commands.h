@@ -1,0 +1,87 @@
+// The xmodctl commands as functions: each takes the parsed global options (Context) and its
+// own arguments, talks to the coordinator (except Plan, which is offline), writes its result
+// to ctx.out in ctx.format and returns a Status. The caller (app.cc) prints a failure as one
+// line on stderr and maps it to the exit code. Thread-compatible.
+#ifndef XMOD_CLI_COMMANDS_H_
+#define XMOD_CLI_COMMANDS_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "cli/client.h"
+#include "cli/format.h"
+
+namespace xmod::cli {
+
+struct Context {
+  ClientOptions client;
+  OutputFormat format = OutputFormat::kTable;
+  std::ostream* out = nullptr;
+  bool out_is_tty = false;  // sweep watch redraws in place only on a terminal
+};
+
+// Sweeps.
+absl::Status SweepSubmit(const Context& ctx, const std::string& file, bool dry_run);
+absl::Status SweepList(const Context& ctx, int limit);
+absl::Status SweepShow(const Context& ctx, int64_t sweep_id);
+absl::Status SweepCancel(const Context& ctx, int64_t sweep_id);
+absl::Status SweepRetry(const Context& ctx, int64_t sweep_id);
+// Follows the WatchSweep stream until the sweep ends. OK when it ends done; ABORTED naming
+// the failed (or cancelled) runs otherwise.
+absl::Status SweepWatch(const Context& ctx, int64_t sweep_id);
+
+// Runs. `states` are names such as "running" or "FAILED" (case-insensitive).
+absl::Status RunsList(const Context& ctx, int64_t sweep_id, const std::vector<std::string>& states,
+                      int limit);
+absl::Status RunShow(const Context& ctx, int64_t run_id);
+absl::Status RunResume(const Context& ctx, int64_t run_id);
+absl::Status RunCancel(const Context& ctx, int64_t run_id);
+absl::Status Metrics(const Context& ctx, int64_t run_id, const std::vector<std::string>& names,
+                     int max_points);
+absl::Status Query(const Context& ctx, const std::string& sql, int max_rows);
+
+// Scaling-law fit (paper Eq. 14) of a sweep.
+struct PredictOptions {
+  int64_t sweep_id = 0;
+  std::vector<double> flops;  // C values; every combination with L, K, A is predicted
+  std::vector<int> seq_lens;
+  std::string backbone;
+  std::vector<int> ks;
+  std::vector<double> as;
+};
+struct RecommendOptions {
+  int64_t sweep_id = 0;
+  double flops = 0;
+  int seq_len = 0;
+  std::string backbone;
+  std::string max_params;     // e.g. "2.64B"; empty = no cap
+  std::vector<int> ks;        // empty = the server's default candidates
+  std::vector<double> as;
+  int top = 10;               // candidates shown
+};
+absl::Status FitShow(const Context& ctx, int64_t sweep_id);
+absl::Status FitPredict(const Context& ctx, const PredictOptions& options);
+absl::Status FitRecommend(const Context& ctx, const RecommendOptions& options);
+
+// Offline layer plan and accounting (paper Table 6).
+struct PlanOptions {
+  std::string backbone = "556M";
+  std::string arch = "xmod";
+  int k = 8;
+  double a = 4;
+  int n0 = -1;                // -1 = the architecture's default
+  int seq_len = 32768;
+  std::string experts;        // MoE "6:64+2"
+  int expert_dim = 0;
+};
+absl::Status Plan(const Context& ctx, const PlanOptions& options);
+
+// Parses a run state name ("running", "FAILED"); INVALID_ARGUMENT naming --state otherwise.
+absl::StatusOr<int> ParseRunState(const std::string& name);
+
+}  // namespace xmod::cli
+
+#endif  // XMOD_CLI_COMMANDS_H_

@@ -1,0 +1,424 @@
+// Tests of the xmodctl commands against an in-process fake Coordinator (a grpc::Server on
+// 127.0.0.1:0): submit (text, JSON, dry run, refused spec, syntax error), listings in every
+// output format, the watch stream rendering until the sweep ends, query, run show, tokens
+// and connection failures.
+#include <grpcpp/grpcpp.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "cli/app.h"
+#include "common/files.h"
+#include "xmod/v1/coordinator.grpc.pb.h"
+
+namespace xmod::cli {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using xmod::v1::Run;
+
+Run MakeRun(int64_t id, const std::string& name, xmod::v1::RunState state, double flops,
+            double budget) {
+  Run run;
+  run.set_id(id);
+  run.set_sweep_id(7);
+  run.set_name(name);
+  run.set_state(state);
+  run.mutable_spec()->mutable_model()->set_arch(xmod::v1::XMOD);
+  run.mutable_spec()->mutable_model()->set_k(4);
+  run.mutable_spec()->mutable_model()->set_a(1);
+  run.mutable_spec()->mutable_model()->mutable_backbone()->set_name("cpu-d128");
+  run.mutable_spec()->mutable_training()->set_seq_len(256);
+  run.mutable_spec()->mutable_training()->set_flop_budget(budget);
+  run.mutable_progress()->set_flops(flops);
+  run.mutable_progress()->set_flop_budget(budget);
+  run.set_forward_flops_per_token(1.5e6);
+  run.set_total_params(2.64e6);
+  return run;
+}
+
+class FakeCoordinator final : public xmod::v1::Coordinator::Service {
+ public:
+  grpc::Status SubmitSweep(grpc::ServerContext* context,
+                           const xmod::v1::SubmitSweepRequest* request,
+                           xmod::v1::SubmitSweepResponse* response) override {
+    Record(context);
+    absl::MutexLock lock(&mu_);
+    last_submit_ = *request;
+    ++submits_;
+    for (int g = 0; g < request->spec().grids_size(); ++g) {
+      const auto& ks = request->spec().grids(g).ks();
+      for (int i = 0; i < ks.size(); ++i) {
+        if (ks[i] < 1) {
+          return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                              absl::StrCat("grids[", g, "].ks[", i, "]: K must be >= 1"));
+        }
+      }
+    }
+    response->set_sweep_id(request->dry_run() ? 0 : 7);
+    *response->add_runs() = MakeRun(request->dry_run() ? 0 : 1, "dense-cpu-d128-L256",
+                                    xmod::v1::QUEUED, 0, 3e12);
+    *response->add_runs() = MakeRun(request->dry_run() ? 0 : 2, "xmod-cpu-d128-L256-K4-A1",
+                                    xmod::v1::QUEUED, 0, 3e12);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListSweeps(grpc::ServerContext* context, const xmod::v1::ListSweepsRequest*,
+                          xmod::v1::ListSweepsResponse* response) override {
+    Record(context);
+    auto* s = response->add_sweeps();
+    s->set_id(7);
+    s->set_name("demo, small");
+    s->set_state(xmod::v1::SWEEP_ACTIVE);
+    (*s->mutable_run_counts())["RUNNING"] = 2;
+    (*s->mutable_run_counts())["QUEUED"] = 3;
+    (*s->mutable_run_counts())["SUCCEEDED"] = 4;
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListRuns(grpc::ServerContext* context, const xmod::v1::ListRunsRequest* request,
+                        xmod::v1::ListRunsResponse* response) override {
+    Record(context);
+    absl::MutexLock lock(&mu_);
+    last_list_runs_ = *request;
+    Run run = MakeRun(2, "xmod-cpu-d128-L256-K4-A1", xmod::v1::RUNNING, 1.5e12, 3e12);
+    run.mutable_progress()->set_train_loss(4.123456);
+    *response->add_runs() = run;
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetRun(grpc::ServerContext* context, const xmod::v1::GetRunRequest* request,
+                      xmod::v1::GetRunResponse* response) override {
+    Record(context);
+    if (request->run_id() != 2) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("run ", request->run_id(),
+                                                                    " not found"));
+    }
+    *response->mutable_run() = MakeRun(2, "xmod-cpu-d128-L256-K4-A1", xmod::v1::FAILED, 1e12,
+                                       3e12);
+    auto* a = response->add_attempts();
+    a->set_number(1);
+    a->set_worker("w1");
+    a->set_outcome("failed");
+    a->set_exit_code(1);
+    a->set_error("loss is NaN");
+    auto* c = response->add_checkpoints();
+    c->set_step(40);
+    c->set_path("/ckpt/run2/step40.pt");
+    return grpc::Status::OK;
+  }
+
+  grpc::Status WatchSweep(grpc::ServerContext* context, const xmod::v1::WatchSweepRequest*,
+                          grpc::ServerWriter<xmod::v1::WatchSweepEvent>* writer) override {
+    Record(context);
+    std::vector<xmod::v1::WatchSweepEvent> events;
+    {
+      absl::MutexLock lock(&mu_);
+      events = watch_events_;
+    }
+    for (const auto& e : events) {
+      if (!writer->Write(e)) break;
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Query(grpc::ServerContext* context, const xmod::v1::QueryRequest* request,
+                     xmod::v1::QueryResponse* response) override {
+    Record(context);
+    if (request->sql().rfind("SELECT", 0) != 0) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "sql: only SELECT or WITH");
+    }
+    response->add_columns("name");
+    response->add_columns("K");
+    response->add_columns("val_loss");
+    auto* row = response->add_rows();
+    row->add_values("xmod-K4");
+    row->add_values("4");
+    row->add_values("3.912345");
+    row = response->add_rows();
+    row->add_values("dense");
+    row->add_values("");
+    row->add_values("3.85");
+    return grpc::Status::OK;
+  }
+
+  void SetWatchEvents(std::vector<xmod::v1::WatchSweepEvent> events) {
+    absl::MutexLock lock(&mu_);
+    watch_events_ = std::move(events);
+  }
+  xmod::v1::SubmitSweepRequest last_submit() {
+    absl::MutexLock lock(&mu_);
+    return last_submit_;
+  }
+  int submits() {
+    absl::MutexLock lock(&mu_);
+    return submits_;
+  }
+  xmod::v1::ListRunsRequest last_list_runs() {
+    absl::MutexLock lock(&mu_);
+    return last_list_runs_;
+  }
+  std::string last_authorization() {
+    absl::MutexLock lock(&mu_);
+    return last_authorization_;
+  }
+
+ private:
+  void Record(grpc::ServerContext* context) {
+    auto it = context->client_metadata().find("authorization");
+    absl::MutexLock lock(&mu_);
+    last_authorization_ =
+        it == context->client_metadata().end() ? "" : std::string(it->second.data(),
+                                                                  it->second.size());
+  }
+
+  absl::Mutex mu_;
+  xmod::v1::SubmitSweepRequest last_submit_;
+  int submits_ = 0;
+  xmod::v1::ListRunsRequest last_list_runs_;
+  std::vector<xmod::v1::WatchSweepEvent> watch_events_;
+  std::string last_authorization_;
+};
+
+struct Result {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+class CommandsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&fake_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    ASSERT_GT(port, 0);
+    addr_ = absl::StrCat("127.0.0.1:", port);
+  }
+  void TearDown() override { server_->Shutdown(); }
+
+  Result Xmodctl(std::vector<std::string> args, bool tty = false) {
+    args.insert(args.begin(), {"xmodctl", "--addr", addr_});
+    std::ostringstream out, err;
+    int code = RunXmodctl(args, Io{&out, &err, tty});
+    return {code, out.str(), err.str()};
+  }
+
+  std::string WriteSpec(const std::string& name, const std::string& contents) {
+    std::string path = absl::StrCat(::testing::TempDir(), "/", name);
+    EXPECT_TRUE(WriteFileAtomic(path, contents).ok());
+    return path;
+  }
+
+  FakeCoordinator fake_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string addr_;
+};
+
+constexpr char kSpec[] = R"pb(
+  name: "demo"
+  grids { archs: [ DENSE, XMOD ] backbones: "cpu-d128" seq_lens: 256 ks: 4 as: 1 }
+  training { flop_budget: 3e12 seq_len: 256 }
+)pb";
+
+TEST_F(CommandsTest, SubmitPrintsSweepIdAndRuns) {
+  Result r = Xmodctl({"--token", "s3cret", "sweep", "submit", WriteSpec("demo.textpb", kSpec)});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Submitted sweep 7 (\"demo\") with 2 runs"));
+  EXPECT_THAT(r.out, HasSubstr("xmod-cpu-d128-L256-K4-A1"));
+  EXPECT_THAT(r.out, HasSubstr("2.64M"));  // total params
+  EXPECT_THAT(r.out, HasSubstr("3.00e12"));  // budget
+  xmod::v1::SubmitSweepRequest sent = fake_.last_submit();
+  EXPECT_FALSE(sent.dry_run());
+  EXPECT_EQ(sent.spec().name(), "demo");
+  EXPECT_EQ(sent.spec().grids(0).archs_size(), 2);
+  EXPECT_EQ(fake_.last_authorization(), "Bearer s3cret");
+}
+
+TEST_F(CommandsTest, SubmitJsonDryRun) {
+  Result r = Xmodctl({"sweep", "submit", "--dry_run",
+                  WriteSpec("demo.json", R"({"name": "j", "grids": [{"ks": [2]}]})")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fake_.last_submit().dry_run());
+  EXPECT_EQ(fake_.last_submit().spec().grids(0).ks(0), 2);
+  EXPECT_THAT(r.out, HasSubstr("Dry run: sweep \"j\" expands to 2 runs (nothing stored)"));
+  EXPECT_EQ(fake_.last_authorization(), "");
+}
+
+TEST_F(CommandsTest, SubmitRefusedSpecPrintsTheServersFieldAndExits2) {
+  Result r = Xmodctl({"sweep", "submit",
+                  WriteSpec("bad.textpb", "name: \"b\" grids { ks: [2, 0] }")});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "xmodctl: grids[0].ks[1]: K must be >= 1\n");
+  EXPECT_EQ(r.out, "");
+}
+
+TEST_F(CommandsTest, SubmitSyntaxErrorNeverReachesTheServer) {
+  std::string path = WriteSpec("broken.json", "{\n \"name\": \"b\",\n \"grids\": [}\n");
+  Result r = Xmodctl({"sweep", "submit", path});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat(path, ":3:12: ")));
+  EXPECT_EQ(fake_.submits(), 0);
+}
+
+TEST_F(CommandsTest, SweepListInEveryFormat) {
+  Result table = Xmodctl({"sweep", "list"});
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_THAT(table.out, HasSubstr("ID  NAME         STATE   RUNS  QUEUED  RUNNING  SUCCEEDED"));
+  EXPECT_THAT(table.out, HasSubstr(" 7  demo, small  active     9       3        2          4"));
+  Result csv = Xmodctl({"sweep", "list", "--output", "csv"});
+  EXPECT_THAT(csv.out, HasSubstr("id,name,state,runs,queued,running,succeeded,failed,cancelled,"
+                                 "created\n7,\"demo, small\",active,9,3,2,4,0,0,\n"));
+  Result json = Xmodctl({"-o", "json", "sweep", "list"});
+  EXPECT_THAT(json.out, HasSubstr("{\"id\": 7, \"name\": \"demo, small\", \"state\": \"active\", "
+                                  "\"runs\": 9"));
+}
+
+TEST_F(CommandsTest, RunsListPassesFilters) {
+  Result r = Xmodctl({"runs", "list", "--sweep", "7", "--state", "running,FAILED"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto sent = fake_.last_list_runs();
+  EXPECT_EQ(sent.sweep_id(), 7);
+  ASSERT_EQ(sent.states_size(), 2);
+  EXPECT_EQ(sent.states(0), xmod::v1::RUNNING);
+  EXPECT_EQ(sent.states(1), xmod::v1::FAILED);
+  EXPECT_THAT(r.out, HasSubstr("running"));
+  EXPECT_THAT(r.out, HasSubstr("50%"));
+  EXPECT_THAT(r.out, HasSubstr("4.1235"));
+  Result bad = Xmodctl({"runs", "list", "--state", "sleeping"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--state"));
+}
+
+TEST_F(CommandsTest, RunShowHasAttemptsAndCheckpoints) {
+  Result r = Xmodctl({"run", "show", "2"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Attempts"));
+  EXPECT_THAT(r.out, HasSubstr("loss is NaN"));
+  EXPECT_THAT(r.out, HasSubstr("/ckpt/run2/step40.pt"));
+  Result missing = Xmodctl({"run", "show", "99"});
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_EQ(missing.err, "xmodctl: run 99 not found\n");
+}
+
+TEST_F(CommandsTest, QueryTypesValuesInJson) {
+  Result r = Xmodctl({"query", "SELECT name, K, val_loss FROM run_summary", "--output", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("{\"name\": \"xmod-K4\", \"K\": 4, \"val_loss\": 3.912345}"));
+  EXPECT_THAT(r.out, HasSubstr("{\"name\": \"dense\", \"K\": null, \"val_loss\": 3.85}"));
+  Result table = Xmodctl({"query", "SELECT 1"});
+  EXPECT_THAT(table.out, HasSubstr("NAME     K  VAL_LOSS\nxmod-K4  4    3.9123\ndense    -      3.85\n"));
+  Result refused = Xmodctl({"query", "DELETE FROM runs"});
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_THAT(refused.err, HasSubstr("only SELECT"));
+}
+
+std::vector<xmod::v1::WatchSweepEvent> WatchScript(xmod::v1::SweepState final_state) {
+  auto sweep = [](xmod::v1::SweepState state, int queued, int running, int done, int failed) {
+    xmod::v1::Sweep s;
+    s.set_id(7);
+    s.set_name("demo");
+    s.set_state(state);
+    (*s.mutable_run_counts())["QUEUED"] = queued;
+    (*s.mutable_run_counts())["RUNNING"] = running;
+    (*s.mutable_run_counts())["SUCCEEDED"] = done;
+    (*s.mutable_run_counts())["FAILED"] = failed;
+    return s;
+  };
+  std::vector<xmod::v1::WatchSweepEvent> events(4);
+  events[0].set_snapshot(true);
+  *events[0].mutable_sweep() = sweep(xmod::v1::SWEEP_ACTIVE, 2, 0, 0, 0);
+  *events[0].add_runs() = MakeRun(1, "dense", xmod::v1::QUEUED, 0, 1e12);
+  *events[0].add_runs() = MakeRun(2, "xmod-K4", xmod::v1::QUEUED, 0, 1e12);
+  *events[1].mutable_sweep() = sweep(xmod::v1::SWEEP_ACTIVE, 1, 1, 0, 0);
+  Run running = MakeRun(1, "dense", xmod::v1::RUNNING, 5e11, 1e12);
+  running.mutable_progress()->set_step(120);
+  running.mutable_progress()->set_train_loss(3.5);
+  running.mutable_progress()->set_tokens_per_second(12345);
+  *events[1].add_runs() = running;
+  *events[2].mutable_sweep() = sweep(xmod::v1::SWEEP_ACTIVE, 0, 1, 1, 0);
+  Run done = MakeRun(1, "dense", xmod::v1::SUCCEEDED, 1e12, 1e12);
+  done.mutable_progress()->set_val_loss(3.25);
+  *events[2].add_runs() = done;
+  bool failed = final_state == xmod::v1::SWEEP_FAILED;
+  *events[3].mutable_sweep() = sweep(final_state, 0, 0, failed ? 1 : 2, failed ? 1 : 0);
+  Run last = MakeRun(2, "xmod-K4", failed ? xmod::v1::FAILED : xmod::v1::SUCCEEDED,
+                     failed ? 2e11 : 1e12, 1e12);
+  if (failed) last.set_error("trainer exited 1: loss is NaN\nstack...");
+  *events[3].add_runs() = last;
+  return events;
+}
+
+TEST_F(CommandsTest, WatchRendersProgressUntilTheSweepIsDone) {
+  fake_.SetWatchEvents(WatchScript(xmod::v1::SWEEP_DONE));
+  Result r = Xmodctl({"sweep", "watch", "7"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, Not(HasSubstr("\x1b[")));
+  EXPECT_THAT(r.out, HasSubstr("sweep 7 demo: active  0 running  2 queued"));
+  EXPECT_THAT(r.out, HasSubstr("dense    running    [##########..........]  50%  step    120  "
+                               "loss  3.5000  val       -  12.3k tok/s\n"));
+  EXPECT_THAT(r.out, HasSubstr("dense    succeeded  [####################] 100%"));
+  EXPECT_THAT(r.out, HasSubstr("val  3.2500"));
+  EXPECT_THAT(r.out, HasSubstr("sweep 7 demo: done  0 running  0 queued  2 succeeded  0 failed"));
+  // Plain mode appends lines for changes only: summary + 2 runs for the snapshot, then a
+  // summary and one run line for each of the three updates.
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 3 + 2 + 2 + 2);
+}
+
+TEST_F(CommandsTest, WatchExitsNonZeroWhenARunFailed) {
+  fake_.SetWatchEvents(WatchScript(xmod::v1::SWEEP_FAILED));
+  Result r = Xmodctl({"sweep", "watch", "7"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.out, HasSubstr("error: trainer exited 1: loss is NaN"));
+  EXPECT_EQ(r.err, "xmodctl: sweep 7 ended failed: xmod-K4 (failed)\n");
+}
+
+TEST_F(CommandsTest, WatchRedrawsInPlaceOnATerminal) {
+  fake_.SetWatchEvents(WatchScript(xmod::v1::SWEEP_DONE));
+  Result r = Xmodctl({"sweep", "watch", "7"}, /*tty=*/true);
+  ASSERT_EQ(r.code, 0) << r.err;
+  // Four redraws of a 3-line block: the last three move the cursor up 3 lines first.
+  size_t ups = 0;
+  for (size_t at = r.out.find("\x1b[3A"); at != std::string::npos;
+       at = r.out.find("\x1b[3A", at + 1)) {
+    ++ups;
+  }
+  EXPECT_EQ(ups, 3);
+  EXPECT_THAT(r.out, HasSubstr("\r\x1b[2Ksweep 7 demo: done"));
+}
+
+TEST_F(CommandsTest, WatchStreamEndingEarlyIsAnError) {
+  auto events = WatchScript(xmod::v1::SWEEP_DONE);
+  events.resize(2);
+  fake_.SetWatchEvents(events);
+  Result r = Xmodctl({"sweep", "watch", "7"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("ended before the sweep did"));
+}
+
+TEST(CommandsNoServerTest, ConnectionFailureNamesTheAddress) {
+  std::ostringstream out, err;
+  int code = RunXmodctl({"xmodctl", "--addr", "127.0.0.1:1", "--timeout", "5", "sweep", "list"},
+                        Io{&out, &err, false});
+  EXPECT_EQ(code, 1);
+  EXPECT_THAT(err.str(), HasSubstr("cannot reach the coordinator at 127.0.0.1:1"));
+  EXPECT_EQ(std::count(err.str().begin(), err.str().end(), '\n'), 1);
+}
+
+TEST(CommandsNoServerTest, UsageErrorsExit2) {
+  std::ostringstream out, err;
+  EXPECT_EQ(RunXmodctl({"xmodctl", "sweep", "frobnicate"}, Io{&out, &err, false}), 2);
+  EXPECT_EQ(RunXmodctl({"xmodctl"}, Io{&out, &err, false}), 2);
+  EXPECT_EQ(RunXmodctl({"xmodctl", "--help"}, Io{&out, &err, false}), 0);
+  EXPECT_THAT(out.str(), HasSubstr("sweep"));
+}
+
+}  // namespace
+}  // namespace xmod::cli

@@ -1,0 +1,14 @@
+// xmodctl: the user's command line for xmod (see app.h for commands and exit codes).
+#include <unistd.h>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/app.h"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  xmod::cli::Io io{&std::cout, &std::cerr, isatty(STDOUT_FILENO) == 1};
+  return xmod::cli::RunXmodctl(args, io);
+}

@@ -1,0 +1,335 @@
+// Tables of xmod.v1 records (see render.h).
+#include "cli/render.h"
+
+#include <cmath>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace xmod::cli {
+namespace {
+
+using xmod::v1::Run;
+
+bool IsSparse(xmod::v1::Architecture arch) {
+  return arch != xmod::v1::DENSE && arch != xmod::v1::MOE;
+}
+
+Cell KCell(const Run& run) {
+  const auto& m = run.spec().model();
+  return IsSparse(m.arch()) ? Cell::Int(m.k()) : Cell::Null();
+}
+Cell ACell(const Run& run) {
+  const auto& m = run.spec().model();
+  return IsSparse(m.arch()) && m.arch() != xmod::v1::MOD ? Cell::Num(m.a()) : Cell::Null();
+}
+Cell LossCell(double loss) {
+  return loss == 0 || std::isnan(loss) ? Cell::Null() : Cell::Num(loss, FormatLoss(loss));
+}
+Cell FlopsCell(double flops) { return Cell::Num(flops, FormatFlops(flops)); }
+Cell ParamsCell(double params) {
+  return params == 0 ? Cell::Null() : Cell::Num(params, FormatParams(params));
+}
+Cell TimeCell(int64_t unix_ms) {
+  return unix_ms <= 0 ? Cell::Null() : Cell{FormatUnixMs(unix_ms), absl::StrCat(unix_ms), true};
+}
+Cell StrOrNull(const std::string& s) { return s.empty() ? Cell::Null() : Cell::Str(s); }
+
+Table KeyValue(std::string title) {
+  Table t;
+  t.title = std::move(title);
+  t.columns = {"field", "value"};
+  return t;
+}
+
+void AddLaw(Table* t, const xmod::v1::LawParams& p, const xmod::v1::LawParams* low,
+            const xmod::v1::LawParams* high) {
+  const auto* d = p.GetDescriptor();
+  const auto* r = p.GetReflection();
+  for (int i = 0; i < d->field_count(); ++i) {
+    const auto* f = d->field(i);
+    std::vector<Cell> row = {Cell::Str(f->name()), Cell::Num(r->GetDouble(p, f))};
+    if (low != nullptr) {
+      row.push_back(Cell::Num(r->GetDouble(*low, f)));
+      row.push_back(Cell::Num(r->GetDouble(*high, f)));
+    }
+    t->AddRow(std::move(row));
+  }
+}
+
+}  // namespace
+
+std::string RunStateName(xmod::v1::RunState state) {
+  std::string name = xmod::v1::RunState_Name(state);
+  return name.empty() ? absl::StrCat(static_cast<int>(state)) : absl::AsciiStrToLower(name);
+}
+
+std::string SweepStateName(xmod::v1::SweepState state) {
+  std::string name = xmod::v1::SweepState_Name(state);
+  if (name.empty()) return absl::StrCat(static_cast<int>(state));
+  absl::string_view view = name;
+  absl::ConsumePrefix(&view, "SWEEP_");
+  return absl::AsciiStrToLower(view);
+}
+
+std::string ArchName(xmod::v1::Architecture arch) {
+  std::string name = xmod::v1::Architecture_Name(arch);
+  return name.empty() ? absl::StrCat(static_cast<int>(arch)) : absl::AsciiStrToLower(name);
+}
+
+double RunBudget(const Run& run) {
+  return run.progress().flop_budget() > 0 ? run.progress().flop_budget()
+                                          : run.spec().training().flop_budget();
+}
+
+std::string ProtoJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
+  if (out.empty() || out.back() != '\n') out += '\n';
+  return out;
+}
+
+Table SweepsTable(const std::vector<xmod::v1::Sweep>& sweeps) {
+  Table t;
+  t.columns = {"id",     "name",   "state",     "runs",      "queued",
+               "running", "succeeded", "failed", "cancelled", "created"};
+  for (const auto& s : sweeps) {
+    auto count = [&](const char* state) {
+      auto it = s.run_counts().find(state);
+      return it == s.run_counts().end() ? 0 : it->second;
+    };
+    int total = 0;
+    for (const auto& [state, n] : s.run_counts()) total += n;
+    t.AddRow({Cell::Int(s.id()), Cell::Str(s.name()), Cell::Str(SweepStateName(s.state())),
+              Cell::Int(total), Cell::Int(count("QUEUED")), Cell::Int(count("RUNNING")),
+              Cell::Int(count("SUCCEEDED")), Cell::Int(count("FAILED")),
+              Cell::Int(count("CANCELLED")), TimeCell(s.created_unix_ms())});
+  }
+  return t;
+}
+
+Table SweepSummaryTable(const xmod::v1::Sweep& sweep) {
+  Table t = KeyValue("Sweep");
+  t.AddRow({Cell::Str("id"), Cell::Int(sweep.id())});
+  t.AddRow({Cell::Str("name"), Cell::Str(sweep.name())});
+  t.AddRow({Cell::Str("state"), Cell::Str(SweepStateName(sweep.state()))});
+  t.AddRow({Cell::Str("created"), TimeCell(sweep.created_unix_ms())});
+  if (!sweep.spec().description().empty()) {
+    t.AddRow({Cell::Str("description"), Cell::Str(sweep.spec().description())});
+  }
+  for (const char* state : {"QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"}) {
+    auto it = sweep.run_counts().find(state);
+    t.AddRow({Cell::Str(absl::AsciiStrToLower(state)),
+              Cell::Int(it == sweep.run_counts().end() ? 0 : it->second)});
+  }
+  return t;
+}
+
+Table RunsTable(const std::vector<Run>& runs) {
+  Table t;
+  t.columns = {"id",       "sweep", "name", "state",      "arch",     "K",     "A",
+               "L",        "backbone", "progress", "step", "train_loss", "val_loss", "worker"};
+  for (const auto& r : runs) {
+    const auto& m = r.spec().model();
+    double budget = RunBudget(r);
+    double fraction = budget > 0 ? r.progress().flops() / budget : 0;
+    t.AddRow({Cell::Int(r.id()), Cell::Int(r.sweep_id()), Cell::Str(r.name()),
+              Cell::Str(RunStateName(r.state())), Cell::Str(ArchName(m.arch())), KCell(r),
+              ACell(r), Cell::Int(r.spec().training().seq_len()), Cell::Str(m.backbone().name()),
+              Cell::Num(fraction, FormatPercent(fraction)), Cell::Int(r.progress().step()),
+              LossCell(r.progress().train_loss()), LossCell(r.progress().val_loss()),
+              StrOrNull(r.worker())});
+  }
+  return t;
+}
+
+Table PlannedRunsTable(const std::vector<Run>& runs) {
+  Table t;
+  t.columns = {"id",     "name",   "arch",        "K",           "A",      "L",
+               "backbone", "params", "fwd_flops/tok", "train_flops", "tokens", "held_out"};
+  for (const auto& r : runs) {
+    const auto& m = r.spec().model();
+    double budget = RunBudget(r);
+    double fwd = r.forward_flops_per_token();
+    Cell tokens = fwd > 0 ? Cell::Num(budget / (3 * fwd), FormatParams(budget / (3 * fwd)))
+                          : Cell::Null();
+    t.AddRow({r.id() ? Cell::Int(r.id()) : Cell::Null(), Cell::Str(r.name()),
+              Cell::Str(ArchName(m.arch())), KCell(r), ACell(r),
+              Cell::Int(r.spec().training().seq_len()), Cell::Str(m.backbone().name()),
+              ParamsCell(r.total_params()), fwd > 0 ? FlopsCell(fwd) : Cell::Null(),
+              FlopsCell(budget), tokens, Cell::Bool(r.held_out())});
+  }
+  return t;
+}
+
+Table RunSummaryTable(const Run& r) {
+  const auto& m = r.spec().model();
+  const auto& p = r.progress();
+  double budget = RunBudget(r);
+  Table t = KeyValue("Run");
+  t.AddRow({Cell::Str("id"), Cell::Int(r.id())});
+  t.AddRow({Cell::Str("sweep"), Cell::Int(r.sweep_id())});
+  t.AddRow({Cell::Str("name"), Cell::Str(r.name())});
+  t.AddRow({Cell::Str("label"), StrOrNull(r.label())});
+  t.AddRow({Cell::Str("state"), Cell::Str(RunStateName(r.state()))});
+  t.AddRow({Cell::Str("arch"), Cell::Str(ArchName(m.arch()))});
+  t.AddRow({Cell::Str("backbone"), Cell::Str(m.backbone().name())});
+  t.AddRow({Cell::Str("K"), KCell(r)});
+  t.AddRow({Cell::Str("A"), ACell(r)});
+  t.AddRow({Cell::Str("L"), Cell::Int(r.spec().training().seq_len())});
+  t.AddRow({Cell::Str("total_params"), ParamsCell(r.total_params())});
+  t.AddRow({Cell::Str("fwd_flops/token"), FlopsCell(r.forward_flops_per_token())});
+  t.AddRow({Cell::Str("flop_budget"), FlopsCell(budget)});
+  t.AddRow({Cell::Str("flops_spent"), FlopsCell(p.flops())});
+  t.AddRow({Cell::Str("progress"),
+            Cell::Num(budget > 0 ? p.flops() / budget : 0,
+                      FormatPercent(budget > 0 ? p.flops() / budget : 0))});
+  t.AddRow({Cell::Str("step"), Cell::Int(p.step())});
+  t.AddRow({Cell::Str("tokens"), Cell::Int(p.tokens())});
+  t.AddRow({Cell::Str("train_loss"), LossCell(p.train_loss())});
+  t.AddRow({Cell::Str("val_loss"), LossCell(p.val_loss())});
+  t.AddRow({Cell::Str("tokens/s"), p.tokens_per_second() > 0
+                                       ? Cell::Num(p.tokens_per_second(),
+                                                   FormatRate(p.tokens_per_second()))
+                                       : Cell::Null()});
+  t.AddRow({Cell::Str("attempts"),
+            Cell::Str(absl::StrCat(r.attempts(), " of ", r.max_attempts()))});
+  t.AddRow({Cell::Str("worker"), StrOrNull(r.worker())});
+  t.AddRow({Cell::Str("created"), TimeCell(r.created_unix_ms())});
+  t.AddRow({Cell::Str("started"), TimeCell(r.started_unix_ms())});
+  t.AddRow({Cell::Str("finished"), TimeCell(r.finished_unix_ms())});
+  t.AddRow({Cell::Str("error"), StrOrNull(r.error())});
+  return t;
+}
+
+Table AttemptsTable(const xmod::v1::GetRunResponse& response) {
+  Table t;
+  t.title = "Attempts";
+  t.columns = {"attempt", "worker", "outcome", "started", "duration", "exit", "resumed_from",
+               "error"};
+  for (const auto& a : response.attempts()) {
+    Cell duration = Cell::Null();
+    if (a.started_unix_ms() > 0 && a.ended_unix_ms() >= a.started_unix_ms()) {
+      double s = (a.ended_unix_ms() - a.started_unix_ms()) / 1000.0;
+      duration = Cell::Num(s, FormatDuration(s));
+    }
+    t.AddRow({Cell::Int(a.number()), StrOrNull(a.worker()), Cell::Str(a.outcome()),
+              TimeCell(a.started_unix_ms()), duration, Cell::Int(a.exit_code()),
+              Cell::Int(a.resumed_from_step()), StrOrNull(a.error())});
+  }
+  return t;
+}
+
+Table CheckpointsTable(const xmod::v1::GetRunResponse& response) {
+  Table t;
+  t.title = "Checkpoints";
+  t.columns = {"step", "tokens", "flops", "bytes", "sha256", "path"};
+  for (const auto& c : response.checkpoints()) {
+    t.AddRow({Cell::Int(c.step()), Cell::Int(c.tokens()), FlopsCell(c.flops()),
+              Cell::Num(c.bytes(), FormatParams(c.bytes())),
+              Cell::Str(c.sha256().substr(0, 12)), Cell::Str(c.path())});
+  }
+  return t;
+}
+
+Table MetricsTable(const xmod::v1::GetMetricsResponse& response) {
+  Table t;
+  t.columns = {"name", "step", "tokens", "flops", "value"};
+  for (const auto& series : response.series()) {
+    for (const auto& p : series.points()) {
+      t.AddRow({Cell::Str(series.name()), Cell::Int(p.step()), Cell::Int(p.tokens()),
+                FlopsCell(p.flops()), Cell::Num(p.value())});
+    }
+  }
+  return t;
+}
+
+Table QueryTable(const xmod::v1::QueryResponse& response) {
+  Table t;
+  t.columns.assign(response.columns().begin(), response.columns().end());
+  for (const auto& row : response.rows()) {
+    std::vector<Cell> cells;
+    for (const auto& v : row.values()) {
+      double d = 0;
+      if (v.empty()) {
+        cells.push_back(Cell::Null());
+      } else if (absl::SimpleAtod(v, &d) && std::isfinite(d) &&
+                 v.find_first_not_of("0123456789+-.eE") == std::string::npos) {
+        // Integers print as they are; reals as numbers with up to 4 decimals.
+        bool integral = v.find_first_of(".eE") == std::string::npos;
+        cells.push_back(integral ? Cell{v, v, true} : Cell::Num(d));
+      } else {
+        cells.push_back(Cell::Str(v));
+      }
+    }
+    t.AddRow(std::move(cells));
+  }
+  return t;
+}
+
+Table FitParamsTable(const xmod::v1::Fit& fit) {
+  Table t;
+  t.title = "Law parameters (paper Eq. 14)";
+  bool ci = fit.has_ci_low() && fit.has_ci_high();
+  t.columns = {"param", "value"};
+  if (ci) {
+    t.columns.push_back("ci_low");
+    t.columns.push_back("ci_high");
+  }
+  AddLaw(&t, fit.params(), ci ? &fit.ci_low() : nullptr, ci ? &fit.ci_high() : nullptr);
+  return t;
+}
+
+Table FitSummaryTable(const xmod::v1::Fit& fit) {
+  Table t = KeyValue("Fit");
+  t.AddRow({Cell::Str("id"), Cell::Int(fit.id())});
+  t.AddRow({Cell::Str("sweep"), Cell::Int(fit.sweep_id())});
+  t.AddRow({Cell::Str("created"), TimeCell(fit.created_unix_ms())});
+  t.AddRow({Cell::Str("observations"), Cell::Int(fit.n_obs())});
+  t.AddRow({Cell::Str("r2_delta"), Cell::Num(fit.r2(), absl::StrFormat("%.4f", fit.r2()))});
+  t.AddRow({Cell::Str("rmse"), Cell::Num(fit.rmse(), absl::StrFormat("%.5f", fit.rmse()))});
+  t.AddRow({Cell::Str("mae"), Cell::Num(fit.mae(), absl::StrFormat("%.5f", fit.mae()))});
+  t.AddRow({Cell::Str("at_bound"),
+            fit.at_bound().empty() ? Cell::Null()
+                                   : Cell::Str(absl::StrJoin(fit.at_bound(), ","))});
+  t.AddRow({Cell::Str("error"), StrOrNull(fit.error())});
+  return t;
+}
+
+Table FitCvTable(const xmod::v1::Fit& fit) {
+  Table t;
+  t.title = "Held-out groups (grouped CV)";
+  t.columns = {"group", "rmse", "n"};
+  for (const auto& g : fit.cv()) {
+    t.AddRow({Cell::Str(g.group()), Cell::Num(g.rmse(), absl::StrFormat("%.5f", g.rmse())),
+              Cell::Int(g.n())});
+  }
+  return t;
+}
+
+Table PredictionsTable(const std::vector<xmod::v1::Prediction>& predictions) {
+  Table t;
+  t.columns = {"C", "L", "backbone", "K", "A", "delta", "loss", "delta_low", "delta_high"};
+  for (const auto& p : predictions) {
+    const auto& pt = p.point();
+    bool interval = p.delta_low() != 0 || p.delta_high() != 0;
+    t.AddRow({FlopsCell(pt.flops()), Cell::Int(pt.seq_len()), Cell::Str(pt.backbone()),
+              Cell::Int(pt.k()), Cell::Num(pt.a()),
+              Cell::Num(p.delta(), absl::StrFormat("%+.4f", p.delta())), LossCell(p.loss()),
+              interval ? Cell::Num(p.delta_low(), absl::StrFormat("%+.4f", p.delta_low()))
+                       : Cell::Null(),
+              interval ? Cell::Num(p.delta_high(), absl::StrFormat("%+.4f", p.delta_high()))
+                       : Cell::Null()});
+  }
+  return t;
+}
+
+}  // namespace xmod::cli

@@ -1,0 +1,50 @@
+// Tables of xmod.v1 records as xmodctl prints them: sweeps, runs, attempts, checkpoints,
+// metrics, query results, fits, predictions and plans. Every function is pure; the tables
+// are rendered by format.h in the user's --output format.
+#ifndef XMOD_CLI_RENDER_H_
+#define XMOD_CLI_RENDER_H_
+
+#include <string>
+#include <vector>
+
+#include "cli/format.h"
+#include "google/protobuf/message.h"
+#include "xmod/v1/coordinator.pb.h"
+#include "xmod/v1/types.pb.h"
+
+namespace xmod::cli {
+
+// Lower-case names without prefixes: "running", "active", "xmod".
+std::string RunStateName(xmod::v1::RunState state);
+std::string SweepStateName(xmod::v1::SweepState state);
+std::string ArchName(xmod::v1::Architecture arch);
+
+// Training FLOPs budget of a run: its progress' budget, else its spec's.
+double RunBudget(const xmod::v1::Run& run);
+
+// The message as JSON with proto field names (as users write specs), plus a newline.
+std::string ProtoJson(const google::protobuf::Message& message);
+
+Table SweepsTable(const std::vector<xmod::v1::Sweep>& sweeps);
+// Key/value table of one sweep (id, name, state, counts, created).
+Table SweepSummaryTable(const xmod::v1::Sweep& sweep);
+// Queue and progress view: id, name, state, arch, K, A, L, backbone, progress, step, losses.
+Table RunsTable(const std::vector<xmod::v1::Run>& runs);
+// As planned by SubmitSweep: name, arch, K, A, L, backbone, params, FLOPs/token, budget,
+// tokens the budget buys.
+Table PlannedRunsTable(const std::vector<xmod::v1::Run>& runs);
+Table RunSummaryTable(const xmod::v1::Run& run);
+Table AttemptsTable(const xmod::v1::GetRunResponse& response);
+Table CheckpointsTable(const xmod::v1::GetRunResponse& response);
+// Long format: one row per point (name, step, tokens, flops, value).
+Table MetricsTable(const xmod::v1::GetMetricsResponse& response);
+// Query results: numeric-looking values become JSON numbers, NULL becomes null.
+Table QueryTable(const xmod::v1::QueryResponse& response);
+Table FitParamsTable(const xmod::v1::Fit& fit);
+Table FitSummaryTable(const xmod::v1::Fit& fit);
+Table FitCvTable(const xmod::v1::Fit& fit);
+Table PredictionsTable(const std::vector<xmod::v1::Prediction>& predictions);
+
+}  // namespace xmod::cli
+
+#endif  // XMOD_CLI_RENDER_H_

@@ -1,0 +1,115 @@
+// xmodctl runs list | run show | run resume | run cancel | metrics | query (see commands.h).
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "cli/commands.h"
+#include "cli/render.h"
+
+namespace xmod::cli {
+namespace {
+
+using xmod::v1::Coordinator;
+
+absl::Status PrintRun(const Context& ctx, const xmod::v1::Run& run) {
+  if (ctx.format == OutputFormat::kJson) {
+    *ctx.out << ProtoJson(run);
+  } else {
+    *ctx.out << Render(RunsTable({run}), ctx.format);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<int> ParseRunState(const std::string& name) {
+  xmod::v1::RunState state;
+  if (xmod::v1::RunState_Parse(absl::AsciiStrToUpper(name), &state) &&
+      state != xmod::v1::RUN_STATE_UNSPECIFIED) {
+    return static_cast<int>(state);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--state: unknown run state \"", name,
+      "\" (queued, running, succeeded, failed or cancelled)"));
+}
+
+absl::Status RunsList(const Context& ctx, int64_t sweep_id, const std::vector<std::string>& states,
+                      int limit) {
+  xmod::v1::ListRunsRequest request;
+  request.set_sweep_id(sweep_id);
+  request.set_limit(limit);
+  for (const auto& name : states) {
+    auto state = ParseRunState(name);
+    if (!state.ok()) return state.status();
+    request.add_states(static_cast<xmod::v1::RunState>(*state));
+  }
+  CoordinatorClient client(ctx.client);
+  auto response = client.Call(&Coordinator::Stub::ListRuns, request);
+  if (!response.ok()) return response.status();
+  *ctx.out << Render(RunsTable({response->runs().begin(), response->runs().end()}), ctx.format);
+  return absl::OkStatus();
+}
+
+absl::Status RunShow(const Context& ctx, int64_t run_id) {
+  xmod::v1::GetRunRequest request;
+  request.set_run_id(run_id);
+  CoordinatorClient client(ctx.client);
+  auto response = client.Call(&Coordinator::Stub::GetRun, request);
+  if (!response.ok()) return response.status();
+  if (ctx.format == OutputFormat::kJson) {
+    *ctx.out << ProtoJson(*response);
+    return absl::OkStatus();
+  }
+  *ctx.out << RenderSections(
+      {RunSummaryTable(response->run()), AttemptsTable(*response), CheckpointsTable(*response)},
+      ctx.format);
+  return absl::OkStatus();
+}
+
+absl::Status RunResume(const Context& ctx, int64_t run_id) {
+  xmod::v1::ResumeRunRequest request;
+  request.set_run_id(run_id);
+  CoordinatorClient client(ctx.client);
+  auto run = client.Call(&Coordinator::Stub::ResumeRun, request);
+  if (!run.ok()) return run.status();
+  return PrintRun(ctx, *run);
+}
+
+absl::Status RunCancel(const Context& ctx, int64_t run_id) {
+  xmod::v1::CancelRunRequest request;
+  request.set_run_id(run_id);
+  CoordinatorClient client(ctx.client);
+  auto run = client.Call(&Coordinator::Stub::CancelRun, request);
+  if (!run.ok()) return run.status();
+  return PrintRun(ctx, *run);
+}
+
+absl::Status Metrics(const Context& ctx, int64_t run_id, const std::vector<std::string>& names,
+                     int max_points) {
+  xmod::v1::GetMetricsRequest request;
+  request.set_run_id(run_id);
+  for (const auto& name : names) request.add_names(name);
+  request.set_max_points(max_points);
+  CoordinatorClient client(ctx.client);
+  auto response = client.Call(&Coordinator::Stub::GetMetrics, request);
+  if (!response.ok()) return response.status();
+  *ctx.out << Render(MetricsTable(*response), ctx.format);
+  return absl::OkStatus();
+}
+
+absl::Status Query(const Context& ctx, const std::string& sql, int max_rows) {
+  xmod::v1::QueryRequest request;
+  request.set_sql(sql);
+  request.set_max_rows(max_rows);
+  CoordinatorClient client(ctx.client);
+  auto response = client.Call(&Coordinator::Stub::Query, request);
+  if (!response.ok()) return response.status();
+  Table table = QueryTable(*response);
+  *ctx.out << Render(table, ctx.format);
+  if (response->truncated() && ctx.format == OutputFormat::kTable) {
+    *ctx.out << "(truncated at " << table.rows.size() << " rows; raise --max_rows)\n";
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace xmod::cli

@@ -1,0 +1,256 @@
+// Spec files (see spec_file.h). Text format errors come with positions from protobuf's
+// ErrorCollector. Protobuf's JSON parser reports no positions, so JSON is first checked by a
+// small syntax scanner that does; errors the scanner cannot see (unknown fields, wrong value
+// types) are located by searching for the key they name.
+#include "cli/spec_file.h"
+
+#include <cctype>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/files.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace xmod::cli {
+namespace {
+
+// 1-based line and column of byte `offset` in `text`.
+std::pair<int, int> LineColumn(absl::string_view text, size_t offset) {
+  int line = 1, column = 1;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+absl::Status ErrorAt(absl::string_view name, absl::string_view text, size_t offset,
+                     absl::string_view what) {
+  auto [line, column] = LineColumn(text, offset);
+  return absl::InvalidArgumentError(absl::StrCat(name, ":", line, ":", column, ": ", what));
+}
+
+class TextErrors : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (first_.empty()) first_ = absl::StrCat(line + 1, ":", column + 1, ": ", message);
+  }
+  const std::string& first() const { return first_; }
+
+ private:
+  std::string first_;
+};
+
+// A JSON syntax scanner (RFC 8259) that reports the offset of the first error.
+class JsonScanner {
+ public:
+  explicit JsonScanner(absl::string_view text) : s_(text) {}
+
+  // True if the whole text is one JSON value; otherwise error() and offset() say why.
+  bool Scan() {
+    SkipSpace();
+    if (!Value(0)) return false;
+    SkipSpace();
+    if (i_ != s_.size()) return Fail("unexpected text after the JSON value");
+    return true;
+  }
+  const std::string& error() const { return error_; }
+  size_t offset() const { return i_; }
+
+ private:
+  bool Fail(absl::string_view what) {
+    error_ = std::string(what);
+    return false;
+  }
+  void SkipSpace() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' ||
+                              s_[i_] == '\r')) {
+      ++i_;
+    }
+  }
+  bool Literal(absl::string_view word) {
+    if (s_.substr(i_, word.size()) != word) return Fail("invalid literal");
+    i_ += word.size();
+    return true;
+  }
+  bool String() {
+    ++i_;  // opening quote
+    while (i_ < s_.size()) {
+      char c = s_[i_];
+      if (c == '"') {
+        ++i_;
+        return true;
+      }
+      if (static_cast<unsigned char>(c) < 0x20) return Fail("control character in string");
+      if (c == '\\') {
+        ++i_;
+        if (i_ >= s_.size()) break;
+        char e = s_[i_];
+        if (e == 'u') {
+          for (int k = 1; k <= 4; ++k) {
+            if (i_ + k >= s_.size() || !std::isxdigit(static_cast<unsigned char>(s_[i_ + k]))) {
+              return Fail("bad \\u escape");
+            }
+          }
+          i_ += 4;
+        } else if (!absl::StrContains("\"\\/bfnrt", e)) {
+          return Fail("bad escape in string");
+        }
+      }
+      ++i_;
+    }
+    return Fail("unterminated string");
+  }
+  bool Digits() {
+    size_t start = i_;
+    while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
+    return i_ > start || Fail("expected a digit");
+  }
+  bool Number() {
+    if (s_[i_] == '-') ++i_;
+    if (!Digits()) return false;
+    if (i_ < s_.size() && s_[i_] == '.') {
+      ++i_;
+      if (!Digits()) return false;
+    }
+    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
+      ++i_;
+      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
+      if (!Digits()) return false;
+    }
+    return true;
+  }
+  bool Container(int depth, char close, bool object) {
+    ++i_;  // opening bracket
+    SkipSpace();
+    if (i_ < s_.size() && s_[i_] == close) {
+      ++i_;
+      return true;
+    }
+    while (true) {
+      SkipSpace();
+      if (object) {
+        if (i_ >= s_.size() || s_[i_] != '"') return Fail("expected a quoted key");
+        if (!String()) return false;
+        SkipSpace();
+        if (i_ >= s_.size() || s_[i_] != ':') return Fail("expected ':' after the key");
+        ++i_;
+        SkipSpace();
+      }
+      if (!Value(depth + 1)) return false;
+      SkipSpace();
+      if (i_ < s_.size() && s_[i_] == ',') {
+        ++i_;
+        continue;
+      }
+      if (i_ < s_.size() && s_[i_] == close) {
+        ++i_;
+        return true;
+      }
+      return Fail(absl::StrCat("expected ',' or '", std::string(1, close), "'"));
+    }
+  }
+  bool Value(int depth) {
+    if (depth > 100) return Fail("nested too deeply");
+    if (i_ >= s_.size()) return Fail("unexpected end of input");
+    switch (s_[i_]) {
+      case '{':
+        return Container(depth, '}', true);
+      case '[':
+        return Container(depth, ']', false);
+      case '"':
+        return String();
+      case 't':
+        return Literal("true");
+      case 'f':
+        return Literal("false");
+      case 'n':
+        return Literal("null");
+      default:
+        if (s_[i_] == '-' || std::isdigit(static_cast<unsigned char>(s_[i_]))) return Number();
+        return Fail("expected a value");
+    }
+  }
+
+  absl::string_view s_;
+  size_t i_ = 0;
+  std::string error_;
+};
+
+// Protobuf's JSON errors look like "INVALID_ARGUMENT:Cannot find field: foo in message ...";
+// returns the offset of the quoted key the message names, or npos.
+size_t LocateJsonError(absl::string_view text, absl::string_view message) {
+  for (absl::string_view marker : {"Cannot find field: ", "field: "}) {
+    size_t at = message.find(marker);
+    if (at == absl::string_view::npos) continue;
+    absl::string_view rest = message.substr(at + marker.size());
+    size_t end = rest.find_first_of(" \n,");
+    std::string key = absl::StrCat("\"", rest.substr(0, end), "\"");
+    size_t pos = text.find(key);
+    if (pos != absl::string_view::npos) return pos;
+  }
+  return absl::string_view::npos;
+}
+
+}  // namespace
+
+absl::StatusOr<SpecSyntax> SpecSyntaxForPath(absl::string_view path) {
+  std::string lower = absl::AsciiStrToLower(path);
+  for (absl::string_view ext : {".textpb", ".txtpb", ".pbtxt", ".textproto"}) {
+    if (absl::EndsWith(lower, ext)) return SpecSyntax::kText;
+  }
+  if (absl::EndsWith(lower, ".json")) return SpecSyntax::kJson;
+  return absl::InvalidArgumentError(absl::StrCat(
+      path, ": unknown spec extension (use .textpb, .txtpb, .pbtxt for text format or .json)"));
+}
+
+absl::Status ParseSpecText(absl::string_view contents, SpecSyntax syntax,
+                           absl::string_view name, google::protobuf::Message* message) {
+  message->Clear();
+  if (syntax == SpecSyntax::kText) {
+    google::protobuf::TextFormat::Parser parser;
+    TextErrors errors;
+    parser.RecordErrorsTo(&errors);
+    if (!parser.ParseFromString(std::string(contents), message)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ":", errors.first().empty() ? "1:1: cannot parse" : errors.first()));
+    }
+    return absl::OkStatus();
+  }
+  JsonScanner scanner(contents);
+  if (!scanner.Scan()) return ErrorAt(name, contents, scanner.offset(), scanner.error());
+  google::protobuf::util::JsonParseOptions options;
+  auto status =
+      google::protobuf::util::JsonStringToMessage(std::string(contents), message, options);
+  if (status.ok()) return absl::OkStatus();
+  std::string what(status.message());
+  size_t at = LocateJsonError(contents, what);
+  if (at != absl::string_view::npos) return ErrorAt(name, contents, at, what);
+  return absl::InvalidArgumentError(absl::StrCat(name, ": ", what));
+}
+
+absl::StatusOr<xmod::v1::SweepSpec> LoadSweepSpec(const std::string& path) {
+  auto syntax = SpecSyntaxForPath(path);
+  if (!syntax.ok()) return syntax.status();
+  auto contents = ReadFile(path);
+  if (!contents.ok()) {
+    return absl::NotFoundError(absl::StrCat(path, ": cannot read: ", contents.status().message()));
+  }
+  xmod::v1::SweepSpec spec;
+  absl::Status status = ParseSpecText(*contents, *syntax, path, &spec);
+  if (!status.ok()) return status;
+  return spec;
+}
+
+}  // namespace xmod::cli

@@ -1,0 +1,141 @@
+// xmodctl sweep submit | list | show | cancel | retry | watch (see commands.h).
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cli/commands.h"
+#include "cli/render.h"
+#include "cli/spec_file.h"
+#include "cli/watch.h"
+
+namespace xmod::cli {
+namespace {
+
+using xmod::v1::Coordinator;
+
+std::vector<xmod::v1::Run> Runs(const google::protobuf::RepeatedPtrField<xmod::v1::Run>& runs) {
+  return {runs.begin(), runs.end()};
+}
+
+}  // namespace
+
+absl::Status SweepSubmit(const Context& ctx, const std::string& file, bool dry_run) {
+  auto spec = LoadSweepSpec(file);
+  if (!spec.ok()) return spec.status();
+  xmod::v1::SubmitSweepRequest request;
+  *request.mutable_spec() = *spec;
+  request.set_dry_run(dry_run);
+  CoordinatorClient client(ctx.client);
+  auto response = client.Call(&Coordinator::Stub::SubmitSweep, request);
+  if (!response.ok()) return response.status();
+  std::ostream& out = *ctx.out;
+  if (ctx.format == OutputFormat::kJson) {
+    out << ProtoJson(*response);
+    return absl::OkStatus();
+  }
+  Table runs = PlannedRunsTable(Runs(response->runs()));
+  if (ctx.format == OutputFormat::kTable) {
+    runs.title = dry_run ? absl::StrCat("Dry run: sweep \"", spec->name(), "\" expands to ",
+                                        response->runs_size(), " runs (nothing stored)")
+                         : absl::StrCat("Submitted sweep ", response->sweep_id(), " (\"",
+                                        spec->name(), "\") with ", response->runs_size(),
+                                        " runs");
+  }
+  out << Render(runs, ctx.format);
+  return absl::OkStatus();
+}
+
+absl::Status SweepList(const Context& ctx, int limit) {
+  xmod::v1::ListSweepsRequest request;
+  request.set_limit(limit);
+  CoordinatorClient client(ctx.client);
+  auto response = client.Call(&Coordinator::Stub::ListSweeps, request);
+  if (!response.ok()) return response.status();
+  *ctx.out << Render(SweepsTable({response->sweeps().begin(), response->sweeps().end()}),
+                     ctx.format);
+  return absl::OkStatus();
+}
+
+absl::Status SweepShow(const Context& ctx, int64_t sweep_id) {
+  CoordinatorClient client(ctx.client);
+  xmod::v1::GetSweepRequest get;
+  get.set_sweep_id(sweep_id);
+  auto sweep = client.Call(&Coordinator::Stub::GetSweep, get);
+  if (!sweep.ok()) return sweep.status();
+  if (ctx.format == OutputFormat::kJson) {
+    *ctx.out << ProtoJson(*sweep);
+    return absl::OkStatus();
+  }
+  xmod::v1::ListRunsRequest list;
+  list.set_sweep_id(sweep_id);
+  auto runs = client.Call(&Coordinator::Stub::ListRuns, list);
+  if (!runs.ok()) return runs.status();
+  Table runs_table = RunsTable(Runs(runs->runs()));
+  runs_table.title = "Runs";
+  *ctx.out << RenderSections({SweepSummaryTable(*sweep), runs_table}, ctx.format);
+  return absl::OkStatus();
+}
+
+absl::Status SweepCancel(const Context& ctx, int64_t sweep_id) {
+  xmod::v1::CancelSweepRequest request;
+  request.set_sweep_id(sweep_id);
+  CoordinatorClient client(ctx.client);
+  auto sweep = client.Call(&Coordinator::Stub::CancelSweep, request);
+  if (!sweep.ok()) return sweep.status();
+  *ctx.out << Render(SweepsTable({*sweep}), ctx.format);
+  return absl::OkStatus();
+}
+
+absl::Status SweepRetry(const Context& ctx, int64_t sweep_id) {
+  xmod::v1::RetryFailedRequest request;
+  request.set_sweep_id(sweep_id);
+  CoordinatorClient client(ctx.client);
+  auto response = client.Call(&Coordinator::Stub::RetryFailed, request);
+  if (!response.ok()) return response.status();
+  Table t;
+  t.title = absl::StrCat("Requeued ", response->run_ids_size(), " failed runs of sweep ",
+                         sweep_id);
+  t.columns = {"run_id"};
+  for (int64_t id : response->run_ids()) t.AddRow({Cell::Int(id)});
+  *ctx.out << Render(t, ctx.format);
+  return absl::OkStatus();
+}
+
+absl::Status SweepWatch(const Context& ctx, int64_t sweep_id) {
+  CoordinatorClient client(ctx.client);
+  xmod::v1::WatchSweepRequest request;
+  request.set_sweep_id(sweep_id);
+  // No deadline: a sweep runs for as long as it takes.
+  auto context = client.NewContext(/*with_deadline=*/false);
+  auto reader = client.stub().WatchSweep(context.get(), request);
+  WatchView view;
+  WatchPrinter printer(ctx.out, ctx.out_is_tty);
+  xmod::v1::WatchSweepEvent event;
+  while (reader->Read(&event)) {
+    std::vector<int64_t> changed = view.Apply(event);
+    printer.Print(view, changed, event.snapshot());
+    if (view.Ended()) {
+      context->TryCancel();
+      break;
+    }
+  }
+  grpc::Status status = reader->Finish();
+  if (!view.Ended()) {
+    if (!status.ok()) return client.Error(status);
+    return absl::UnavailableError(
+        absl::StrCat("the watch stream of sweep ", sweep_id, " ended before the sweep did"));
+  }
+  printer.Finish(view);
+  if (view.sweep().state() == xmod::v1::SWEEP_DONE) return absl::OkStatus();
+  std::vector<std::string> bad;
+  for (const auto& [id, run] : view.runs()) {
+    if (run.state() == xmod::v1::FAILED || run.state() == xmod::v1::CANCELLED) {
+      bad.push_back(absl::StrCat(run.name(), " (", RunStateName(run.state()), ")"));
+    }
+  }
+  return absl::AbortedError(absl::StrCat("sweep ", sweep_id, " ended ",
+                                         SweepStateName(view.sweep().state()), ": ",
+                                         bad.empty() ? "no run listed" : absl::StrJoin(bad, ", ")));
+}
+
+}  // namespace xmod::cli

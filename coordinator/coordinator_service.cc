@@ -1,0 +1,334 @@
+// See coordinator_service.h.
+#include "coordinator/coordinator_service.h"
+
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "coordinator/service_util.h"
+#include "coordinator/store_reads.h"
+#include "coordinator/sweep_expansion.h"
+#include "model/accounting/accounting.h"
+
+namespace xmod {
+
+using grpc::ServerContext;
+
+CoordinatorService::CoordinatorService(Store* store, Scheduler* scheduler, ChangeFeed* feed,
+                                       CoordinatorMetrics* metrics,
+                                       CoordinatorServiceOptions options)
+    : store_(store),
+      scheduler_(scheduler),
+      feed_(feed),
+      metrics_(metrics),
+      options_(std::move(options)) {}
+
+void CoordinatorService::Stop() {
+  stopping_ = true;
+  feed_->WakeAll();
+}
+
+grpc::Status CoordinatorService::SubmitSweep(ServerContext* context,
+                                             const xmod::v1::SubmitSweepRequest* request,
+                                             xmod::v1::SubmitSweepResponse* response) {
+  return Serve("SubmitSweep", options_.token, context, metrics_, [&]() -> absl::Status {
+    ExpansionOptions expansion;
+    expansion.check_data_paths = options_.check_data_paths;
+    absl::StatusOr<std::vector<xmod::v1::Run>> runs = ExpandSweep(request->spec(), expansion);
+    if (!runs.ok()) return runs.status();
+    if (!request->dry_run()) {
+      absl::StatusOr<int64_t> id = scheduler_->SubmitSweep(request->spec(), &*runs);
+      if (!id.ok()) return id.status();
+      response->set_sweep_id(*id);
+    }
+    for (xmod::v1::Run& run : *runs) *response->add_runs() = std::move(run);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status CoordinatorService::GetSweep(ServerContext* context,
+                                          const xmod::v1::GetSweepRequest* request,
+                                          xmod::v1::Sweep* response) {
+  return Serve("GetSweep", options_.token, context, metrics_, [&] {
+    return store_->Read([&](Db& db) {
+      absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, request->sweep_id());
+      if (!sweep.ok()) return sweep.status();
+      *response = *std::move(sweep);
+      return absl::OkStatus();
+    });
+  });
+}
+
+grpc::Status CoordinatorService::ListSweeps(ServerContext* context,
+                                            const xmod::v1::ListSweepsRequest* request,
+                                            xmod::v1::ListSweepsResponse* response) {
+  return Serve("ListSweeps", options_.token, context, metrics_, [&] {
+    return store_->Read([&](Db& db) {
+      absl::StatusOr<std::vector<xmod::v1::Sweep>> sweeps = LoadSweeps(db, request->limit());
+      if (!sweeps.ok()) return sweeps.status();
+      for (xmod::v1::Sweep& s : *sweeps) *response->add_sweeps() = std::move(s);
+      return absl::OkStatus();
+    });
+  });
+}
+
+grpc::Status CoordinatorService::CancelSweep(ServerContext* context,
+                                             const xmod::v1::CancelSweepRequest* request,
+                                             xmod::v1::Sweep* response) {
+  return Serve("CancelSweep", options_.token, context, metrics_, [&] {
+    absl::Status exists = store_->Read(
+        [&](Db& db) { return LoadSweep(db, request->sweep_id()).status(); });
+    if (!exists.ok()) return exists;
+    if (absl::Status s = scheduler_->CancelSweep(request->sweep_id()); !s.ok()) return s;
+    return store_->Read([&](Db& db) {
+      absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, request->sweep_id());
+      if (!sweep.ok()) return sweep.status();
+      *response = *std::move(sweep);
+      return absl::OkStatus();
+    });
+  });
+}
+
+grpc::Status CoordinatorService::RetryFailed(ServerContext* context,
+                                             const xmod::v1::RetryFailedRequest* request,
+                                             xmod::v1::RetryFailedResponse* response) {
+  return Serve("RetryFailed", options_.token, context, metrics_, [&]() -> absl::Status {
+    absl::StatusOr<std::vector<int64_t>> ids = scheduler_->RetryFailed(request->sweep_id());
+    if (!ids.ok()) return ids.status();
+    for (int64_t id : *ids) response->add_run_ids(id);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status CoordinatorService::ListRuns(ServerContext* context,
+                                          const xmod::v1::ListRunsRequest* request,
+                                          xmod::v1::ListRunsResponse* response) {
+  return Serve("ListRuns", options_.token, context, metrics_, [&] {
+    RunFilter filter;
+    filter.sweep_id = request->sweep_id();
+    for (int s : request->states()) filter.states.push_back(static_cast<xmod::v1::RunState>(s));
+    filter.limit = request->limit();
+    return store_->Read([&](Db& db) {
+      absl::StatusOr<std::vector<xmod::v1::Run>> runs = LoadRuns(db, filter);
+      if (!runs.ok()) return runs.status();
+      for (xmod::v1::Run& r : *runs) *response->add_runs() = std::move(r);
+      return absl::OkStatus();
+    });
+  });
+}
+
+grpc::Status CoordinatorService::GetRun(ServerContext* context,
+                                        const xmod::v1::GetRunRequest* request,
+                                        xmod::v1::GetRunResponse* response) {
+  return Serve("GetRun", options_.token, context, metrics_, [&] {
+    return store_->Read([&](Db& db) {
+      absl::StatusOr<xmod::v1::Run> run = LoadRun(db, request->run_id());
+      if (!run.ok()) return run.status();
+      *response->mutable_run() = *std::move(run);
+      absl::StatusOr<std::vector<xmod::v1::Attempt>> attempts =
+          LoadAttempts(db, request->run_id());
+      if (!attempts.ok()) return attempts.status();
+      for (auto& a : *attempts) *response->add_attempts() = std::move(a);
+      absl::StatusOr<std::vector<xmod::v1::Checkpoint>> checkpoints =
+          LoadCheckpoints(db, request->run_id());
+      if (!checkpoints.ok()) return checkpoints.status();
+      for (auto& c : *checkpoints) *response->add_checkpoints() = std::move(c);
+      return absl::OkStatus();
+    });
+  });
+}
+
+namespace {
+
+absl::Status ReadRun(Store* store, int64_t run_id, xmod::v1::Run* out) {
+  return store->Read([&](Db& db) {
+    absl::StatusOr<xmod::v1::Run> run = LoadRun(db, run_id);
+    if (!run.ok()) return run.status();
+    *out = *std::move(run);
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace
+
+grpc::Status CoordinatorService::ResumeRun(ServerContext* context,
+                                           const xmod::v1::ResumeRunRequest* request,
+                                           xmod::v1::Run* response) {
+  return Serve("ResumeRun", options_.token, context, metrics_, [&] {
+    if (absl::Status s = scheduler_->ResumeRun(request->run_id()); !s.ok()) return s;
+    return ReadRun(store_, request->run_id(), response);
+  });
+}
+
+grpc::Status CoordinatorService::CancelRun(ServerContext* context,
+                                           const xmod::v1::CancelRunRequest* request,
+                                           xmod::v1::Run* response) {
+  return Serve("CancelRun", options_.token, context, metrics_, [&] {
+    if (absl::Status s = scheduler_->CancelRun(request->run_id()); !s.ok()) return s;
+    return ReadRun(store_, request->run_id(), response);
+  });
+}
+
+grpc::Status CoordinatorService::WatchSweep(
+    ServerContext* context, const xmod::v1::WatchSweepRequest* request,
+    grpc::ServerWriter<xmod::v1::WatchSweepEvent>* writer) {
+  return Serve("WatchSweep", options_.token, context, metrics_, [&]() -> absl::Status {
+    const int64_t sweep_id = request->sweep_id();
+    // Take the version before the snapshot: a change racing with it is sent again, not lost.
+    int64_t since = feed_->Version();
+    RunFilter filter;
+    filter.sweep_id = sweep_id;
+    xmod::v1::WatchSweepEvent event;
+    absl::Status read = store_->Read([&](Db& db) {
+      absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, sweep_id);
+      if (!sweep.ok()) return sweep.status();
+      *event.mutable_sweep() = *std::move(sweep);
+      absl::StatusOr<std::vector<xmod::v1::Run>> runs = LoadRuns(db, filter);
+      if (!runs.ok()) return runs.status();
+      for (auto& r : *runs) *event.add_runs() = std::move(r);
+      return absl::OkStatus();
+    });
+    if (!read.ok()) return read;
+    event.set_snapshot(true);
+    if (!writer->Write(event)) return absl::CancelledError("the watcher went away");
+    while (event.sweep().state() == xmod::v1::SWEEP_ACTIVE) {
+      if (context->IsCancelled()) return absl::CancelledError("the watcher went away");
+      if (stopping_) return absl::UnavailableError("the coordinator is shutting down");
+      ChangeFeed::Changes changes = feed_->WaitForChanges(sweep_id, since, absl::Seconds(1));
+      since = changes.version;
+      if (changes.run_ids.empty()) continue;
+      event.Clear();
+      filter.run_ids.clear();
+      for (int64_t id : changes.run_ids) {
+        if (id > 0) filter.run_ids.push_back(id);
+      }
+      read = store_->Read([&](Db& db) {
+        absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, sweep_id);
+        if (!sweep.ok()) return sweep.status();
+        *event.mutable_sweep() = *std::move(sweep);
+        if (filter.run_ids.empty()) return absl::OkStatus();
+        absl::StatusOr<std::vector<xmod::v1::Run>> runs = LoadRuns(db, filter);
+        if (!runs.ok()) return runs.status();
+        for (auto& r : *runs) *event.add_runs() = std::move(r);
+        return absl::OkStatus();
+      });
+      if (!read.ok()) return read;
+      if (!writer->Write(event)) return absl::CancelledError("the watcher went away");
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status CoordinatorService::GetMetrics(ServerContext* context,
+                                            const xmod::v1::GetMetricsRequest* request,
+                                            xmod::v1::GetMetricsResponse* response) {
+  return Serve("GetMetrics", options_.token, context, metrics_, [&] {
+    const std::vector<std::string> names(request->names().begin(), request->names().end());
+    const int max_points = request->max_points() > 0 ? request->max_points() : 500;
+    return store_->Read([&](Db& db) {
+      if (absl::Status s = LoadRun(db, request->run_id()).status(); !s.ok()) return s;
+      absl::StatusOr<std::vector<xmod::v1::MetricSeries>> series =
+          LoadMetrics(db, request->run_id(), names, max_points);
+      if (!series.ok()) return series.status();
+      for (auto& s : *series) *response->add_series() = std::move(s);
+      return absl::OkStatus();
+    });
+  });
+}
+
+grpc::Status CoordinatorService::Query(ServerContext* context,
+                                       const xmod::v1::QueryRequest* request,
+                                       xmod::v1::QueryResponse* response) {
+  return Serve("Query", options_.token, context, metrics_, [&]() -> absl::Status {
+    const int max_rows = request->max_rows() > 0 ? request->max_rows() : 10000;
+    absl::StatusOr<QueryResult> result =
+        store_->Query(request->sql(), max_rows, options_.query_time_limit_ms);
+    if (!result.ok()) return result.status();
+    for (const std::string& c : result->columns) response->add_columns(c);
+    for (size_t i = 0; i < result->rows.size(); ++i) {
+      xmod::v1::QueryRow* row = response->add_rows();
+      for (size_t c = 0; c < result->rows[i].size(); ++c) {
+        row->add_values(result->rows[i][c]);
+        row->add_is_null(result->nulls[i][c]);
+      }
+    }
+    response->set_truncated(result->truncated);
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<xmod::v1::Fit> CoordinatorService::LatestFit(int64_t sweep_id) {
+  std::optional<xmod::v1::Fit> fit;
+  absl::Status read = store_->Read([&](Db& db) {
+    if (absl::Status s = LoadSweep(db, sweep_id).status(); !s.ok()) return s;
+    absl::StatusOr<std::optional<xmod::v1::Fit>> f = LoadLatestFit(db, sweep_id);
+    if (!f.ok()) return f.status();
+    fit = *std::move(f);
+    return absl::OkStatus();
+  });
+  if (!read.ok()) return read;
+  if (!fit) return absl::FailedPreconditionError(absl::StrCat("no fit yet for sweep ", sweep_id));
+  return *std::move(fit);
+}
+
+grpc::Status CoordinatorService::GetFit(ServerContext* context,
+                                        const xmod::v1::GetFitRequest* request,
+                                        xmod::v1::Fit* response) {
+  return Serve("GetFit", options_.token, context, metrics_, [&]() -> absl::Status {
+    absl::StatusOr<xmod::v1::Fit> fit = LatestFit(request->sweep_id());
+    if (!fit.ok()) return fit.status();
+    *response = *std::move(fit);
+    return absl::OkStatus();
+  });
+}
+
+// Predictions evaluate the law of a stored fit; fits are written by the fitter (issue 4).
+// Until a sweep has one, both calls answer FAILED_PRECONDITION "no fit yet for sweep N".
+grpc::Status CoordinatorService::Predict(ServerContext* context,
+                                         const xmod::v1::PredictRequest* request,
+                                         xmod::v1::PredictResponse*) {
+  return Serve("Predict", options_.token, context, metrics_, [&]() -> absl::Status {
+    absl::StatusOr<xmod::v1::Fit> fit = LatestFit(request->sweep_id());
+    if (!fit.ok()) return fit.status();
+    return absl::FailedPreconditionError(
+        absl::StrCat("fit ", fit->id(), " of sweep ", request->sweep_id(),
+                     " is stored, but this coordinator was built without the fitter that "
+                     "evaluates it"));
+  });
+}
+
+grpc::Status CoordinatorService::Recommend(ServerContext* context,
+                                           const xmod::v1::RecommendRequest* request,
+                                           xmod::v1::RecommendResponse*) {
+  return Serve("Recommend", options_.token, context, metrics_, [&]() -> absl::Status {
+    absl::StatusOr<xmod::v1::Fit> fit = LatestFit(request->sweep_id());
+    if (!fit.ok()) return fit.status();
+    return absl::FailedPreconditionError(
+        absl::StrCat("fit ", fit->id(), " of sweep ", request->sweep_id(),
+                     " is stored, but this coordinator was built without the fitter that "
+                     "evaluates it"));
+  });
+}
+
+grpc::Status CoordinatorService::Plan(ServerContext* context,
+                                      const xmod::v1::PlanRequest* request,
+                                      xmod::v1::PlanResponse* response) {
+  return Serve("Plan", options_.token, context, metrics_, [&]() -> absl::Status {
+    absl::StatusOr<Accounting> acc = Account(request->model(), request->seq_len());
+    if (!acc.ok()) {
+      // Account names fields relative to ModelSpec; the request nests it under "model".
+      const std::string message(acc.status().message());
+      return absl::InvalidArgumentError(
+          absl::StartsWith(message, "seq_len") ? message : absl::StrCat("model.", message));
+    }
+    response->set_layers(acc->layers);
+    response->set_layer_plan(acc->plan.notation);
+    response->set_total_params(acc->total_params);
+    response->set_active_params(acc->active_params);
+    response->set_forward_flops_per_token(acc->forward_flops_per_token);
+    response->set_train_flops_per_token(acc->train_flops_per_token);
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace xmod

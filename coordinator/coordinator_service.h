@@ -1,0 +1,87 @@
+// CoordinatorService: the user API (xmod.v1.Coordinator, proto/xmod/v1/coordinator.proto)
+// over the store and the scheduler. Every RPC checks the bearer token when one is set.
+// Thread-safe (gRPC calls handlers concurrently).
+#ifndef XMOD_COORDINATOR_COORDINATOR_SERVICE_H_
+#define XMOD_COORDINATOR_COORDINATOR_SERVICE_H_
+
+#include <atomic>
+#include <string>
+
+#include "coordinator/change_feed.h"
+#include "coordinator/coordinator_metrics.h"
+#include "coordinator/scheduler.h"
+#include "coordinator/store.h"
+#include "xmod/v1/coordinator.grpc.pb.h"
+
+namespace xmod {
+
+struct CoordinatorServiceOptions {
+  std::string token;              // empty = no authentication
+  bool check_data_paths = true;   // see ExpansionOptions
+  int query_time_limit_ms = 10000;
+};
+
+class CoordinatorService final : public xmod::v1::Coordinator::Service {
+ public:
+  // Everything must outlive the service; `metrics` may be null.
+  CoordinatorService(Store* store, Scheduler* scheduler, ChangeFeed* feed,
+                     CoordinatorMetrics* metrics, CoordinatorServiceOptions options);
+
+  // Ends open WatchSweep streams (at shutdown).
+  void Stop();
+
+  grpc::Status SubmitSweep(grpc::ServerContext* context,
+                           const xmod::v1::SubmitSweepRequest* request,
+                           xmod::v1::SubmitSweepResponse* response) override;
+  grpc::Status GetSweep(grpc::ServerContext* context, const xmod::v1::GetSweepRequest* request,
+                        xmod::v1::Sweep* response) override;
+  grpc::Status ListSweeps(grpc::ServerContext* context,
+                          const xmod::v1::ListSweepsRequest* request,
+                          xmod::v1::ListSweepsResponse* response) override;
+  grpc::Status CancelSweep(grpc::ServerContext* context,
+                           const xmod::v1::CancelSweepRequest* request,
+                           xmod::v1::Sweep* response) override;
+  grpc::Status RetryFailed(grpc::ServerContext* context,
+                           const xmod::v1::RetryFailedRequest* request,
+                           xmod::v1::RetryFailedResponse* response) override;
+  grpc::Status ListRuns(grpc::ServerContext* context, const xmod::v1::ListRunsRequest* request,
+                        xmod::v1::ListRunsResponse* response) override;
+  grpc::Status GetRun(grpc::ServerContext* context, const xmod::v1::GetRunRequest* request,
+                      xmod::v1::GetRunResponse* response) override;
+  grpc::Status ResumeRun(grpc::ServerContext* context, const xmod::v1::ResumeRunRequest* request,
+                         xmod::v1::Run* response) override;
+  grpc::Status CancelRun(grpc::ServerContext* context, const xmod::v1::CancelRunRequest* request,
+                         xmod::v1::Run* response) override;
+  grpc::Status WatchSweep(grpc::ServerContext* context,
+                          const xmod::v1::WatchSweepRequest* request,
+                          grpc::ServerWriter<xmod::v1::WatchSweepEvent>* writer) override;
+  grpc::Status GetMetrics(grpc::ServerContext* context,
+                          const xmod::v1::GetMetricsRequest* request,
+                          xmod::v1::GetMetricsResponse* response) override;
+  grpc::Status Query(grpc::ServerContext* context, const xmod::v1::QueryRequest* request,
+                     xmod::v1::QueryResponse* response) override;
+  grpc::Status GetFit(grpc::ServerContext* context, const xmod::v1::GetFitRequest* request,
+                      xmod::v1::Fit* response) override;
+  grpc::Status Predict(grpc::ServerContext* context, const xmod::v1::PredictRequest* request,
+                       xmod::v1::PredictResponse* response) override;
+  grpc::Status Recommend(grpc::ServerContext* context,
+                         const xmod::v1::RecommendRequest* request,
+                         xmod::v1::RecommendResponse* response) override;
+  grpc::Status Plan(grpc::ServerContext* context, const xmod::v1::PlanRequest* request,
+                    xmod::v1::PlanResponse* response) override;
+
+ private:
+  // The sweep's latest fit, or FAILED_PRECONDITION "no fit yet for sweep N".
+  absl::StatusOr<xmod::v1::Fit> LatestFit(int64_t sweep_id);
+
+  Store* const store_;
+  Scheduler* const scheduler_;
+  ChangeFeed* const feed_;
+  CoordinatorMetrics* const metrics_;
+  const CoordinatorServiceOptions options_;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace xmod
+
+#endif  // XMOD_COORDINATOR_COORDINATOR_SERVICE_H_

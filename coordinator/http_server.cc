@@ -1,0 +1,208 @@
+// See http_server.h.
+#include "coordinator/http_server.h"
+
+#include <httplib.h>
+
+#include <filesystem>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "coordinator/store_reads.h"
+#include "glog/logging.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace xmod {
+namespace {
+
+void SendJson(const google::protobuf::Message& message, httplib::Response& res) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  if (!google::protobuf::util::MessageToJsonString(message, &json, options).ok()) {
+    res.status = 500;
+    return;
+  }
+  res.set_content(json, "application/json");
+}
+
+std::string JsonString(absl::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += absl::StrFormat("\\u%04x", c);
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+void SendError(const absl::Status& status, httplib::Response& res) {
+  switch (status.code()) {
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kFailedPrecondition:
+      res.status = 404;
+      break;
+    case absl::StatusCode::kInvalidArgument:
+      res.status = 400;
+      break;
+    case absl::StatusCode::kUnauthenticated:
+      res.status = 401;
+      break;
+    default:
+      res.status = 500;
+  }
+  res.set_content(absl::StrCat("{\"error\":", JsonString(status.message()), "}"),
+                  "application/json");
+}
+
+int64_t IdOf(const httplib::Request& req) {
+  int64_t id = 0;
+  if (!absl::SimpleAtoi(req.matches[1].str(), &id)) return 0;
+  return id;
+}
+
+}  // namespace
+
+absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& address,
+                                                          const std::string& flag) {
+  const size_t colon = address.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port) ||
+      port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, ": \"", address, "\" is not host:port (port 0 picks a free one)"));
+  }
+  std::string host = address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return std::make_pair(host.empty() ? std::string("0.0.0.0") : host, port);
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(Store* store,
+                                                              const HttpServerOptions& options) {
+  absl::StatusOr<std::pair<std::string, int>> address =
+      SplitHostPort(options.listen, "--http_listen");
+  if (!address.ok()) return address.status();
+  std::unique_ptr<HttpServer> server(new HttpServer);
+  server->server_ = std::make_unique<httplib::Server>();
+  server->Route(store, options);
+  const auto& [host, port] = *address;
+  server->port_ = port == 0 ? server->server_->bind_to_any_port(host)
+                            : (server->server_->bind_to_port(host, port) ? port : -1);
+  if (server->port_ <= 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
+  }
+  httplib::Server* raw = server->server_.get();
+  server->thread_ = std::thread([raw] { raw->listen_after_bind(); });
+  return server;
+}
+
+void HttpServer::Route(Store* store, const HttpServerOptions& options) {
+  const std::string token = options.token;
+  server_->set_pre_routing_handler([token](const httplib::Request& req, httplib::Response& res) {
+    if (token.empty() || req.path.rfind("/api/", 0) != 0) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    if (req.get_header_value("Authorization") == absl::StrCat("Bearer ", token) ||
+        req.get_param_value("token") == token) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    SendError(absl::UnauthenticatedError("bad or missing bearer token"), res);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+
+  server_->Get("/api/sweeps", [store](const httplib::Request&, httplib::Response& res) {
+    xmod::v1::ListSweepsResponse out;
+    absl::Status s = store->Read([&](Db& db) {
+      absl::StatusOr<std::vector<xmod::v1::Sweep>> sweeps = LoadSweeps(db, 0);
+      if (!sweeps.ok()) return sweeps.status();
+      for (auto& sweep : *sweeps) *out.add_sweeps() = std::move(sweep);
+      return absl::OkStatus();
+    });
+    s.ok() ? SendJson(out, res) : SendError(s, res);
+  });
+
+  server_->Get(R"(/api/sweeps/(\d+)/runs)",
+               [store](const httplib::Request& req, httplib::Response& res) {
+                 RunFilter filter;
+                 filter.sweep_id = IdOf(req);
+                 xmod::v1::ListRunsResponse out;
+                 absl::Status s = store->Read([&](Db& db) {
+                   if (absl::Status e = LoadSweep(db, filter.sweep_id).status(); !e.ok()) {
+                     return e;
+                   }
+                   absl::StatusOr<std::vector<xmod::v1::Run>> runs = LoadRuns(db, filter);
+                   if (!runs.ok()) return runs.status();
+                   for (auto& r : *runs) *out.add_runs() = std::move(r);
+                   return absl::OkStatus();
+                 });
+                 s.ok() ? SendJson(out, res) : SendError(s, res);
+               });
+
+  server_->Get(R"(/api/runs/(\d+)/metrics)",
+               [store](const httplib::Request& req, httplib::Response& res) {
+                 const int64_t run_id = IdOf(req);
+                 std::vector<std::string> names;
+                 if (req.has_param("names")) {
+                   names = absl::StrSplit(req.get_param_value("names"), ',', absl::SkipEmpty());
+                 }
+                 int max_points = 500;
+                 if (req.has_param("max_points") &&
+                     (!absl::SimpleAtoi(req.get_param_value("max_points"), &max_points) ||
+                      max_points < 1)) {
+                   SendError(absl::InvalidArgumentError("max_points: must be a number >= 1"),
+                             res);
+                   return;
+                 }
+                 xmod::v1::GetMetricsResponse out;
+                 absl::Status s = store->Read([&](Db& db) {
+                   if (absl::Status e = LoadRun(db, run_id).status(); !e.ok()) return e;
+                   absl::StatusOr<std::vector<xmod::v1::MetricSeries>> series =
+                       LoadMetrics(db, run_id, names, max_points);
+                   if (!series.ok()) return series.status();
+                   for (auto& m : *series) *out.add_series() = std::move(m);
+                   return absl::OkStatus();
+                 });
+                 s.ok() ? SendJson(out, res) : SendError(s, res);
+               });
+
+  server_->Get(R"(/api/sweeps/(\d+)/fit)",
+               [store](const httplib::Request& req, httplib::Response& res) {
+                 const int64_t sweep_id = IdOf(req);
+                 std::optional<xmod::v1::Fit> fit;
+                 absl::Status s = store->Read([&](Db& db) {
+                   if (absl::Status e = LoadSweep(db, sweep_id).status(); !e.ok()) return e;
+                   absl::StatusOr<std::optional<xmod::v1::Fit>> f = LoadLatestFit(db, sweep_id);
+                   if (!f.ok()) return f.status();
+                   fit = *std::move(f);
+                   return absl::OkStatus();
+                 });
+                 if (s.ok() && !fit) {
+                   s = absl::NotFoundError(absl::StrCat("no fit yet for sweep ", sweep_id));
+                 }
+                 s.ok() ? SendJson(*fit, res) : SendError(s, res);
+               });
+
+  if (!options.dashboard_dir.empty() && std::filesystem::is_directory(options.dashboard_dir)) {
+    server_->set_mount_point("/", options.dashboard_dir);
+  } else if (!options.dashboard_dir.empty()) {
+    LOG(WARNING) << "dashboard directory " << options.dashboard_dir
+                 << " does not exist; serving the JSON API only";
+  }
+}
+
+void HttpServer::Stop() {
+  if (server_) server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+HttpServer::~HttpServer() { Stop(); }
+
+}  // namespace xmod

@@ -1,0 +1,587 @@
+// See scheduler.h. This file: rebuild, the queue, user actions, Acquire, FinishRun and lease
+// expiry. Worker registration, heartbeats and ingest are in scheduler_ingest.cc.
+#include "coordinator/scheduler.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/files.h"
+#include "coordinator/store_reads.h"
+#include "coordinator/store_writes.h"
+#include "glog/logging.h"
+
+namespace xmod {
+
+using xmod::v1::RunState;
+
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(Store* store, Clock* clock,
+                                                             ChangeFeed* feed,
+                                                             CoordinatorMetrics* metrics,
+                                                             const SchedulerOptions& options) {
+  std::unique_ptr<Scheduler> scheduler(new Scheduler(store, clock, feed, metrics, options));
+  if (absl::Status s = scheduler->Rebuild(); !s.ok()) return s;
+  return scheduler;
+}
+
+Scheduler::Scheduler(Store* store, Clock* clock, ChangeFeed* feed, CoordinatorMetrics* metrics,
+                     const SchedulerOptions& options)
+    : store_(store), clock_(clock), feed_(feed), metrics_(metrics), options_(options) {}
+
+int64_t Scheduler::BackoffMillis(int failures) const {
+  int64_t backoff = options_.backoff_base_ms;
+  for (int i = 1; i < failures && backoff < options_.backoff_max_ms; ++i) backoff *= 2;
+  return std::min(backoff, options_.backoff_max_ms);
+}
+
+std::future<absl::Status> Scheduler::Submit(std::vector<Store::WriteFn> writes) {
+  return store_->Write([writes = std::move(writes)](Db& db) {
+    for (const Store::WriteFn& write : writes) {
+      if (absl::Status s = write(db); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  });
+}
+
+void Scheduler::Publish(const std::vector<Touched>& touched) {
+  for (const Touched& t : touched) feed_->Publish(t.sweep_id, t.run_id);
+}
+
+absl::Status Scheduler::Rebuild() {
+  SchedulerSnapshot snap;
+  absl::Status read = store_->Read([&snap](Db& db) {
+    absl::StatusOr<SchedulerSnapshot> s = LoadSchedulerSnapshot(db);
+    if (!s.ok()) return s.status();
+    snap = *std::move(s);
+    return absl::OkStatus();
+  });
+  if (!read.ok()) return read;
+
+  const int64_t now = clock_->NowMillis();
+  std::vector<Store::WriteFn> writes;
+  {
+  absl::MutexLock lock(&mu_);
+  for (const WorkerRow& w : snap.workers) {
+    workers_[w.id] = WorkerEntry{w.name, w.slots, w.last_seen_ms, 0};
+  }
+  for (const RunQueueEntry& e : snap.runs) {
+    RunEntry& run = runs_[e.run_id];
+    run.sweep_id = e.sweep_id;
+    run.priority = e.priority;
+    run.state = e.state;
+    run.attempts = e.attempts;
+    run.failures = e.failures;
+    run.max_attempts = e.max_attempts;
+    run.not_before_ms = e.not_before_ms;
+    run.name = e.name;
+    run.spec = e.spec;
+    if (e.latest_checkpoint) {
+      run.latest_checkpoint =
+          Checkpoint{e.latest_checkpoint->step(), e.latest_checkpoint->path(),
+                     e.latest_checkpoint->sha256()};
+    }
+  }
+  for (const OpenAttempt& a : snap.open_attempts) {
+    auto run = runs_.find(a.run_id);
+    auto worker = workers_.find(a.worker_id);
+    AttemptEntry entry;
+    entry.worker_id = a.worker_id;
+    // Keep the lease, with one TTL of grace from the restart for workers to reattach.
+    entry.lease_expires_ms = std::max(a.lease_expires_ms, now + options_.lease_ttl_ms);
+    entry.acked_seq = a.max_seq;
+    entry.worker = worker == workers_.end() ? "" : worker->second.name;
+    attempts_[{a.run_id, a.attempt}] = entry;
+    if (run != runs_.end() && a.attempt == run->second.attempts) {
+      run->second.current_attempt = a.attempt;
+    }
+  }
+  for (auto& [run_id, run] : runs_) {
+    if (run.state == xmod::v1::QUEUED) {
+      queue_.insert({-run.priority, run.sweep_id, run_id});
+    } else if (run.state == xmod::v1::RUNNING && run.current_attempt == 0) {
+      // RUNNING without an open attempt cannot come from a committed transaction of this
+      // code; requeue rather than strand the run.
+      run.state = xmod::v1::QUEUED;
+      queue_.insert({-run.priority, run.sweep_id, run_id});
+      writes.push_back([id = run_id](Db& db) {
+        RunUpdate u;
+        u.run_id = id;
+        u.state = xmod::v1::QUEUED;
+        return UpdateRun(db, u);
+      });
+    }
+  }
+  LOG(INFO) << "scheduler: rebuilt " << runs_.size() << " live runs, " << queue_.size()
+            << " queued, " << attempts_.size() << " open attempts, " << workers_.size()
+            << " workers";
+  }
+  if (writes.empty()) return absl::OkStatus();
+  return Submit(std::move(writes)).get();
+}
+
+void Scheduler::EnqueueLocked(int64_t run_id, RunEntry& run) {
+  run.state = xmod::v1::QUEUED;
+  queue_.insert({-run.priority, run.sweep_id, run_id});
+  queue_changed_.SignalAll();
+}
+
+absl::StatusOr<int64_t> Scheduler::SubmitSweep(const xmod::v1::SweepSpec& spec,
+                                               std::vector<xmod::v1::Run>* runs) {
+  const int64_t now = clock_->NowMillis();
+  int64_t sweep_id = 0;
+  absl::Status status = store_->WriteAndWait([&](Db& db) {
+    absl::StatusOr<int64_t> id = InsertSweep(db, spec, now);
+    if (!id.ok()) return id.status();
+    sweep_id = *id;
+    for (xmod::v1::Run& run : *runs) {
+      absl::StatusOr<int64_t> run_id = InsertRun(db, sweep_id, run, now);
+      if (!run_id.ok()) return run_id.status();
+      run.set_id(*run_id);
+      run.set_sweep_id(sweep_id);
+      run.set_created_unix_ms(now);
+    }
+    return InsertEvent(db, now, "sweep_submitted", sweep_id, 0,
+                       absl::StrCat(spec.name(), ": ", runs->size(), " runs"));
+  });
+  if (!status.ok()) return status;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const xmod::v1::Run& r : *runs) {
+      RunEntry& run = runs_[r.id()];
+      run.sweep_id = sweep_id;
+      run.priority = r.priority();
+      run.max_attempts = r.max_attempts();
+      run.name = r.name();
+      run.spec = r.spec();
+      EnqueueLocked(r.id(), run);
+    }
+  }
+  for (const xmod::v1::Run& r : *runs) feed_->Publish(sweep_id, r.id());
+  return sweep_id;
+}
+
+absl::Status Scheduler::CancelRun(int64_t run_id) {
+  absl::StatusOr<xmod::v1::Run> stored = absl::NotFoundError("");
+  if (absl::Status s = store_->Read([&](Db& db) {
+        stored = LoadRun(db, run_id);
+        return stored.status();
+      });
+      !s.ok()) {
+    return s;
+  }
+  const int64_t now = clock_->NowMillis();
+  std::future<absl::Status> done;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = runs_.find(run_id);
+    if (it == runs_.end() || it->second.state == xmod::v1::CANCELLED) {
+      if (stored->state() == xmod::v1::CANCELLED) return absl::OkStatus();
+      return absl::FailedPreconditionError(absl::StrCat(
+          "run ", run_id, " already ended ", xmod::v1::RunState_Name(stored->state())));
+    }
+    RunEntry& run = it->second;
+    queue_.erase({-run.priority, run.sweep_id, run_id});
+    run.state = xmod::v1::CANCELLED;
+    if (metrics_ != nullptr) metrics_->RunEnded(run.name);
+    const int64_t sweep_id = run.sweep_id;
+    if (run.current_attempt == 0) runs_.erase(it);  // else kept until its attempt ends
+    done = store_->Write([run_id, sweep_id, now](Db& db) {
+      RunUpdate u;
+      u.run_id = run_id;
+      u.state = xmod::v1::CANCELLED;
+      u.finished_ms = now;
+      if (absl::Status s = UpdateRun(db, u); !s.ok()) return s;
+      return InsertEvent(db, now, "run_cancelled", sweep_id, run_id, "");
+    });
+  }
+  absl::Status status = done.get();
+  feed_->Publish(stored->sweep_id(), run_id);
+  return status;
+}
+
+absl::Status Scheduler::CancelSweep(int64_t sweep_id) {
+  const int64_t now = clock_->NowMillis();
+  std::vector<Store::WriteFn> writes;
+  std::vector<Touched> touched;
+  std::future<absl::Status> done;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = runs_.begin(); it != runs_.end();) {
+      RunEntry& run = it->second;
+      const int64_t run_id = it->first;
+      if (run.sweep_id != sweep_id || run.state == xmod::v1::CANCELLED) {
+        ++it;
+        continue;
+      }
+      queue_.erase({-run.priority, run.sweep_id, run_id});
+      run.state = xmod::v1::CANCELLED;
+      if (metrics_ != nullptr) metrics_->RunEnded(run.name);
+      touched.push_back({sweep_id, run_id});
+      writes.push_back([run_id, now](Db& db) {
+        RunUpdate u;
+        u.run_id = run_id;
+        u.state = xmod::v1::CANCELLED;
+        u.finished_ms = now;
+        return UpdateRun(db, u);
+      });
+      it = run.current_attempt == 0 ? runs_.erase(it) : std::next(it);
+    }
+    writes.push_back([sweep_id, now, n = touched.size()](Db& db) {
+      if (absl::Status s = MarkSweepCancelled(db, sweep_id); !s.ok()) return s;
+      return InsertEvent(db, now, "sweep_cancelled", sweep_id, 0,
+                         absl::StrCat(n, " runs cancelled"));
+    });
+    done = Submit(std::move(writes));
+  }
+  absl::Status status = done.get();
+  Publish(touched);
+  feed_->Publish(sweep_id, 0);
+  return status;
+}
+
+absl::Status Scheduler::Requeue(const xmod::v1::Run& stored,
+                                std::optional<Checkpoint> checkpoint) {
+  const int64_t run_id = stored.id();
+  if (stored.state() != xmod::v1::FAILED && stored.state() != xmod::v1::CANCELLED) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", run_id, " is ", xmod::v1::RunState_Name(stored.state()),
+                     "; only FAILED or CANCELLED runs can be resumed"));
+  }
+  const int64_t now = clock_->NowMillis();
+  std::future<absl::Status> done;
+  {
+    absl::MutexLock lock(&mu_);
+    if (runs_.count(run_id) > 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "run ", run_id, " is still stopping its last attempt; resume it once that ended"));
+    }
+    RunEntry& run = runs_[run_id];
+    run.sweep_id = stored.sweep_id();
+    run.priority = stored.priority();
+    run.attempts = stored.attempts();
+    run.failures = 0;
+    run.max_attempts = stored.max_attempts();
+    run.not_before_ms = 0;
+    run.name = stored.name();
+    run.spec = stored.spec();
+    run.latest_checkpoint = std::move(checkpoint);
+    EnqueueLocked(run_id, run);
+    done = store_->Write([run_id, sweep_id = stored.sweep_id(), now](Db& db) {
+      RunUpdate u;
+      u.run_id = run_id;
+      u.state = xmod::v1::QUEUED;
+      u.failures = 0;
+      u.not_before_ms = 0;
+      u.error = "";
+      u.finished_ms = 0;
+      if (absl::Status s = UpdateRun(db, u); !s.ok()) return s;
+      return InsertEvent(db, now, "run_resumed", sweep_id, run_id, "");
+    });
+  }
+  absl::Status status = done.get();
+  feed_->Publish(stored.sweep_id(), run_id);
+  return status;
+}
+
+absl::Status Scheduler::ResumeRun(int64_t run_id) {
+  xmod::v1::Run stored;
+  std::optional<xmod::v1::Checkpoint> checkpoint;
+  if (absl::Status s = store_->Read([&](Db& db) {
+        absl::StatusOr<xmod::v1::Run> run = LoadRun(db, run_id);
+        if (!run.ok()) return run.status();
+        stored = *std::move(run);
+        absl::StatusOr<std::optional<xmod::v1::Checkpoint>> c = LatestCheckpoint(db, run_id);
+        if (!c.ok()) return c.status();
+        checkpoint = *c;
+        return absl::OkStatus();
+      });
+      !s.ok()) {
+    return s;
+  }
+  std::optional<Checkpoint> resume;
+  if (checkpoint) resume = Checkpoint{checkpoint->step(), checkpoint->path(), checkpoint->sha256()};
+  return Requeue(stored, resume);
+}
+
+absl::StatusOr<std::vector<int64_t>> Scheduler::RetryFailed(int64_t sweep_id) {
+  std::vector<xmod::v1::Run> failed;
+  if (absl::Status s = store_->Read([&](Db& db) {
+        if (absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, sweep_id); !sweep.ok()) {
+          return sweep.status();
+        }
+        RunFilter filter;
+        filter.sweep_id = sweep_id;
+        filter.states = {xmod::v1::FAILED};
+        absl::StatusOr<std::vector<xmod::v1::Run>> runs = LoadRuns(db, filter);
+        if (!runs.ok()) return runs.status();
+        failed = *std::move(runs);
+        return absl::OkStatus();
+      });
+      !s.ok()) {
+    return s;
+  }
+  std::vector<int64_t> ids;
+  for (const xmod::v1::Run& run : failed) {
+    absl::Status s = ResumeRun(run.id());
+    if (s.ok()) {
+      ids.push_back(run.id());
+    } else if (!absl::IsFailedPrecondition(s)) {
+      return s;
+    }
+  }
+  return ids;
+}
+
+absl::StatusOr<std::optional<xmod::v1::Assignment>> Scheduler::Acquire(
+    const xmod::v1::AcquireRunRequest& request) {
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(std::max<int64_t>(0, request.wait_ms()));
+  std::future<absl::Status> done;
+  xmod::v1::Assignment assignment;
+  int64_t sweep_id = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    auto worker = workers_.find(request.worker_id());
+    if (worker == workers_.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("unknown worker ", request.worker_id(), ": register again"));
+    }
+    if (request.free_slots().empty()) return std::optional<xmod::v1::Assignment>();
+    int64_t run_id = 0;
+    while (true) {
+      if (shutdown_) return std::optional<xmod::v1::Assignment>();
+      const int64_t now = clock_->NowMillis();
+      int64_t next_ready = -1;
+      for (const QueueKey& key : queue_) {
+        const RunEntry& run = runs_.at(std::get<2>(key));
+        if (run.not_before_ms <= now) {
+          run_id = std::get<2>(key);
+          break;
+        }
+        next_ready = next_ready < 0 ? run.not_before_ms : std::min(next_ready, run.not_before_ms);
+      }
+      if (run_id != 0) break;
+      if (absl::Now() >= deadline) return std::optional<xmod::v1::Assignment>();
+      absl::Time wake = deadline;
+      if (next_ready >= 0) wake = std::min(wake, absl::Now() + absl::Milliseconds(next_ready - now));
+      queue_changed_.WaitWithDeadline(&mu_, wake);
+    }
+    // Lease it.
+    const int64_t now = clock_->NowMillis();
+    RunEntry& run = runs_.at(run_id);
+    queue_.erase({-run.priority, run.sweep_id, run_id});
+    run.state = xmod::v1::RUNNING;
+    run.attempts += 1;
+    run.current_attempt = run.attempts;
+    sweep_id = run.sweep_id;
+    AttemptEntry attempt;
+    attempt.worker_id = request.worker_id();
+    attempt.worker = worker->second.name;
+    attempt.worker_epoch = worker->second.epoch;
+    attempt.lease_expires_ms = now + options_.lease_ttl_ms;
+    attempts_[{run_id, run.attempts}] = attempt;
+
+    const std::string checkpoint_dir =
+        absl::StrCat(options_.checkpoint_root, "/sweep-", run.sweep_id, "/run-", run_id);
+    assignment.set_run_id(run_id);
+    assignment.set_attempt(run.attempts);
+    *assignment.mutable_spec() = run.spec;
+    assignment.mutable_spec()->set_run_id(run_id);
+    assignment.mutable_spec()->set_attempt(run.attempts);
+    assignment.mutable_spec()->set_checkpoint_dir(checkpoint_dir);
+    assignment.add_slots(request.free_slots(0));
+    int64_t resumed_from = 0;
+    if (run.latest_checkpoint) {
+      resumed_from = run.latest_checkpoint->step;
+      assignment.mutable_resume()->set_path(run.latest_checkpoint->path);
+      assignment.mutable_resume()->set_sha256(run.latest_checkpoint->sha256);
+      assignment.mutable_resume()->set_step(run.latest_checkpoint->step);
+    }
+    AttemptStart start;
+    start.run_id = run_id;
+    start.attempt = run.attempts;
+    start.worker_id = request.worker_id();
+    start.worker = worker->second.name;
+    start.slots = absl::StrCat(request.free_slots(0));
+    start.started_ms = now;
+    start.resumed_from_step = resumed_from;
+    start.lease_expires_ms = attempt.lease_expires_ms;
+    done = store_->Write([start, sweep_id, attempts = run.attempts](Db& db) {
+      if (absl::Status s = InsertAttempt(db, start); !s.ok()) return s;
+      RunUpdate u;
+      u.run_id = start.run_id;
+      u.state = xmod::v1::RUNNING;
+      u.attempts = attempts;
+      if (absl::Status s = UpdateRun(db, u); !s.ok()) return s;
+      if (absl::Status s = MarkRunStarted(db, start.run_id, start.started_ms); !s.ok()) return s;
+      return InsertEvent(db, start.started_ms, "attempt_started", sweep_id, start.run_id,
+                         absl::StrCat("attempt ", start.attempt, " on ", start.worker,
+                                      start.resumed_from_step > 0
+                                          ? absl::StrCat(" from step ", start.resumed_from_step)
+                                          : ""));
+    });
+  }
+  if (absl::Status s = done.get(); !s.ok()) return s;
+  if (absl::Status s = MakeDirs(assignment.spec().checkpoint_dir()); !s.ok()) {
+    LOG(WARNING) << "cannot create " << assignment.spec().checkpoint_dir() << " here (" << s
+                 << "); the worker must";
+  }
+  feed_->Publish(sweep_id, assignment.run_id());
+  return std::optional<xmod::v1::Assignment>(std::move(assignment));
+}
+
+void Scheduler::EndAttemptLocked(const AttemptKey& key, const std::string& outcome, bool failure,
+                                 int exit_code, const std::string& error, int64_t now,
+                                 std::vector<Store::WriteFn>* writes,
+                                 std::vector<Touched>* touched) {
+  const auto [run_id, attempt] = key;
+  attempts_.erase(key);
+  writes->push_back([run_id = run_id, attempt = attempt, outcome, exit_code, error, now](Db& db) {
+    return EndAttempt(db, run_id, attempt, outcome, exit_code, error, now);
+  });
+  auto it = runs_.find(run_id);
+  if (it == runs_.end() || it->second.current_attempt != attempt) return;
+  RunEntry& run = it->second;
+  run.current_attempt = 0;
+  touched->push_back({run.sweep_id, run_id});
+  if (metrics_ != nullptr) metrics_->RunEnded(run.name);
+  const int64_t sweep_id = run.sweep_id;
+  const std::string event_text = absl::StrCat("attempt ", attempt, " ", outcome,
+                                              error.empty() ? "" : ": ", error);
+  RunUpdate u;
+  u.run_id = run_id;
+  std::string kind = absl::StrCat("attempt_", outcome);
+  if (run.state == xmod::v1::CANCELLED) {
+    runs_.erase(it);  // its cancellation is already stored
+  } else if (outcome == "succeeded") {
+    u.state = xmod::v1::SUCCEEDED;
+    u.finished_ms = now;
+    u.error = "";
+    runs_.erase(it);
+  } else if (outcome == "cancelled") {
+    u.state = xmod::v1::CANCELLED;
+    u.finished_ms = now;
+    runs_.erase(it);
+  } else {
+    if (failure) {
+      run.failures += 1;
+      u.failures = run.failures;
+      u.error = event_text;
+    }
+    if (failure && run.failures >= run.max_attempts) {
+      u.state = xmod::v1::FAILED;
+      u.finished_ms = now;
+      u.error = absl::StrCat(event_text, " (", run.failures, " of ", run.max_attempts,
+                             " attempts failed)");
+      kind = "run_failed";
+      runs_.erase(it);
+    } else {
+      run.not_before_ms = failure ? now + BackoffMillis(run.failures) : now;
+      u.state = xmod::v1::QUEUED;
+      u.not_before_ms = run.not_before_ms;
+      EnqueueLocked(run_id, run);
+    }
+  }
+  writes->push_back([u, kind, sweep_id, run_id = run_id, event_text, now](Db& db) {
+    if (absl::Status s = UpdateRun(db, u); !s.ok()) return s;
+    return InsertEvent(db, now, kind, sweep_id, run_id, event_text);
+  });
+}
+
+absl::Status Scheduler::FinishRun(const xmod::v1::FinishRunRequest& request) {
+  std::string outcome;
+  bool failure = false;
+  switch (request.outcome()) {
+    case xmod::v1::OUTCOME_SUCCEEDED:
+      outcome = "succeeded";
+      break;
+    case xmod::v1::OUTCOME_FAILED:
+      outcome = "failed";
+      failure = true;
+      break;
+    case xmod::v1::OUTCOME_CANCELLED:
+      outcome = "cancelled";
+      break;
+    case xmod::v1::OUTCOME_PREEMPTED:
+      outcome = "preempted";
+      break;
+    default:
+      return absl::InvalidArgumentError("outcome: must be set");
+  }
+  const int64_t now = clock_->NowMillis();
+  std::vector<Store::WriteFn> writes;
+  std::vector<Touched> touched;
+  std::future<absl::Status> done;
+  {
+    absl::MutexLock lock(&mu_);
+    const AttemptKey key{request.run_id(), request.attempt()};
+    auto it = attempts_.find(key);
+    if (it == attempts_.end()) return absl::OkStatus();  // already ended (e.g. lost)
+    if (it->second.worker_id != request.worker_id()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("attempt ", request.attempt(), " of run ", request.run_id(),
+                       " belongs to worker ", it->second.worker));
+    }
+    if (request.outcome() == xmod::v1::OUTCOME_SUCCEEDED && request.last_acked_seq() > 0 &&
+        it->second.acked_seq < request.last_acked_seq()) {
+      LOG(WARNING) << "run " << request.run_id() << " attempt " << request.attempt()
+                   << " finished with last_acked_seq " << request.last_acked_seq()
+                   << " but only " << it->second.acked_seq << " is stored";
+    }
+    EndAttemptLocked(key, outcome, failure, request.exit_code(), request.error(), now, &writes,
+                     &touched);
+    done = Submit(std::move(writes));
+  }
+  absl::Status status = done.get();
+  Publish(touched);
+  return status;
+}
+
+int Scheduler::ExpireLeases() {
+  const int64_t now = clock_->NowMillis();
+  std::vector<Store::WriteFn> writes;
+  std::vector<Touched> touched;
+  std::future<absl::Status> done;
+  int expired = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    std::vector<AttemptKey> lapsed;
+    for (const auto& [key, attempt] : attempts_) {
+      if (attempt.lease_expires_ms < now) lapsed.push_back(key);
+    }
+    for (const AttemptKey& key : lapsed) {
+      LOG(WARNING) << "lease of run " << key.first << " attempt " << key.second << " on "
+                   << attempts_.at(key).worker << " expired";
+      EndAttemptLocked(key, "lost", /*failure=*/true, 0, "lease expired", now, &writes,
+                       &touched);
+    }
+    expired = static_cast<int>(lapsed.size());
+    int connected = 0;
+    for (const auto& [id, worker] : workers_) {
+      if (now - worker.last_seen_ms <= options_.lease_ttl_ms) ++connected;
+    }
+    if (metrics_ != nullptr) metrics_->SetWorkersConnected(connected);
+    if (!writes.empty()) done = Submit(std::move(writes));
+  }
+  if (expired > 0) {
+    if (absl::Status s = done.get(); !s.ok()) LOG(ERROR) << "storing expired leases: " << s;
+    if (metrics_ != nullptr) metrics_->AddLeasesExpired(expired);
+    Publish(touched);
+  }
+  return expired;
+}
+
+void Scheduler::Shutdown() {
+  absl::MutexLock lock(&mu_);
+  shutdown_ = true;
+  queue_changed_.SignalAll();
+}
+
+std::optional<int64_t> Scheduler::LeaseExpiry(int64_t run_id, int attempt) {
+  absl::MutexLock lock(&mu_);
+  auto it = attempts_.find({run_id, attempt});
+  if (it == attempts_.end()) return std::nullopt;
+  return it->second.lease_expires_ms;
+}
+
+}  // namespace xmod

@@ -1,0 +1,188 @@
+// Scheduler: the run queue, worker registry and attempt leases (ARCHITECTURE.md,
+// "Scheduling and faults"), and metric / checkpoint ingest of running attempts.
+//
+// Pull model: workers long-poll Acquire(); each attempt holds a lease that Heartbeat()
+// renews; ExpireLeases() ends attempts whose lease lapsed as "lost" and requeues their run
+// with exponential backoff, until a run has failed max_attempts times (then FAILED). A retry
+// resumes from the run's latest checkpoint (any attempt). Cancelled runs get STOP orders in
+// heartbeat replies.
+//
+// State: the database is the truth. The scheduler keeps a memory copy of the live part
+// (queued and running runs, open attempts, workers), rebuilt by Create() from the database
+// after a restart; open attempts then keep their leases, extended by one TTL from the
+// restart, so reattaching workers continue. Every change is applied to memory and queued to
+// the store's writer under one lock (so memory and database change in the same order), and
+// each call returns only once its writes committed. Time comes from the injected Clock.
+// Thread-safe.
+#ifndef XMOD_COORDINATOR_SCHEDULER_H_
+#define XMOD_COORDINATOR_SCHEDULER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "coordinator/change_feed.h"
+#include "coordinator/coordinator_metrics.h"
+#include "coordinator/store.h"
+#include "xmod/v1/coordinator.pb.h"
+#include "xmod/v1/worker.pb.h"
+
+namespace xmod {
+
+struct SchedulerOptions {
+  int64_t lease_ttl_ms = 30000;
+  int64_t heartbeat_interval_ms = 2000;
+  // Backoff before retry n (n = failures so far): base * 2^(n-1), at most max.
+  int64_t backoff_base_ms = 2000;
+  int64_t backoff_max_ms = 120000;
+  // Each run checkpoints into <checkpoint_root>/sweep-<S>/run-<R>.
+  std::string checkpoint_root = "checkpoints";
+};
+
+class Scheduler {
+ public:
+  // Rebuilds the live state from `store`. `store`, `clock` and `feed` must outlive the
+  // scheduler; `metrics` may be null.
+  static absl::StatusOr<std::unique_ptr<Scheduler>> Create(Store* store, Clock* clock,
+                                                          ChangeFeed* feed,
+                                                          CoordinatorMetrics* metrics,
+                                                          const SchedulerOptions& options);
+
+  // --- User actions -------------------------------------------------------------------
+  // Stores a sweep and its expanded runs in one transaction and queues the runs; fills in
+  // the run ids. Returns the sweep id.
+  absl::StatusOr<int64_t> SubmitSweep(const xmod::v1::SweepSpec& spec,
+                                      std::vector<xmod::v1::Run>* runs);
+  // QUEUED -> CANCELLED at once; RUNNING -> CANCELLED with a STOP order to its worker.
+  // Cancelling a cancelled run is a no-op; a SUCCEEDED or FAILED run is FAILED_PRECONDITION.
+  absl::Status CancelRun(int64_t run_id);
+  // Cancels every queued or running run of the sweep and marks the sweep cancelled.
+  absl::Status CancelSweep(int64_t sweep_id);
+  // FAILED or CANCELLED -> QUEUED with a fresh allowance of attempts; the next attempt
+  // resumes from the latest checkpoint. FAILED_PRECONDITION for other states.
+  absl::Status ResumeRun(int64_t run_id);
+  // ResumeRun for every FAILED run of a sweep; returns their ids.
+  absl::StatusOr<std::vector<int64_t>> RetryFailed(int64_t sweep_id);
+
+  // --- Worker API ---------------------------------------------------------------------
+  absl::StatusOr<xmod::v1::RegisterResponse> Register(const xmod::v1::RegisterRequest& request);
+  absl::StatusOr<xmod::v1::HeartbeatResponse> Heartbeat(
+      const xmod::v1::HeartbeatRequest& request);
+  // Waits up to request.wait_ms (real time) for a queued run whose backoff has passed and
+  // leases it to the worker in its first free slot. nullopt when nothing came.
+  // FAILED_PRECONDITION for an unknown worker (it should register again).
+  absl::StatusOr<std::optional<xmod::v1::Assignment>> Acquire(
+      const xmod::v1::AcquireRunRequest& request);
+  // Stores points idempotently (by run, attempt, seq) and acknowledges the highest seq up to
+  // which every point is durable. A stale attempt's points are acknowledged, not stored,
+  // and the reply says stale.
+  absl::StatusOr<xmod::v1::ReportMetricsResponse> ReportMetrics(
+      const xmod::v1::ReportMetricsRequest& request);
+  // Records a checkpoint of the current attempt (a resume point). FAILED_PRECONDITION for a
+  // stale attempt.
+  absl::Status ReportCheckpoint(const xmod::v1::ReportCheckpointRequest& request);
+  // Ends an attempt. Succeeded -> SUCCEEDED; failed -> requeued with backoff or FAILED;
+  // preempted -> requeued at once without counting as a failure; cancelled -> CANCELLED.
+  // Finishing an attempt that already ended is a no-op.
+  absl::Status FinishRun(const xmod::v1::FinishRunRequest& request);
+
+  // --- Time ---------------------------------------------------------------------------
+  // Ends every attempt whose lease expired; returns how many. Also refreshes the connected
+  // workers gauge. Called periodically by the coordinator; tests call it after advancing a
+  // FakeClock.
+  int ExpireLeases();
+  // Wakes long polls and makes later ones return at once.
+  void Shutdown();
+
+  const SchedulerOptions& options() const { return options_; }
+  // Lease deadline of an open attempt, for tests and diagnostics.
+  std::optional<int64_t> LeaseExpiry(int64_t run_id, int attempt);
+  int64_t BackoffMillis(int failures) const;
+
+ private:
+  struct Checkpoint {
+    int64_t step = 0;
+    std::string path;
+    std::string sha256;
+  };
+  struct RunEntry {
+    int64_t sweep_id = 0;
+    int priority = 0;
+    xmod::v1::RunState state = xmod::v1::QUEUED;
+    int attempts = 0;
+    int failures = 0;
+    int max_attempts = 0;
+    int64_t not_before_ms = 0;
+    int current_attempt = 0;  // open attempt, 0 = none
+    std::string name;
+    xmod::v1::RunSpec spec;
+    std::optional<Checkpoint> latest_checkpoint;
+  };
+  struct AttemptEntry {
+    int64_t worker_id = 0;
+    int64_t lease_expires_ms = 0;
+    int64_t acked_seq = -1;    // highest seq with every earlier point durable (-1 = none)
+    int64_t worker_epoch = 0;  // the worker's registration count when the attempt began
+    std::string worker;
+  };
+  struct WorkerEntry {
+    std::string name;
+    std::vector<xmod::v1::Slot> slots;
+    int64_t last_seen_ms = 0;
+    int64_t epoch = 0;  // registrations seen by this coordinator process
+  };
+  using QueueKey = std::tuple<int, int64_t, int64_t>;  // (-priority, sweep, run)
+  using AttemptKey = std::pair<int64_t, int>;          // (run, attempt)
+  // A change to publish once its write committed.
+  struct Touched {
+    int64_t sweep_id;
+    int64_t run_id;
+  };
+
+  Scheduler(Store* store, Clock* clock, ChangeFeed* feed, CoordinatorMetrics* metrics,
+            const SchedulerOptions& options);
+  absl::Status Rebuild();
+
+  // Ends the open attempt `key` with `outcome` and moves its run on: requeue (counting a
+  // failure when `failure`), FAILED when out of attempts, or leave a cancelled run alone.
+  // Appends the database writes to `writes`.
+  void EndAttemptLocked(const AttemptKey& key, const std::string& outcome, bool failure,
+                        int exit_code, const std::string& error, int64_t now,
+                        std::vector<Store::WriteFn>* writes, std::vector<Touched>* touched)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EnqueueLocked(int64_t run_id, RunEntry& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Requeues a terminal run loaded from the database (ResumeRun / RetryFailed).
+  absl::Status Requeue(const xmod::v1::Run& run, std::optional<Checkpoint> checkpoint);
+  // Queues `writes` as one closure (one transaction) and returns its future.
+  std::future<absl::Status> Submit(std::vector<Store::WriteFn> writes);
+  void Publish(const std::vector<Touched>& touched);
+
+  Store* const store_;
+  Clock* const clock_;
+  ChangeFeed* const feed_;
+  CoordinatorMetrics* const metrics_;
+  const SchedulerOptions options_;
+
+  absl::Mutex mu_;
+  absl::CondVar queue_changed_;  // signalled when a run is queued or at shutdown
+  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<int64_t, RunEntry> runs_ ABSL_GUARDED_BY(mu_);  // queued, running, or stopping
+  std::set<QueueKey> queue_ ABSL_GUARDED_BY(mu_);
+  std::map<AttemptKey, AttemptEntry> attempts_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, WorkerEntry> workers_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace xmod
+
+#endif  // XMOD_COORDINATOR_SCHEDULER_H_

@@ -1,0 +1,113 @@
+// Store: the coordinator's SQLite database (one file, WAL mode), the only place state is
+// kept (ARCHITECTURE.md, "Storage").
+//
+// Writes: ONE writer thread owns the read-write connection. Callers enqueue write closures;
+// the thread drains the queue and runs many closures in one transaction (each inside its own
+// SAVEPOINT, so a failing closure rolls back alone), commits, and only then fulfils each
+// caller's future. A fulfilled OK future means the write is durable (synchronous=FULL).
+// Reads: each reading thread borrows a read-only connection from a pool; in WAL mode readers
+// see the last commit and never block the writer.
+// Thread-safe: every public method may be called from any thread.
+#ifndef XMOD_COORDINATOR_STORE_H_
+#define XMOD_COORDINATOR_STORE_H_
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "coordinator/sqlite_db.h"
+
+namespace xmod {
+
+struct StoreOptions {
+  // PRAGMA synchronous: FULL (fsync at every commit: a commit survives power loss) or NORMAL
+  // (survives a process crash only). Acknowledgements promise FULL.
+  bool synchronous_full = true;
+  // Most write closures committed in one transaction.
+  int max_batch = 4096;
+  int busy_timeout_ms = 10000;
+  // Called by the writer thread after each commit with its duration and closure count.
+  std::function<void(double seconds, int batch_size)> on_commit;
+};
+
+// Result of a user's read-only SQL query.
+struct QueryResult {
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::vector<bool>> nulls;  // parallel to rows
+  bool truncated = false;
+};
+
+class Store {
+ public:
+  using WriteFn = std::function<absl::Status(Db& db)>;
+  using ReadFn = std::function<absl::Status(Db& db)>;
+
+  // Opens (creating if needed) the database at `path`, switches it to WAL, migrates the
+  // schema and starts the writer thread. UNAVAILABLE when the file cannot be opened,
+  // FAILED_PRECONDITION when its schema is newer than this binary's.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
+                                                     const StoreOptions& options);
+  // Drains the queue (every accepted write is committed) and closes.
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Enqueues `fn` to run on the writer thread inside a transaction. The future yields fn's
+  // status once the transaction committed (or the commit's error). After Close(),
+  // UNAVAILABLE at once.
+  std::future<absl::Status> Write(WriteFn fn);
+  // Write() and wait.
+  absl::Status WriteAndWait(WriteFn fn) { return Write(std::move(fn)).get(); }
+
+  // Runs `fn` on a read-only connection inside one read transaction (a consistent snapshot).
+  absl::Status Read(const ReadFn& fn);
+
+  // A user's SQL: one SELECT or WITH statement, run on a read-only connection
+  // (SQLITE_OPEN_READONLY), at most `max_rows` rows (then truncated = true), at most
+  // `time_limit_ms` of execution. INVALID_ARGUMENT for anything else or a SQL error.
+  absl::StatusOr<QueryResult> Query(const std::string& sql, int max_rows, int time_limit_ms);
+
+  // Stops accepting writes, commits what is queued and joins the writer. Idempotent.
+  void Close();
+
+  const std::string& path() const { return path_; }
+
+ private:
+  struct PendingWrite {
+    WriteFn fn;
+    std::promise<absl::Status> done;
+  };
+  class ReaderLease;
+
+  Store(std::string path, StoreOptions options, std::unique_ptr<Db> writer);
+  void WriterLoop();
+  void CommitBatch(std::vector<PendingWrite>& batch);
+  absl::StatusOr<std::unique_ptr<Db>> TakeReader();
+  void ReturnReader(std::unique_ptr<Db> db);
+
+  const std::string path_;
+  const StoreOptions options_;
+  std::unique_ptr<Db> writer_db_;  // used only by writer_thread_
+
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<PendingWrite> queue_;  // guarded by queue_mu_
+  bool closing_ = false;            // guarded by queue_mu_
+  std::thread writer_thread_;
+
+  std::mutex readers_mu_;
+  std::vector<std::unique_ptr<Db>> idle_readers_;  // guarded by readers_mu_
+};
+
+}  // namespace xmod
+
+#endif  // XMOD_COORDINATOR_STORE_H_

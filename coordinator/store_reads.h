@@ -1,0 +1,86 @@
+// Domain reads on the coordinator database, run inside Store::Read (a read-only connection
+// and a consistent snapshot). NOT_FOUND names the missing id; other errors are INTERNAL.
+#ifndef XMOD_COORDINATOR_STORE_READS_H_
+#define XMOD_COORDINATOR_STORE_READS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "coordinator/sqlite_db.h"
+#include "xmod/v1/coordinator.pb.h"
+#include "xmod/v1/types.pb.h"
+#include "xmod/v1/worker.pb.h"
+
+namespace xmod {
+
+struct RunFilter {
+  int64_t sweep_id = 0;                       // 0 = every sweep
+  std::vector<xmod::v1::RunState> states;     // empty = every state
+  std::vector<int64_t> run_ids;               // empty = every run
+  int limit = 0;                              // 0 = no limit
+};
+
+absl::StatusOr<xmod::v1::Run> LoadRun(Db& db, int64_t run_id);
+// Runs ordered by id.
+absl::StatusOr<std::vector<xmod::v1::Run>> LoadRuns(Db& db, const RunFilter& filter);
+
+// A sweep with its run counts and state (ACTIVE while a run is queued or running; then
+// CANCELLED if the sweep was cancelled, FAILED if a run failed, DONE otherwise).
+absl::StatusOr<xmod::v1::Sweep> LoadSweep(Db& db, int64_t sweep_id);
+// Newest first; limit 0 = all.
+absl::StatusOr<std::vector<xmod::v1::Sweep>> LoadSweeps(Db& db, int limit);
+
+absl::StatusOr<std::vector<xmod::v1::Attempt>> LoadAttempts(Db& db, int64_t run_id);
+absl::StatusOr<std::vector<xmod::v1::Checkpoint>> LoadCheckpoints(Db& db, int64_t run_id);
+// The run's checkpoint with the highest step over all its attempts, if any.
+absl::StatusOr<std::optional<xmod::v1::Checkpoint>> LatestCheckpoint(Db& db, int64_t run_id);
+
+// Canonical metric series of a run (canonical_metrics view), each ordered by flops and
+// downsampled to at most max_points (evenly by index, the last point always kept).
+absl::StatusOr<std::vector<xmod::v1::MetricSeries>> LoadMetrics(
+    Db& db, int64_t run_id, const std::vector<std::string>& names, int max_points);
+
+// The newest row of the fits table for a sweep, if any.
+absl::StatusOr<std::optional<xmod::v1::Fit>> LoadLatestFit(Db& db, int64_t sweep_id);
+
+// What the scheduler rebuilds from after a restart.
+struct OpenAttempt {
+  int64_t run_id = 0;
+  int attempt = 0;
+  int64_t worker_id = 0;
+  int64_t lease_expires_ms = 0;
+  int64_t max_seq = -1;  // highest stored metric seq (-1 = none)
+};
+struct RunQueueEntry {
+  int64_t run_id = 0;
+  int64_t sweep_id = 0;
+  int priority = 0;
+  xmod::v1::RunState state = xmod::v1::QUEUED;
+  int attempts = 0;
+  int failures = 0;
+  int max_attempts = 0;
+  int64_t not_before_ms = 0;
+  std::string name;
+  xmod::v1::RunSpec spec;
+  std::optional<xmod::v1::Checkpoint> latest_checkpoint;
+};
+struct WorkerRow {
+  int64_t id = 0;
+  std::string name;
+  std::vector<xmod::v1::Slot> slots;
+  int64_t last_seen_ms = 0;
+};
+struct SchedulerSnapshot {
+  std::vector<RunQueueEntry> runs;          // runs QUEUED or RUNNING, and runs with an
+                                            // open attempt in any state
+  std::vector<OpenAttempt> open_attempts;   // attempts with ended_ms = 0
+  std::vector<WorkerRow> workers;
+};
+absl::StatusOr<SchedulerSnapshot> LoadSchedulerSnapshot(Db& db);
+
+}  // namespace xmod
+
+#endif  // XMOD_COORDINATOR_STORE_READS_H_

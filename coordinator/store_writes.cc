@@ -1,0 +1,251 @@
+// See store_writes.h.
+#include "coordinator/store_writes.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace xmod {
+
+using xmod::v1::Architecture_Name;
+using xmod::v1::RunState_Name;
+
+absl::StatusOr<int64_t> InsertSweep(Db& db, const xmod::v1::SweepSpec& spec, int64_t now_ms) {
+  absl::StatusOr<Stmt> stmt = db.Prepare(
+      "INSERT INTO sweeps (name, description, spec, priority, created_ms) VALUES (?,?,?,?,?)");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, spec.name())
+      .Bind(2, spec.description())
+      .BindBlob(3, spec.SerializeAsString())
+      .Bind(4, spec.priority())
+      .Bind(5, now_ms);
+  if (absl::Status s = stmt->Run(); !s.ok()) return s;
+  return db.LastInsertRowId();
+}
+
+absl::StatusOr<int64_t> InsertRun(Db& db, int64_t sweep_id, const xmod::v1::Run& run,
+                                  int64_t now_ms) {
+  absl::StatusOr<Stmt> stmt = db.Prepare(
+      "INSERT INTO runs (sweep_id, label, name, arch, k, a, seq_len, backbone, moe, flop_budget,"
+      " forward_flops_per_token, total_params, held_out, priority, state, max_attempts, spec,"
+      " created_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  if (!stmt.ok()) return stmt.status();
+  const xmod::v1::ModelSpec& model = run.spec().model();
+  std::string moe;
+  if (model.arch() == xmod::v1::MOE) {
+    moe = absl::StrCat(model.moe().active_experts(), ":", model.moe().total_experts(), "+",
+                       model.moe().shared_experts());
+  }
+  stmt->Bind(1, sweep_id)
+      .Bind(2, run.label())
+      .Bind(3, run.name())
+      .Bind(4, Architecture_Name(model.arch()))
+      .Bind(5, model.k())
+      .Bind(6, model.a())
+      .Bind(7, run.spec().training().seq_len())
+      .Bind(8, model.backbone().name())
+      .Bind(9, moe)
+      .Bind(10, run.spec().training().flop_budget())
+      .Bind(11, run.forward_flops_per_token())
+      .Bind(12, run.total_params())
+      .Bind(13, run.held_out() ? 1 : 0)
+      .Bind(14, run.priority())
+      .Bind(15, RunState_Name(xmod::v1::QUEUED))
+      .Bind(16, run.max_attempts())
+      .BindBlob(17, run.spec().SerializeAsString())
+      .Bind(18, now_ms);
+  if (absl::Status s = stmt->Run(); !s.ok()) return s;
+  return db.LastInsertRowId();
+}
+
+absl::Status UpdateRun(Db& db, const RunUpdate& u) {
+  std::vector<std::string> sets;
+  if (u.state) sets.push_back("state = ?");
+  if (u.attempts) sets.push_back("attempts = ?");
+  if (u.failures) sets.push_back("failures = ?");
+  if (u.max_attempts) sets.push_back("max_attempts = ?");
+  if (u.not_before_ms) sets.push_back("not_before_ms = ?");
+  if (u.error) sets.push_back("error = ?");
+  if (u.started_ms) sets.push_back("started_ms = ?");
+  if (u.finished_ms) sets.push_back("finished_ms = ?");
+  if (sets.empty()) return absl::OkStatus();
+  absl::StatusOr<Stmt> stmt =
+      db.Prepare(absl::StrCat("UPDATE runs SET ", absl::StrJoin(sets, ", "), " WHERE id = ?"));
+  if (!stmt.ok()) return stmt.status();
+  int i = 1;
+  if (u.state) stmt->Bind(i++, RunState_Name(*u.state));
+  if (u.attempts) stmt->Bind(i++, *u.attempts);
+  if (u.failures) stmt->Bind(i++, *u.failures);
+  if (u.max_attempts) stmt->Bind(i++, *u.max_attempts);
+  if (u.not_before_ms) stmt->Bind(i++, *u.not_before_ms);
+  if (u.error) stmt->Bind(i++, *u.error);
+  if (u.started_ms) stmt->Bind(i++, *u.started_ms);
+  if (u.finished_ms) stmt->Bind(i++, *u.finished_ms);
+  stmt->Bind(i, u.run_id);
+  return stmt->Run();
+}
+
+absl::Status MarkRunStarted(Db& db, int64_t run_id, int64_t now_ms) {
+  absl::StatusOr<Stmt> stmt =
+      db.Prepare("UPDATE runs SET started_ms = ? WHERE id = ? AND started_ms = 0");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, now_ms).Bind(2, run_id);
+  return stmt->Run();
+}
+
+absl::Status UpdateProgress(Db& db, int64_t run_id, const xmod::v1::Progress& p) {
+  absl::StatusOr<Stmt> stmt = db.Prepare(
+      "UPDATE runs SET step = ?, tokens = ?, flops_done = ?,"
+      " train_loss = CASE WHEN ? > 0 THEN ? ELSE train_loss END,"
+      " val_loss = CASE WHEN ? > 0 THEN ? ELSE val_loss END,"
+      " tokens_per_second = CASE WHEN ? > 0 THEN ? ELSE tokens_per_second END"
+      " WHERE id = ?");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, p.step())
+      .Bind(2, p.tokens())
+      .Bind(3, p.flops())
+      .Bind(4, p.train_loss())
+      .Bind(5, p.train_loss())
+      .Bind(6, p.val_loss())
+      .Bind(7, p.val_loss())
+      .Bind(8, p.tokens_per_second())
+      .Bind(9, p.tokens_per_second())
+      .Bind(10, run_id);
+  return stmt->Run();
+}
+
+absl::Status InsertAttempt(Db& db, const AttemptStart& a) {
+  absl::StatusOr<Stmt> stmt = db.Prepare(
+      "INSERT INTO attempts (run_id, attempt, worker_id, worker, slots, started_ms,"
+      " resumed_from_step, lease_expires_ms) VALUES (?,?,?,?,?,?,?,?)");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, a.run_id)
+      .Bind(2, a.attempt)
+      .Bind(3, a.worker_id)
+      .Bind(4, a.worker)
+      .Bind(5, a.slots)
+      .Bind(6, a.started_ms)
+      .Bind(7, a.resumed_from_step)
+      .Bind(8, a.lease_expires_ms);
+  return stmt->Run();
+}
+
+absl::Status EndAttempt(Db& db, int64_t run_id, int attempt, const std::string& outcome,
+                        int exit_code, const std::string& error, int64_t now_ms) {
+  absl::StatusOr<Stmt> stmt = db.Prepare(
+      "UPDATE attempts SET ended_ms = ?, outcome = ?, exit_code = ?, error = ?"
+      " WHERE run_id = ? AND attempt = ? AND ended_ms = 0");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, now_ms).Bind(2, outcome).Bind(3, exit_code).Bind(4, error).Bind(5, run_id).Bind(
+      6, attempt);
+  return stmt->Run();
+}
+
+absl::Status RenewLease(Db& db, int64_t run_id, int attempt, int64_t lease_expires_ms) {
+  absl::StatusOr<Stmt> stmt = db.Prepare(
+      "UPDATE attempts SET lease_expires_ms = ? WHERE run_id = ? AND attempt = ?");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, lease_expires_ms).Bind(2, run_id).Bind(3, attempt);
+  return stmt->Run();
+}
+
+absl::Status InsertMetrics(Db& db, int64_t run_id, int attempt, int64_t first_seq,
+                           const std::vector<xmod::v1::MetricPoint>& points) {
+  absl::StatusOr<Stmt> stmt = db.Prepare(
+      "INSERT OR IGNORE INTO metrics (run_id, attempt, seq, step, tokens, flops, name, value)"
+      " VALUES (?,?,?,?,?,?,?,?)");
+  if (!stmt.ok()) return stmt.status();
+  for (size_t i = 0; i < points.size(); ++i) {
+    const xmod::v1::MetricPoint& p = points[i];
+    stmt->Reset();
+    stmt->Bind(1, run_id)
+        .Bind(2, attempt)
+        .Bind(3, first_seq + static_cast<int64_t>(i))
+        .Bind(4, p.step())
+        .Bind(5, p.tokens())
+        .Bind(6, p.flops())
+        .Bind(7, p.name())
+        .Bind(8, p.value());
+    if (absl::Status s = stmt->Run(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status InsertCheckpoint(Db& db, int64_t run_id, int attempt,
+                              const xmod::v1::Checkpoint& c, int64_t now_ms) {
+  absl::StatusOr<Stmt> stmt = db.Prepare(
+      "INSERT OR REPLACE INTO checkpoints (run_id, attempt, step, tokens, flops, path, sha256,"
+      " bytes, created_ms) VALUES (?,?,?,?,?,?,?,?,?)");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, run_id)
+      .Bind(2, attempt)
+      .Bind(3, c.step())
+      .Bind(4, c.tokens())
+      .Bind(5, c.flops())
+      .Bind(6, c.path())
+      .Bind(7, c.sha256())
+      .Bind(8, c.bytes())
+      .Bind(9, now_ms);
+  return stmt->Run();
+}
+
+absl::StatusOr<int64_t> UpsertWorker(Db& db, const xmod::v1::RegisterRequest& request,
+                                     int64_t now_ms) {
+  xmod::v1::RegisterRequest slots_only;
+  *slots_only.mutable_slots() = request.slots();
+  absl::StatusOr<Stmt> stmt = db.Prepare(
+      "INSERT INTO workers (name, hostname, version, slots, registered_ms, last_seen_ms)"
+      " VALUES (?,?,?,?,?,?) ON CONFLICT(name) DO UPDATE SET hostname = excluded.hostname,"
+      " version = excluded.version, slots = excluded.slots,"
+      " registered_ms = excluded.registered_ms, last_seen_ms = excluded.last_seen_ms");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, request.worker_name())
+      .Bind(2, request.hostname())
+      .Bind(3, request.version())
+      .BindBlob(4, slots_only.SerializeAsString())
+      .Bind(5, now_ms)
+      .Bind(6, now_ms);
+  if (absl::Status s = stmt->Run(); !s.ok()) return s;
+  absl::StatusOr<Stmt> id = db.Prepare("SELECT id FROM workers WHERE name = ?");
+  if (!id.ok()) return id.status();
+  id->Bind(1, request.worker_name());
+  absl::StatusOr<bool> row = id->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return absl::InternalError("worker row vanished after upsert");
+  return id->Int(0);
+}
+
+absl::Status TouchWorker(Db& db, int64_t worker_id, int64_t now_ms) {
+  absl::StatusOr<Stmt> stmt = db.Prepare("UPDATE workers SET last_seen_ms = ? WHERE id = ?");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, now_ms).Bind(2, worker_id);
+  return stmt->Run();
+}
+
+absl::Status MarkSweepCancelled(Db& db, int64_t sweep_id) {
+  absl::StatusOr<Stmt> stmt = db.Prepare("UPDATE sweeps SET cancelled = 1 WHERE id = ?");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, sweep_id);
+  return stmt->Run();
+}
+
+absl::Status InsertEvent(Db& db, int64_t now_ms, const std::string& kind, int64_t sweep_id,
+                         int64_t run_id, const std::string& text) {
+  absl::StatusOr<Stmt> stmt =
+      db.Prepare("INSERT INTO events (time_ms, kind, sweep_id, run_id, text) VALUES (?,?,?,?,?)");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, now_ms).Bind(2, kind);
+  if (sweep_id > 0) {
+    stmt->Bind(3, sweep_id);
+  } else {
+    stmt->BindNull(3);
+  }
+  if (run_id > 0) {
+    stmt->Bind(4, run_id);
+  } else {
+    stmt->BindNull(4);
+  }
+  stmt->Bind(5, text);
+  return stmt->Run();
+}
+
+}  // namespace xmod

@@ -1,0 +1,90 @@
+// Domain writes on the coordinator database. Each function runs inside a write closure on
+// the store's writer thread (Store::Write), so it is part of a batched transaction.
+// Errors are INTERNAL (sqlite) unless stated.
+#ifndef XMOD_COORDINATOR_STORE_WRITES_H_
+#define XMOD_COORDINATOR_STORE_WRITES_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "coordinator/sqlite_db.h"
+#include "xmod/v1/coordinator.pb.h"
+#include "xmod/v1/types.pb.h"
+#include "xmod/v1/worker.pb.h"
+
+namespace xmod {
+
+// A new sweep row; returns its id.
+absl::StatusOr<int64_t> InsertSweep(Db& db, const xmod::v1::SweepSpec& spec, int64_t now_ms);
+
+// A new run row in state QUEUED from an expanded run (sweep_id, label, name, spec,
+// priority, max_attempts, held_out, forward_flops_per_token, total_params are read from
+// `run`); returns its id.
+absl::StatusOr<int64_t> InsertRun(Db& db, int64_t sweep_id, const xmod::v1::Run& run,
+                                  int64_t now_ms);
+
+// Changes to a run row; unset fields are left alone.
+struct RunUpdate {
+  int64_t run_id = 0;
+  std::optional<xmod::v1::RunState> state;
+  std::optional<int> attempts;
+  std::optional<int> failures;
+  std::optional<int> max_attempts;
+  std::optional<int64_t> not_before_ms;
+  std::optional<std::string> error;
+  std::optional<int64_t> started_ms;
+  std::optional<int64_t> finished_ms;
+};
+absl::Status UpdateRun(Db& db, const RunUpdate& update);
+
+// Sets started_ms on a run's first start; later starts leave it alone.
+absl::Status MarkRunStarted(Db& db, int64_t run_id, int64_t now_ms);
+
+// Progress columns from a heartbeat or the latest metric points. Zero losses and rates are
+// "unknown" and leave the stored value alone.
+absl::Status UpdateProgress(Db& db, int64_t run_id, const xmod::v1::Progress& progress);
+
+struct AttemptStart {
+  int64_t run_id = 0;
+  int attempt = 0;
+  int64_t worker_id = 0;
+  std::string worker;
+  std::string slots;  // "0,1"
+  int64_t started_ms = 0;
+  int64_t resumed_from_step = 0;
+  int64_t lease_expires_ms = 0;
+};
+absl::Status InsertAttempt(Db& db, const AttemptStart& start);
+
+// Closes an open attempt (ended_ms = 0) with its outcome; a closed one is left alone.
+absl::Status EndAttempt(Db& db, int64_t run_id, int attempt, const std::string& outcome,
+                        int exit_code, const std::string& error, int64_t now_ms);
+
+absl::Status RenewLease(Db& db, int64_t run_id, int attempt, int64_t lease_expires_ms);
+
+// Appends points numbered first_seq, first_seq + 1, ...; points already stored (same run,
+// attempt, seq) are left as they are, so a replay is harmless.
+absl::Status InsertMetrics(Db& db, int64_t run_id, int attempt, int64_t first_seq,
+                           const std::vector<xmod::v1::MetricPoint>& points);
+
+absl::Status InsertCheckpoint(Db& db, int64_t run_id, int attempt,
+                              const xmod::v1::Checkpoint& checkpoint, int64_t now_ms);
+
+// Inserts or updates the worker named `request.worker_name`; returns its id (stable across
+// re-registrations).
+absl::StatusOr<int64_t> UpsertWorker(Db& db, const xmod::v1::RegisterRequest& request,
+                                     int64_t now_ms);
+absl::Status TouchWorker(Db& db, int64_t worker_id, int64_t now_ms);
+
+absl::Status MarkSweepCancelled(Db& db, int64_t sweep_id);
+
+absl::Status InsertEvent(Db& db, int64_t now_ms, const std::string& kind, int64_t sweep_id,
+                         int64_t run_id, const std::string& text);
+
+}  // namespace xmod
+
+#endif  // XMOD_COORDINATOR_STORE_WRITES_H_

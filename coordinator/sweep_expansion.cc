@@ -1,0 +1,407 @@
+// See sweep_expansion.h. Validation first (every list entry, naming its path), then the
+// product, accounting per run, the one-step budget check and deduplication.
+#include "coordinator/sweep_expansion.h"
+
+#include <glob.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "model/accounting/accounting.h"
+
+namespace xmod {
+namespace {
+
+using xmod::v1::Architecture;
+using xmod::v1::GridSpec;
+using xmod::v1::ModelSpec;
+using xmod::v1::SweepSpec;
+
+absl::Status Invalid(const std::string& path, const std::string& message) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", message));
+}
+
+// A value and the path of the spec field it came from, for error messages.
+template <typename T>
+struct Choice {
+  T value;
+  std::string path;
+};
+
+absl::Status CheckGlob(const std::string& path, const std::string& pattern) {
+  if (pattern.empty()) return Invalid(path, "required (a glob of llm.c token shards)");
+  glob_t matches;
+  const int rc = glob(pattern.c_str(), 0, nullptr, &matches);
+  const size_t n = rc == 0 ? matches.gl_pathc : 0;
+  globfree(&matches);
+  if (n == 0) return Invalid(path, absl::StrCat("no file matches \"", pattern, "\""));
+  return absl::OkStatus();
+}
+
+bool UsesK(Architecture arch) { return arch != xmod::v1::DENSE && arch != xmod::v1::MOE; }
+bool UsesA(Architecture arch) { return UsesK(arch) && arch != xmod::v1::MOD; }
+
+std::string ArchPrefix(Architecture arch) {
+  std::string name = absl::AsciiStrToLower(xmod::v1::Architecture_Name(arch));
+  return absl::StrReplaceAll(name, {{"_", "-"}});
+}
+
+struct Combo {
+  Choice<Architecture> arch;
+  Choice<std::string> backbone;
+  Choice<int> l;
+  Choice<int> k;
+  Choice<double> a;
+  Choice<double> budget;
+  Choice<std::string> moe;  // "" unless arch MOE with moe_experts
+};
+
+// Account() names fields relative to ModelSpec; point them at the grid entry that set them.
+absl::Status MapModelError(const absl::Status& status, const Combo& c, int g) {
+  const std::string message(status.message());
+  const std::vector<std::string> parts = absl::StrSplit(message, absl::MaxSplits(": ", 1));
+  if (parts.size() < 2) return Invalid(absl::StrCat("grids[", g, "]"), message);
+  const std::string& field = parts[0];
+  const std::string& rest = parts[1];
+  const std::string base = absl::StrCat("grids[", g, "].base.");
+  if (field == "k") return Invalid(c.k.path, rest);
+  if (field == "a") return Invalid(c.a.path, rest);
+  if (field == "seq_len") return Invalid(c.l.path, rest);
+  if (field == "arch") return Invalid(c.arch.path, rest);
+  if (field == "backbone.name") return Invalid(c.backbone.path, rest);
+  if (absl::StartsWith(field, "moe.") && !c.moe.path.empty() &&
+      (field == "moe.active_experts" || field == "moe.total_experts" ||
+       field == "moe.shared_experts")) {
+    return Invalid(c.moe.path, absl::StrCat(field.substr(4), ": ", rest));
+  }
+  return Invalid(base + field, rest);
+}
+
+std::string RunName(const xmod::v1::RunSpec& spec, bool multiple_budgets) {
+  const ModelSpec& m = spec.model();
+  std::string name = absl::StrCat(ArchPrefix(m.arch()), "-", m.backbone().name(), "-L",
+                                  spec.training().seq_len());
+  if (UsesK(m.arch())) absl::StrAppend(&name, "-K", m.k());
+  if (UsesA(m.arch())) absl::StrAppend(&name, "-A", m.a());
+  if (m.arch() == xmod::v1::MOE) {
+    absl::StrAppend(&name, "-E", m.moe().active_experts(), "of", m.moe().total_experts());
+    if (m.moe().shared_experts() > 0) absl::StrAppend(&name, "s", m.moe().shared_experts());
+  }
+  if (m.no_anchors()) absl::StrAppend(&name, "-noanchor");
+  if (m.no_gated_scaling()) absl::StrAppend(&name, "-nogate");
+  if (m.no_token_choice_bias()) absl::StrAppend(&name, "-notau");
+  if (multiple_budgets) absl::StrAppend(&name, "-C", FormatFlops(spec.training().flop_budget()));
+  return name;
+}
+
+absl::Status ValidateTraining(const xmod::v1::TrainingSpec& t) {
+  if (t.batch_tokens() < 1) {
+    return Invalid("training.batch_tokens", "tokens per optimizer step must be >= 1");
+  }
+  if (!t.optimizer().empty() && t.optimizer() != "muon" && t.optimizer() != "adamw") {
+    return Invalid("training.optimizer",
+                   absl::StrCat("unknown optimizer \"", t.optimizer(), "\" (muon or adamw)"));
+  }
+  if (!(t.lr() >= 0)) return Invalid("training.lr", "must be >= 0");
+  if (!(t.adamw_lr() >= 0)) return Invalid("training.adamw_lr", "must be >= 0");
+  if (!(t.warmup_fraction() >= 0 && t.warmup_fraction() < 1)) {
+    return Invalid("training.warmup_fraction", "must be in [0, 1)");
+  }
+  if (!(t.min_lr_ratio() >= 0 && t.min_lr_ratio() <= 1)) {
+    return Invalid("training.min_lr_ratio", "must be in [0, 1]");
+  }
+  if (!(t.weight_decay() >= 0)) return Invalid("training.weight_decay", "must be >= 0");
+  if (!(t.grad_clip() >= 0)) return Invalid("training.grad_clip", "must be >= 0");
+  if (t.eval_marks() < 0) return Invalid("training.eval_marks", "must be >= 0");
+  if (t.eval_tokens() < 0) return Invalid("training.eval_tokens", "must be >= 0");
+  if (t.checkpoint_every_steps() < 0) {
+    return Invalid("training.checkpoint_every_steps", "must be >= 0");
+  }
+  if (t.threads() < 0) return Invalid("training.threads", "must be >= 0");
+  return absl::OkStatus();
+}
+
+// The per-grid value lists, validated, each entry with its path.
+struct GridChoices {
+  std::vector<Choice<Architecture>> archs;
+  std::vector<Choice<std::string>> backbones;
+  std::vector<Choice<int>> ls;
+  std::vector<Choice<int>> ks;
+  std::vector<Choice<double>> as;
+  std::vector<Choice<double>> budgets;
+  std::vector<Choice<std::string>> moes;
+};
+
+absl::StatusOr<GridChoices> GridValues(const SweepSpec& spec, int g) {
+  const GridSpec& grid = spec.grids(g);
+  const std::string p = absl::StrCat("grids[", g, "].");
+  GridChoices c;
+  for (int i = 0; i < grid.archs_size(); ++i) {
+    const Architecture arch = grid.archs(i);
+    if (arch == xmod::v1::ARCHITECTURE_UNSPECIFIED || !xmod::v1::Architecture_IsValid(arch)) {
+      return Invalid(absl::StrCat(p, "archs[", i, "]"), "architecture must be set");
+    }
+    c.archs.push_back({arch, absl::StrCat(p, "archs[", i, "]")});
+  }
+  if (c.archs.empty()) {
+    if (grid.base().arch() == xmod::v1::ARCHITECTURE_UNSPECIFIED) {
+      return Invalid(p + "archs", "no architecture (give archs or base.arch)");
+    }
+    c.archs.push_back({grid.base().arch(), p + "base.arch"});
+  }
+
+  const std::vector<std::string> presets = BackbonePresetNames();
+  const auto check_backbone = [&](const std::string& name, const std::string& path) {
+    xmod::v1::BackboneSpec backbone = grid.base().backbone();
+    backbone.set_name(name);
+    if (!name.empty() && std::find(presets.begin(), presets.end(), name) == presets.end()) {
+      return Invalid(path, absl::StrCat("unknown backbone \"", name, "\""));
+    }
+    absl::StatusOr<Backbone> resolved = ResolveBackbone(backbone);
+    if (!resolved.ok()) {
+      // "backbone.n_heads: ..." -> "grids[g].base.backbone.n_heads: ..."
+      return absl::InvalidArgumentError(absl::StrCat(p, "base.", resolved.status().message()));
+    }
+    return absl::OkStatus();
+  };
+  for (int i = 0; i < grid.backbones_size(); ++i) {
+    const std::string path = absl::StrCat(p, "backbones[", i, "]");
+    if (grid.backbones(i).empty()) return Invalid(path, "backbone name is empty");
+    if (absl::Status s = check_backbone(grid.backbones(i), path); !s.ok()) return s;
+    c.backbones.push_back({grid.backbones(i), path});
+  }
+  if (c.backbones.empty()) {
+    const std::string path = p + "base.backbone.name";
+    if (absl::Status s = check_backbone(grid.base().backbone().name(), path); !s.ok()) return s;
+    c.backbones.push_back({grid.base().backbone().name(), path});
+  }
+
+  for (int i = 0; i < grid.seq_lens_size(); ++i) {
+    const std::string path = absl::StrCat(p, "seq_lens[", i, "]");
+    if (grid.seq_lens(i) < 1) {
+      return Invalid(path, absl::StrCat("L must be >= 1, got ", grid.seq_lens(i)));
+    }
+    c.ls.push_back({grid.seq_lens(i), path});
+  }
+  if (c.ls.empty()) {
+    if (spec.training().seq_len() < 1) {
+      return Invalid("training.seq_len",
+                     absl::StrCat("L must be >= 1 (or give ", p, "seq_lens), got ",
+                                  spec.training().seq_len()));
+    }
+    c.ls.push_back({spec.training().seq_len(), "training.seq_len"});
+  }
+
+  for (int i = 0; i < grid.ks_size(); ++i) {
+    const std::string path = absl::StrCat(p, "ks[", i, "]");
+    if (grid.ks(i) < 1) return Invalid(path, absl::StrCat("K must be >= 1, got ", grid.ks(i)));
+    c.ks.push_back({grid.ks(i), path});
+  }
+  if (c.ks.empty()) c.ks.push_back({std::max(1, grid.base().k()), p + "base.k"});
+
+  for (int i = 0; i < grid.as_size(); ++i) {
+    const std::string path = absl::StrCat(p, "as[", i, "]");
+    if (!(grid.as(i) > 0) || !std::isfinite(grid.as(i))) {
+      return Invalid(path, absl::StrCat("A must be > 0, got ", grid.as(i)));
+    }
+    c.as.push_back({grid.as(i), path});
+  }
+  if (c.as.empty()) c.as.push_back({grid.base().a(), p + "base.a"});
+
+  for (int i = 0; i < grid.flop_budgets_size(); ++i) {
+    const std::string path = absl::StrCat(p, "flop_budgets[", i, "]");
+    if (!(grid.flop_budgets(i) > 0) || !std::isfinite(grid.flop_budgets(i))) {
+      return Invalid(path, absl::StrCat("the FLOP budget must be > 0, got ",
+                                        grid.flop_budgets(i)));
+    }
+    c.budgets.push_back({grid.flop_budgets(i), path});
+  }
+  if (c.budgets.empty()) {
+    if (!(spec.training().flop_budget() > 0) || !std::isfinite(spec.training().flop_budget())) {
+      return Invalid("training.flop_budget",
+                     absl::StrCat("the FLOP budget must be > 0 (or give ", p,
+                                  "flop_budgets), got ", spec.training().flop_budget()));
+    }
+    c.budgets.push_back({spec.training().flop_budget(), "training.flop_budget"});
+  }
+
+  for (int i = 0; i < grid.moe_experts_size(); ++i) {
+    const std::string path = absl::StrCat(p, "moe_experts[", i, "]");
+    xmod::v1::MoESpec moe;
+    if (absl::Status s = ParseExperts(grid.moe_experts(i), &moe); !s.ok()) {
+      return Invalid(path, std::string(s.message()));
+    }
+    c.moes.push_back({grid.moe_experts(i), path});
+  }
+  if (c.moes.empty()) c.moes.push_back({"", ""});
+  return c;
+}
+
+// The RunSpec of one combination (accounting not yet checked).
+xmod::v1::RunSpec BuildRunSpec(const SweepSpec& spec, const GridSpec& grid, const Combo& c) {
+  xmod::v1::RunSpec run;
+  ModelSpec* m = run.mutable_model();
+  *m = grid.base();
+  m->set_arch(c.arch.value);
+  m->mutable_backbone()->set_name(c.backbone.value);
+  m->set_k(c.k.value);
+  m->set_a(c.a.value);
+  if (UsesK(m->arch()) && m->k() == 1) m->set_arch(xmod::v1::DENSE);  // the dense reference
+  if (!UsesK(m->arch())) {
+    m->set_k(1);
+    m->set_a(0);
+  } else if (!UsesA(m->arch())) {
+    m->set_a(0);
+  }
+  if (m->arch() == xmod::v1::MOE) {
+    if (!c.moe.value.empty()) ParseExperts(c.moe.value, m->mutable_moe()).IgnoreError();
+  } else {
+    m->clear_moe();
+  }
+  if (m->arch() == xmod::v1::DENSE) {
+    // Routing options mean nothing to a dense model; clearing them lets duplicates meet.
+    m->clear_n0();
+    m->clear_tau();
+    m->clear_router_loss_weight();
+    m->clear_gate_scale_init();
+    m->set_no_anchors(false);
+    m->set_no_gated_scaling(false);
+    m->set_no_token_choice_bias(false);
+  }
+  *run.mutable_training() = spec.training();
+  run.mutable_training()->set_seq_len(c.l.value);
+  run.mutable_training()->set_flop_budget(c.budget.value);
+  *run.mutable_data() = spec.data();
+  return run;
+}
+
+std::string DedupeKey(const xmod::v1::RunSpec& run) {
+  std::string key;
+  google::protobuf::io::StringOutputStream stream(&key);
+  google::protobuf::io::CodedOutputStream out(&stream);
+  out.SetSerializationDeterministic(true);
+  run.SerializeToCodedStream(&out);
+  out.Trim();
+  return key;
+}
+
+}  // namespace
+
+std::string FormatFlops(double flops) {
+  std::string text = absl::StrFormat("%.3g", flops);  // "2.1e+09", "1e+03", "512"
+  const size_t e = text.find('e');
+  if (e == std::string::npos) return text;
+  std::string mantissa = text.substr(0, e);
+  std::string exponent = text.substr(e + 1);
+  bool negative = false;
+  if (!exponent.empty() && (exponent[0] == '+' || exponent[0] == '-')) {
+    negative = exponent[0] == '-';
+    exponent = exponent.substr(1);
+  }
+  while (exponent.size() > 1 && exponent[0] == '0') exponent = exponent.substr(1);
+  return absl::StrCat(mantissa, "e", negative ? "-" : "", exponent);
+}
+
+absl::StatusOr<std::vector<xmod::v1::Run>> ExpandSweep(const SweepSpec& spec,
+                                                       const ExpansionOptions& options) {
+  if (spec.name().empty()) return Invalid("name", "a sweep needs a name");
+  if (spec.grids_size() == 0) return Invalid("grids", "at least one grid is required");
+  if (spec.max_attempts() < 0) return Invalid("max_attempts", "must be >= 0 (0 = default 5)");
+  if (absl::Status s = ValidateTraining(spec.training()); !s.ok()) return s;
+  if (options.check_data_paths) {
+    if (absl::Status s = CheckGlob("data.train_glob", spec.data().train_glob()); !s.ok()) return s;
+    if (absl::Status s = CheckGlob("data.val_glob", spec.data().val_glob()); !s.ok()) return s;
+  }
+  for (int i = 0; i < spec.fit().held_out_backbones_size(); ++i) {
+    const std::vector<std::string> presets = BackbonePresetNames();
+    if (std::find(presets.begin(), presets.end(), spec.fit().held_out_backbones(i)) ==
+        presets.end()) {
+      return Invalid(absl::StrCat("fit.held_out_backbones[", i, "]"),
+                     absl::StrCat("unknown backbone \"", spec.fit().held_out_backbones(i), "\""));
+    }
+  }
+
+  std::vector<GridChoices> grids;
+  std::set<double> budgets;
+  for (int g = 0; g < spec.grids_size(); ++g) {
+    absl::StatusOr<GridChoices> c = GridValues(spec, g);
+    if (!c.ok()) return c.status();
+    for (const auto& b : c->budgets) budgets.insert(b.value);
+    grids.push_back(*std::move(c));
+  }
+  const bool multiple_budgets = budgets.size() > 1;
+  const int max_attempts = spec.max_attempts() > 0 ? spec.max_attempts() : kDefaultMaxAttempts;
+  const int64_t batch_tokens = spec.training().batch_tokens();
+
+  std::vector<xmod::v1::Run> runs;
+  std::set<std::string> seen_specs;
+  std::set<std::string> names;
+  for (int g = 0; g < spec.grids_size(); ++g) {
+    const GridSpec& grid = spec.grids(g);
+    const GridChoices& gc = grids[g];
+    for (const auto& arch : gc.archs)
+      for (const auto& backbone : gc.backbones)
+        for (const auto& l : gc.ls)
+          for (const auto& k : gc.ks)
+            for (const auto& a : gc.as)
+              for (const auto& budget : gc.budgets)
+                for (const auto& moe : gc.moes) {
+                  const Combo combo{arch, backbone, l, k, a, budget, moe};
+                  xmod::v1::RunSpec run_spec = BuildRunSpec(spec, grid, combo);
+                  if (batch_tokens % l.value != 0) {
+                    return Invalid("training.batch_tokens",
+                                   absl::StrCat(batch_tokens, " tokens per step is not a "
+                                                "multiple of L = ", l.value, " (", l.path, ")"));
+                  }
+                  absl::StatusOr<Accounting> acc = Account(run_spec.model(), l.value);
+                  if (!acc.ok()) return MapModelError(acc.status(), combo, g);
+                  const double step_flops =
+                      acc->train_flops_per_token * static_cast<double>(batch_tokens);
+                  if (budget.value < step_flops) {
+                    return Invalid(budget.path,
+                                   absl::StrCat(FormatFlops(budget.value),
+                                                " is too small for one step (one step costs ",
+                                                FormatFlops(step_flops), " FLOPs)"));
+                  }
+                  if (!seen_specs.insert(DedupeKey(run_spec)).second) continue;
+
+                  xmod::v1::Run run;
+                  std::string name = RunName(run_spec, multiple_budgets);
+                  for (int n = 2; names.count(name) > 0; ++n) {
+                    name = absl::StrCat(RunName(run_spec, multiple_budgets), "-", n);
+                  }
+                  names.insert(name);
+                  run.set_name(name);
+                  run.set_label(grid.label());
+                  run.set_state(xmod::v1::QUEUED);
+                  run.set_priority(spec.priority());
+                  run.set_max_attempts(max_attempts);
+                  const auto& fit = spec.fit();
+                  run.set_held_out(
+                      std::find(fit.held_out_seq_lens().begin(), fit.held_out_seq_lens().end(),
+                                l.value) != fit.held_out_seq_lens().end() ||
+                      std::find(fit.held_out_backbones().begin(),
+                                fit.held_out_backbones().end(),
+                                backbone.value) != fit.held_out_backbones().end());
+                  run.set_forward_flops_per_token(acc->forward_flops_per_token);
+                  run.set_total_params(acc->total_params);
+                  run.mutable_progress()->set_flop_budget(budget.value);
+                  *run.mutable_spec() = std::move(run_spec);
+                  runs.push_back(std::move(run));
+                }
+  }
+  return runs;
+}
+
+}  // namespace xmod

@@ -1,0 +1,40 @@
+// Backbone facts the law needs, taken from the accounting library (model/accounting):
+// the nominal N_act of a preset, the nearest preset to a parameter count, the capacity
+// ratio N(K,A)/N_act of an X-MoD layer plan and its total parameters N.
+// Convention (law.h): N(K,A)/N_act counts layers only (paper Eq. 3); N for a parameter
+// cap (paper B.3) is the accounting's total, embeddings and head included (Table 6 "N").
+// All functions are pure and thread-safe.
+#ifndef XMOD_FITTER_BACKBONES_H_
+#define XMOD_FITTER_BACKBONES_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace xmod::fitter {
+
+// Dense prefix used for every law point (ARCHITECTURE.md "Model": N0 = 4 by default).
+inline constexpr int kDefaultN0 = 4;
+
+// The nominal active size of a preset from its name: "556M" -> 556e6, "1.65B" -> 1.65e9,
+// "tiny-2m" -> 2e6. Names without a size suffix fall back to the dense model's total
+// parameters from the accounting. NOT_FOUND / INVALID_ARGUMENT for unknown presets.
+absl::StatusOr<double> NominalActiveParams(const std::string& backbone);
+
+// The preset (of BackbonePresetNames()) whose nominal size is nearest to `n_act` in log
+// scale; INVALID_ARGUMENT when none lies within 10% of it.
+absl::StatusOr<std::string> NearestPreset(double n_act);
+
+// N(K,A)/N_act of the X-MoD plan [Dense]xN0 + ([Sparse(K)]xAK + [Dense])xN1 on `backbone`:
+// per-layer params x physical layers / active params. Errors from the accounting
+// (A*K not whole, L/K < 1, ...) come back with the configuration named.
+absl::StatusOr<double> CapacityRatio(const std::string& backbone, int k, double a, int seq_len,
+                                     int n0 = kDefaultN0);
+
+// Total parameters N (embeddings and head included) of that plan; K = 1 is the dense model.
+absl::StatusOr<double> TotalParams(const std::string& backbone, int k, double a, int seq_len,
+                                   int n0 = kDefaultN0);
+
+}  // namespace xmod::fitter
+
+#endif  // XMOD_FITTER_BACKBONES_H_

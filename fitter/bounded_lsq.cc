@@ -1,0 +1,82 @@
+// Exact bounded least squares by active-set enumeration on the QR-reduced problem.
+// See bounded_lsq.h.
+#include "fitter/bounded_lsq.h"
+
+#include <cmath>
+#include <limits>
+
+#include <glog/logging.h>
+
+namespace xmod::fitter {
+
+BoundedLsqResult SolveBoundedLsq(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
+                                 const std::vector<double>& lower) {
+  const int p = static_cast<int>(x.cols());
+  CHECK_EQ(static_cast<int>(lower.size()), p);
+  CHECK_LE(p, 20);
+  CHECK_GT(x.rows(), 0);
+
+  // Column scaling: features of the law differ by orders of magnitude.
+  Eigen::VectorXd scale(p);
+  for (int j = 0; j < p; ++j) {
+    const double norm = x.col(j).norm();
+    scale(j) = norm > 0 ? 1.0 / norm : 1.0;
+  }
+  const Eigen::MatrixXd xs = x * scale.asDiagonal();
+
+  // X_s = Q [R; 0]: ||X_s b − y||² = ||R b − c||² + rest, c = (Qᵀy)_{1..p}.
+  const int m = std::min<int>(p, static_cast<int>(x.rows()));
+  Eigen::HouseholderQR<Eigen::MatrixXd> qr(xs);
+  const Eigen::VectorXd qty = qr.householderQ().transpose() * y;
+  const Eigen::MatrixXd r =
+      qr.matrixQR().topRows(m).triangularView<Eigen::Upper>();  // (m, p)
+  const Eigen::VectorXd c = qty.head(m);
+  const double rest = qty.size() > m ? qty.tail(qty.size() - m).squaredNorm() : 0.0;
+
+  std::vector<int> bounded;
+  for (int j = 0; j < p; ++j) {
+    if (std::isfinite(lower[j])) bounded.push_back(j);
+  }
+  const int nb = static_cast<int>(bounded.size());
+
+  BoundedLsqResult best;
+  best.sse = std::numeric_limits<double>::infinity();
+  // Bit i of `mask` set: bounded coefficient bounded[i] is held at its bound.
+  for (unsigned mask = 0; mask < (1u << nb); ++mask) {
+    std::vector<bool> fixed(p, false);
+    for (int i = 0; i < nb; ++i) fixed[bounded[i]] = (mask >> i) & 1u;
+    Eigen::VectorXd b = Eigen::VectorXd::Zero(p);  // scaled coefficients
+    Eigen::VectorXd target = c;
+    std::vector<int> free_cols;
+    for (int j = 0; j < p; ++j) {
+      if (fixed[j]) {
+        b(j) = lower[j] / scale(j);
+        target -= r.col(j) * b(j);
+      } else {
+        free_cols.push_back(j);
+      }
+    }
+    if (!free_cols.empty()) {
+      Eigen::MatrixXd rf(m, free_cols.size());
+      for (size_t i = 0; i < free_cols.size(); ++i) rf.col(i) = r.col(free_cols[i]);
+      const Eigen::VectorXd bf = rf.colPivHouseholderQr().solve(target);
+      bool feasible = true;
+      for (size_t i = 0; i < free_cols.size(); ++i) {
+        const int j = free_cols[i];
+        b(j) = bf(i);
+        if (std::isfinite(lower[j]) && b(j) * scale(j) < lower[j]) feasible = false;
+      }
+      if (!feasible) continue;
+    }
+    const double sse = (r * b - c).squaredNorm() + rest;
+    if (sse < best.sse) {
+      best.sse = sse;
+      best.coef = b;
+      best.at_bound = fixed;
+    }
+  }
+  best.coef = best.coef.cwiseProduct(scale);
+  return best;
+}
+
+}  // namespace xmod::fitter

@@ -1,0 +1,27 @@
+// Δ observations as CSV, for xmod-fit --csv and the benchmark: a header naming the columns
+// `n_act,L,K,A,delta` in any order, optionally `group` (CV labels, several separated by
+// ';') and `held_out` (1 = out-of-range: predicted, not fitted). n_act is a parameter
+// count (556e6) mapped to the nearest backbone preset (standard 28-layer plan, N0 = 4).
+// Pure functions; thread-safe.
+#ifndef XMOD_FITTER_CSV_INPUT_H_
+#define XMOD_FITTER_CSV_INPUT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fitter/observations.h"
+
+namespace xmod::fitter {
+
+// Parses CSV text. INVALID_ARGUMENT naming the line and column for a missing required
+// column, a malformed number, a NaN/inf delta, K < 2, or an n_act far from every preset.
+absl::StatusOr<std::vector<Observation>> ParseDeltaCsv(const std::string& text);
+
+// Writes observations in the same format (n_act as the nominal size; group and held_out
+// columns included).
+std::string WriteDeltaCsv(const std::vector<Observation>& observations);
+
+}  // namespace xmod::fitter
+
+#endif  // XMOD_FITTER_CSV_INPUT_H_

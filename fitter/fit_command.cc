@@ -1,0 +1,250 @@
+// xmod-fit: read Δ observations (CSV) or run curves (database), fit, print. See
+// fit_command.h.
+#include "fitter/fit_command.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "common/files.h"
+#include "fitter/backbones.h"
+#include "fitter/csv_input.h"
+#include "fitter/db_source.h"
+#include "fitter/recommend.h"
+#include "fitter/sweep_fit.h"
+
+namespace xmod::fitter {
+namespace {
+
+struct RecommendTarget {
+  double flops = 0;
+  int seq_len = 0;
+  std::string backbone;
+};
+
+absl::StatusOr<RecommendTarget> ParseTarget(const std::string& text, int index) {
+  std::vector<std::string> parts = absl::StrSplit(text, ',');
+  RecommendTarget t;
+  double n_act = 0;
+  if (parts.size() != 3 || !absl::SimpleAtod(parts[0], &t.flops) ||
+      !absl::SimpleAtoi(parts[1], &t.seq_len) || !absl::SimpleAtod(parts[2], &n_act)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--recommend[", index, "]: expected \"C,L,N_act\" (e.g. 1e20,2048,556e6), got '", text,
+        "'"));
+  }
+  absl::StatusOr<std::string> backbone = NearestPreset(n_act);
+  if (!backbone.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--recommend[", index, "]: ", backbone.status().message()));
+  }
+  t.backbone = *backbone;
+  return t;
+}
+
+// A JSON number; NaN and infinities (never expected) become null.
+std::string Num(double v) {
+  if (!std::isfinite(v)) return "null";
+  return absl::StrFormat("%.10g", v);
+}
+
+std::string Quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += absl::StrFormat("\\u%04x", c);
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string ParamsJson(const LawParams& p) {
+  std::string out = "{";
+  for (int i = 0; i < static_cast<int>(kLawParamNames.size()); ++i) {
+    absl::StrAppend(&out, i ? ", " : "", Quote(kLawParamNames[i]), ": ", Num(ParamAt(p, i)));
+  }
+  return out + "}";
+}
+
+void PrintJson(const FitReport& r, const std::vector<Prediction>& recs, uint64_t seed,
+               std::ostream& out) {
+  out << "{\n  \"params\": " << ParamsJson(r.fit.params) << ",\n";
+  out << "  \"r2\": " << Num(r.fit.r2) << ",\n  \"rmse\": " << Num(r.fit.rmse)
+      << ",\n  \"mae\": " << Num(r.fit.mae) << ",\n";
+  out << "  \"n_obs\": " << r.fit.n_obs << ", \"n_stage1\": " << r.fit.n_stage1
+      << ", \"n_stage2\": " << r.fit.n_stage2
+      << ", \"stage2_fitted\": " << (r.fit.stage2_fitted ? "true" : "false") << ",\n";
+  out << "  \"at_bound\": [";
+  for (size_t i = 0; i < r.fit.at_bound.size(); ++i) {
+    out << (i ? ", " : "") << Quote(r.fit.at_bound[i]);
+  }
+  out << "],\n  \"cv\": {";
+  bool first = true;
+  for (const GroupError& g : r.cv) {
+    if (!g.error.empty()) continue;
+    out << (first ? "" : ", ") << Quote(g.group) << ": " << Num(g.rmse);
+    first = false;
+  }
+  out << "},\n  \"cv_errors\": {";
+  first = true;
+  for (const GroupError& g : r.cv) {
+    if (g.error.empty()) continue;
+    out << (first ? "" : ", ") << Quote(g.group) << ": " << Quote(g.error);
+    first = false;
+  }
+  out << "},\n  \"out_of_range\": {\"n\": " << r.out_of_range.n
+      << ", \"rmse\": " << Num(r.out_of_range.rmse) << "},\n";
+  if (r.bootstrap.has_value()) {
+    out << "  \"bootstrap\": {\"samples\": " << r.bootstrap->samples
+        << ", \"failures\": " << r.bootstrap->failures
+        << ", \"low\": " << ParamsJson(r.bootstrap->low)
+        << ", \"high\": " << ParamsJson(r.bootstrap->high) << "},\n";
+  }
+  out << "  \"recommend\": [";
+  for (size_t i = 0; i < recs.size(); ++i) {
+    const Prediction& p = recs[i];
+    out << (i ? ",\n    " : "\n    ") << "{\"C\": " << Num(p.flops) << ", \"L\": " << p.seq_len
+        << ", \"n_act\": " << Num(p.n_act) << ", \"backbone\": " << Quote(p.backbone)
+        << ", \"K\": " << p.k << ", \"A\": " << Num(p.a) << ", \"delta\": " << Num(p.delta)
+        << ", \"delta_low\": " << Num(p.delta_low) << ", \"delta_high\": " << Num(p.delta_high)
+        << ", \"total_params\": " << Num(p.total_params);
+    if (p.loss != 0) out << ", \"loss\": " << Num(p.loss);
+    out << "}";
+  }
+  out << (recs.empty() ? "" : "\n  ") << "],\n";
+  out << "  \"seed\": " << seed << ",\n  \"timing\": {\"fit_s\": " << Num(r.fit_seconds)
+      << ", \"cv_s\": " << Num(r.cv_seconds) << ", \"bootstrap_s\": " << Num(r.bootstrap_seconds)
+      << "}\n}\n";
+}
+
+void PrintTable(const FitReport& r, const std::vector<Prediction>& recs, std::ostream& out) {
+  out << absl::StrFormat("X-MoD law (Eq. 14), two-stage fit on %d observations "
+                         "(stage 1: %d at A = 1; stage 2: %d at A != 1%s)\n",
+                         r.fit.n_obs, r.fit.n_stage1, r.fit.n_stage2,
+                         r.fit.stage2_fitted ? "" : ", skipped");
+  out << absl::StrFormat("  %-6s %14s", "param", "estimate");
+  if (r.bootstrap.has_value()) out << absl::StrFormat(" %14s %14s", "ci 2.5%", "ci 97.5%");
+  out << "\n";
+  for (int i = 0; i < static_cast<int>(kLawParamNames.size()); ++i) {
+    out << absl::StrFormat("  %-6s %14.6g", kLawParamNames[i], ParamAt(r.fit.params, i));
+    if (r.bootstrap.has_value()) {
+      out << absl::StrFormat(" %14.6g %14.6g", ParamAt(r.bootstrap->low, i),
+                             ParamAt(r.bootstrap->high, i));
+    }
+    out << "\n";
+  }
+  out << absl::StrFormat("R2_delta %.4f   RMSE %.5f   MAE %.5f   (fit %.3f s)\n", r.fit.r2,
+                         r.fit.rmse, r.fit.mae, r.fit_seconds);
+  if (!r.fit.at_bound.empty()) {
+    out << "exponents on a bound:";
+    for (const std::string& n : r.fit.at_bound) out << " " << n;
+    out << "\n";
+  }
+  if (!r.cv.empty()) {
+    out << absl::StrFormat("grouped cross-validation (%.2f s):\n", r.cv_seconds);
+    for (const GroupError& g : r.cv) {
+      if (g.error.empty()) {
+        out << absl::StrFormat("  %-16s n=%-3d RMSE %.5f\n", g.group, g.n, g.rmse);
+      } else {
+        out << absl::StrFormat("  %-16s n=%-3d %s\n", g.group, g.n, g.error);
+      }
+    }
+  }
+  if (r.out_of_range.n > 0) {
+    out << absl::StrFormat("out-of-range (held out) runs: n=%d RMSE %.5f\n", r.out_of_range.n,
+                           r.out_of_range.rmse);
+  }
+  if (r.bootstrap.has_value()) {
+    out << absl::StrFormat("bootstrap: %d refits (%d failed) in %.2f s\n", r.bootstrap->samples,
+                           r.bootstrap->failures, r.bootstrap_seconds);
+  }
+  for (const Prediction& p : recs) {
+    out << absl::StrFormat("recommend C=%g L=%d N_act=%s: K*=%d A*=%g delta=%.5f [%.5f, %.5f] N=%.3gB",
+                           p.flops, p.seq_len, p.backbone, p.k, p.a, p.delta, p.delta_low,
+                           p.delta_high, p.total_params / 1e9);
+    if (p.loss != 0) out << absl::StrFormat(" loss=%.4f", p.loss);
+    out << "\n";
+  }
+}
+
+}  // namespace
+
+absl::Status RunFitCommand(const FitCommandOptions& options, std::ostream& out) {
+  if (options.output != "table" && options.output != "json") {
+    return absl::InvalidArgumentError("--output: must be 'table' or 'json'");
+  }
+  if (options.csv.empty() == options.db.empty()) {
+    return absl::InvalidArgumentError("give exactly one of --csv FILE or --db FILE --sweep ID");
+  }
+  if (!options.db.empty() && options.sweep <= 0) {
+    return absl::InvalidArgumentError("--sweep: a sweep id (>= 1) is required with --db");
+  }
+  if (options.bootstrap < 0) return absl::InvalidArgumentError("--bootstrap: must be >= 0");
+  if (options.threads < 1) return absl::InvalidArgumentError("--threads: must be >= 1");
+  if (options.population < 5) return absl::InvalidArgumentError("--population: must be >= 5");
+  if (options.generations < 1) return absl::InvalidArgumentError("--generations: must be >= 1");
+  std::vector<RecommendTarget> targets;
+  for (size_t i = 0; i < options.recommend.size(); ++i) {
+    absl::StatusOr<RecommendTarget> t = ParseTarget(options.recommend[i], static_cast<int>(i));
+    if (!t.ok()) return t.status();
+    targets.push_back(*t);
+  }
+
+  SweepFitOptions fit_options;
+  fit_options.fit.search.seed = options.seed;
+  fit_options.fit.search.population = options.population;
+  fit_options.fit.search.generations = options.generations;
+  fit_options.cross_validate = options.cross_validate;
+  fit_options.bootstrap_samples = options.bootstrap;
+  fit_options.threads = options.threads;
+
+  absl::StatusOr<FitReport> report;
+  if (!options.csv.empty()) {
+    absl::StatusOr<std::string> text = ReadFile(options.csv);
+    if (!text.ok()) return text.status();
+    absl::StatusOr<std::vector<Observation>> obs = ParseDeltaCsv(*text);
+    if (!obs.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(options.csv, ": ", obs.status().message()));
+    }
+    report = FitObservations(*std::move(obs), fit_options);
+  } else {
+    absl::StatusOr<std::vector<RunCurve>> runs = LoadSweepRuns(options.db, options.sweep);
+    if (!runs.ok()) return runs.status();
+    report = FitSweep(*runs, fit_options);
+  }
+  if (!report.ok()) return report.status();
+
+  std::vector<Prediction> recs;
+  for (const RecommendTarget& t : targets) {
+    RecommendQuery q;
+    q.flops = t.flops;
+    q.seq_len = t.seq_len;
+    q.backbone = t.backbone;
+    q.ks = options.ks;
+    q.as = options.as;
+    q.max_total_params = options.max_total_params;
+    const LossCurve* dense = nullptr;
+    auto it = report->dense_curves.find(DenseGroupName(t.seq_len, t.backbone));
+    if (it != report->dense_curves.end() && it->second.LossAt(t.flops).ok()) dense = &it->second;
+    absl::StatusOr<Recommendation> rec =
+        Recommend(report->fit.params, q, dense,
+                  report->bootstrap.has_value() ? &*report->bootstrap : nullptr);
+    if (!rec.ok()) return rec.status();
+    recs.push_back(rec->best);
+  }
+  std::ostringstream text;
+  if (options.output == "json") {
+    PrintJson(*report, recs, options.seed, text);
+  } else {
+    PrintTable(*report, recs, text);
+  }
+  out << text.str();
+  return absl::OkStatus();
+}
+
+}  // namespace xmod::fitter

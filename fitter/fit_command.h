@@ -1,0 +1,38 @@
+// The xmod-fit command as a library: options in, a report out (table or JSON) on a
+// stream. main.cc only parses flags into FitCommandOptions. Thread-compatible.
+#ifndef XMOD_FITTER_FIT_COMMAND_H_
+#define XMOD_FITTER_FIT_COMMAND_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace xmod::fitter {
+
+struct FitCommandOptions {
+  std::string csv;                     // --csv FILE (n_act,L,K,A,delta[,group][,held_out])
+  std::string db;                      // --db FILE (the coordinator's SQLite database) ...
+  int64_t sweep = 0;                   // ... with --sweep ID
+  uint64_t seed = 1;
+  std::string output = "table";        // "table" or "json"
+  std::vector<std::string> recommend;  // each "C,L,N_act", e.g. "1e20,2048,556e6"
+  std::vector<int> ks;                 // candidate K (empty: 1..32)
+  std::vector<double> as;              // candidate A (empty: 0.5,1,2,3,4,5)
+  double max_total_params = 0;         // cap on N for recommendations (0 = none)
+  int bootstrap = 0;                   // bootstrap refits (0 = none)
+  int threads = 2;
+  bool cross_validate = true;
+  int population = 32;                 // DE population
+  int generations = 400;               // DE generations at most
+};
+
+// Reads the input, fits, validates, recommends and prints. INVALID_ARGUMENT for bad
+// options (naming the flag) or bad data (naming the group); nothing is printed then.
+absl::Status RunFitCommand(const FitCommandOptions& options, std::ostream& out);
+
+}  // namespace xmod::fitter
+
+#endif  // XMOD_FITTER_FIT_COMMAND_H_

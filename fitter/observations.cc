@@ -1,0 +1,166 @@
+// Δ observations from run curves or given values. See observations.h.
+#include "fitter/observations.h"
+
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "fitter/backbones.h"
+
+namespace xmod::fitter {
+namespace {
+
+bool IsDenseReference(const RunCurve& run) {
+  return run.arch == xmod::v1::DENSE || (run.arch == xmod::v1::XMOD && run.k == 1);
+}
+
+std::string RunLabel(const RunCurve& run) {
+  return absl::StrCat("run '", run.name, "' (", DenseGroupName(run.seq_len, run.backbone),
+                      " K=", run.k, " A=", run.a, ")");
+}
+
+absl::Status CheckFinite(const RunCurve& run) {
+  if (run.points.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(RunLabel(run), ": no validation losses"));
+  }
+  for (const CurvePoint& p : run.points) {
+    if (!std::isfinite(p.loss) || !std::isfinite(p.flops)) {
+      return absl::InvalidArgumentError(absl::StrCat(RunLabel(run), ": non-finite value (loss ",
+                                                     p.loss, " at flops ", p.flops, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string DenseGroupName(int seq_len, const std::string& backbone) {
+  return absl::StrCat("L=", seq_len, " backbone=", backbone);
+}
+
+std::string Observation::Describe() const {
+  return absl::StrCat("L=", seq_len, " backbone=", backbone, " K=", k, " A=", a, " (", name,
+                      ")");
+}
+
+absl::StatusOr<Observation> MakeDeltaObservation(std::string name, const std::string& backbone,
+                                                 int seq_len, int k, double a, double delta,
+                                                 int n0) {
+  Observation obs;
+  obs.name = std::move(name);
+  obs.backbone = backbone;
+  obs.seq_len = seq_len;
+  obs.k = k;
+  obs.a = a;
+  obs.delta = delta;
+  if (!std::isfinite(delta)) {
+    return absl::InvalidArgumentError(absl::StrCat(obs.Describe(), ": delta is not finite"));
+  }
+  if (k < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(obs.Describe(), ": K must be >= 2 (K = 1 is the dense reference)"));
+  }
+  if (!(a > 0) || !std::isfinite(a)) {
+    return absl::InvalidArgumentError(absl::StrCat(obs.Describe(), ": A must be > 0"));
+  }
+  if (seq_len < k) {
+    return absl::InvalidArgumentError(absl::StrCat(obs.Describe(), ": L must be >= K"));
+  }
+  absl::StatusOr<double> n_act = NominalActiveParams(backbone);
+  if (!n_act.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(obs.Describe(), ": ", n_act.status().message()));
+  }
+  absl::StatusOr<double> ratio = CapacityRatio(backbone, k, a, seq_len, n0);
+  if (!ratio.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(obs.Describe(), ": ", ratio.status().message()));
+  }
+  obs.n_act = *n_act;
+  obs.capacity_ratio = *ratio;
+  return obs;
+}
+
+absl::StatusOr<std::map<std::string, LossCurve>> DenseCurves(const std::vector<RunCurve>& runs) {
+  std::map<std::string, LossCurve> out;
+  for (const RunCurve& run : runs) {
+    if (!IsDenseReference(run)) continue;
+    if (absl::Status s = CheckFinite(run); !s.ok()) return s;
+    absl::StatusOr<LossCurve> curve =
+        LossCurve::Create(run.points, absl::StrCat("dense ", RunLabel(run)));
+    if (!curve.ok()) return curve.status();
+    const std::string group = DenseGroupName(run.seq_len, run.backbone);
+    auto it = out.find(group);
+    if (it == out.end()) {
+      out.emplace(group, *std::move(curve));
+    } else if (curve->max_flops() > it->second.max_flops()) {
+      it->second = *std::move(curve);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<Observation>> BuildObservations(const std::vector<RunCurve>& runs,
+                                                           const ObservationOptions& options) {
+  // Dense references by (L, backbone).
+  std::map<std::pair<int, std::string>, std::vector<LossCurve>> dense;
+  for (const RunCurve& run : runs) {
+    if (!IsDenseReference(run)) continue;
+    if (absl::Status s = CheckFinite(run); !s.ok()) return s;
+    absl::StatusOr<LossCurve> curve =
+        LossCurve::Create(run.points, absl::StrCat("dense ", RunLabel(run)));
+    if (!curve.ok()) return curve.status();
+    dense[{run.seq_len, run.backbone}].push_back(*std::move(curve));
+  }
+
+  std::vector<Observation> out;
+  for (const RunCurve& run : runs) {
+    if (run.arch != xmod::v1::XMOD || run.k < 2) continue;
+    if (absl::Status s = CheckFinite(run); !s.ok()) return s;
+    absl::StatusOr<LossCurve> sparse = LossCurve::Create(run.points, RunLabel(run));
+    if (!sparse.ok()) return sparse.status();
+    const std::string group = DenseGroupName(run.seq_len, run.backbone);
+    auto it = dense.find({run.seq_len, run.backbone});
+    if (it == dense.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "group ", group, ": sparse ", RunLabel(run), " has no dense reference run"));
+    }
+    // The dense curve that covers C; among several, the one ending closest after C.
+    const double c_end = sparse->max_flops();
+    const LossCurve* ref = nullptr;
+    double c = c_end;
+    for (const LossCurve& d : it->second) {
+      double c_here = c_end;
+      if (c_here > d.max_flops() && c_here <= d.max_flops() * (1 + options.end_tolerance)) {
+        c_here = d.max_flops();
+      }
+      if (c_here < d.min_flops() || c_here > d.max_flops()) continue;
+      if (ref == nullptr || d.max_flops() < ref->max_flops()) {
+        ref = &d;
+        c = c_here;
+      }
+    }
+    if (ref == nullptr) {
+      const LossCurve& d = it->second.front();
+      return absl::InvalidArgumentError(absl::StrCat(
+          "group ", group, ": sparse ", RunLabel(run), " ends at flops ", c_end,
+          ", outside every dense reference's range (first: [", d.min_flops(), ", ",
+          d.max_flops(), "]); not extrapolating"));
+    }
+    absl::StatusOr<double> sparse_loss = sparse->LossAt(c);
+    if (!sparse_loss.ok()) return sparse_loss.status();
+    absl::StatusOr<double> dense_loss = ref->LossAt(c);
+    if (!dense_loss.ok()) return dense_loss.status();
+    absl::StatusOr<Observation> obs = MakeDeltaObservation(
+        run.name, run.backbone, run.seq_len, run.k, run.a, *sparse_loss - *dense_loss, run.n0);
+    if (!obs.ok()) return obs.status();
+    obs->flops = c;
+    obs->dense_loss = *dense_loss;
+    obs->held_out = run.held_out;
+    out.push_back(*std::move(obs));
+  }
+  return out;
+}
+
+}  // namespace xmod::fitter

@@ -1,0 +1,83 @@
+// Observations of the law: one per sparse (X-MoD, K >= 2) run, Δ = L_sparse(C) − L̂_dense(C)
+// at the run's final logged training FLOPs C, the dense loss interpolated on the dense
+// curve of the same L and backbone (dense_interp.h; paper B.5). Also builds observations
+// directly from given Δ values (the CSV path of xmod-fit). Pure functions; thread-safe.
+#ifndef XMOD_FITTER_OBSERVATIONS_H_
+#define XMOD_FITTER_OBSERVATIONS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fitter/dense_interp.h"
+#include "fitter/law.h"
+#include "xmod/v1/spec.pb.h"
+
+namespace xmod::fitter {
+
+// One run's validation curve as the coordinator stores it.
+struct RunCurve {
+  int64_t run_id = 0;
+  std::string name;                 // e.g. "xmod-556M-L2048-K4-A1" (used in messages)
+  xmod::v1::Architecture arch = xmod::v1::ARCHITECTURE_UNSPECIFIED;
+  std::string backbone;             // preset name, e.g. "556M"
+  int seq_len = 0;                  // L
+  int k = 1;                        // K (ignored for DENSE)
+  double a = 1;                     // A (ignored for DENSE)
+  int n0 = 4;                       // dense prefix N0 of the layer plan
+  bool held_out = false;            // out-of-range: predicted, never fitted (FitPlan)
+  std::vector<CurvePoint> points;   // val/loss against cumulative training FLOPs
+};
+
+struct Observation {
+  std::string name;                 // run name, or "row N" for CSV input
+  std::string backbone;             // preset name
+  double n_act = 0;                 // nominal N_act of the backbone
+  int seq_len = 0;
+  int k = 2;
+  double a = 1;
+  double capacity_ratio = 1;        // N(K,A)/N_act, layers only
+  double flops = 0;                 // C (0 when Δ was given directly)
+  double dense_loss = 0;            // L̂_dense(C) (0 when Δ was given directly)
+  double delta = 0;                 // Δ
+  bool held_out = false;            // excluded from the fit
+  std::vector<std::string> groups;  // explicit CV groups; empty = automatic (validation.h)
+
+  LawPoint point() const { return {n_act, capacity_ratio, double(seq_len), double(k), a}; }
+  // "L=2048 N_act=556M K=4 A=1 (name)": how errors name an observation's group.
+  std::string Describe() const;
+};
+
+struct ObservationOptions {
+  // A sparse run may end up to this relative FLOP margin past its dense reference's last
+  // evaluation (runs stop at the first step past the budget); C is then the dense end and
+  // both curves are interpolated there. Anything further out is an error.
+  double end_tolerance = 0.02;
+};
+
+// Observations from run curves. DENSE runs (and K = 1) are references; X-MoD runs with
+// K >= 2 become observations; other architectures (MoD, MoE, controls) are not part of the
+// law and are skipped. INVALID_ARGUMENT naming the run and its (L, backbone) group for a
+// non-finite loss or FLOP value, an empty curve, or a sparse run without a dense reference
+// whose FLOP range covers its C; errors from the accounting name the configuration.
+absl::StatusOr<std::vector<Observation>> BuildObservations(const std::vector<RunCurve>& runs,
+                                                           const ObservationOptions& options = {});
+
+// An observation from a given Δ (xmod-fit --csv). INVALID_ARGUMENT naming `name` for a
+// non-finite Δ, K < 2, A <= 0, L < K, or a backbone the accounting does not know.
+absl::StatusOr<Observation> MakeDeltaObservation(std::string name, const std::string& backbone,
+                                                 int seq_len, int k, double a, double delta,
+                                                 int n0 = 4);
+
+// "L=2048 backbone=556M".
+std::string DenseGroupName(int seq_len, const std::string& backbone);
+
+// The dense reference curves of `runs` by DenseGroupName; where a group has several dense
+// runs, the one reaching the most FLOPs. Errors as BuildObservations.
+absl::StatusOr<std::map<std::string, LossCurve>> DenseCurves(const std::vector<RunCurve>& runs);
+
+}  // namespace xmod::fitter
+
+#endif  // XMOD_FITTER_OBSERVATIONS_H_

@@ -1,0 +1,105 @@
+// Predictions and (K*, A*) recommendations from a fitted law. See recommend.h.
+#include "fitter/recommend.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "fitter/backbones.h"
+
+namespace xmod::fitter {
+
+absl::StatusOr<Prediction> Predict(const LawParams& params, double flops, int seq_len,
+                                   const std::string& backbone, int k, double a,
+                                   const LossCurve* dense, const BootstrapResult* bootstrap,
+                                   int n0) {
+  const std::string what =
+      absl::StrCat("C=", flops, " L=", seq_len, " backbone=", backbone, " K=", k, " A=", a);
+  if (k < 1 || !(a > 0) || seq_len < k) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": need K >= 1, A > 0 and L >= K"));
+  }
+  Prediction p;
+  p.flops = flops;
+  p.seq_len = seq_len;
+  p.backbone = backbone;
+  p.k = k;
+  p.a = a;
+  absl::StatusOr<double> n_act = NominalActiveParams(backbone);
+  if (!n_act.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", n_act.status().message()));
+  absl::StatusOr<double> ratio = CapacityRatio(backbone, k, a, seq_len, n0);
+  if (!ratio.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", ratio.status().message()));
+  absl::StatusOr<double> total = TotalParams(backbone, k, a, seq_len, n0);
+  if (!total.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", total.status().message()));
+  p.n_act = *n_act;
+  p.total_params = *total;
+  const LawPoint x{*n_act, *ratio, static_cast<double>(seq_len), static_cast<double>(k), a};
+  p.delta = PredictDelta(params, x);
+  p.delta_low = p.delta_high = p.delta;
+  if (bootstrap != nullptr && !bootstrap->draws.empty() && k > 1) {
+    std::tie(p.delta_low, p.delta_high) = DeltaInterval(*bootstrap, x);
+  }
+  if (dense != nullptr) {
+    absl::StatusOr<double> dense_loss = dense->LossAt(flops);
+    if (!dense_loss.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": ", dense_loss.status().message()));
+    }
+    p.loss = *dense_loss + p.delta;
+  }
+  return p;
+}
+
+absl::StatusOr<Recommendation> Recommend(const LawParams& params, const RecommendQuery& query,
+                                         const LossCurve* dense,
+                                         const BootstrapResult* bootstrap) {
+  std::vector<int> ks = query.ks;
+  if (ks.empty()) {
+    for (int k = 1; k <= 32; ++k) ks.push_back(k);
+  }
+  std::vector<double> as = query.as;
+  if (as.empty()) as = {0.5, 1, 2, 3, 4, 5};
+  for (size_t i = 0; i < ks.size(); ++i) {
+    if (ks[i] < 1) return absl::InvalidArgumentError(absl::StrCat("ks[", i, "]: K must be >= 1"));
+  }
+  for (size_t i = 0; i < as.size(); ++i) {
+    if (!(as[i] > 0)) return absl::InvalidArgumentError(absl::StrCat("as[", i, "]: A must be > 0"));
+  }
+  if (query.seq_len < 1) return absl::InvalidArgumentError("seq_len: L must be >= 1");
+  // What fails every candidate alike is reported, not skipped.
+  if (absl::StatusOr<double> n = NominalActiveParams(query.backbone); !n.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("backbone: ", n.status().message()));
+  }
+  if (dense != nullptr) {
+    if (absl::StatusOr<double> d = dense->LossAt(query.flops); !d.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("flops: ", d.status().message()));
+    }
+  }
+
+  Recommendation out;
+  bool dense_added = false;
+  for (int k : ks) {
+    for (double a : as) {
+      if (k == 1) {
+        if (dense_added) continue;  // A means nothing without sparse layers
+        dense_added = true;
+        a = 1;
+      }
+      if (k > query.seq_len || std::fabs(a * k - std::round(a * k)) > 1e-9) continue;
+      absl::StatusOr<Prediction> p = Predict(params, query.flops, query.seq_len, query.backbone,
+                                             k, a, dense, bootstrap, query.n0);
+      if (!p.ok()) continue;  // a plan the accounting rejects is not a candidate
+      if (query.max_total_params > 0 && p->total_params > query.max_total_params) continue;
+      out.candidates.push_back(*std::move(p));
+    }
+  }
+  if (out.candidates.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "recommend L=", query.seq_len, " backbone=", query.backbone,
+        ": no admissible (K, A) candidate", query.max_total_params > 0 ? " under the cap" : ""));
+  }
+  std::stable_sort(out.candidates.begin(), out.candidates.end(),
+                   [](const Prediction& x, const Prediction& y) { return x.delta < y.delta; });
+  out.best = out.candidates.front();
+  return out;
+}
+
+}  // namespace xmod::fitter

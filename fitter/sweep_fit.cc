@@ -1,0 +1,103 @@
+// Sweep-level fit: observations, two-stage fit, validation, report. See sweep_fit.h.
+#include "fitter/sweep_fit.h"
+
+#include <chrono>
+#include <cmath>
+#include <utility>
+
+namespace xmod::fitter {
+namespace {
+
+void ToProto(const LawParams& p, xmod::v1::LawParams* out) {
+  out->set_e(p.e);
+  out->set_u(p.u);
+  out->set_eta_n(p.eta_n);
+  out->set_rho_n(p.rho_n);
+  out->set_w(p.w);
+  out->set_eta_l(p.eta_l);
+  out->set_rho_l(p.rho_l);
+  out->set_z(p.z);
+  out->set_rho_k(p.rho_k);
+  out->set_rho_a(p.rho_a);
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+absl::StatusOr<FitReport> FitSweep(const std::vector<RunCurve>& runs,
+                                   const SweepFitOptions& options) {
+  absl::StatusOr<std::vector<Observation>> obs = BuildObservations(runs, options.observations);
+  if (!obs.ok()) return obs.status();
+  absl::StatusOr<std::map<std::string, LossCurve>> dense = DenseCurves(runs);
+  if (!dense.ok()) return dense.status();
+  absl::StatusOr<FitReport> report = FitObservations(*std::move(obs), options);
+  if (!report.ok()) return report.status();
+  report->dense_curves = *std::move(dense);
+  return report;
+}
+
+absl::StatusOr<FitReport> FitObservations(std::vector<Observation> observations,
+                                          const SweepFitOptions& options) {
+  FitReport report;
+  auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<FitResult> fit = FitTwoStage(observations, options.fit);
+  if (!fit.ok()) return fit.status();
+  report.fit = *fit;
+  report.fit_seconds = SecondsSince(start);
+
+  std::vector<Observation> held_out;
+  for (const Observation& o : observations) {
+    if (o.held_out) held_out.push_back(o);
+  }
+  report.out_of_range = Evaluate(report.fit.params, held_out);
+
+  FitOptions warm = options.fit;
+  warm.warm_start = &report.fit.params;
+  if (options.cross_validate) {
+    const std::vector<CvFold> folds = MakeCvFolds(observations);
+    if (!folds.empty()) {
+      start = std::chrono::steady_clock::now();
+      absl::StatusOr<std::vector<GroupError>> cv = CrossValidate(observations, folds, options.fit);
+      if (!cv.ok()) return cv.status();
+      report.cv = *std::move(cv);
+      report.cv_seconds = SecondsSince(start);
+    }
+  }
+  if (options.bootstrap_samples > 0) {
+    start = std::chrono::steady_clock::now();
+    absl::StatusOr<BootstrapResult> boot =
+        Bootstrap(observations, options.bootstrap_samples, options.threads, warm);
+    if (!boot.ok()) return boot.status();
+    report.bootstrap = *std::move(boot);
+    report.bootstrap_seconds = SecondsSince(start);
+  }
+  report.observations = std::move(observations);
+  return report;
+}
+
+xmod::v1::Fit ToFitProto(const FitReport& report) {
+  xmod::v1::Fit fit;
+  ToProto(report.fit.params, fit.mutable_params());
+  fit.set_r2(report.fit.r2);
+  fit.set_rmse(report.fit.rmse);
+  fit.set_mae(report.fit.mae);
+  fit.set_n_obs(report.fit.n_obs);
+  for (const GroupError& g : report.cv) {
+    if (!g.error.empty()) continue;
+    xmod::v1::GroupError* out = fit.add_cv();
+    out->set_group(g.group);
+    out->set_rmse(g.rmse);
+    out->set_n(g.n);
+  }
+  for (const std::string& name : report.fit.at_bound) fit.add_at_bound(name);
+  if (report.bootstrap.has_value()) {
+    ToProto(report.bootstrap->low, fit.mutable_ci_low());
+    ToProto(report.bootstrap->high, fit.mutable_ci_high());
+  }
+  return fit;
+}
+
+}  // namespace xmod::fitter

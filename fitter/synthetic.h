@@ -1,0 +1,40 @@
+// Synthetic sweeps drawn from known law parameters, for tests and benchmarks: the
+// paper's Appendix B.4 design (K×L sweep at 556M and A = 1, N_act sweep at L = 32k,
+// A×K sweep at 165M and L = 32k), 109 in-range observations like the paper's fit (C.1),
+// optionally the prespecified out-of-range extensions (L = 64k; N_act = 1.65B), with
+// Gaussian noise on Δ. Deterministic under the seed. Pure functions; thread-safe.
+#ifndef XMOD_FITTER_SYNTHETIC_H_
+#define XMOD_FITTER_SYNTHETIC_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fitter/law.h"
+#include "fitter/observations.h"
+
+namespace xmod::fitter {
+
+struct SyntheticOptions {
+  LawParams truth = Table8Params();
+  double sigma = 0.003;           // Gaussian noise on Δ (nats)
+  uint64_t seed = 1;
+  bool out_of_range = false;      // add the held-out L = 64k and N_act = 1.65B runs
+};
+
+// K grid of the K×L and N_act sweeps; K = 3 is added at L = 2k only (B.4).
+const std::vector<int>& PaperSweepKs();
+
+// The B.4 design: 5 L × 11 K + (K = 3 at 2k) at 556M; 3 more N_act × 11 K at 32k;
+// A ∈ {0.5, 2, 3, 4, 5} × K ∈ {4, 8, 12, 16} at 165M, 32k (its A = 1 runs are those of the
+// N_act sweep). 109 in-range observations. Errors from the accounting pass through.
+absl::StatusOr<std::vector<Observation>> PaperSweepObservations(const SyntheticOptions& options);
+
+// Run curves that produce `observations` exactly (before noise): per (L, backbone) a dense
+// curve loss(C) = 2.5 + 40·(C/1e15)^−0.12 at 8 FLOP marks up to 1e19, and per observation
+// a sparse curve offset by its Δ. For BuildObservations / FitSweep tests.
+std::vector<RunCurve> RunCurvesFor(const std::vector<Observation>& observations);
+
+}  // namespace xmod::fitter
+
+#endif  // XMOD_FITTER_SYNTHETIC_H_

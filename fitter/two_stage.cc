@@ -1,0 +1,199 @@
+// The two-stage fit of Eq. 14 (Appendix B.5). See two_stage.h.
+#include "fitter/two_stage.h"
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "Eigen/Dense"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "fitter/bounded_lsq.h"
+
+namespace xmod::fitter {
+namespace {
+
+constexpr double kFree = -std::numeric_limits<double>::infinity();
+
+// Logs of one stage's observations, precomputed once: the objective runs ~10^4 times.
+struct StageData {
+  Eigen::VectorXd log_n_act, log_ratio, log_l, log_k, log_omega;  // (n)
+  Eigen::VectorXd y;                                              // (n) target
+  double sst = 1;  // Σ (y − ȳ)², the objective's scale
+
+  explicit StageData(const std::vector<const Observation*>& obs) {
+    const int n = static_cast<int>(obs.size());
+    log_n_act.resize(n);
+    log_ratio.resize(n);
+    log_l.resize(n);
+    log_k.resize(n);
+    log_omega.resize(n);
+    y.resize(n);
+    for (int i = 0; i < n; ++i) {
+      log_n_act(i) = std::log(obs[i]->n_act);
+      log_ratio(i) = std::log(obs[i]->capacity_ratio);
+      log_l(i) = std::log(static_cast<double>(obs[i]->seq_len));
+      log_k(i) = std::log(static_cast<double>(obs[i]->k));
+      log_omega(i) = std::log(AnchorShare(obs[i]->a));
+      y(i) = obs[i]->delta;
+    }
+  }
+  void SetTarget(const Eigen::VectorXd& target) {
+    y = target;
+    const double centered = (y.array() - y.mean()).square().sum();
+    sst = centered > 0 ? centered : 1.0;
+  }
+  int size() const { return static_cast<int>(y.size()); }
+};
+
+// Stage-1 design [1, −R_N, P_L] at exponents (η_N, ρ_N, η_L, ρ_L).  // (n, 3)
+Eigen::MatrixXd Stage1Design(const StageData& d, const std::vector<double>& x) {
+  Eigen::MatrixXd m(d.size(), 3);
+  m.col(0).setOnes();
+  m.col(1) = -((-x[0] * d.log_n_act.array()).exp() *
+               (1.0 - (-x[1] * d.log_ratio.array()).exp()));
+  m.col(2) = (-x[2] * d.log_l.array()).exp() * ((x[3] * d.log_k.array()).exp() - 1.0);
+  return m;
+}
+
+// Stage-2 design [−R_{A,K}] at exponents (ρ_K, ρ_A).  // (n, 1)
+Eigen::MatrixXd Stage2Design(const StageData& d, const std::vector<double>& x) {
+  Eigen::MatrixXd m(d.size(), 1);
+  m.col(0) = -(((x[0] * d.log_k.array()).exp() - 1.0) *
+               ((x[1] * d.log_omega.array()).exp() - 1.0));
+  return m;
+}
+
+absl::Status CheckStage(const std::string& stage, const std::vector<const Observation*>& obs,
+                        int min_obs) {
+  if (static_cast<int>(obs.size()) < min_obs) {
+    return absl::InvalidArgumentError(absl::StrCat(stage, ": ", obs.size(),
+                                                   " observations, the stage needs at least ",
+                                                   min_obs));
+  }
+  std::set<int> ks;
+  for (const Observation* o : obs) ks.insert(o->k);
+  if (ks.size() < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(stage, ": every observation has K = ", *ks.begin(),
+                     "; a single K value cannot identify the law (need at least two)"));
+  }
+  return absl::OkStatus();
+}
+
+void AddBoundFlags(const SearchResult& r, const std::vector<const char*>& names,
+                   std::vector<std::string>* out) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (r.at_bound[i]) out->push_back(names[i]);
+  }
+}
+
+}  // namespace
+
+Goodness Evaluate(const LawParams& params, const std::vector<Observation>& observations) {
+  Goodness g;
+  g.n = static_cast<int>(observations.size());
+  if (g.n == 0) return g;
+  double mean = 0;
+  for (const Observation& o : observations) mean += o.delta;
+  mean /= g.n;
+  double sse = 0, sst = 0, sae = 0;
+  for (const Observation& o : observations) {
+    const double r = o.delta - PredictDelta(params, o.point());
+    sse += r * r;
+    sae += std::fabs(r);
+    sst += (o.delta - mean) * (o.delta - mean);
+  }
+  g.r2 = sst > 0 ? 1.0 - sse / sst : 0.0;
+  g.rmse = std::sqrt(sse / g.n);
+  g.mae = sae / g.n;
+  return g;
+}
+
+absl::StatusOr<FitResult> FitTwoStage(const std::vector<Observation>& observations,
+                                      const FitOptions& options) {
+  std::vector<const Observation*> stage1, stage2;
+  std::vector<Observation> fitted;
+  for (const Observation& o : observations) {
+    if (o.held_out) continue;
+    if (!std::isfinite(o.delta)) {
+      return absl::InvalidArgumentError(absl::StrCat(o.Describe(), ": delta is not finite"));
+    }
+    fitted.push_back(o);
+  }
+  for (const Observation& o : fitted) (o.a == 1.0 ? stage1 : stage2).push_back(&o);
+  if (absl::Status s = CheckStage("stage 1 (A = 1 runs)", stage1, 8); !s.ok()) return s;
+  if (!stage2.empty()) {
+    if (absl::Status s = CheckStage("stage 2 (anchor-stride sweep, A != 1 runs)", stage2, 4);
+        !s.ok()) {
+      return s;
+    }
+  }
+  const ExponentBounds& b = options.bounds;
+  FitResult result;
+  result.n_obs = static_cast<int>(fitted.size());
+  result.n_stage1 = static_cast<int>(stage1.size());
+  result.n_stage2 = static_cast<int>(stage2.size());
+  LawParams& p = result.params;
+
+  // Stage 1: x = (η_N, ρ_N, η_L, ρ_L); coefficients (e, u, w).
+  StageData d1(stage1);
+  d1.SetTarget(d1.y);
+  const std::vector<double> lower1 = {kFree, 0.0, 0.0};
+  Objective f1 = [&d1, &lower1](const std::vector<double>& x) {
+    return SolveBoundedLsq(Stage1Design(d1, x), d1.y, lower1).sse / d1.sst;
+  };
+  SearchOptions search1 = options.search;
+  if (options.warm_start != nullptr) {
+    const LawParams& w = *options.warm_start;
+    search1.initial_points = {{w.eta_n, w.rho_n, w.eta_l, w.rho_l}};
+  }
+  const SearchResult r1 = MinimizeBox(f1, {b.eta_lo, b.rho_lo, b.eta_lo, b.rho_lo},
+                                      {b.eta_hi, b.rho_hi, b.eta_hi, b.rho_hi}, search1);
+  const BoundedLsqResult c1 = SolveBoundedLsq(Stage1Design(d1, r1.x), d1.y, lower1);
+  p.eta_n = r1.x[0];
+  p.rho_n = r1.x[1];
+  p.eta_l = r1.x[2];
+  p.rho_l = r1.x[3];
+  p.e = c1.coef(0);
+  p.u = c1.coef(1);
+  p.w = c1.coef(2);
+  result.evaluations += r1.evaluations;
+  AddBoundFlags(r1, {"eta_n", "rho_n", "eta_l", "rho_l"}, &result.at_bound);
+
+  // Stage 2: x = (ρ_K, ρ_A); coefficient z on the stage-1 residual.
+  if (!stage2.empty()) {
+    StageData d2(stage2);
+    Eigen::VectorXd residual(d2.size());
+    for (int i = 0; i < d2.size(); ++i) {
+      residual(i) = stage2[i]->delta - PredictDelta(p, stage2[i]->point());
+    }
+    d2.SetTarget(residual);
+    const std::vector<double> lower2 = {0.0};
+    Objective f2 = [&d2, &lower2](const std::vector<double>& x) {
+      return SolveBoundedLsq(Stage2Design(d2, x), d2.y, lower2).sse / d2.sst;
+    };
+    SearchOptions search2 = options.search;
+    search2.seed = options.search.seed + 7919;
+    if (options.warm_start != nullptr) {
+      search2.initial_points = {{options.warm_start->rho_k, options.warm_start->rho_a}};
+    }
+    const SearchResult r2 =
+        MinimizeBox(f2, {b.rho_lo, b.rho_lo}, {b.rho_hi, b.rho_hi}, search2);
+    const BoundedLsqResult c2 = SolveBoundedLsq(Stage2Design(d2, r2.x), d2.y, lower2);
+    p.rho_k = r2.x[0];
+    p.rho_a = r2.x[1];
+    p.z = c2.coef(0);
+    result.stage2_fitted = true;
+    result.evaluations += r2.evaluations;
+    AddBoundFlags(r2, {"rho_k", "rho_a"}, &result.at_bound);
+  }
+
+  const Goodness g = Evaluate(p, fitted);
+  result.r2 = g.r2;
+  result.rmse = g.rmse;
+  result.mae = g.mae;
+  return result;
+}
+
+}  // namespace xmod::fitter

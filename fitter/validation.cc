@@ -1,0 +1,189 @@
+// Grouped cross-validation and bootstrap of the two-stage fit. See validation.h.
+#include "fitter/validation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace xmod::fitter {
+namespace {
+
+double Quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double pos = q * (v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - lo) * (v[hi] - v[lo]);
+}
+
+}  // namespace
+
+std::vector<CvFold> MakeCvFolds(const std::vector<Observation>& observations) {
+  std::vector<CvFold> folds;
+  bool explicit_groups = false;
+  for (const Observation& o : observations) explicit_groups |= !o.groups.empty();
+  if (explicit_groups) {
+    std::map<std::string, std::vector<int>> by_label;
+    for (int i = 0; i < static_cast<int>(observations.size()); ++i) {
+      if (observations[i].held_out) continue;
+      for (const std::string& g : observations[i].groups) by_label[g].push_back(i);
+    }
+    for (auto& [label, indices] : by_label) folds.push_back({label, std::move(indices)});
+    return folds;
+  }
+  // Context-sweep backbone and scale-sweep context among the A = 1 runs.
+  std::map<std::string, std::set<int>> ls_of_backbone;
+  std::map<int, std::set<std::string>> backbones_of_l;
+  for (const Observation& o : observations) {
+    if (o.held_out || o.a != 1.0) continue;
+    ls_of_backbone[o.backbone].insert(o.seq_len);
+    backbones_of_l[o.seq_len].insert(o.backbone);
+  }
+  std::string context_backbone;
+  for (const auto& [backbone, ls] : ls_of_backbone) {
+    if (context_backbone.empty() || ls.size() > ls_of_backbone[context_backbone].size()) {
+      context_backbone = backbone;
+    }
+  }
+  int scale_l = 0;
+  for (const auto& [l, backbones] : backbones_of_l) {
+    if (scale_l == 0 || backbones.size() > backbones_of_l[scale_l].size()) scale_l = l;
+  }
+  const int n = static_cast<int>(observations.size());
+  if (!context_backbone.empty() && ls_of_backbone[context_backbone].size() >= 2) {
+    for (int l : ls_of_backbone[context_backbone]) {
+      CvFold fold{absl::StrCat("L=", l), {}};
+      for (int i = 0; i < n; ++i) {
+        const Observation& o = observations[i];
+        if (!o.held_out && o.a == 1.0 && o.seq_len == l && o.backbone == context_backbone) {
+          fold.indices.push_back(i);
+        }
+      }
+      folds.push_back(std::move(fold));
+    }
+  }
+  if (scale_l != 0 && backbones_of_l[scale_l].size() >= 2) {
+    for (const std::string& backbone : backbones_of_l[scale_l]) {
+      CvFold fold{absl::StrCat("N_act=", backbone), {}};
+      for (int i = 0; i < n; ++i) {
+        const Observation& o = observations[i];
+        if (!o.held_out && o.a == 1.0 && o.seq_len == scale_l && o.backbone == backbone) {
+          fold.indices.push_back(i);
+        }
+      }
+      folds.push_back(std::move(fold));
+    }
+  }
+  std::set<double> anchors;
+  for (const Observation& o : observations) {
+    if (!o.held_out && o.a != 1.0) anchors.insert(o.a);
+  }
+  if (anchors.size() >= 2) {
+    for (double a : anchors) {
+      CvFold fold{absl::StrCat("A=", a), {}};
+      for (int i = 0; i < n; ++i) {
+        if (!observations[i].held_out && observations[i].a == a) fold.indices.push_back(i);
+      }
+      folds.push_back(std::move(fold));
+    }
+  }
+  return folds;
+}
+
+absl::StatusOr<std::vector<GroupError>> CrossValidate(const std::vector<Observation>& observations,
+                                                      const std::vector<CvFold>& folds,
+                                                      const FitOptions& options) {
+  if (folds.empty()) {
+    return absl::FailedPreconditionError(
+        "cross-validation: no held-out groups (need two or more values of L, N_act or A != 1)");
+  }
+  std::vector<GroupError> out;
+  for (const CvFold& fold : folds) {
+    std::vector<Observation> train = observations;
+    std::vector<Observation> test;
+    for (int i : fold.indices) {
+      train[i].held_out = true;
+      test.push_back(observations[i]);
+    }
+    GroupError ge;
+    ge.group = fold.group;
+    ge.n = static_cast<int>(test.size());
+    absl::StatusOr<FitResult> fit = FitTwoStage(train, options);
+    if (!fit.ok()) {
+      ge.error = absl::StrCat("refit without ", fold.group, ": ", fit.status().message());
+    } else {
+      ge.rmse = Evaluate(fit->params, test).rmse;
+    }
+    out.push_back(std::move(ge));
+  }
+  return out;
+}
+
+absl::StatusOr<BootstrapResult> Bootstrap(const std::vector<Observation>& observations,
+                                          int samples, int threads, const FitOptions& options) {
+  std::vector<Observation> fitted;
+  for (const Observation& o : observations) {
+    if (!o.held_out) fitted.push_back(o);
+  }
+  if (samples < 1 || fitted.empty()) {
+    return absl::InvalidArgumentError("bootstrap: needs samples >= 1 and fitted observations");
+  }
+  std::vector<absl::StatusOr<FitResult>> results(samples, absl::UnknownError("not run"));
+  auto worker = [&](int first) {
+    for (int i = first; i < samples; i += std::max(threads, 1)) {
+      FitOptions opt = options;
+      opt.search.seed = options.search.seed + 1 + static_cast<uint64_t>(i);
+      std::mt19937_64 rng(opt.search.seed);
+      std::uniform_int_distribution<size_t> pick(0, fitted.size() - 1);
+      std::vector<Observation> resample;
+      resample.reserve(fitted.size());
+      for (size_t j = 0; j < fitted.size(); ++j) resample.push_back(fitted[pick(rng)]);
+      results[i] = FitTwoStage(resample, opt);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker, t);
+  worker(0);
+  for (std::thread& t : pool) t.join();
+
+  BootstrapResult out;
+  for (const absl::StatusOr<FitResult>& r : results) {
+    if (r.ok()) {
+      out.draws.push_back(r->params);
+    } else {
+      ++out.failures;
+    }
+  }
+  out.samples = static_cast<int>(out.draws.size());
+  if (out.samples * 2 < samples) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "bootstrap: ", out.failures, " of ", samples, " refits failed, e.g.: ",
+        [&] {
+          for (const auto& r : results) {
+            if (!r.ok()) return std::string(r.status().message());
+          }
+          return std::string();
+        }()));
+  }
+  for (int p = 0; p < static_cast<int>(kLawParamNames.size()); ++p) {
+    std::vector<double> v;
+    for (const LawParams& d : out.draws) v.push_back(ParamAt(d, p));
+    ParamAt(out.low, p) = Quantile(v, 0.025);
+    ParamAt(out.high, p) = Quantile(v, 0.975);
+  }
+  return out;
+}
+
+std::pair<double, double> DeltaInterval(const BootstrapResult& bootstrap, const LawPoint& x) {
+  if (bootstrap.draws.empty()) return {0.0, 0.0};
+  std::vector<double> v;
+  for (const LawParams& d : bootstrap.draws) v.push_back(PredictDelta(d, x));
+  return {Quantile(v, 0.025), Quantile(v, 0.975)};
+}
+
+}  // namespace xmod::fitter

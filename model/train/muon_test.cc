@@ -1,0 +1,82 @@
+// Tests of Muon: Newton–Schulz orthogonalization, update scale, momentum and weight decay.
+#include "model/train/muon.h"
+
+#include <cmath>
+
+#include "gtest/gtest.h"
+
+namespace xmod {
+namespace {
+
+// Singular values of NS5(G) for a random G lie near 1 (the quintic's fixed band is roughly
+// [0.7, 1.2], Jordan et al.), while G's own spread over orders of magnitude.
+TEST(NewtonSchulzTest, OrthogonalizesRandomMatrices) {
+  torch::manual_seed(0);
+  for (auto shape : {std::vector<int64_t>{64, 32}, {32, 64}, {48, 48}}) {
+    torch::Tensor g = torch::randn(shape) * torch::logspace(-3, 1, shape[1]);  // ill-conditioned
+    torch::Tensor x = NewtonSchulz5(g, 5);
+    ASSERT_EQ(x.sizes(), g.sizes());
+    torch::Tensor s = torch::linalg::svdvals(x, /*driver=*/c10::nullopt);
+    EXPECT_GT(s.min().item<double>(), 0.5) << shape[0] << "x" << shape[1];
+    EXPECT_LT(s.max().item<double>(), 1.25) << shape[0] << "x" << shape[1];
+    // Same singular vectors: X is close to the exact polar factor U Vᵀ.
+    auto [u, sv, vh] = torch::linalg::svd(g, /*full_matrices=*/false, /*driver=*/c10::nullopt);
+    torch::Tensor polar = torch::matmul(u, vh);
+    const double cosine =
+        (x * polar).sum().item<double>() / (x.norm().item<double>() * polar.norm().item<double>());
+    EXPECT_GT(cosine, 0.95);
+  }
+}
+
+TEST(NewtonSchulzTest, BatchedOverLeadingDimensions) {
+  torch::manual_seed(1);
+  torch::Tensor g = torch::randn({3, 16, 8});
+  torch::Tensor x = NewtonSchulz5(g, 5);
+  for (int e = 0; e < 3; ++e) {
+    EXPECT_TRUE(torch::allclose(x[e], NewtonSchulz5(g[e], 5), 1e-5, 1e-5));
+  }
+}
+
+TEST(MuonTest, UpdateScaleIsRmsMatched) {
+  EXPECT_DOUBLE_EQ(MuonUpdateScale(1024, 3072, 0.2), 0.2 * std::sqrt(3072.0));
+  EXPECT_DOUBLE_EQ(MuonUpdateScale(3072, 1024, 0.2), 0.2 * std::sqrt(3072.0));
+  // An orthogonal update of a wide r x c matrix has RMS sqrt(r / (r c)) = 1/sqrt(c); after the
+  // scale its RMS is 0.2 when the matrix is square, like AdamW's typical update.
+  torch::manual_seed(2);
+  torch::Tensor u = NewtonSchulz5(torch::randn({64, 64}), 5) * MuonUpdateScale(64, 64, 0.2);
+  EXPECT_NEAR(u.square().mean().sqrt().item<double>(), 0.2, 0.03);
+}
+
+TEST(MuonTest, FirstStepMatchesTheFormula) {
+  torch::manual_seed(3);
+  torch::Tensor w = torch::randn({8, 16}).requires_grad_(true);
+  torch::Tensor w0 = w.detach().clone();
+  torch::Tensor g = torch::randn({8, 16});
+  w.mutable_grad() = g.clone();
+  MuonOptions options;
+  Muon muon({w}, options);
+  const double lr = 0.01;
+  muon.Step(lr);
+  // m = g; Nesterov direction g + β m = (1 + β) g; NS normalizes away the factor.
+  torch::Tensor expected =
+      w0 * (1 - lr * 0.1) - lr * MuonUpdateScale(8, 16, 0.2) * NewtonSchulz5(g * 1.95, 5);
+  EXPECT_TRUE(torch::allclose(w.detach(), expected, 1e-6, 1e-6));
+  EXPECT_TRUE(torch::equal(muon.momentum()[0], g));
+  // Second step: m = β g + g2.
+  torch::Tensor g2 = torch::randn({8, 16});
+  w.mutable_grad() = g2.clone();
+  muon.Step(lr);
+  EXPECT_TRUE(torch::allclose(muon.momentum()[0], 0.95 * g + g2, 1e-6, 1e-6));
+  muon.ZeroGrad();
+  EXPECT_FALSE(w.grad().defined());
+}
+
+TEST(MuonTest, ParametersWithoutGradientAreUntouched) {
+  torch::Tensor w = torch::ones({4, 4}).requires_grad_(true);
+  Muon muon({w}, MuonOptions());
+  muon.Step(0.1);
+  EXPECT_TRUE(torch::equal(w.detach(), torch::ones({4, 4})));
+}
+
+}  // namespace
+}  // namespace xmod

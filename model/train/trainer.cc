@@ -1,0 +1,489 @@
+// The training loop of xmod-train: setup from a RunSpec, steps, evaluations, checkpoints and
+// the event stream.
+#include "model/train/trainer.h"
+
+#include <glog/logging.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/files.h"
+#include "model/accounting/accounting.h"
+#include "model/routing_diagnostics.h"
+#include "model/train/adamw.h"
+#include "model/train/checkpoint.h"
+#include "model/train/data_loader.h"
+#include "model/train/events.h"
+#include "model/train/muon.h"
+#include "model/train/schedule.h"
+#include "model/transformer.h"
+
+namespace xmod {
+namespace {
+
+constexpr double kDefaultLr = 3.2e-3;  // paper Table 5
+constexpr int kCheckpointsKept = 2;
+constexpr int64_t kProgressIntervalMs = 1000;
+
+// Whether the plan has routed layers (val/loss_topk and routing diagnostics apply).
+bool IsRouted(const LayerPlan& plan) {
+  return std::any_of(plan.layers.begin(), plan.layers.end(), [](LayerKind kind) {
+    return kind == LayerKind::kSparse || kind == LayerKind::kSparseFullKv ||
+           kind == LayerKind::kRoutedFfn;
+  });
+}
+
+double Seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+struct Evaluation {
+  double loss = 0;       // threshold rule (the reported validation loss)
+  double loss_topk = 0;  // routed models only
+  std::optional<RoutingDiagnostics> routing;
+};
+
+// One run: the objects of a training process and the loop over them.
+class Run {
+ public:
+  explicit Run(const TrainerOptions& options)
+      : options_(options), events_(options.events_fd), device_(torch::kCPU) {}
+
+  absl::StatusOr<TrainerResult> Train();
+
+ private:
+  absl::Status Setup();
+  absl::Status Step();
+  absl::StatusOr<Evaluation> Evaluate();
+  absl::Status WriteCheckpoint();
+  absl::Status Metric(const std::string& name, double value) {
+    return events_.Metric(state_.step, state_.tokens, state_.flops, name, value);
+  }
+  absl::Status MaybeProgress(bool force);
+  // torch tensors (rows, seq_len + 1) of int64 tokens on the device.
+  torch::Tensor ToDevice(std::vector<int64_t>& tokens, int64_t rows);
+  double TrainSeconds() const { return std::max(1e-9, train_seconds_); }
+
+  const TrainerOptions& options_;
+  EventWriter events_;
+  torch::Device device_;
+  xmod::v1::TrainingSpec training_;
+  Accounting accounting_;
+  bool routed_ = false;
+  int64_t steps_ = 0;
+  int64_t sequences_per_step_ = 0;
+  int64_t sequences_per_micro_ = 0;
+  double flops_per_step_ = 0;
+  std::unique_ptr<LrSchedule> schedule_;
+  std::unique_ptr<TrainLoader> loader_;
+  std::unique_ptr<ValidationSet> validation_;
+  Transformer model_{nullptr};
+  std::unique_ptr<Muon> muon_;
+  std::unique_ptr<AdamW> adamw_;
+  TrainState state_;
+  int64_t start_step_ = 0;
+  int64_t start_tokens_ = 0;
+  double start_flops_ = 0;
+  std::vector<int64_t> buffer_;
+  double last_loss_ = 0;
+  double last_val_loss_ = 0;
+  double train_seconds_ = 0;
+  int64_t last_progress_ms_ = -1;
+  int64_t last_checkpoint_step_ = -1;
+  std::string last_checkpoint_;
+};
+
+absl::Status Run::Setup() {
+  const xmod::v1::RunSpec& spec = options_.spec;
+  absl::StatusOr<xmod::v1::TrainingSpec> training = ResolveTraining(spec.training());
+  if (!training.ok()) return training.status();
+  training_ = *std::move(training);
+  const int seq_len = training_.seq_len();
+
+  absl::StatusOr<Accounting> accounting = Account(spec.model(), seq_len);
+  if (!accounting.ok()) {
+    return absl::Status(accounting.status().code(),
+                        absl::StrCat("model.", accounting.status().message()));
+  }
+  accounting_ = *std::move(accounting);
+  routed_ = IsRouted(accounting_.plan);
+  absl::StatusOr<int64_t> steps = PlannedSteps(
+      training_.flop_budget(), accounting_.train_flops_per_token, training_.batch_tokens());
+  if (!steps.ok()) return steps.status();
+  steps_ = *steps;
+  flops_per_step_ = accounting_.train_flops_per_token * training_.batch_tokens();
+  sequences_per_step_ = training_.batch_tokens() / seq_len;
+  const int64_t micro_tokens =
+      options_.micro_batch_tokens > 0 ? options_.micro_batch_tokens : training_.batch_tokens();
+  sequences_per_micro_ = std::clamp<int64_t>(micro_tokens / seq_len, 1, sequences_per_step_);
+  schedule_ =
+      std::make_unique<LrSchedule>(steps_, training_.warmup_fraction(), training_.min_lr_ratio());
+
+  const int vocab = accounting_.backbone.vocab_size;
+  absl::StatusOr<std::unique_ptr<TrainLoader>> loader = TrainLoader::Open(
+      spec.data().train_glob(), "data.train_glob", seq_len, vocab, training_.seed());
+  if (!loader.ok()) return loader.status();
+  loader_ = *std::move(loader);
+  absl::StatusOr<std::unique_ptr<ValidationSet>> validation = ValidationSet::Open(
+      spec.data().val_glob(), "data.val_glob", seq_len, vocab, training_.eval_tokens());
+  if (!validation.ok()) return validation.status();
+  validation_ = *std::move(validation);
+
+  try {
+    device_ = torch::Device(options_.device);
+  } catch (const c10::Error& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device: \"", options_.device, "\" is not a device (cpu, cuda:N)"));
+  }
+  if (device_.is_cuda() && !torch::cuda::is_available()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--device ", options_.device, ": this LibTorch has no CUDA or no GPU is visible"));
+  }
+  torch::manual_seed(training_.seed());
+  model_ = Transformer(spec.model(), accounting_, seq_len);
+  model_->to(device_);
+  model_->train();
+  if (training_.optimizer() == "muon") {
+    MuonOptions muon;
+    muon.weight_decay = training_.weight_decay();
+    muon_ = std::make_unique<Muon>(model_->MuonParameters(), muon);
+    adamw_ = std::make_unique<AdamW>(model_->AdamWParameters(),
+                                     AdamWOptions{0.9, 0.95, 1e-8, training_.weight_decay()});
+  } else {  // "adamw": every parameter
+    muon_ = std::make_unique<Muon>(std::vector<torch::Tensor>{}, MuonOptions());
+    adamw_ = std::make_unique<AdamW>(model_->parameters(),
+                                     AdamWOptions{0.9, 0.95, 1e-8, training_.weight_decay()});
+  }
+
+  if (!options_.resume_path.empty()) {
+    absl::Status status =
+        LoadCheckpoint(options_.resume_path, model_.get(), muon_.get(), adamw_.get(), &state_);
+    if (!status.ok()) return status;
+    if (state_.step > steps_) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(options_.resume_path, ": checkpoint at step ", state_.step,
+                       " is past the run's ", steps_, " planned steps"));
+    }
+    status = loader_->SetPosition(state_.data);
+    if (!status.ok()) return status;
+    last_checkpoint_step_ = state_.step;
+    LOG(INFO) << "resumed from " << options_.resume_path << " at step " << state_.step;
+  }
+  start_step_ = state_.step;
+  start_tokens_ = state_.tokens;
+  start_flops_ = state_.flops;
+  if (!spec.checkpoint_dir().empty()) {
+    absl::Status status = MakeDirs(spec.checkpoint_dir());
+    if (!status.ok()) return status;
+  }
+
+  xmod::v1::TrainerEvent event;
+  xmod::v1::TrainerStarted* started = event.mutable_started();
+  started->set_resumed_from_step(state_.step);
+  started->set_total_params(accounting_.total_params);
+  started->set_forward_flops_per_token(accounting_.forward_flops_per_token);
+  started->set_steps_planned(steps_);
+  LOG(INFO) << "run " << spec.run_id() << ": " << accounting_.plan.notation << ", "
+            << accounting_.layers << " layers, N = " << accounting_.total_params
+            << ", train FLOPs/token = " << accounting_.train_flops_per_token << ", " << steps_
+            << " steps of " << training_.batch_tokens() << " tokens on " << device_;
+  return events_.Write(event);
+}
+
+torch::Tensor Run::ToDevice(std::vector<int64_t>& tokens, int64_t rows) {
+  return torch::from_blob(tokens.data(), {rows, training_.seq_len() + 1}, torch::kInt64)
+      .to(device_, /*non_blocking=*/false, /*copy=*/true);
+}
+
+absl::Status Run::Step() {
+  const auto begin = std::chrono::steady_clock::now();
+  const double multiplier = schedule_->Multiplier(state_.step);
+  const double lr = training_.lr() * multiplier;
+  const double adamw_lr =
+      (training_.optimizer() == "muon" ? training_.adamw_lr() : training_.lr()) * multiplier;
+  const int64_t seq_len = training_.seq_len();
+
+  absl::Status status = loader_->Next(static_cast<int>(sequences_per_step_), &buffer_);
+  if (!status.ok()) return status;
+  torch::Tensor batch = ToDevice(buffer_, sequences_per_step_);  // (B, T + 1)
+  double loss = 0, aux = 0;
+  for (int64_t b = 0; b < sequences_per_step_; b += sequences_per_micro_) {
+    const int64_t n = std::min(sequences_per_micro_, sequences_per_step_ - b);
+    torch::Tensor chunk = batch.slice(/*dim=*/0, b, b + n);
+    torch::Tensor inputs = chunk.slice(/*dim=*/1, 0, seq_len).contiguous();       // (n, T)
+    torch::Tensor targets = chunk.slice(/*dim=*/1, 1, seq_len + 1).contiguous();  // (n, T)
+    ModelOutput out = model_->forward(inputs, targets, RoutingMode::kTopK);
+    const double weight = static_cast<double>(n) / static_cast<double>(sequences_per_step_);
+    torch::Tensor total = out.aux_loss.defined() ? out.loss + out.aux_loss : out.loss;
+    (total * weight).backward();
+    loss += out.loss.item<double>() * weight;
+    if (out.aux_loss.defined()) aux += out.aux_loss.item<double>() * weight;
+  }
+  if (!std::isfinite(loss)) {
+    return absl::InternalError(
+        absl::StrCat("train/loss is ", loss, " at step ", state_.step + 1, " (diverged)"));
+  }
+  if (training_.grad_clip() > 0) {
+    torch::nn::utils::clip_grad_norm_(model_->parameters(), training_.grad_clip());
+  }
+  muon_->Step(lr);
+  adamw_->Step(adamw_lr);
+  model_->AfterOptimizerStep();
+  for (torch::Tensor& p : model_->parameters()) {
+    if (p.grad().defined()) p.mutable_grad() = torch::Tensor();
+  }
+  ++state_.step;
+  state_.tokens += training_.batch_tokens();
+  state_.flops += flops_per_step_;
+  state_.data = loader_->position();
+  last_loss_ = loss;
+  train_seconds_ += Seconds(std::chrono::steady_clock::now() - begin);
+
+  if (state_.step % options_.log_every == 0 || state_.step == steps_) {
+    for (auto [name, value] : {std::pair<const char*, double>{"train/loss", loss},
+                               {"train/aux_loss", aux},
+                               {"train/lr", lr}}) {
+      status = Metric(name, value);
+      if (!status.ok()) return status;
+    }
+    LOG(INFO) << absl::StrFormat("step %d/%d loss %.4f aux %.4f lr %.3g tok/s %.0f", state_.step,
+                                 steps_, loss, aux, lr,
+                                 (state_.tokens - start_tokens_) / TrainSeconds());
+  }
+  return MaybeProgress(/*force=*/state_.step == steps_);
+}
+
+absl::Status Run::MaybeProgress(bool force) {
+  const int64_t now = options_.clock->NowMillis();
+  if (!force && last_progress_ms_ >= 0 && now - last_progress_ms_ < kProgressIntervalMs) {
+    return absl::OkStatus();
+  }
+  last_progress_ms_ = now;
+  xmod::v1::TrainerEvent event;
+  xmod::v1::Progress* progress = event.mutable_progress();
+  progress->set_step(state_.step);
+  progress->set_tokens(state_.tokens);
+  progress->set_flops(state_.flops);
+  progress->set_flop_budget(training_.flop_budget());
+  progress->set_train_loss(last_loss_);
+  progress->set_val_loss(last_val_loss_);
+  progress->set_tokens_per_second((state_.tokens - start_tokens_) / TrainSeconds());
+  return events_.Write(event);
+}
+
+absl::StatusOr<Evaluation> Run::Evaluate() {
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  Evaluation result;
+  RoutingDiagnosticsAccumulator diagnostics;
+  const int64_t seq_len = training_.seq_len();
+  const int64_t total = validation_->size();
+  for (int64_t b = 0; b < total; b += sequences_per_micro_) {
+    const int64_t n = std::min(sequences_per_micro_, total - b);
+    absl::Status status = validation_->Get(b, n, &buffer_);
+    if (!status.ok()) return status;
+    torch::Tensor batch = ToDevice(buffer_, n);
+    torch::Tensor inputs = batch.slice(/*dim=*/1, 0, seq_len).contiguous();       // (n, T)
+    torch::Tensor targets = batch.slice(/*dim=*/1, 1, seq_len + 1).contiguous();  // (n, T)
+    RoutingTrace trace;
+    ModelOutput out =
+        model_->forward(inputs, targets, RoutingMode::kThreshold, routed_ ? &trace : nullptr);
+    result.loss += out.loss.item<double>() * n;
+    if (routed_) {
+      diagnostics.Add(trace);
+      result.loss_topk +=
+          model_->forward(inputs, targets, RoutingMode::kTopK).loss.item<double>() * n;
+    }
+  }
+  model_->train();
+  result.loss /= static_cast<double>(total);
+  result.loss_topk /= static_cast<double>(total);
+  if (routed_) result.routing = diagnostics.Result();
+  return result;
+}
+
+absl::Status Run::WriteCheckpoint() {
+  if (options_.spec.checkpoint_dir().empty() || last_checkpoint_step_ == state_.step) {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<CheckpointInfo> info =
+      SaveCheckpoint(CheckpointPath(options_.spec.checkpoint_dir(), state_.step), *model_, *muon_,
+                     *adamw_, state_);
+  if (!info.ok()) return info.status();
+  last_checkpoint_step_ = state_.step;
+  last_checkpoint_ = info->path;
+  xmod::v1::TrainerEvent event;
+  xmod::v1::TrainerCheckpoint* checkpoint = event.mutable_checkpoint();
+  checkpoint->set_step(state_.step);
+  checkpoint->set_tokens(state_.tokens);
+  checkpoint->set_flops(state_.flops);
+  checkpoint->set_path(info->path);
+  checkpoint->set_sha256(info->sha256);
+  checkpoint->set_bytes(info->bytes);
+  absl::Status status = events_.Write(event);
+  if (!status.ok()) return status;
+  LOG(INFO) << "checkpoint " << info->path << " (" << info->bytes << " bytes)";
+  return PruneCheckpoints(options_.spec.checkpoint_dir(), kCheckpointsKept);
+}
+
+absl::StatusOr<TrainerResult> Run::Train() {
+  const auto begin = std::chrono::steady_clock::now();
+  absl::Status status = Setup();
+  if (!status.ok()) return status;
+  const int64_t marks = training_.eval_marks();
+  // Mark m (1..marks) falls after step ceil(m * steps / marks); the last one at the end.
+  auto mark_of = [&](int64_t step) { return step * marks / steps_; };
+  TrainerResult result;
+  while (state_.step < steps_) {
+    status = Step();
+    if (!status.ok()) return status;
+    const bool eval_mark = mark_of(state_.step) > mark_of(state_.step - 1);
+    if (eval_mark) {
+      absl::StatusOr<Evaluation> evaluation = Evaluate();
+      if (!evaluation.ok()) return evaluation.status();
+      last_val_loss_ = evaluation->loss;
+      std::vector<std::pair<std::string, double>> metrics = {
+          {"val/loss", evaluation->loss},
+          {"perf/tokens_per_second", (state_.tokens - start_tokens_) / TrainSeconds()},
+          {"perf/flops_per_second", (state_.flops - start_flops_) / TrainSeconds()}};
+      if (evaluation->routing.has_value()) {
+        const RoutingDiagnostics& routing = *evaluation->routing;
+        metrics.push_back({"val/loss_topk", evaluation->loss_topk});
+        metrics.push_back({"route/coverage", routing.coverage});
+        metrics.push_back({"route/jaccard", routing.jaccard});
+        metrics.push_back({"route/agreement", routing.agreement});
+        for (size_t n = 0; n < routing.updates.size(); ++n) {
+          metrics.push_back({absl::StrCat("route/updates_", n), routing.updates[n]});
+        }
+      }
+      for (const auto& [name, value] : metrics) {
+        status = Metric(name, value);
+        if (!status.ok()) return status;
+      }
+      LOG(INFO) << absl::StrFormat(
+          "step %d: val/loss %.4f%s", state_.step, evaluation->loss,
+          routed_ ? absl::StrFormat(" (top-k %.4f)", evaluation->loss_topk) : "");
+    }
+    const int every = training_.checkpoint_every_steps();
+    if (eval_mark || (every > 0 && state_.step % every == 0)) {
+      status = WriteCheckpoint();
+      if (!status.ok()) return status;
+    }
+    if (state_.step < steps_ && options_.stop_requested && options_.stop_requested(state_.step)) {
+      status = WriteCheckpoint();
+      if (!status.ok()) return status;
+      result.preempted = true;
+      LOG(INFO) << "stopped at step " << state_.step << " on request";
+      break;
+    }
+  }
+
+  result.steps = state_.step;
+  result.tokens = state_.tokens;
+  result.flops = state_.flops;
+  result.final_val_loss = last_val_loss_;
+  result.seconds = Seconds(std::chrono::steady_clock::now() - begin);
+  result.tokens_per_second = (state_.tokens - start_tokens_) / TrainSeconds();
+  result.achieved_flops_per_second = (state_.flops - start_flops_) / TrainSeconds();
+  result.last_checkpoint = last_checkpoint_;
+  if (!result.preempted) {
+    xmod::v1::TrainerEvent event;
+    xmod::v1::TrainerFinished* finished = event.mutable_finished();
+    finished->set_final_val_loss(result.final_val_loss);
+    finished->set_steps(result.steps);
+    finished->set_flops(result.flops);
+    finished->set_seconds(result.seconds);
+    finished->set_tokens_per_second(result.tokens_per_second);
+    finished->set_achieved_flops_per_second(result.achieved_flops_per_second);
+    status = events_.Write(event);
+    if (!status.ok()) return status;
+  }
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> PlannedSteps(double flop_budget, double train_flops_per_token,
+                                     int64_t batch_tokens) {
+  const double per_step = train_flops_per_token * static_cast<double>(batch_tokens);
+  if (!(per_step > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("training.batch_tokens: a step of ",
+                                                   batch_tokens, " tokens costs no FLOPs (",
+                                                   train_flops_per_token, " per token)"));
+  }
+  const double steps = std::floor(flop_budget / per_step);
+  if (!(steps >= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("training.flop_budget: %g FLOPs is too small for one step of %g FLOPs",
+                        flop_budget, per_step));
+  }
+  return static_cast<int64_t>(steps);
+}
+
+absl::StatusOr<xmod::v1::TrainingSpec> ResolveTraining(const xmod::v1::TrainingSpec& training) {
+  xmod::v1::TrainingSpec t = training;
+  if (t.optimizer().empty()) t.set_optimizer("muon");
+  if (t.lr() == 0) t.set_lr(kDefaultLr);
+  if (t.adamw_lr() == 0) t.set_adamw_lr(t.lr());
+  if (t.warmup_fraction() == 0) t.set_warmup_fraction(0.02);
+  if (t.min_lr_ratio() == 0) t.set_min_lr_ratio(0.1);
+  if (t.eval_marks() == 0) t.set_eval_marks(8);
+  if (t.eval_tokens() == 0) t.set_eval_tokens(t.batch_tokens());
+
+  if (t.seq_len() < 1) return absl::InvalidArgumentError("training.seq_len: must be >= 1");
+  if (t.batch_tokens() < t.seq_len() || t.batch_tokens() % t.seq_len() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("training.batch_tokens: ", t.batch_tokens(),
+                                                   " is not a positive multiple of seq_len ",
+                                                   t.seq_len()));
+  }
+  if (!(t.flop_budget() > 0)) {
+    return absl::InvalidArgumentError("training.flop_budget: must be > 0");
+  }
+  if (t.optimizer() != "muon" && t.optimizer() != "adamw") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("training.optimizer: \"", t.optimizer(), "\" is not \"muon\" or \"adamw\""));
+  }
+  if (!(t.lr() > 0)) return absl::InvalidArgumentError("training.lr: must be > 0");
+  if (!(t.adamw_lr() > 0)) return absl::InvalidArgumentError("training.adamw_lr: must be > 0");
+  if (!(t.warmup_fraction() >= 0 && t.warmup_fraction() < 1)) {
+    return absl::InvalidArgumentError("training.warmup_fraction: must be in [0, 1)");
+  }
+  if (!(t.min_lr_ratio() >= 0 && t.min_lr_ratio() <= 1)) {
+    return absl::InvalidArgumentError("training.min_lr_ratio: must be in [0, 1]");
+  }
+  if (!(t.weight_decay() >= 0)) {
+    return absl::InvalidArgumentError("training.weight_decay: must be >= 0");
+  }
+  if (!(t.grad_clip() >= 0)) return absl::InvalidArgumentError("training.grad_clip: must be >= 0");
+  if (t.eval_marks() < 1) return absl::InvalidArgumentError("training.eval_marks: must be >= 1");
+  if (t.eval_tokens() < t.seq_len()) {
+    return absl::InvalidArgumentError(absl::StrCat("training.eval_tokens: ", t.eval_tokens(),
+                                                   " is less than one window of seq_len ",
+                                                   t.seq_len()));
+  }
+  if (t.checkpoint_every_steps() < 0) {
+    return absl::InvalidArgumentError("training.checkpoint_every_steps: must be >= 0");
+  }
+  return t;
+}
+
+absl::StatusOr<TrainerResult> RunTrainer(const TrainerOptions& options) {
+  if (options.log_every < 1) return absl::InvalidArgumentError("--log_every: must be >= 1");
+  try {
+    Run run(options);
+    return run.Train();
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat("LibTorch: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::InternalError(e.what());
+  }
+}
+
+}  // namespace xmod

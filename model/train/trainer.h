@@ -1,0 +1,77 @@
+// Trainer: trains one run (a RunSpec) to its training-FLOP budget — the xmod-train side of
+// the worker contract (team notes, "Process contract between worker and trainer").
+//
+// Steps = floor(flop_budget / (train_flops_per_token x batch_tokens)), training FLOPs from
+// model/accounting (3 x forward, paper B.1). Each step draws batch_tokens / seq_len windows,
+// runs forward/backward in micro-batches, clips the global gradient norm, and updates matrices
+// with Muon and the rest with AdamW (paper Table 5) at rates from the warmup + cosine
+// schedule. Evaluation at `eval_marks` evenly spaced FLOP marks, the last one at the end:
+// val/loss with the causal threshold rule, and for routed models val/loss_topk and the
+// routing diagnostics of B.7. Checkpoints at every evaluation (and every
+// checkpoint_every_steps), the last two kept. Events go to the EventWriter: `started`, then
+// metric / progress / checkpoint events, `finished` last.
+//
+// Data parallelism is not implemented; a rank would all-reduce the flattened gradients
+// between backward and clipping (ProcessGroupGloo), each rank reading its own slice of the
+// step's windows.
+//
+// Not thread-safe: one run per process (it sets the torch CPU generator and thread count).
+#ifndef XMOD_MODEL_TRAIN_TRAINER_H_
+#define XMOD_MODEL_TRAIN_TRAINER_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "xmod/v1/spec.pb.h"
+
+namespace xmod {
+
+struct TrainerOptions {
+  xmod::v1::RunSpec spec;
+  int events_fd = -1;              // delimited TrainerEvent stream; -1 = none (glog on stderr only)
+  std::string resume_path;         // checkpoint to continue from; empty = fresh start
+  std::string device = "cpu";      // "cpu" or "cuda:N" (needs a CUDA LibTorch)
+  int log_every = 1;               // train/* metrics and a log line every N steps
+  int64_t micro_batch_tokens = 0;  // tokens per forward/backward; 0 = the whole batch
+  // Polled after every step with the step count; true = write a checkpoint and return with
+  // `preempted` set (the SIGTERM path).
+  std::function<bool(int64_t step)> stop_requested;
+  Clock* clock = Clock::Real();  // progress throttling and throughput
+};
+
+struct TrainerResult {
+  bool preempted = false;  // stopped by stop_requested before the budget was spent
+  int64_t steps = 0;       // optimizer steps completed (including those before a resume)
+  int64_t tokens = 0;
+  double flops = 0;                      // cumulative training FLOPs
+  double final_val_loss = 0;             // 0 if never evaluated
+  double seconds = 0;                    // wall time of this call
+  double tokens_per_second = 0;          // training tokens / training seconds (no eval, no ckpt)
+  double achieved_flops_per_second = 0;  // counted training FLOPs / training seconds
+  std::string last_checkpoint;           // empty if none written
+};
+
+// floor(flop_budget / (train_flops_per_token x batch_tokens)). INVALID_ARGUMENT
+// "training.flop_budget: ... too small for one step of N FLOPs" when that is below 1.
+absl::StatusOr<int64_t> PlannedSteps(double flop_budget, double train_flops_per_token,
+                                     int64_t batch_tokens);
+
+// Fills zero (unset) TrainingSpec fields with their documented defaults and validates it:
+// INVALID_ARGUMENT naming the field ("training.batch_tokens: ...") on bad values.
+// Defaults: optimizer "muon", lr 3.2e-3 (Table 5), adamw_lr = lr, warmup_fraction 0.02,
+// min_lr_ratio 0.1, eval_marks 8, eval_tokens = batch_tokens. weight_decay and grad_clip are
+// taken as given (0 = none).
+absl::StatusOr<xmod::v1::TrainingSpec> ResolveTraining(const xmod::v1::TrainingSpec& training);
+
+// Trains. Errors: INVALID_ARGUMENT for a bad spec (field named), NOT_FOUND / DATA_LOSS /
+// FAILED_PRECONDITION for missing or corrupt data and checkpoints, INTERNAL for a LibTorch
+// failure or a non-finite loss (with its message).
+absl::StatusOr<TrainerResult> RunTrainer(const TrainerOptions& options);
+
+}  // namespace xmod
+
+#endif  // XMOD_MODEL_TRAIN_TRAINER_H_

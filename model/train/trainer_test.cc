@@ -1,0 +1,275 @@
+// Tests of the training loop on a tiny model and tiny generated shards: budget -> steps,
+// spec defaults, the event stream of a full run, checkpoints, and bit-exact resume.
+#include "model/train/trainer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <random>
+
+#include "common/files.h"
+#include "data/shard.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "model/accounting/accounting.h"
+#include "model/train/events.h"
+#include "model/train/threads.h"
+
+namespace xmod {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int kVocab = 256;  // the tiny-test backbone's vocabulary
+constexpr int kSeqLen = 16;
+constexpr int kBatchTokens = 64;
+
+class TrainerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ApplyThreadBudget(1);
+    dir_ = (std::filesystem::path(::testing::TempDir()) /
+            ("trainer_test_" + std::to_string(::getpid())))
+               .string();
+    std::filesystem::create_directories(dir_);
+    // A learnable stream: each token is a fixed function of the previous one, 1 time in 8
+    // replaced by a random token.
+    std::mt19937 rng(11);
+    for (const char* name : {"train_0.bin", "train_1.bin", "val_0.bin"}) {
+      std::vector<uint16_t> tokens(3000);
+      uint16_t t = 1;
+      for (uint16_t& out : tokens) {
+        t = rng() % 8 == 0 ? rng() % kVocab : (t * 5 + 3) % kVocab;
+        out = t;
+      }
+      ASSERT_TRUE(WriteShard(dir_ + "/" + name, tokens).ok());
+    }
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // A spec for `steps` steps of the tiny-test backbone.
+  xmod::v1::RunSpec Spec(xmod::v1::Architecture arch, int steps, const std::string& ckpt_dir) {
+    xmod::v1::RunSpec spec;
+    spec.mutable_model()->set_arch(arch);
+    spec.mutable_model()->mutable_backbone()->set_name("tiny-test");
+    if (arch == xmod::v1::XMOD) {
+      spec.mutable_model()->set_k(2);
+      spec.mutable_model()->set_a(1);
+      spec.mutable_model()->set_n0(1);
+    }
+    absl::StatusOr<Accounting> accounting = Account(spec.model(), kSeqLen);
+    EXPECT_TRUE(accounting.ok()) << accounting.status();
+    xmod::v1::TrainingSpec* t = spec.mutable_training();
+    t->set_seq_len(kSeqLen);
+    t->set_batch_tokens(kBatchTokens);
+    t->set_flop_budget((steps + 0.5) * accounting->train_flops_per_token * kBatchTokens);
+    t->set_lr(0.02);
+    t->set_adamw_lr(0.01);
+    t->set_weight_decay(0.1);
+    t->set_grad_clip(1.0);
+    t->set_eval_marks(4);
+    t->set_eval_tokens(4 * kSeqLen);
+    t->set_seed(5);
+    spec.mutable_data()->set_train_glob(dir_ + "/train_*.bin");
+    spec.mutable_data()->set_val_glob(dir_ + "/val_*.bin");
+    spec.set_checkpoint_dir(ckpt_dir);
+    return spec;
+  }
+
+  // Runs the trainer with events into a file; returns the parsed events.
+  std::vector<xmod::v1::TrainerEvent> RunAndCollect(TrainerOptions options, TrainerResult* result) {
+    const std::string path = dir_ + "/events_" + std::to_string(runs_++);
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    EXPECT_GE(fd, 0);
+    options.events_fd = fd;
+    absl::StatusOr<TrainerResult> r = RunTrainer(options);
+    ::close(fd);
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (r.ok()) *result = *r;
+    absl::StatusOr<std::vector<xmod::v1::TrainerEvent>> events = ParseEvents(*ReadFile(path));
+    EXPECT_TRUE(events.ok()) << events.status();
+    return events.ok() ? *events : std::vector<xmod::v1::TrainerEvent>{};
+  }
+
+  static std::vector<xmod::v1::MetricPoint> Points(
+      const std::vector<xmod::v1::TrainerEvent>& events, const std::string& name) {
+    std::vector<xmod::v1::MetricPoint> points;
+    for (const auto& e : events) {
+      if (e.has_metric() && e.metric().name() == name) points.push_back(e.metric());
+    }
+    return points;
+  }
+
+  std::string dir_;
+  int runs_ = 0;
+};
+
+TEST(PlannedStepsTest, FloorOfBudgetOverStepCost) {
+  EXPECT_EQ(*PlannedSteps(1000, 10, 10), 10);
+  EXPECT_EQ(*PlannedSteps(1099, 10, 10), 10);
+  EXPECT_EQ(*PlannedSteps(100, 10, 10), 1);
+  absl::StatusOr<int64_t> too_small = PlannedSteps(99, 10, 10);
+  EXPECT_EQ(too_small.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(too_small.status().message(),
+              HasSubstr("training.flop_budget: 99 FLOPs is too small for one step of 100 FLOPs"));
+}
+
+TEST(ResolveTrainingTest, DefaultsAndFieldErrors) {
+  xmod::v1::TrainingSpec t;
+  t.set_seq_len(16);
+  t.set_batch_tokens(64);
+  t.set_flop_budget(1e9);
+  absl::StatusOr<xmod::v1::TrainingSpec> r = ResolveTraining(t);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->optimizer(), "muon");
+  EXPECT_DOUBLE_EQ(r->lr(), 3.2e-3);
+  EXPECT_DOUBLE_EQ(r->adamw_lr(), 3.2e-3);
+  EXPECT_EQ(r->eval_marks(), 8);
+  EXPECT_EQ(r->eval_tokens(), 64);
+  t.set_batch_tokens(40);
+  EXPECT_THAT(ResolveTraining(t).status().message(), HasSubstr("training.batch_tokens"));
+  t.set_batch_tokens(64);
+  t.set_optimizer("sgd");
+  EXPECT_THAT(ResolveTraining(t).status().message(), HasSubstr("training.optimizer"));
+}
+
+TEST_F(TrainerTest, FullRunWritesOrderedEventsAndCheckpoints) {
+  TrainerOptions options;
+  options.spec = Spec(xmod::v1::DENSE, 8, dir_ + "/ckpt");
+  TrainerResult result;
+  std::vector<xmod::v1::TrainerEvent> events = RunAndCollect(options, &result);
+  ASSERT_GE(events.size(), 3u);
+  ASSERT_TRUE(events.front().has_started());
+  EXPECT_EQ(events.front().started().steps_planned(), 8);
+  EXPECT_EQ(events.front().started().resumed_from_step(), 0);
+  ASSERT_TRUE(events.back().has_finished());
+  EXPECT_EQ(events.back().finished().steps(), 8);
+  EXPECT_FALSE(result.preempted);
+  EXPECT_EQ(result.tokens, 8 * kBatchTokens);
+
+  // Every metric series advances in step, tokens and FLOPs.
+  std::map<std::string, xmod::v1::MetricPoint> last;
+  for (const auto& e : events) {
+    if (!e.has_metric()) continue;
+    auto it = last.find(e.metric().name());
+    if (it != last.end()) {
+      EXPECT_GT(e.metric().step(), it->second.step()) << e.metric().name();
+      EXPECT_GT(e.metric().tokens(), it->second.tokens()) << e.metric().name();
+      EXPECT_GT(e.metric().flops(), it->second.flops()) << e.metric().name();
+    }
+    EXPECT_EQ(e.metric().tokens(), e.metric().step() * kBatchTokens);
+    last[e.metric().name()] = e.metric();
+  }
+  EXPECT_EQ(Points(events, "train/loss").size(), 8u);
+  std::vector<xmod::v1::MetricPoint> val = Points(events, "val/loss");
+  ASSERT_EQ(val.size(), 4u);  // marks after steps 2, 4, 6, 8
+  EXPECT_EQ(val.back().step(), 8);
+  EXPECT_LT(val.back().value(), std::log(static_cast<double>(kVocab)));
+  EXPECT_LT(val.back().value(), val.front().value());
+  EXPECT_EQ(Points(events, "perf/tokens_per_second").size(), 4u);
+  EXPECT_TRUE(Points(events, "val/loss_topk").empty());  // dense: no routing
+
+  // One checkpoint per evaluation, each on disk with its checksum until pruned to two.
+  std::vector<xmod::v1::TrainerCheckpoint> checkpoints;
+  for (const auto& e : events) {
+    if (e.has_checkpoint()) checkpoints.push_back(e.checkpoint());
+  }
+  ASSERT_EQ(checkpoints.size(), 4u);
+  EXPECT_FALSE(std::filesystem::exists(checkpoints[0].path()));
+  EXPECT_FALSE(std::filesystem::exists(checkpoints[1].path()));
+  for (int i : {2, 3}) {
+    EXPECT_EQ(*Sha256File(checkpoints[i].path()), checkpoints[i].sha256());
+    EXPECT_EQ(checkpoints[i].bytes(),
+              static_cast<int64_t>(std::filesystem::file_size(checkpoints[i].path())));
+  }
+  EXPECT_EQ(result.last_checkpoint, checkpoints[3].path());
+}
+
+TEST_F(TrainerTest, RoutedModelReportsTopKLossAndRoutingDiagnostics) {
+  TrainerOptions options;
+  options.spec = Spec(xmod::v1::XMOD, 2, "");
+  options.spec.mutable_training()->set_eval_marks(1);
+  TrainerResult result;
+  std::vector<xmod::v1::TrainerEvent> events = RunAndCollect(options, &result);
+  EXPECT_EQ(Points(events, "val/loss").size(), 1u);
+  EXPECT_EQ(Points(events, "val/loss_topk").size(), 1u);
+  std::vector<xmod::v1::MetricPoint> coverage = Points(events, "route/coverage");
+  ASSERT_EQ(coverage.size(), 1u);
+  EXPECT_GT(coverage[0].value(), 0.0);
+  EXPECT_LE(coverage[0].value(), 1.0);
+  EXPECT_EQ(Points(events, "route/agreement").size(), 1u);
+  EXPECT_FALSE(Points(events, "route/updates_0").empty());
+  EXPECT_TRUE(result.last_checkpoint.empty());  // no checkpoint_dir, no checkpoints
+}
+
+// Training N steps without interruption and training N/2, stopping (as on SIGTERM),
+// resuming from the checkpoint and training the rest give bit-identical losses.
+class ResumeTest : public TrainerTest,
+                   public ::testing::WithParamInterface<xmod::v1::Architecture> {};
+
+TEST_P(ResumeTest, ResumedRunIsBitIdentical) {
+  constexpr int kSteps = 8;
+  TrainerOptions whole;
+  whole.spec = Spec(GetParam(), kSteps, dir_ + "/whole");
+  TrainerResult whole_result;
+  std::vector<xmod::v1::TrainerEvent> uninterrupted = RunAndCollect(whole, &whole_result);
+
+  TrainerOptions first = whole;
+  first.spec.set_checkpoint_dir(dir_ + "/split");
+  first.stop_requested = [](int64_t step) { return step >= kSteps / 2 - 1; };  // off a mark
+  TrainerResult first_result;
+  std::vector<xmod::v1::TrainerEvent> before = RunAndCollect(first, &first_result);
+  ASSERT_TRUE(first_result.preempted);
+  EXPECT_EQ(first_result.steps, kSteps / 2 - 1);
+  EXPECT_FALSE(before.back().has_finished());
+  ASSERT_TRUE(before.back().has_checkpoint());
+  EXPECT_EQ(before.back().checkpoint().step(), kSteps / 2 - 1);
+
+  TrainerOptions second = whole;
+  second.spec.set_checkpoint_dir(dir_ + "/split");
+  second.resume_path = first_result.last_checkpoint;
+  TrainerResult second_result;
+  std::vector<xmod::v1::TrainerEvent> after = RunAndCollect(second, &second_result);
+  ASSERT_FALSE(after.empty());
+  EXPECT_EQ(after.front().started().resumed_from_step(), kSteps / 2 - 1);
+  EXPECT_EQ(second_result.steps, kSteps);
+
+  for (const char* name : {"train/loss", "train/aux_loss", "val/loss"}) {
+    std::vector<xmod::v1::MetricPoint> expected = Points(uninterrupted, name);
+    std::vector<xmod::v1::MetricPoint> got = Points(before, name);
+    for (const auto& p : Points(after, name)) got.push_back(p);
+    ASSERT_EQ(got.size(), expected.size()) << name;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_EQ(got[i].step(), expected[i].step()) << name;
+      EXPECT_EQ(got[i].flops(), expected[i].flops()) << name;
+      EXPECT_EQ(got[i].value(), expected[i].value()) << name << " at step " << got[i].step();
+    }
+  }
+  EXPECT_EQ(second_result.final_val_loss, whole_result.final_val_loss);
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, ResumeTest,
+                         ::testing::Values(xmod::v1::DENSE, xmod::v1::XMOD));
+
+TEST_F(TrainerTest, BadInputsAreRefusedWithTheField) {
+  TrainerOptions options;
+  options.spec = Spec(xmod::v1::DENSE, 1, "");
+  options.spec.mutable_training()->set_flop_budget(1);
+  absl::StatusOr<TrainerResult> r = RunTrainer(options);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("training.flop_budget"));
+
+  options.spec = Spec(xmod::v1::DENSE, 1, "");
+  options.spec.mutable_data()->set_train_glob(dir_ + "/missing_*.bin");
+  EXPECT_THAT(RunTrainer(options).status().message(), HasSubstr("data.train_glob"));
+
+  options.spec = Spec(xmod::v1::DENSE, 1, "");
+  options.device = "gpu7";
+  EXPECT_THAT(RunTrainer(options).status().message(), HasSubstr("--device"));
+}
+
+}  // namespace
+}  // namespace xmod

@@ -1,0 +1,186 @@
+// The language model of every architecture: see transformer.h.
+#include "model/transformer.h"
+
+#include <cmath>
+#include <string>
+
+namespace xmod {
+namespace {
+
+constexpr double kRopeTheta = 10000.0;
+constexpr double kInitStd = 0.02;
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+TransformerImpl::TransformerImpl(const xmod::v1::ModelSpec& spec, const Accounting& accounting,
+                                 int seq_len) {
+  const Backbone& bb = accounting.backbone;
+  const xmod::v1::Architecture arch = spec.arch();
+  head_dim_ = bb.head_dim;
+  interval_of_layer_ = accounting.plan.interval_of_layer;
+  router_loss_weight_ = spec.has_router_loss_weight() ? spec.router_loss_weight() : 0.01;
+  balance_loss_weight_ =
+      spec.moe().balance_loss_weight() > 0 ? spec.moe().balance_loss_weight() : 1e-3;
+  TORCH_CHECK(interval_of_layer_.size() == accounting.plan.layers.size(),
+              "layer plan: interval_of_layer has ", interval_of_layer_.size(),
+              " entries for ", accounting.plan.layers.size(), " layers");
+
+  AttentionOptions attention{bb.d_model, bb.n_heads, bb.n_kv_heads, bb.head_dim};
+  DenseBlockOptions dense;
+  dense.attention = attention;
+  dense.ffn_dim = bb.ffn_dim;
+  if (arch == xmod::v1::MOE) {
+    const auto& m = spec.moe();
+    dense.use_moe = true;
+    dense.moe.d_model = bb.d_model;
+    dense.moe.total_experts = m.total_experts();
+    dense.moe.active_experts = m.active_experts();
+    dense.moe.shared_experts = m.shared_experts();
+    // Default d_e keeps the active width equal to the dense FFN (Table 6: 6:64+2 at 556M
+    // gives d_e = 3072 / 8 = 384).
+    dense.moe.expert_dim = m.expert_dim() > 0
+                               ? m.expert_dim()
+                               : bb.ffn_dim / (m.active_experts() + m.shared_experts());
+    dense.moe.bias_update_rate = m.bias_update_rate() > 0 ? m.bias_update_rate() : 1e-3;
+  }
+  DenseBlockOptions attention_only = dense;
+  attention_only.has_ffn = false;
+
+  RoutedBlockOptions routed;
+  routed.attention = attention;
+  routed.ffn_dim = bb.ffn_dim;
+  routed.sparsity = std::max(1, spec.k());
+  routed.tau = spec.has_tau() ? spec.tau() : 1.0;
+  if (spec.no_token_choice_bias() || arch == xmod::v1::MOD) routed.tau = 0.0;
+  routed.learn_gate_scale = !spec.no_gated_scaling();
+  routed.gate_scale_init = spec.has_gate_scale_init() ? spec.gate_scale_init() : 1.0;
+  routed.router_init_std = kInitStd;
+  if (arch == xmod::v1::MOD) routed.update = RoutedBlockOptions::Update::kMoD;
+
+  embed = register_module("embed", torch::nn::Embedding(bb.vocab_size, bb.d_model));
+  for (size_t l = 0; l < accounting.plan.layers.size(); ++l) {
+    std::shared_ptr<BlockImpl> block;
+    RoutedBlockOptions o = routed;
+    switch (accounting.plan.layers[l]) {
+      case LayerKind::kDense:
+        block = std::make_shared<DenseBlockImpl>(dense);
+        break;
+      case LayerKind::kAttention:
+        block = std::make_shared<DenseBlockImpl>(attention_only);
+        break;
+      case LayerKind::kSparse:
+        o.attention_kind = RoutedBlockOptions::AttentionKind::kSelected;
+        block = std::make_shared<RoutedBlockImpl>(o);
+        break;
+      case LayerKind::kSparseFullKv:
+        o.attention_kind = RoutedBlockOptions::AttentionKind::kFullKv;
+        block = std::make_shared<RoutedBlockImpl>(o);
+        break;
+      case LayerKind::kRoutedFfn:
+        o.attention_kind = RoutedBlockOptions::AttentionKind::kNone;
+        block = std::make_shared<RoutedBlockImpl>(o);
+        break;
+    }
+    layers_.push_back(register_module("layer" + std::to_string(l), block));
+    if (auto* d = dynamic_cast<DenseBlockImpl*>(block.get()); d != nullptr && d->moe) {
+      moe_layers_.push_back(d->moe);
+    }
+  }
+  norm_f = register_module("norm_f", RMSNorm(bb.d_model));
+  lm_head = register_module(
+      "lm_head", torch::nn::Linear(torch::nn::LinearOptions(bb.d_model, bb.vocab_size).bias(false)));
+  rope_ = Rope(bb.head_dim, seq_len, kRopeTheta, torch::kCPU);
+  InitParameters(accounting);
+}
+
+void TransformerImpl::InitParameters(const Accounting& accounting) {
+  torch::NoGradGuard no_grad;
+  const double out_std =
+      kInitStd / std::sqrt(2.0 * std::max(1, accounting.backbone.n_layers));
+  for (auto& p : named_parameters()) {
+    const std::string& name = p.key();
+    torch::Tensor& w = p.value();
+    if (w.dim() != 2) continue;  // norms, ς and router vectors keep their constructor init
+    const bool residual_out = EndsWith(name, "wo.weight") || EndsWith(name, "w2.weight");
+    w.normal_(0.0, residual_out ? out_std : kInitStd);
+  }
+}
+
+torch::Tensor TransformerImpl::Body(const torch::Tensor& tokens, RoutingMode mode,
+                                    RoutingTrace* trace, LayerContext* ctx) {
+  const int64_t t = tokens.size(1);
+  const torch::Dtype dtype = embed->weight.scalar_type();
+  if (rope_.device() != tokens.device() || rope_.dtype() != dtype || rope_.max_positions() < t) {
+    rope_ = Rope(head_dim_, std::max(t, rope_.max_positions()), kRopeTheta, tokens.device(),
+                 dtype);
+  }
+  ctx->mode = mode;
+  ctx->rope = &rope_;
+  ctx->trace = trace;
+  torch::Tensor x = embed->forward(tokens);  // (B, T, D)
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const int interval = interval_of_layer_[l];
+    if (interval >= 0 && interval != ctx->interval) {
+      ctx->bias = torch::Tensor();  // b_i restarts at every sparse interval (§2.3)
+      ctx->interval = interval;
+    }
+    x = layers_[l]->forward(x, ctx);
+  }
+  return norm_f->forward(x);  // (B, T, D)
+}
+
+torch::Tensor TransformerImpl::Logits(const torch::Tensor& tokens, RoutingMode mode,
+                                      RoutingTrace* trace) {
+  LayerContext ctx;
+  return lm_head->forward(Body(tokens, mode, trace, &ctx));  // (B, T, V)
+}
+
+ModelOutput TransformerImpl::forward(const torch::Tensor& tokens, const torch::Tensor& targets,
+                                     RoutingMode mode, RoutingTrace* trace) {
+  LayerContext ctx;
+  torch::Tensor logits = lm_head->forward(Body(tokens, mode, trace, &ctx));  // (B, T, V)
+  ModelOutput out;
+  out.loss = torch::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}),
+                                       targets.reshape({-1}));
+  out.aux_loss = torch::zeros({}, logits.options());
+  if (ctx.routed_layers > 0) {
+    out.aux_loss = out.aux_loss +
+                   router_loss_weight_ * ctx.router_loss / static_cast<double>(ctx.routed_layers);
+  }
+  if (ctx.balance_loss.defined()) out.aux_loss = out.aux_loss + balance_loss_weight_ * ctx.balance_loss;
+  return out;
+}
+
+std::vector<torch::Tensor> TransformerImpl::MuonParameters() {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : named_parameters()) {
+    const std::string& name = p.key();
+    if (p.value().dim() == 2 && name.rfind("layer", 0) == 0 &&
+        name.find("router") == std::string::npos) {
+      out.push_back(p.value());
+    }
+  }
+  return out;
+}
+
+std::vector<torch::Tensor> TransformerImpl::AdamWParameters() {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : named_parameters()) {
+    const std::string& name = p.key();
+    if (!(p.value().dim() == 2 && name.rfind("layer", 0) == 0 &&
+          name.find("router") == std::string::npos)) {
+      out.push_back(p.value());
+    }
+  }
+  return out;
+}
+
+void TransformerImpl::AfterOptimizerStep() {
+  for (auto& moe : moe_layers_) moe->UpdateBias();
+}
+
+}  // namespace xmod

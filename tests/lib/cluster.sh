@@ -1,0 +1,54 @@
+# Shell helpers for tests that start real xmod processes on loopback. Source it; it needs
+# XMOD_BIN_DIR. Every process started here is killed by the EXIT trap.
+set -euo pipefail
+: "${XMOD_BIN_DIR:?XMOD_BIN_DIR must point at the build's bin directory}"
+TEST_TMP=$(mktemp -d /tmp/xmod-test.XXXXXX)
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  if [ "${KEEP_TMP:-0}" = 1 ]; then echo "kept $TEST_TMP"; else rm -rf "$TEST_TMP"; fi
+}
+trap cleanup EXIT
+
+free_port() {
+  /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# wait_for FILE SECONDS: until FILE exists and is non-empty.
+wait_for() {
+  local deadline=$((SECONDS + $2))
+  until [ -s "$1" ]; do
+    if ((SECONDS > deadline)); then echo "timed out waiting for $1" >&2; return 1; fi
+    sleep 0.2
+  done
+}
+
+# json_field FILE KEY: a top-level number from a small JSON file.
+json_field() {
+  /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
+}
+
+# start_coordinator [extra flags]: sets COORD_GRPC, COORD_HTTP, COORD_METRICS.
+start_coordinator() {
+  "$XMOD_BIN_DIR/xmod-coordinator" --listen=127.0.0.1:0 --http_listen=127.0.0.1:0 \
+    --metrics_listen=127.0.0.1:0 --db="$TEST_TMP/xmod.db" \
+    --checkpoint_root="$TEST_TMP/checkpoints" --ports_file="$TEST_TMP/ports.json" "$@" \
+    >"$TEST_TMP/coordinator.log" 2>&1 &
+  PIDS+=($!)
+  wait_for "$TEST_TMP/ports.json" 30
+  COORD_GRPC=$(json_field "$TEST_TMP/ports.json" grpc)
+  COORD_HTTP=$(json_field "$TEST_TMP/ports.json" http)
+  COORD_METRICS=$(json_field "$TEST_TMP/ports.json" metrics)
+  export XMOD_ADDR="127.0.0.1:$COORD_GRPC"
+}
+
+# start_worker NAME [extra flags]: one worker with one 1-core CPU slot; sets WORKER_METRICS.
+start_worker() {
+  local name=$1; shift
+  WORKER_METRICS=$(free_port)
+  "$XMOD_BIN_DIR/xmod-worker" --coordinator="127.0.0.1:$COORD_GRPC" --name="$name" \
+    --work_dir="$TEST_TMP/$name" --cpu_slots=1 --cores_per_slot=1 \
+    --metrics_listen="127.0.0.1:$WORKER_METRICS" "$@" >"$TEST_TMP/$name.log" 2>&1 &
+  PIDS+=($!)
+}

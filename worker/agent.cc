@@ -1,0 +1,494 @@
+#include "worker/agent.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "common/files.h"
+#include "glog/logging.h"
+
+namespace xmod {
+namespace {
+
+// The coordinator refuses a FinishRun for good: retrying cannot help.
+bool IsFinalRefusal(const absl::Status& status) {
+  return absl::IsNotFound(status) || absl::IsFailedPrecondition(status) ||
+         absl::IsInvalidArgument(status) || absl::IsAlreadyExists(status);
+}
+
+const char* OutcomeName(v1::Outcome outcome) {
+  switch (outcome) {
+    case v1::OUTCOME_SUCCEEDED:
+      return "SUCCEEDED";
+    case v1::OUTCOME_FAILED:
+      return "FAILED";
+    case v1::OUTCOME_CANCELLED:
+      return "CANCELLED";
+    case v1::OUTCOME_PREEMPTED:
+      return "PREEMPTED";
+    default:
+      return "UNSPECIFIED";
+  }
+}
+
+}  // namespace
+
+Agent::Agent(AgentOptions options, GatewayClient* gateway, ProcessLauncher* launcher,
+             DeviceProbe* probe, Clock* clock, WorkerMetrics* metrics)
+    : options_(std::move(options)),
+      gateway_(gateway),
+      launcher_(launcher),
+      probe_(probe),
+      clock_(clock),
+      metrics_(metrics),
+      relay_(gateway, clock, options_.relay, metrics) {
+  relay_.set_stale_callback([this](AttemptKey key) { OnStale(key); });
+}
+
+Agent::~Agent() {
+  Drain();
+  Abandon();
+  Wait();
+  JoinFinishedThreads();
+}
+
+absl::Status Agent::Register() {
+  if (slots_.empty()) {
+    absl::StatusOr<std::vector<v1::Slot>> slots = probe_->Probe();
+    if (!slots.ok()) return slots.status();
+    if (slots->empty()) return absl::FailedPreconditionError("device probe found no slots");
+    slots_ = *std::move(slots);
+    absl::MutexLock lock(&mu_);
+    busy_.assign(slots_.size(), false);
+    UpdateSlotGaugesLocked();
+  }
+  while (true) {
+    absl::Status status = RegisterOnce();
+    if (status.ok()) return status;
+    LOG(WARNING) << "Register failed, retrying: " << status;
+    if (drain_.WaitForNotificationWithTimeout(absl::Milliseconds(options_.retry_delay_ms))) {
+      return absl::CancelledError("drained before registering");
+    }
+  }
+}
+
+absl::Status Agent::RegisterOnce() {
+  v1::RegisterRequest request;
+  request.set_worker_name(options_.worker_name);
+  request.set_hostname(options_.hostname);
+  request.set_version(options_.version);
+  for (const v1::Slot& slot : slots_) *request.add_slots() = slot;
+  absl::StatusOr<v1::RegisterResponse> reply = gateway_->Register(request);
+  if (!reply.ok()) return reply.status();
+  relay_.set_worker_id(reply->worker_id());
+  absl::MutexLock lock(&mu_);
+  worker_id_ = reply->worker_id();
+  if (reply->heartbeat_interval_ms() > 0) heartbeat_interval_ms_ = reply->heartbeat_interval_ms();
+  LOG(INFO) << "registered as worker " << worker_id_ << " with " << slots_.size()
+            << " slots; heartbeat every " << heartbeat_interval_ms_ << " ms";
+  return absl::OkStatus();
+}
+
+void Agent::Start() {
+  absl::MutexLock lock(&mu_);
+  if (started_) return;
+  started_ = true;
+  heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
+  acquire_thread_ = std::thread([this] { AcquireLoop(); });
+  relay_thread_ = std::thread([this] { relay_.RunPumpLoop(&shutdown_); });
+}
+
+void Agent::Drain() {
+  absl::MutexLock lock(&mu_);
+  if (draining_) return;
+  draining_ = true;
+  drain_.Notify();
+  LOG(INFO) << "draining: preempting " << attempts_.size() << " attempts";
+  for (auto& [key, attempt] : attempts_) StopLocked(*attempt, v1::OUTCOME_PREEMPTED);
+}
+
+void Agent::Abandon() {
+  if (!abandon_.HasBeenNotified()) abandon_.Notify();
+}
+
+void Agent::Wait() {
+  drain_.WaitForNotification();
+  if (acquire_thread_.joinable()) acquire_thread_.join();
+  {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](std::map<AttemptKey, std::unique_ptr<Attempt>>* attempts) { return attempts->empty(); },
+        &attempts_));
+  }
+  if (!shutdown_.HasBeenNotified()) shutdown_.Notify();
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  if (relay_thread_.joinable()) relay_thread_.join();
+  JoinFinishedThreads();
+}
+
+absl::Status Agent::HeartbeatOnce() {
+  v1::HeartbeatRequest request;
+  {
+    absl::MutexLock lock(&mu_);
+    request.set_worker_id(worker_id_);
+    for (const auto& [key, attempt] : attempts_) {
+      v1::RunningAttempt* running = request.add_running();
+      running->set_run_id(key.run_id);
+      running->set_attempt(key.attempt);
+      *running->mutable_progress() = attempt->progress;
+    }
+  }
+  absl::StatusOr<v1::HeartbeatResponse> reply = gateway_->Heartbeat(request);
+  if (!reply.ok()) return reply.status();
+  if (reply->reregister()) {
+    LOG(WARNING) << "coordinator asked to re-register";
+    absl::Status status = RegisterOnce();
+    if (!status.ok()) return status;
+  }
+  absl::MutexLock lock(&mu_);
+  for (const v1::Order& order : reply->orders()) {
+    auto it = attempts_.find({order.run_id(), order.attempt()});
+    if (it == attempts_.end()) continue;
+    if (order.action() == v1::STOP) {
+      LOG(INFO) << "run " << order.run_id() << " attempt " << order.attempt() << ": STOP order";
+      StopLocked(*it->second, v1::OUTCOME_CANCELLED);
+    } else if (order.action() == v1::PREEMPT) {
+      LOG(INFO) << "run " << order.run_id() << " attempt " << order.attempt()
+                << ": PREEMPT order";
+      StopLocked(*it->second, v1::OUTCOME_PREEMPTED);
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Agent::EnforceGrace() {
+  absl::MutexLock lock(&mu_);
+  const int64_t now = clock_->NowMillis();
+  for (auto& [key, attempt] : attempts_) {
+    if (attempt->kill_at_ms == 0 || attempt->killed || now < attempt->kill_at_ms) continue;
+    LOG(WARNING) << "run " << key.run_id << " attempt " << key.attempt
+                 << ": grace period over, sending SIGKILL";
+    attempt->child->Signal(SIGKILL);
+    attempt->killed = true;
+  }
+}
+
+absl::StatusOr<bool> Agent::AcquireOnce() {
+  JoinFinishedThreads();
+  v1::AcquireRunRequest request;
+  {
+    absl::MutexLock lock(&mu_);
+    if (draining_) return false;
+    request.set_worker_id(worker_id_);
+  }
+  for (int32_t slot : FreeSlots()) request.add_free_slots(slot);
+  if (request.free_slots().empty()) return false;
+  request.set_wait_ms(options_.acquire_wait_ms);
+  absl::StatusOr<v1::AcquireRunResponse> reply = gateway_->AcquireRun(request);
+  if (!reply.ok()) return reply.status();
+  if (!reply->has_assignment()) return false;
+  StartAttempt(reply->assignment());
+  return true;
+}
+
+std::vector<int32_t> Agent::FreeSlots() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<int32_t> free;
+  for (size_t i = 0; i < busy_.size(); ++i) {
+    if (!busy_[i]) free.push_back(static_cast<int32_t>(i));
+  }
+  return free;
+}
+
+size_t Agent::running_attempts() const {
+  absl::MutexLock lock(&mu_);
+  return attempts_.size();
+}
+
+int64_t Agent::worker_id() const {
+  absl::MutexLock lock(&mu_);
+  return worker_id_;
+}
+
+void Agent::StartAttempt(const v1::Assignment& assignment) {
+  const AttemptKey key{assignment.run_id(), assignment.attempt()};
+  v1::FinishRunRequest refusal;
+  refusal.set_run_id(key.run_id);
+  refusal.set_attempt(key.attempt);
+  refusal.set_worker_id(worker_id());
+
+  // Slots: the assigned ones if they are free here, else the first free slot.
+  std::vector<int32_t> slots;
+  {
+    absl::MutexLock lock(&mu_);
+    for (int32_t slot : assignment.slots()) {
+      if (slot >= 0 && slot < static_cast<int32_t>(busy_.size()) && !busy_[slot]) {
+        slots.push_back(slot);
+      }
+    }
+    if (slots.empty()) {
+      for (size_t i = 0; i < busy_.size() && slots.empty(); ++i) {
+        if (!busy_[i]) slots.push_back(static_cast<int32_t>(i));
+      }
+    }
+    if (draining_ || slots.empty()) {
+      refusal.set_outcome(v1::OUTCOME_PREEMPTED);
+      refusal.set_error(draining_ ? "worker is draining" : "no free slot on the worker");
+    }
+  }
+  if (refusal.outcome() != v1::OUTCOME_UNSPECIFIED) {
+    LOG(WARNING) << "run " << key.run_id << ": not started: " << refusal.error();
+    Finish(refusal);
+    return;
+  }
+
+  // Folder, spec and command line.
+  const std::string dir =
+      absl::StrCat(options_.work_dir, "/run-", key.run_id, "-a", key.attempt);
+  v1::RunSpec spec = assignment.spec();
+  spec.set_run_id(key.run_id);
+  spec.set_attempt(key.attempt);
+  if (spec.checkpoint_dir().empty()) {
+    spec.set_checkpoint_dir(absl::StrCat(options_.work_dir, "/run-", key.run_id, "/checkpoints"));
+  }
+  const std::string spec_path = dir + "/spec.pb";
+  absl::Status status = MakeDirs(dir);
+  if (status.ok()) status = MakeDirs(spec.checkpoint_dir());
+  if (status.ok()) status = WriteFileAtomic(spec_path, spec.SerializeAsString());
+
+  int threads = 0;
+  std::vector<std::string> cuda_devices;
+  for (int32_t slot : slots) {
+    threads += slots_[slot].cores();
+    if (slots_[slot].kind() == v1::CUDA) cuda_devices.push_back(absl::StrCat(slots_[slot].device()));
+  }
+  if (spec.training().threads() > 0) threads = spec.training().threads();
+  threads = std::max(threads, 1);
+  LaunchOptions launch;
+  launch.argv = {options_.train_bin, "--spec", spec_path, "--events_fd",
+                 absl::StrCat(options_.events_fd), "--threads", absl::StrCat(threads)};
+  if (assignment.has_resume() && !assignment.resume().path().empty()) {
+    launch.argv.push_back("--resume");
+    launch.argv.push_back(assignment.resume().path());
+  }
+  if (!cuda_devices.empty()) {
+    launch.argv.push_back("--device");
+    launch.argv.push_back("cuda:0");
+    launch.env.emplace_back("CUDA_VISIBLE_DEVICES", absl::StrJoin(cuda_devices, ","));
+  }
+  launch.env.emplace_back("OMP_NUM_THREADS", absl::StrCat(threads));
+  launch.env.emplace_back("OPENBLAS_NUM_THREADS", absl::StrCat(threads));
+  launch.log_path = dir + "/train.log";
+  launch.events_fd = options_.events_fd;
+
+  absl::StatusOr<std::unique_ptr<ChildProcess>> child =
+      status.ok() ? launcher_->Start(launch) : absl::StatusOr<std::unique_ptr<ChildProcess>>(status);
+  if (!child.ok()) {
+    LOG(ERROR) << "run " << key.run_id << " attempt " << key.attempt
+               << ": cannot start the trainer: " << child.status();
+    if (metrics_ != nullptr) metrics_->children_failed.Increment();
+    refusal.set_outcome(v1::OUTCOME_FAILED);
+    refusal.set_exit_code(-1);
+    refusal.set_error(absl::StrCat("xmod-worker could not start the trainer: ",
+                                   child.status().ToString()));
+    Finish(refusal);
+    return;
+  }
+  LOG(INFO) << "run " << key.run_id << " attempt " << key.attempt << ": started pid "
+            << (*child)->pid() << " on slots " << absl::StrJoin(slots, ",") << " with " << threads
+            << " threads" << (assignment.has_resume() ? ", resuming" : "");
+  if (metrics_ != nullptr) metrics_->children_started.Increment();
+  relay_.Open(key);
+
+  absl::MutexLock lock(&mu_);
+  auto attempt = std::make_unique<Attempt>();
+  attempt->key = key;
+  attempt->assignment = assignment;
+  attempt->child = *std::move(child);
+  attempt->slots = slots;
+  for (int32_t slot : slots) busy_[slot] = true;
+  UpdateSlotGaugesLocked();
+  Attempt* raw = attempt.get();
+  attempts_[key] = std::move(attempt);
+  raw->thread = std::thread([this, raw] { Supervise(raw); });
+}
+
+void Agent::Supervise(Attempt* attempt) {
+  const AttemptKey key = attempt->key;
+  ChildProcess* child = attempt->child.get();
+  bool finished_event = false;
+  while (true) {
+    v1::TrainerEvent event;
+    absl::StatusOr<bool> more = child->ReadEvent(&event);
+    if (!more.ok()) {
+      LOG(WARNING) << "run " << key.run_id << " attempt " << key.attempt << ": " << more.status();
+      break;
+    }
+    if (!*more) break;
+    switch (event.event_case()) {
+      case v1::TrainerEvent::kStarted:
+        VLOG(1) << "run " << key.run_id << ": trainer started, steps planned "
+                << event.started().steps_planned() << ", resumed from step "
+                << event.started().resumed_from_step();
+        break;
+      case v1::TrainerEvent::kMetric:
+        relay_.AddMetric(key, event.metric());
+        break;
+      case v1::TrainerEvent::kProgress: {
+        absl::MutexLock lock(&mu_);
+        attempt->progress = event.progress();
+        break;
+      }
+      case v1::TrainerEvent::kCheckpoint: {
+        const v1::TrainerCheckpoint& cp = event.checkpoint();
+        v1::ReportCheckpointRequest request;
+        request.set_step(cp.step());
+        request.set_tokens(cp.tokens());
+        request.set_flops(cp.flops());
+        request.set_path(cp.path());
+        request.set_sha256(cp.sha256());
+        request.set_bytes(cp.bytes());
+        relay_.AddCheckpoint(key, std::move(request));
+        break;
+      }
+      case v1::TrainerEvent::kFinished:
+        finished_event = true;
+        LOG(INFO) << "run " << key.run_id << " attempt " << key.attempt
+                  << ": finished, val/loss " << event.finished().final_val_loss() << ", "
+                  << event.finished().tokens_per_second() << " tokens/s";
+        break;
+      default:
+        break;
+    }
+  }
+  const ExitStatus exit = child->Wait();
+
+  v1::FinishRunRequest finish;
+  finish.set_run_id(key.run_id);
+  finish.set_attempt(key.attempt);
+  finish.set_exit_code(exit.AsExitCode());
+  v1::Outcome stop_outcome;
+  {
+    absl::MutexLock lock(&mu_);
+    stop_outcome = attempt->stop_outcome;
+  }
+  if (exit.success() && (finished_event || stop_outcome == v1::OUTCOME_UNSPECIFIED)) {
+    finish.set_outcome(v1::OUTCOME_SUCCEEDED);
+  } else if (stop_outcome != v1::OUTCOME_UNSPECIFIED) {
+    finish.set_outcome(stop_outcome);
+  } else {
+    finish.set_outcome(v1::OUTCOME_FAILED);
+    std::string tail = child->StderrTail();
+    finish.set_error(tail.empty() ? absl::StrCat("xmod-train ", exit.ToString()) : tail);
+    if (metrics_ != nullptr) metrics_->children_failed.Increment();
+  }
+  LOG(INFO) << "run " << key.run_id << " attempt " << key.attempt << ": child "
+            << exit.ToString() << " -> " << OutcomeName(finish.outcome());
+
+  // Every point first, then the end of the attempt.
+  relay_.WaitDelivered(key, &abandon_);
+  finish.set_last_acked_seq(relay_.acked_seq(key));
+  finish.set_worker_id(worker_id());
+  if (!relay_.stale(key)) Finish(finish);
+  relay_.Close(key);
+
+  std::unique_ptr<Attempt> done;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = attempts_.find(key);
+    done = std::move(it->second);
+    attempts_.erase(it);
+    for (int32_t slot : done->slots) busy_[slot] = false;
+    UpdateSlotGaugesLocked();
+    finished_threads_.push_back(std::move(done->thread));
+  }
+  // `done` (and the child) are destroyed here, before the thread ends.
+}
+
+void Agent::StopLocked(Attempt& attempt, v1::Outcome outcome) {
+  if (attempt.stop_outcome != v1::OUTCOME_UNSPECIFIED) return;
+  attempt.stop_outcome = outcome;
+  attempt.kill_at_ms = clock_->NowMillis() + options_.kill_grace_ms;
+  attempt.child->Signal(SIGTERM);
+}
+
+void Agent::Finish(const v1::FinishRunRequest& request) {
+  while (true) {
+    absl::StatusOr<v1::FinishRunResponse> reply = gateway_->FinishRun(request);
+    if (reply.ok()) return;
+    if (IsFinalRefusal(reply.status())) {
+      LOG(WARNING) << "run " << request.run_id() << " attempt " << request.attempt()
+                   << ": FinishRun refused: " << reply.status();
+      return;
+    }
+    LOG(WARNING) << "run " << request.run_id() << ": FinishRun failed, retrying: "
+                 << reply.status();
+    if (abandon_.WaitForNotificationWithTimeout(absl::Milliseconds(options_.retry_delay_ms))) {
+      return;
+    }
+  }
+}
+
+void Agent::OnStale(AttemptKey key) {
+  absl::MutexLock lock(&mu_);
+  auto it = attempts_.find(key);
+  if (it == attempts_.end()) return;
+  LOG(WARNING) << "run " << key.run_id << " attempt " << key.attempt
+               << " is no longer current: stopping it";
+  StopLocked(*it->second, v1::OUTCOME_PREEMPTED);
+}
+
+void Agent::UpdateSlotGaugesLocked() {
+  if (metrics_ == nullptr) return;
+  const auto busy = std::count(busy_.begin(), busy_.end(), true);
+  metrics_->slots_busy.Set(static_cast<double>(busy));
+  metrics_->slots_free.Set(static_cast<double>(busy_.size() - busy));
+}
+
+void Agent::JoinFinishedThreads() {
+  std::vector<std::thread> threads;
+  {
+    absl::MutexLock lock(&mu_);
+    threads.swap(finished_threads_);
+  }
+  for (std::thread& thread : threads) thread.join();
+}
+
+void Agent::HeartbeatLoop() {
+  while (!shutdown_.HasBeenNotified()) {
+    absl::Status status = HeartbeatOnce();
+    if (!status.ok()) LOG(WARNING) << "Heartbeat failed: " << status;
+    EnforceGrace();
+    int64_t interval;
+    {
+      absl::MutexLock lock(&mu_);
+      interval = heartbeat_interval_ms_;
+    }
+    shutdown_.WaitForNotificationWithTimeout(absl::Milliseconds(interval));
+  }
+}
+
+void Agent::AcquireLoop() {
+  while (!drain_.HasBeenNotified()) {
+    if (FreeSlots().empty()) {
+      // Wait for a slot to free up (or the drain).
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return draining_ || std::find(busy_.begin(), busy_.end(), false) != busy_.end();
+      };
+      mu_.Await(absl::Condition(&ready));
+      continue;
+    }
+    absl::StatusOr<bool> started = AcquireOnce();
+    if (!started.ok()) {
+      LOG(WARNING) << "AcquireRun failed: " << started.status();
+      drain_.WaitForNotificationWithTimeout(absl::Milliseconds(options_.retry_delay_ms));
+    }
+  }
+}
+
+}  // namespace xmod

@@ -1,0 +1,295 @@
+#include "worker/agent.h"
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include "common/files.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "worker/fake_gateway.h"
+#include "worker/fake_process.h"
+
+namespace xmod {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+v1::Slot CpuSlot(int index, int cores) {
+  v1::Slot slot;
+  slot.set_index(index);
+  slot.set_kind(v1::CPU);
+  slot.set_cores(cores);
+  return slot;
+}
+
+v1::Assignment MakeAssignment(int64_t run_id, int32_t attempt, int32_t slot) {
+  v1::Assignment assignment;
+  assignment.set_run_id(run_id);
+  assignment.set_attempt(attempt);
+  assignment.add_slots(slot);
+  assignment.mutable_spec()->set_run_id(run_id);
+  assignment.mutable_spec()->set_attempt(attempt);
+  assignment.mutable_spec()->mutable_training()->set_seq_len(64);
+  return assignment;
+}
+
+// Exits 75 after a checkpoint on SIGTERM, like xmod-train.
+void CheckpointOnTerm(FakeChild& child, int signo) {
+  if (signo != SIGTERM) return;
+  child.EmitCheckpoint(9, "/ckpt/step-9.pt");
+  child.Exit(75);
+}
+
+class AgentTest : public ::testing::Test {
+ protected:
+  AgentTest() : probe_({CpuSlot(0, 2), CpuSlot(1, 3)}) {
+    char tmpl[] = "/tmp/xmod_agent_XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    options_.worker_name = "w1";
+    options_.hostname = "host";
+    options_.work_dir = dir_;
+    options_.train_bin = "/opt/xmod/xmod-train";
+    options_.acquire_wait_ms = 20;
+    options_.kill_grace_ms = 5'000;
+    options_.retry_delay_ms = 10;
+  }
+  ~AgentTest() override {
+    agent_.reset();
+    system(("rm -rf " + dir_).c_str());
+  }
+
+  // Registers and starts every loop.
+  void StartAgent() {
+    agent_ = std::make_unique<Agent>(options_, &gateway_, &launcher_, &probe_, &clock_);
+    ASSERT_TRUE(agent_->Register().ok());
+    agent_->Start();
+  }
+
+  std::string dir_;
+  AgentOptions options_;
+  FakeGateway gateway_;
+  FakeLauncher launcher_;
+  FixedDeviceProbe probe_;
+  FakeClock clock_;
+  std::unique_ptr<Agent> agent_;
+};
+
+TEST_F(AgentTest, RegistersItsSlots) {
+  StartAgent();
+  auto registrations = gateway_.Registrations();
+  ASSERT_EQ(registrations.size(), 1u);
+  EXPECT_EQ(registrations[0].worker_name(), "w1");
+  ASSERT_EQ(registrations[0].slots_size(), 2);
+  EXPECT_EQ(registrations[0].slots(1).cores(), 3);
+  EXPECT_EQ(agent_->worker_id(), FakeGateway::kWorkerId);
+}
+
+TEST_F(AgentTest, RunsAChildAndReportsSuccessAfterItsMetrics) {
+  StartAgent();
+  v1::Assignment assignment = MakeAssignment(11, 2, 1);
+  assignment.mutable_resume()->set_path("/ckpt/step-3.pt");
+  gateway_.QueueAssignment(assignment);
+  std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
+  ASSERT_NE(child, nullptr);
+
+  // Command line, environment, spec file.
+  const std::string attempt_dir = dir_ + "/run-11-a2";
+  EXPECT_THAT(child->options().argv,
+              ElementsAre("/opt/xmod/xmod-train", "--spec", attempt_dir + "/spec.pb",
+                          "--events_fd", "3", "--threads", "3", "--resume", "/ckpt/step-3.pt"));
+  EXPECT_THAT(child->options().env,
+              ::testing::IsSupersetOf({std::pair<std::string, std::string>("OMP_NUM_THREADS", "3"),
+                                       std::pair<std::string, std::string>(
+                                           "OPENBLAS_NUM_THREADS", "3")}));
+  EXPECT_EQ(child->options().log_path, attempt_dir + "/train.log");
+  v1::RunSpec spec;
+  ASSERT_TRUE(spec.ParseFromString(*ReadFile(attempt_dir + "/spec.pb")));
+  EXPECT_EQ(spec.run_id(), 11);
+  EXPECT_EQ(spec.attempt(), 2);
+  EXPECT_EQ(spec.training().seq_len(), 64);
+  EXPECT_EQ(spec.checkpoint_dir(), dir_ + "/run-11/checkpoints");  // filled in when unset
+  EXPECT_THAT(agent_->FreeSlots(), ElementsAre(0));
+
+  gateway_.set_max_ack_per_call(2);  // acknowledgement needs several calls
+  for (int step = 1; step <= 7; ++step) child->EmitMetric(step, "train/loss", 1.0 / step);
+  v1::TrainerEvent finished;
+  finished.mutable_finished()->set_steps(7);
+  child->Emit(finished);
+  child->Exit(0);
+
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  v1::FinishRunRequest finish = gateway_.Finishes()[0];
+  EXPECT_EQ(finish.run_id(), 11);
+  EXPECT_EQ(finish.attempt(), 2);
+  EXPECT_EQ(finish.worker_id(), FakeGateway::kWorkerId);
+  EXPECT_EQ(finish.outcome(), v1::OUTCOME_SUCCEEDED);
+  EXPECT_EQ(finish.exit_code(), 0);
+  EXPECT_EQ(finish.last_acked_seq(), 7);
+  // Every point was durable before FinishRun was sent.
+  auto points = gateway_.Points({11, 2});
+  ASSERT_EQ(points.size(), 7u);
+  EXPECT_EQ(points.back().step(), 7);
+}
+
+TEST_F(AgentTest, AFailingChildIsReportedWithItsStderr) {
+  StartAgent();
+  gateway_.QueueAssignment(MakeAssignment(12, 1, 0));
+  std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
+  ASSERT_NE(child, nullptr);
+  child->EmitMetric(1, "train/loss", 5.0);
+  child->Exit(3, "step 1\nRuntimeError: out of memory\n");
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  v1::FinishRunRequest finish = gateway_.Finishes()[0];
+  EXPECT_EQ(finish.outcome(), v1::OUTCOME_FAILED);
+  EXPECT_EQ(finish.exit_code(), 3);
+  EXPECT_THAT(finish.error(), HasSubstr("RuntimeError: out of memory"));
+  EXPECT_EQ(finish.last_acked_seq(), 1);
+  EXPECT_EQ(gateway_.Points({12, 1}).size(), 1u);
+}
+
+TEST_F(AgentTest, ACrashWithoutStderrNamesTheSignal) {
+  StartAgent();
+  gateway_.QueueAssignment(MakeAssignment(13, 1, 0));
+  std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
+  ASSERT_NE(child, nullptr);
+  child->Kill(SIGSEGV);
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  v1::FinishRunRequest finish = gateway_.Finishes()[0];
+  EXPECT_EQ(finish.outcome(), v1::OUTCOME_FAILED);
+  EXPECT_EQ(finish.exit_code(), 128 + SIGSEGV);
+  EXPECT_THAT(finish.error(), HasSubstr("signal"));
+}
+
+TEST_F(AgentTest, AChildThatCannotStartIsReportedFailed) {
+  StartAgent();
+  launcher_.FailNextStart(absl::InternalError("fork: out of processes"));
+  gateway_.QueueAssignment(MakeAssignment(14, 1, 0));
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  v1::FinishRunRequest finish = gateway_.Finishes()[0];
+  EXPECT_EQ(finish.outcome(), v1::OUTCOME_FAILED);
+  EXPECT_THAT(finish.error(), HasSubstr("out of processes"));
+  EXPECT_EQ(launcher_.started(), 0u);
+  EXPECT_EQ(agent_->FreeSlots().size(), 2u);
+}
+
+TEST_F(AgentTest, AStopOrderStopsTheChildAndReportsCancelled) {
+  launcher_.set_on_start([](FakeChild& child) { child.set_on_signal(CheckpointOnTerm); });
+  StartAgent();
+  gateway_.QueueAssignment(MakeAssignment(15, 1, 0));
+  std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
+  ASSERT_NE(child, nullptr);
+  v1::Order order;
+  order.set_run_id(15);
+  order.set_attempt(1);
+  order.set_action(v1::STOP);
+  gateway_.QueueOrder(order);
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  EXPECT_THAT(child->signals(), ElementsAre(SIGTERM));
+  v1::FinishRunRequest finish = gateway_.Finishes()[0];
+  EXPECT_EQ(finish.outcome(), v1::OUTCOME_CANCELLED);
+  EXPECT_EQ(finish.exit_code(), 75);
+  // The checkpoint written on SIGTERM was reported before the end of the attempt.
+  ASSERT_EQ(gateway_.Checkpoints().size(), 1u);
+  EXPECT_EQ(gateway_.Checkpoints()[0].path(), "/ckpt/step-9.pt");
+}
+
+TEST_F(AgentTest, AChildIgnoringSigtermIsKilledAfterTheGracePeriod) {
+  launcher_.set_on_start([](FakeChild& child) { child.set_on_signal([](FakeChild&, int) {}); });
+  agent_ = std::make_unique<Agent>(options_, &gateway_, &launcher_, &probe_, &clock_);
+  ASSERT_TRUE(agent_->Register().ok());
+  gateway_.QueueAssignment(MakeAssignment(16, 1, 0));
+  ASSERT_TRUE(*agent_->AcquireOnce());
+  std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
+  v1::Order order;
+  order.set_run_id(16);
+  order.set_attempt(1);
+  order.set_action(v1::PREEMPT);
+  gateway_.QueueOrder(order);
+  ASSERT_TRUE(agent_->HeartbeatOnce().ok());
+  EXPECT_THAT(child->signals(), ElementsAre(SIGTERM));
+  clock_.Advance(options_.kill_grace_ms - 1);
+  agent_->EnforceGrace();
+  EXPECT_FALSE(child->exited());
+  clock_.Advance(1);
+  agent_->EnforceGrace();
+  EXPECT_THAT(child->signals(), ElementsAre(SIGTERM, SIGKILL));
+  EXPECT_TRUE(child->exited());
+  agent_->Start();  // the relay lets the attempt finish
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  EXPECT_EQ(gateway_.Finishes()[0].outcome(), v1::OUTCOME_PREEMPTED);
+  EXPECT_EQ(gateway_.Finishes()[0].exit_code(), 128 + SIGKILL);
+}
+
+TEST_F(AgentTest, HeartbeatsListRunningAttemptsWithProgress) {
+  agent_ = std::make_unique<Agent>(options_, &gateway_, &launcher_, &probe_, &clock_);
+  ASSERT_TRUE(agent_->Register().ok());
+  gateway_.QueueAssignment(MakeAssignment(17, 3, 0));
+  ASSERT_TRUE(*agent_->AcquireOnce());
+  std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
+  v1::TrainerEvent progress;
+  progress.mutable_progress()->set_step(4);
+  progress.mutable_progress()->set_train_loss(2.5);
+  child->Emit(progress);
+  child->EmitMetric(4, "train/loss", 2.5);  // read after the progress event
+  while (agent_->relay().last_seq({17, 3}) < 1) absl::SleepFor(absl::Milliseconds(1));
+  ASSERT_TRUE(agent_->HeartbeatOnce().ok());
+  v1::HeartbeatRequest heartbeat = gateway_.LastHeartbeats(1)[0];
+  EXPECT_EQ(heartbeat.worker_id(), FakeGateway::kWorkerId);
+  ASSERT_EQ(heartbeat.running_size(), 1);
+  EXPECT_EQ(heartbeat.running(0).run_id(), 17);
+  EXPECT_EQ(heartbeat.running(0).attempt(), 3);
+  EXPECT_EQ(heartbeat.running(0).progress().step(), 4);
+  EXPECT_EQ(heartbeat.running(0).progress().train_loss(), 2.5);
+}
+
+TEST_F(AgentTest, ReregistersWhenTheCoordinatorAsks) {
+  agent_ = std::make_unique<Agent>(options_, &gateway_, &launcher_, &probe_, &clock_);
+  ASSERT_TRUE(agent_->Register().ok());
+  gateway_.RequestReregister();
+  ASSERT_TRUE(agent_->HeartbeatOnce().ok());
+  EXPECT_EQ(gateway_.Registrations().size(), 2u);
+  ASSERT_TRUE(agent_->HeartbeatOnce().ok());
+  EXPECT_EQ(gateway_.Registrations().size(), 2u);
+}
+
+TEST_F(AgentTest, DrainPreemptsEveryChildAndStopsAcquiring) {
+  launcher_.set_on_start([](FakeChild& child) { child.set_on_signal(CheckpointOnTerm); });
+  StartAgent();
+  gateway_.QueueAssignment(MakeAssignment(20, 1, 0));
+  gateway_.QueueAssignment(MakeAssignment(21, 1, 1));
+  std::shared_ptr<FakeChild> first = launcher_.WaitForChild(0);
+  std::shared_ptr<FakeChild> second = launcher_.WaitForChild(1);
+  ASSERT_NE(second, nullptr);
+  first->EmitMetric(1, "train/loss", 4.0);
+  agent_->Drain();
+  gateway_.QueueAssignment(MakeAssignment(22, 1, 0));  // must not be taken
+  agent_->Wait();
+  EXPECT_EQ(launcher_.started(), 2u);
+  auto finishes = gateway_.Finishes();
+  ASSERT_EQ(finishes.size(), 2u);
+  for (const auto& finish : finishes) {
+    EXPECT_EQ(finish.outcome(), v1::OUTCOME_PREEMPTED);
+    EXPECT_EQ(finish.exit_code(), 75);
+  }
+  EXPECT_EQ(gateway_.Checkpoints().size(), 2u);
+  EXPECT_EQ(gateway_.Points({20, 1}).size(), 1u);
+  EXPECT_EQ(agent_->running_attempts(), 0u);
+}
+
+TEST_F(AgentTest, AStaleAttemptIsStopped) {
+  launcher_.set_on_start([](FakeChild& child) { child.set_on_signal(CheckpointOnTerm); });
+  StartAgent();
+  gateway_.MarkStale({23, 1});
+  gateway_.QueueAssignment(MakeAssignment(23, 1, 0));
+  std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
+  ASSERT_NE(child, nullptr);
+  child->EmitMetric(1, "train/loss", 4.0);
+  while (!child->exited()) absl::SleepFor(absl::Milliseconds(1));
+  EXPECT_THAT(child->signals(), ElementsAre(SIGTERM));
+  while (agent_->running_attempts() > 0) absl::SleepFor(absl::Milliseconds(1));
+  EXPECT_TRUE(gateway_.Finishes().empty());  // the coordinator has moved on
+}
+
+}  // namespace
+}  // namespace xmod

@@ -1,0 +1,131 @@
+// MetricRelay: carries each attempt's metric points and checkpoints from its xmod-train
+// child to the coordinator without losing any (ARCHITECTURE.md, "Scheduling and faults":
+// a metric is acknowledged only once durable; a worker buffers until acknowledged).
+//
+// Points are numbered consecutively per attempt (seq from 1) and kept until a
+// ReportMetrics reply acknowledges them (acked_seq); failed sends are retried with
+// exponential backoff measured on the injected Clock. A checkpoint is reported only once
+// every point that arrived before it is acknowledged, so a retry that resumes from it never
+// finds a gap in the metrics before its step. A reply marked `stale` (or NOT_FOUND /
+// FAILED_PRECONDITION) means the attempt is no longer current: its buffer is dropped and the
+// stale callback asks the agent to stop the child.
+//
+// Thread-safety: all methods are thread-safe. Sending happens in Pump(), called by one
+// thread at a time (RunPumpLoop or a test); the mutex is never held during an RPC.
+#ifndef XMOD_WORKER_METRIC_RELAY_H_
+#define XMOD_WORKER_METRIC_RELAY_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <tuple>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "common/clock.h"
+#include "worker/gateway_client.h"
+#include "worker/worker_metrics.h"
+#include "xmod/v1/types.pb.h"
+#include "xmod/v1/worker.pb.h"
+
+namespace xmod {
+
+struct AttemptKey {
+  int64_t run_id = 0;
+  int32_t attempt = 0;
+  bool operator<(const AttemptKey& o) const {
+    return std::tie(run_id, attempt) < std::tie(o.run_id, o.attempt);
+  }
+  bool operator==(const AttemptKey& o) const {
+    return run_id == o.run_id && attempt == o.attempt;
+  }
+};
+
+struct MetricRelayOptions {
+  int max_batch_points = 512;       // points per ReportMetrics call
+  int64_t initial_backoff_ms = 100;  // first retry delay after a failed call
+  int64_t max_backoff_ms = 10'000;   // cap of the doubling delay
+};
+
+class MetricRelay {
+ public:
+  // `gateway` and `clock` must outlive the relay; `metrics` may be null.
+  MetricRelay(GatewayClient* gateway, Clock* clock, MetricRelayOptions options,
+              WorkerMetrics* metrics = nullptr);
+
+  // The worker id sent with every call (from RegisterResponse).
+  void set_worker_id(int64_t worker_id);
+  // Called (from the pumping thread, without the lock) when an attempt turns stale.
+  void set_stale_callback(std::function<void(AttemptKey)> callback);
+
+  // Starts relaying for `key`; seq restarts at 1. Re-opening an open attempt is a no-op.
+  void Open(AttemptKey key);
+  // Numbers `point` with the attempt's next seq, buffers it and returns the seq.
+  // Points of an attempt that is not open or stale are dropped (returns 0).
+  int64_t AddMetric(AttemptKey key, const v1::MetricPoint& point);
+  // Queues a checkpoint report (worker id and attempt fields are filled in here).
+  void AddCheckpoint(AttemptKey key, v1::ReportCheckpointRequest checkpoint);
+  // Forgets the attempt and whatever it still buffers.
+  void Close(AttemptKey key);
+
+  // One sending pass: for each attempt whose retry delay has passed, reports the checkpoints
+  // that are due and one batch of points. Returns whether anything was sent successfully.
+  bool Pump();
+
+  // Blocks until every point and checkpoint of `key` is acknowledged (true), or the attempt
+  // is stale or `abandon` is notified (false).
+  bool WaitDelivered(AttemptKey key, absl::Notification* abandon);
+
+  // Pumps until `stop` is notified, sleeping while there is nothing due. Real-time waits,
+  // decisions on the Clock.
+  void RunPumpLoop(absl::Notification* stop);
+
+  // Inspection.
+  int64_t last_seq(AttemptKey key) const;
+  int64_t acked_seq(AttemptKey key) const;
+  bool stale(AttemptKey key) const;
+  bool Delivered(AttemptKey key) const;
+  size_t buffered_points() const;
+  int64_t relayed_points() const;
+  size_t pending_checkpoints(AttemptKey key) const;
+
+ private:
+  struct PendingCheckpoint {
+    int64_t after_seq;  // report once acked_seq reaches this
+    v1::ReportCheckpointRequest request;
+  };
+  struct Stream {
+    int64_t last_seq = 0;
+    int64_t acked_seq = 0;
+    std::deque<v1::MetricPoint> points;  // seq acked_seq+1 .. last_seq
+    std::deque<PendingCheckpoint> checkpoints;
+    int64_t next_try_ms = 0;
+    int64_t backoff_ms = 0;
+    bool stale = false;
+  };
+
+  bool DeliveredLocked(const Stream& stream) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FailedLocked(Stream& stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UpdateGaugeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Marks `key` stale; returns true the first time.
+  bool MarkStale(AttemptKey key);
+
+  GatewayClient* const gateway_;
+  Clock* const clock_;
+  const MetricRelayOptions options_;
+  WorkerMetrics* const metrics_;
+
+  mutable absl::Mutex mu_;
+  int64_t worker_id_ ABSL_GUARDED_BY(mu_) = 0;
+  std::function<void(AttemptKey)> on_stale_ ABSL_GUARDED_BY(mu_);
+  std::map<AttemptKey, Stream> streams_ ABSL_GUARDED_BY(mu_);
+  size_t buffered_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t relayed_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumped on every change, wakes waiters
+};
+
+}  // namespace xmod
+
+#endif  // XMOD_WORKER_METRIC_RELAY_H_

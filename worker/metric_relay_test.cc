@@ -1,0 +1,183 @@
+#include "worker/metric_relay.h"
+
+#include <thread>
+
+#include "common/clock.h"
+#include "gtest/gtest.h"
+#include "worker/fake_gateway.h"
+
+namespace xmod {
+namespace {
+
+v1::MetricPoint Point(int64_t step) {
+  v1::MetricPoint point;
+  point.set_step(step);
+  point.set_flops(static_cast<double>(step) * 10);
+  point.set_name("train/loss");
+  point.set_value(1.0 / step);
+  return point;
+}
+
+class MetricRelayTest : public ::testing::Test {
+ protected:
+  MetricRelayTest() : relay_(&gateway_, &clock_, Options()) { relay_.set_worker_id(7); }
+  static MetricRelayOptions Options() {
+    MetricRelayOptions options;
+    options.max_batch_points = 4;
+    options.initial_backoff_ms = 100;
+    options.max_backoff_ms = 400;
+    return options;
+  }
+  // Pumps until nothing more can be sent now.
+  void PumpAll() {
+    while (relay_.Pump()) {
+    }
+  }
+
+  FakeGateway gateway_;
+  FakeClock clock_;
+  MetricRelay relay_;
+  const AttemptKey key_{5, 1};
+};
+
+TEST_F(MetricRelayTest, NumbersPointsFromOnePerAttempt) {
+  relay_.Open(key_);
+  EXPECT_EQ(relay_.AddMetric(key_, Point(1)), 1);
+  EXPECT_EQ(relay_.AddMetric(key_, Point(2)), 2);
+  const AttemptKey retry{5, 2};
+  relay_.Open(retry);
+  EXPECT_EQ(relay_.AddMetric(retry, Point(3)), 1);
+  EXPECT_EQ(relay_.AddMetric({9, 1}, Point(1)), 0);  // not open: dropped
+  EXPECT_EQ(relay_.buffered_points(), 3u);
+}
+
+TEST_F(MetricRelayTest, DropsPointsOnceAcknowledgedInBatches) {
+  relay_.Open(key_);
+  for (int step = 1; step <= 10; ++step) relay_.AddMetric(key_, Point(step));
+  EXPECT_TRUE(relay_.Pump());
+  EXPECT_EQ(relay_.acked_seq(key_), 4);  // one batch of max_batch_points
+  EXPECT_EQ(relay_.buffered_points(), 6u);
+  PumpAll();
+  EXPECT_EQ(relay_.acked_seq(key_), 10);
+  EXPECT_EQ(relay_.buffered_points(), 0u);
+  EXPECT_EQ(relay_.relayed_points(), 10);
+  EXPECT_TRUE(relay_.Delivered(key_));
+  auto stored = gateway_.Points(key_);
+  ASSERT_EQ(stored.size(), 10u);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(stored[i].step(), i + 1);
+}
+
+TEST_F(MetricRelayTest, PartialAcksResendOnlyTheRest) {
+  gateway_.set_max_ack_per_call(3);
+  relay_.Open(key_);
+  for (int step = 1; step <= 4; ++step) relay_.AddMetric(key_, Point(step));
+  EXPECT_TRUE(relay_.Pump());
+  EXPECT_EQ(relay_.acked_seq(key_), 3);
+  EXPECT_TRUE(relay_.Pump());
+  EXPECT_EQ(relay_.acked_seq(key_), 4);
+  EXPECT_EQ(gateway_.Points(key_).size(), 4u);
+  EXPECT_EQ(gateway_.duplicate_points(), 0);
+}
+
+TEST_F(MetricRelayTest, RetriesWithBackoffAndLosesNothing) {
+  relay_.Open(key_);
+  for (int step = 1; step <= 6; ++step) relay_.AddMetric(key_, Point(step));
+  gateway_.FailNextMetricCalls(3);
+
+  EXPECT_FALSE(relay_.Pump());  // fails: next try in 100 ms
+  EXPECT_EQ(gateway_.metric_calls(), 1);
+  EXPECT_FALSE(relay_.Pump());  // not due yet: no call
+  EXPECT_EQ(gateway_.metric_calls(), 1);
+  clock_.Advance(100);
+  EXPECT_FALSE(relay_.Pump());  // fails again: next try in 200 ms
+  EXPECT_EQ(gateway_.metric_calls(), 2);
+  clock_.Advance(199);
+  relay_.Pump();
+  EXPECT_EQ(gateway_.metric_calls(), 2);
+  clock_.Advance(1);
+  EXPECT_FALSE(relay_.Pump());  // third failure: 400 ms (the cap)
+  clock_.Advance(400);
+  // Points that arrive meanwhile join the queue behind the unacknowledged ones.
+  relay_.AddMetric(key_, Point(7));
+  PumpAll();
+  EXPECT_EQ(relay_.acked_seq(key_), 7);
+  auto stored = gateway_.Points(key_);
+  ASSERT_EQ(stored.size(), 7u);
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(stored[i].step(), i + 1);
+
+  // A success resets the backoff: the next failure waits the initial delay again.
+  relay_.AddMetric(key_, Point(8));
+  gateway_.FailNextMetricCalls(1);
+  relay_.Pump();
+  clock_.Advance(100);
+  PumpAll();
+  EXPECT_EQ(relay_.acked_seq(key_), 8);
+}
+
+TEST_F(MetricRelayTest, ACheckpointWaitsForThePointsBeforeIt) {
+  relay_.Open(key_);
+  for (int step = 1; step <= 6; ++step) relay_.AddMetric(key_, Point(step));
+  v1::ReportCheckpointRequest checkpoint;
+  checkpoint.set_step(6);
+  checkpoint.set_path("/ckpt/step-6.pt");
+  relay_.AddCheckpoint(key_, checkpoint);
+  relay_.AddMetric(key_, Point(7));
+
+  relay_.Pump();  // points 1..4 acknowledged; the checkpoint needs 1..6
+  EXPECT_TRUE(gateway_.Checkpoints().empty());
+  relay_.Pump();  // points 5..7 acknowledged
+  EXPECT_TRUE(gateway_.Checkpoints().empty());
+  EXPECT_EQ(relay_.pending_checkpoints(key_), 1u);
+  gateway_.FailNextCheckpointCalls(1);
+  relay_.Pump();  // checkpoint due, but the call fails
+  EXPECT_TRUE(gateway_.Checkpoints().empty());
+  EXPECT_FALSE(relay_.Delivered(key_));
+  clock_.Advance(100);
+  relay_.Pump();
+  ASSERT_EQ(gateway_.Checkpoints().size(), 1u);
+  const auto& sent = gateway_.Checkpoints()[0];
+  EXPECT_EQ(sent.worker_id(), 7);
+  EXPECT_EQ(sent.run_id(), 5);
+  EXPECT_EQ(sent.attempt(), 1);
+  EXPECT_EQ(sent.path(), "/ckpt/step-6.pt");
+  EXPECT_TRUE(relay_.Delivered(key_));
+}
+
+TEST_F(MetricRelayTest, AStaleAttemptIsDroppedAndReported) {
+  std::vector<AttemptKey> stale;
+  relay_.set_stale_callback([&](AttemptKey key) { stale.push_back(key); });
+  relay_.Open(key_);
+  relay_.AddMetric(key_, Point(1));
+  gateway_.MarkStale(key_);
+  relay_.Pump();
+  ASSERT_EQ(stale.size(), 1u);
+  EXPECT_EQ(stale[0], key_);
+  EXPECT_TRUE(relay_.stale(key_));
+  EXPECT_EQ(relay_.buffered_points(), 0u);
+  EXPECT_EQ(relay_.AddMetric(key_, Point(2)), 0);
+  EXPECT_FALSE(relay_.WaitDelivered(key_, nullptr));  // returns at once
+}
+
+TEST_F(MetricRelayTest, PumpLoopDeliversWhileAWaiterBlocks) {
+  relay_.Open(key_);
+  for (int step = 1; step <= 9; ++step) relay_.AddMetric(key_, Point(step));
+  absl::Notification stop;
+  std::thread pump([&] { relay_.RunPumpLoop(&stop); });
+  EXPECT_TRUE(relay_.WaitDelivered(key_, nullptr));
+  stop.Notify();
+  pump.join();
+  EXPECT_EQ(gateway_.Points(key_).size(), 9u);
+}
+
+TEST_F(MetricRelayTest, AbandonEndsTheWait) {
+  relay_.Open(key_);
+  relay_.AddMetric(key_, Point(1));
+  absl::Notification abandon;
+  abandon.Notify();
+  EXPECT_FALSE(relay_.WaitDelivered(key_, &abandon));  // nobody pumps
+  relay_.Close(key_);
+  EXPECT_EQ(relay_.buffered_points(), 0u);
+}
+
+}  // namespace
+}  // namespace xmod

@@ -1,0 +1,124 @@
+#include "worker/run_worker.h"
+
+#include <limits.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/clock.h"
+#include "common/files.h"
+#include "glog/logging.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "prometheus/exposer.h"
+#include "prometheus/registry.h"
+#include "worker/agent.h"
+#include "worker/device_discovery.h"
+#include "worker/gateway_client.h"
+#include "worker/process_supervisor.h"
+#include "worker/worker_metrics.h"
+
+namespace xmod {
+namespace {
+
+std::string Hostname() {
+  char name[HOST_NAME_MAX + 1] = {0};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
+  return name;
+}
+
+std::string DefaultTrainBin() {
+  char path[PATH_MAX + 1] = {0};
+  ssize_t n = readlink("/proc/self/exe", path, PATH_MAX);
+  if (n <= 0) return "xmod-train";
+  std::string self(path, n);
+  return self.substr(0, self.rfind('/') + 1) + "xmod-train";
+}
+
+}  // namespace
+
+absl::Status RunWorker(const WorkerOptions& options) {
+  // Every thread created from here on inherits this mask; the signal thread takes them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  AgentOptions agent_options;
+  agent_options.hostname = Hostname();
+  agent_options.worker_name = options.name.empty() ? agent_options.hostname : options.name;
+  agent_options.work_dir = options.work_dir;
+  agent_options.train_bin = options.train_bin.empty() ? DefaultTrainBin() : options.train_bin;
+  agent_options.acquire_wait_ms = options.acquire_wait_ms;
+  agent_options.kill_grace_ms = options.kill_grace_ms;
+  if (access(agent_options.train_bin.c_str(), X_OK) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("train_bin: not executable: ", agent_options.train_bin));
+  }
+  if (absl::Status status = MakeDirs(options.work_dir); !status.ok()) return status;
+
+  auto registry = std::make_shared<prometheus::Registry>();
+  WorkerMetrics metrics(*registry);
+  std::unique_ptr<prometheus::Exposer> exposer;
+  if (!options.metrics_listen.empty()) {
+    try {
+      exposer = std::make_unique<prometheus::Exposer>(options.metrics_listen);
+    } catch (const std::exception& e) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metrics_listen: cannot listen on ", options.metrics_listen, ": ", e.what()));
+    }
+    exposer->RegisterCollectable(registry);
+    const int port = exposer->GetListeningPorts().front();
+    LOG(INFO) << "serving /metrics on port " << port;
+    if (!options.ports_file.empty()) {
+      absl::Status status =
+          WriteFileAtomic(options.ports_file, absl::StrCat("{\"metrics\":", port, "}\n"));
+      if (!status.ok()) return status;
+    }
+  }
+
+  SystemProbeOptions probe_options;
+  probe_options.cpu_slots = options.cpu_slots;
+  probe_options.cores_per_slot = options.cores_per_slot;
+  probe_options.use_gpus = options.use_gpus;
+  SystemDeviceProbe probe(probe_options);
+  std::unique_ptr<ProcessLauncher> launcher = NewPosixLauncher();
+  std::unique_ptr<GatewayClient> gateway = NewGrpcGatewayClient(
+      grpc::CreateChannel(options.coordinator, grpc::InsecureChannelCredentials()),
+      options.token);
+  Agent agent(agent_options, gateway.get(), launcher.get(), &probe, Clock::Real(), &metrics);
+
+  std::atomic<bool> done{false};
+  std::thread signal_thread([&] {
+    int received = 0;
+    const timespec poll = {0, 200'000'000};
+    while (!done.load()) {
+      if (sigtimedwait(&signals, nullptr, &poll) < 0) continue;
+      if (++received == 1) {
+        LOG(INFO) << "signal received: draining (send again to abandon undelivered reports)";
+        agent.Drain();
+      } else {
+        agent.Abandon();
+      }
+    }
+  });
+
+  absl::Status status = agent.Register();
+  if (status.ok()) {
+    agent.Start();
+  } else if (!absl::IsCancelled(status)) {
+    agent.Drain();
+  }
+  agent.Wait();
+  done = true;
+  signal_thread.join();
+  LOG(INFO) << "worker stopped";
+  return absl::IsCancelled(status) ? absl::OkStatus() : status;
+}
+
+}  // namespace xmod

@@ -1,0 +1,39 @@
+// RunWorker: the whole xmod-worker daemon behind main.cc's flags — device probe, gRPC channel
+// to the coordinator, Prometheus exposer, the Agent, and signal handling (the first SIGTERM
+// or SIGINT drains: running attempts are preempted and reported; a second one abandons
+// reports still undelivered).
+//
+// Thread-safety: call once per process, from the main thread, before any other thread starts
+// (it blocks SIGTERM/SIGINT for every thread it creates).
+#ifndef XMOD_WORKER_RUN_WORKER_H_
+#define XMOD_WORKER_RUN_WORKER_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace xmod {
+
+struct WorkerOptions {
+  std::string coordinator = "127.0.0.1:50051";  // host:port of the WorkerGateway
+  std::string token;                            // bearer token ("" = none)
+  std::string name;                             // worker name ("" = hostname)
+  std::string work_dir = "xmod-work";           // per-attempt folders
+  std::string train_bin;                        // xmod-train ("" = next to this binary)
+  int cpu_slots = 1;
+  int cores_per_slot = 0;                       // 0 = cores / cpu_slots
+  bool use_gpus = true;                         // probe nvidia-smi
+  std::string metrics_listen;                   // "host:port" for /metrics ("" = none)
+  std::string ports_file;                       // writes {"metrics":P} once listening
+  int64_t acquire_wait_ms = 5'000;
+  int64_t kill_grace_ms = 60'000;
+};
+
+// Runs until drained by a signal. OK after a clean drain; an error when the worker could not
+// start (bad options, no slots, unusable metrics address).
+absl::Status RunWorker(const WorkerOptions& options);
+
+}  // namespace xmod
+
+#endif  // XMOD_WORKER_RUN_WORKER_H_

@@ -1,0 +1,39 @@
+#include "worker/worker_metrics.h"
+
+namespace xmod {
+namespace {
+
+prometheus::Family<prometheus::Gauge>& SlotFamily(prometheus::Registry& registry) {
+  return prometheus::BuildGauge()
+      .Name("xmod_worker_slots")
+      .Help("Slots of this worker by state (busy: running an xmod-train child).")
+      .Register(registry);
+}
+
+}  // namespace
+
+WorkerMetrics::WorkerMetrics(prometheus::Registry& registry)
+    : slots_busy(SlotFamily(registry).Add({{"state", "busy"}})),
+      slots_free(SlotFamily(registry).Add({{"state", "free"}})),
+      points_relayed(prometheus::BuildCounter()
+                         .Name("xmod_worker_metric_points_relayed_total")
+                         .Help("Metric points the coordinator acknowledged as durable.")
+                         .Register(registry)
+                         .Add({})),
+      buffer_points(prometheus::BuildGauge()
+                        .Name("xmod_worker_metric_buffer_points")
+                        .Help("Metric points buffered, waiting for acknowledgement.")
+                        .Register(registry)
+                        .Add({})),
+      children_started(prometheus::BuildCounter()
+                           .Name("xmod_worker_children_started_total")
+                           .Help("xmod-train children started.")
+                           .Register(registry)
+                           .Add({})),
+      children_failed(prometheus::BuildCounter()
+                          .Name("xmod_worker_children_failed_total")
+                          .Help("xmod-train children whose attempt ended FAILED.")
+                          .Register(registry)
+                          .Add({})) {}
+
+}  // namespace xmod

@@ -1,0 +1,33 @@
+// WorkerMetrics: the worker's Prometheus series (ARCHITECTURE.md, "Observability"), served
+// by the exposer that main starts on --metrics_listen:
+//   xmod_worker_slots{state="busy"|"free"}        slots running a child / idle
+//   xmod_worker_metric_points_relayed_total        points the coordinator acknowledged
+//   xmod_worker_metric_buffer_points               points waiting for acknowledgement
+//   xmod_worker_children_started_total             xmod-train children started
+//   xmod_worker_children_failed_total              children that ended with FAILED
+// Thread-safety: prometheus-cpp metrics are thread-safe.
+#ifndef XMOD_WORKER_WORKER_METRICS_H_
+#define XMOD_WORKER_WORKER_METRICS_H_
+
+#include "prometheus/counter.h"
+#include "prometheus/gauge.h"
+#include "prometheus/registry.h"
+
+namespace xmod {
+
+class WorkerMetrics {
+ public:
+  // Adds the families to `registry`, which must outlive this object.
+  explicit WorkerMetrics(prometheus::Registry& registry);
+
+  prometheus::Gauge& slots_busy;
+  prometheus::Gauge& slots_free;
+  prometheus::Counter& points_relayed;
+  prometheus::Gauge& buffer_points;
+  prometheus::Counter& children_started;
+  prometheus::Counter& children_failed;
+};
+
+}  // namespace xmod
+
+#endif  // XMOD_WORKER_WORKER_METRICS_H_

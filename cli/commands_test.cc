@@ -116,9 +116,17 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
                           grpc::ServerWriter<xmod::v1::WatchSweepEvent>* writer) override {
     Record(context);
     std::vector<xmod::v1::WatchSweepEvent> events;
+    bool drop = false;
     {
       absl::MutexLock lock(&mu_);
       events = watch_events_;
+      drop = drop_next_watches_ > 0;
+      if (drop) --drop_next_watches_;
+    }
+    if (drop) {
+      // As a coordinator going away mid-stream: the snapshot, then UNAVAILABLE.
+      writer->Write(events.front());
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "shutting down");
     }
     for (const auto& e : events) {
       if (!writer->Write(e)) break;
@@ -146,9 +154,10 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
     return grpc::Status::OK;
   }
 
-  void SetWatchEvents(std::vector<xmod::v1::WatchSweepEvent> events) {
+  void SetWatchEvents(std::vector<xmod::v1::WatchSweepEvent> events, int drop_first = 0) {
     absl::MutexLock lock(&mu_);
     watch_events_ = std::move(events);
+    drop_next_watches_ = drop_first;
   }
   xmod::v1::SubmitSweepRequest last_submit() {
     absl::MutexLock lock(&mu_);
@@ -181,6 +190,7 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
   int submits_ = 0;
   xmod::v1::ListRunsRequest last_list_runs_;
   std::vector<xmod::v1::WatchSweepEvent> watch_events_;
+  int drop_next_watches_ = 0;
   std::string last_authorization_;
 };
 
@@ -394,6 +404,20 @@ TEST_F(CommandsTest, WatchRedrawsInPlaceOnATerminal) {
   EXPECT_THAT(r.out, HasSubstr("\r\x1b[2Ksweep 7 demo: done"));
 }
 
+TEST_F(CommandsTest, WatchReconnectsWhenTheCoordinatorGoesAway) {
+  fake_.SetWatchEvents(WatchScript(xmod::v1::SWEEP_DONE), /*drop_first=*/2);
+  Result r = Xmodctl({"sweep", "watch", "7"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  // Every (re)connect starts with a snapshot: three times the snapshot's summary line.
+  size_t snapshots = 0;
+  for (size_t at = r.out.find("2 queued"); at != std::string::npos;
+       at = r.out.find("2 queued", at + 1)) {
+    ++snapshots;
+  }
+  EXPECT_EQ(snapshots, 3);
+  EXPECT_THAT(r.out, HasSubstr("sweep 7 demo: done"));
+}
+
 TEST_F(CommandsTest, WatchStreamEndingEarlyIsAnError) {
   auto events = WatchScript(xmod::v1::SWEEP_DONE);
   events.resize(2);
@@ -408,8 +432,9 @@ TEST(CommandsNoServerTest, ConnectionFailureNamesTheAddress) {
   int code = RunXmodctl({"xmodctl", "--addr", "127.0.0.1:1", "--timeout", "5", "sweep", "list"},
                         Io{&out, &err, false});
   EXPECT_EQ(code, 1);
-  EXPECT_THAT(err.str(), HasSubstr("cannot reach the coordinator at 127.0.0.1:1"));
-  EXPECT_EQ(std::count(err.str().begin(), err.str().end(), '\n'), 1);
+  std::string message = err.str();
+  EXPECT_THAT(message, HasSubstr("cannot reach the coordinator at 127.0.0.1:1"));
+  EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 1);
 }
 
 TEST(CommandsNoServerTest, UsageErrorsExit2) {

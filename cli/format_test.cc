@@ -80,7 +80,7 @@ TEST(FormatTest, SectionsInEachFormat) {
 }
 
 TEST(FormatTest, NumberFormats) {
-  EXPECT_EQ(FormatLoss(3.93125), "3.9313");
+  EXPECT_EQ(FormatLoss(3.93126), "3.9313");
   EXPECT_EQ(FormatLoss(0), "-");
   EXPECT_EQ(FormatLoss(0, /*zero_is_missing=*/false), "0.0000");
   EXPECT_EQ(FormatFlops(3.934e9), "3.93e9");

@@ -154,7 +154,7 @@ Table RunsTable(const std::vector<Run>& runs) {
 Table PlannedRunsTable(const std::vector<Run>& runs) {
   Table t;
   t.columns = {"id",     "name",   "arch",        "K",           "A",      "L",
-               "backbone", "params", "fwd_flops/tok", "train_flops", "tokens", "held_out"};
+               "backbone", "params", "fwd_flops/tok", "flop_budget", "tokens", "held_out"};
   for (const auto& r : runs) {
     const auto& m = r.spec().model();
     double budget = RunBudget(r);

@@ -12,6 +12,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/files.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -188,19 +190,25 @@ class JsonScanner {
   std::string error_;
 };
 
-// Protobuf's JSON errors look like "INVALID_ARGUMENT:Cannot find field: foo in message ...";
-// returns the offset of the quoted key the message names, or npos.
+// Protobuf's JSON errors name the field path first: "(grids[0].ks[0]): invalid value ...",
+// "grids[0].bogus: Cannot find field.". Returns the offset of the last key of that path,
+// searching for each key after the previous one (indices are not followed), or npos.
 size_t LocateJsonError(absl::string_view text, absl::string_view message) {
-  for (absl::string_view marker : {"Cannot find field: ", "field: "}) {
-    size_t at = message.find(marker);
-    if (at == absl::string_view::npos) continue;
-    absl::string_view rest = message.substr(at + marker.size());
-    size_t end = rest.find_first_of(" \n,");
-    std::string key = absl::StrCat("\"", rest.substr(0, end), "\"");
-    size_t pos = text.find(key);
-    if (pos != absl::string_view::npos) return pos;
+  size_t colon = message.find(": ");
+  if (colon == absl::string_view::npos) return absl::string_view::npos;
+  absl::string_view path = absl::StripSuffix(absl::StripPrefix(message.substr(0, colon), "("), ")");
+  size_t at = absl::string_view::npos;
+  size_t from = 0;
+  for (absl::string_view key : absl::StrSplit(path, '.')) {
+    key = key.substr(0, key.find('['));
+    if (key.empty() || key.find_first_of(" \"") != absl::string_view::npos) {
+      return absl::string_view::npos;
+    }
+    at = text.find(absl::StrCat("\"", key, "\""), from);
+    if (at == absl::string_view::npos) return absl::string_view::npos;
+    from = at + key.size() + 2;
   }
-  return absl::string_view::npos;
+  return at;
 }
 
 }  // namespace

@@ -104,6 +104,20 @@ TEST(SpecFileTest, JsonUnknownFieldIsLocated) {
   EXPECT_THAT(std::string(status.message()), HasSubstr("bogus"));
 }
 
+TEST(SpecFileTest, JsonBadValueIsLocatedByItsPath) {
+  xmod::v1::SweepSpec spec;
+  absl::Status status = ParseSpecText(
+      "{\n  \"grids\": [{\"ks\": [2]},\n            {\"ks\": [\"x\"]}]}",
+      SpecSyntax::kJson, "s.json", &spec);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  // The path is followed key by key (not index by index): the first "ks" after "grids".
+  EXPECT_THAT(std::string(status.message()), StartsWith("s.json:2:14: "));
+  status = ParseSpecText("{\n  \"training\": {\"seq_len\": 1.5}}", SpecSyntax::kJson,
+                         "s.json", &spec);
+  EXPECT_THAT(std::string(status.message()), StartsWith("s.json:2:16: "));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("seq_len"));
+}
+
 TEST(SpecFileTest, LoadSweepSpecReadsFiles) {
   std::string dir = ::testing::TempDir();
   std::string path = dir + "/spec_file_test.textpb";

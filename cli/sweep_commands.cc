@@ -1,4 +1,7 @@
 // xmodctl sweep submit | list | show | cancel | retry | watch (see commands.h).
+#include <algorithm>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +15,10 @@ namespace xmod::cli {
 namespace {
 
 using xmod::v1::Coordinator;
+
+// Reconnects of `sweep watch` after the coordinator went away (backoff 0.25 s .. 4 s,
+// about a minute in all).
+constexpr int kWatchReconnects = 18;
 
 std::vector<xmod::v1::Run> Runs(const google::protobuf::RepeatedPtrField<xmod::v1::Run>& runs) {
   return {runs.begin(), runs.end()};
@@ -105,22 +112,35 @@ absl::Status SweepWatch(const Context& ctx, int64_t sweep_id) {
   CoordinatorClient client(ctx.client);
   xmod::v1::WatchSweepRequest request;
   request.set_sweep_id(sweep_id);
-  // No deadline: a sweep runs for as long as it takes.
-  auto context = client.NewContext(/*with_deadline=*/false);
-  auto reader = client.stub().WatchSweep(context.get(), request);
   WatchView view;
   WatchPrinter printer(ctx.out, ctx.out_is_tty);
-  xmod::v1::WatchSweepEvent event;
-  while (reader->Read(&event)) {
-    std::vector<int64_t> changed = view.Apply(event);
-    printer.Print(view, changed, event.snapshot());
-    if (view.Ended()) {
-      context->TryCancel();
-      break;
+  bool connected_once = false;
+  int retries = 0;
+  while (true) {
+    // No deadline: a sweep runs for as long as it takes.
+    auto context = client.NewContext(/*with_deadline=*/false);
+    auto reader = client.stub().WatchSweep(context.get(), request);
+    xmod::v1::WatchSweepEvent event;
+    while (reader->Read(&event)) {
+      connected_once = true;
+      retries = 0;
+      std::vector<int64_t> changed = view.Apply(event);
+      printer.Print(view, changed, event.snapshot());
+      if (view.Ended()) {
+        context->TryCancel();
+        break;
+      }
     }
-  }
-  grpc::Status status = reader->Finish();
-  if (!view.Ended()) {
+    grpc::Status status = reader->Finish();
+    if (view.Ended()) break;
+    // A coordinator restart breaks the stream; once it served us, wait for it to come back
+    // (a reconnect starts with a fresh snapshot).
+    if (status.error_code() == grpc::StatusCode::UNAVAILABLE && connected_once &&
+        retries < kWatchReconnects) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250 << std::min(retries, 4)));
+      ++retries;
+      continue;
+    }
     if (!status.ok()) return client.Error(status);
     return absl::UnavailableError(
         absl::StrCat("the watch stream of sweep ", sweep_id, " ended before the sweep did"));
@@ -133,9 +153,11 @@ absl::Status SweepWatch(const Context& ctx, int64_t sweep_id) {
       bad.push_back(absl::StrCat(run.name(), " (", RunStateName(run.state()), ")"));
     }
   }
+  std::string listed = bad.empty() ? "no run listed" : absl::StrJoin(bad.begin(),
+      bad.begin() + std::min<size_t>(bad.size(), 4), ", ");
+  if (bad.size() > 4) absl::StrAppend(&listed, " and ", bad.size() - 4, " more");
   return absl::AbortedError(absl::StrCat("sweep ", sweep_id, " ended ",
-                                         SweepStateName(view.sweep().state()), ": ",
-                                         bad.empty() ? "no run listed" : absl::StrJoin(bad, ", ")));
+                                         SweepStateName(view.sweep().state()), ": ", listed));
 }
 
 }  // namespace xmod::cli

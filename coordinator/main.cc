@@ -6,6 +6,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "coordinator/coordinator.h"
 #include "glog/logging.h"
 
@@ -43,6 +45,12 @@ int main(int argc, char** argv) {
       "Example: xmod-coordinator --listen=0.0.0.0:7070 --db=/var/lib/xmod/xmod.db "
       "--checkpoint_root=/shared/xmod/checkpoints --http_listen=0.0.0.0:8080 "
       "--metrics_listen=0.0.0.0:9464");
+  absl::FlagsUsageConfig usage;
+  // --help lists this file's flags (absl's default looks for <program>.cc).
+  usage.contains_help_flags = [](absl::string_view path) {
+    return absl::EndsWith(path, "coordinator/main.cc");
+  };
+  absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;

@@ -78,7 +78,8 @@ void PrintJson(const FitReport& r, const std::vector<Prediction>& recs, uint64_t
       << ",\n  \"mae\": " << Num(r.fit.mae) << ",\n";
   out << "  \"n_obs\": " << r.fit.n_obs << ", \"n_stage1\": " << r.fit.n_stage1
       << ", \"n_stage2\": " << r.fit.n_stage2
-      << ", \"stage2_fitted\": " << (r.fit.stage2_fitted ? "true" : "false") << ",\n";
+      << ", \"stage2_fitted\": " << (r.fit.stage2_fitted ? "true" : "false")
+      << ", \"evaluations\": " << r.fit.evaluations << ",\n";
   out << "  \"at_bound\": [";
   for (size_t i = 0; i < r.fit.at_bound.size(); ++i) {
     out << (i ? ", " : "") << Quote(r.fit.at_bound[i]);
@@ -188,6 +189,7 @@ absl::Status RunFitCommand(const FitCommandOptions& options, std::ostream& out) 
   if (options.threads < 1) return absl::InvalidArgumentError("--threads: must be >= 1");
   if (options.population < 5) return absl::InvalidArgumentError("--population: must be >= 5");
   if (options.generations < 1) return absl::InvalidArgumentError("--generations: must be >= 1");
+  if (!(options.ftol >= 0)) return absl::InvalidArgumentError("--ftol: must be >= 0");
   std::vector<RecommendTarget> targets;
   for (size_t i = 0; i < options.recommend.size(); ++i) {
     absl::StatusOr<RecommendTarget> t = ParseTarget(options.recommend[i], static_cast<int>(i));
@@ -199,6 +201,7 @@ absl::Status RunFitCommand(const FitCommandOptions& options, std::ostream& out) 
   fit_options.fit.search.seed = options.seed;
   fit_options.fit.search.population = options.population;
   fit_options.fit.search.generations = options.generations;
+  fit_options.fit.search.ftol = options.ftol;
   fit_options.cross_validate = options.cross_validate;
   fit_options.bootstrap_samples = options.bootstrap;
   fit_options.threads = options.threads;

@@ -27,6 +27,7 @@ struct FitCommandOptions {
   bool cross_validate = true;
   int population = 32;                 // DE population
   int generations = 400;               // DE generations at most
+  double ftol = 1e-7;                  // DE stop: best and worst SSE/SST differ by less
 };
 
 // Reads the input, fits, validates, recommends and prints. INVALID_ARGUMENT for bad

@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", options.threads, "threads for the bootstrap");
   app.add_option("--population", options.population, "differential-evolution population");
   app.add_option("--generations", options.generations, "differential-evolution generations");
+  app.add_option("--ftol", options.ftol,
+                 "differential evolution stops when best and worst SSE/SST differ by less");
   bool no_cv = false;
   app.add_flag("--no_cv", no_cv, "skip the grouped cross-validation");
   CLI11_PARSE(app, argc, argv);

@@ -113,6 +113,7 @@ void Agent::Drain() {
 
 void Agent::Abandon() {
   if (!abandon_.HasBeenNotified()) abandon_.Notify();
+  relay_.Interrupt();
 }
 
 void Agent::Wait() {
@@ -125,6 +126,7 @@ void Agent::Wait() {
         &attempts_));
   }
   if (!shutdown_.HasBeenNotified()) shutdown_.Notify();
+  relay_.Interrupt();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
   if (relay_thread_.joinable()) relay_thread_.join();
   JoinFinishedThreads();
@@ -315,6 +317,8 @@ void Agent::StartAttempt(const v1::Assignment& assignment) {
   Attempt* raw = attempt.get();
   attempts_[key] = std::move(attempt);
   raw->thread = std::thread([this, raw] { Supervise(raw); });
+  // A drain that began while the child was starting preempts it too.
+  if (draining_) StopLocked(*raw, v1::OUTCOME_PREEMPTED);
 }
 
 void Agent::Supervise(Attempt* attempt) {

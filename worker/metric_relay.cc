@@ -197,6 +197,11 @@ void MetricRelay::RunPumpLoop(absl::Notification* stop) {
   }
 }
 
+void MetricRelay::Interrupt() {
+  absl::MutexLock lock(&mu_);
+  ++generation_;
+}
+
 int64_t MetricRelay::last_seq(AttemptKey key) const {
   absl::MutexLock lock(&mu_);
   auto it = streams_.find(key);

@@ -81,6 +81,8 @@ class MetricRelay {
   // Pumps until `stop` is notified, sleeping while there is nothing due. Real-time waits,
   // decisions on the Clock.
   void RunPumpLoop(absl::Notification* stop);
+  // Wakes RunPumpLoop and WaitDelivered to re-check their conditions (e.g. after `stop`).
+  void Interrupt();
 
   // Inspection.
   int64_t last_seq(AttemptKey key) const;

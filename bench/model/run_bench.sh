@@ -1,0 +1,44 @@
+#!/bin/bash
+# Runs bench_model (xmod, LibTorch C++) and eager_models.py (PyTorch eager, the same LibTorch)
+# side by side at the same thread budget, for each L and thread count, and prints tokens/s of
+# each, xmod's efficiency ratio (step-time ratio / FLOP ratio, must be <= 1.0) and the
+# speed-up of xmod over eager (target >= 1.3).
+#
+# Usage: bench/model/run_bench.sh [BUILD_DIR] — env: LS="1024 4096", THREADS="1 2", K=4, A=1,
+# STEPS=3, TOKENS=4096.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+build="${1:-$here/../../build/model}"
+bench="$build/bin/bench_model"
+[[ -x "$bench" ]] || { echo "no $bench: build the bench_model target first" >&2; exit 2; }
+LS="${LS:-1024 4096}"; THREADS="${THREADS:-1 2}"; K="${K:-4}"; A="${A:-1}"
+STEPS="${STEPS:-3}"; TOKENS="${TOKENS:-4096}"
+
+field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" <<<"$2"; }
+
+for threads in $THREADS; do
+  export OPENBLAS_NUM_THREADS="$threads" OMP_NUM_THREADS="$threads" MKL_NUM_THREADS="$threads"
+  for L in $LS; do
+    common=(--seq_len "$L" --tokens_per_step "$TOKENS" --k "$K" --a "$A" --threads "$threads"
+            --steps "$STEPS")
+    ours="$("$bench" "${common[@]}" --arch both)"
+    echo "$ours"
+    plans="$("$bench" --seq_len "$L" --k "$K" --a "$A" --arch plan)"
+    declare -A eager_tps=()
+    for name in dense xmod; do
+      line="$(grep "^$name " <<<"$plans")"
+      out="$(/usr/bin/python3 "$here/eager_models.py" --name "$name" --seq_len "$L" \
+        --tokens_per_step "$TOKENS" --k "$K" --threads "$threads" --steps "$STEPS" \
+        --plan "$(field plan "$line")" --intervals "$(field intervals "$line")" \
+        --train_flops_per_token "$(field train_flops_per_token "$line")")"
+      echo "$out"
+      eager_tps[$name]="$(field tokens_per_s "$out")"
+    done
+    for name in dense xmod; do
+      ours_tps="$(grep "^model=$name " <<<"$ours" | sed -n 's/.*tokens_per_s=\([^ ]*\).*/\1/p')"
+      awk -v n="$name" -v L="$L" -v t="$threads" -v a="$ours_tps" -v b="${eager_tps[$name]}" \
+        'BEGIN { printf "speedup model=%s L=%s threads=%s ours_tokens_per_s=%.1f eager_tokens_per_s=%.1f ours_over_eager=%.3f (target >= 1.3)\n", n, L, t, a, b, a / b }'
+    done
+    unset eager_tps
+  done
+done

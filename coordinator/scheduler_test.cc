@@ -1,0 +1,364 @@
+// Scheduler tests with a FakeClock: leasing, heartbeat renewal, lease expiry -> requeue with
+// backoff -> bounded attempts -> FAILED, resume points, metric acks, cancellation orders,
+// re-registration, and the state rebuilt from the database after a restart.
+#include "coordinator/scheduler.h"
+
+#include "coordinator/store_reads.h"
+#include "coordinator/sweep_expansion.h"
+#include "coordinator/test_util.h"
+#include "gtest/gtest.h"
+
+namespace xmod {
+namespace {
+
+using xmod::v1::RunState;
+
+class SchedulerTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = NewTestDir("sched");
+    Open();
+  }
+
+  void Open() {
+    absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(dir_ + "/x.db", StoreOptions{});
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    options_.lease_ttl_ms = 10000;
+    options_.backoff_base_ms = 1000;
+    options_.backoff_max_ms = 4000;
+    options_.checkpoint_root = dir_ + "/ckpt";
+    absl::StatusOr<std::unique_ptr<Scheduler>> s =
+        Scheduler::Create(store_.get(), &clock_, &feed_, nullptr, options_);
+    ASSERT_TRUE(s.ok()) << s.status();
+    scheduler_ = *std::move(s);
+  }
+
+  void Restart() {
+    scheduler_.reset();
+    store_.reset();
+    Open();
+  }
+
+  // Submits TinySweep with max_attempts; returns the run ids.
+  std::vector<int64_t> Submit(int max_attempts = 3) {
+    xmod::v1::SweepSpec spec = TinySweep(dir_);
+    spec.set_max_attempts(max_attempts);
+    absl::StatusOr<std::vector<xmod::v1::Run>> runs = ExpandSweep(spec);
+    EXPECT_TRUE(runs.ok()) << runs.status();
+    absl::StatusOr<int64_t> sweep = scheduler_->SubmitSweep(spec, &*runs);
+    EXPECT_TRUE(sweep.ok()) << sweep.status();
+    std::vector<int64_t> ids;
+    for (const auto& r : *runs) ids.push_back(r.id());
+    return ids;
+  }
+
+  int64_t RegisterWorker(const std::string& name) {
+    xmod::v1::RegisterRequest request;
+    request.set_worker_name(name);
+    for (int i = 0; i < 2; ++i) {
+      xmod::v1::Slot* slot = request.add_slots();
+      slot->set_index(i);
+      slot->set_kind(xmod::v1::CPU);
+      slot->set_cores(1);
+    }
+    absl::StatusOr<xmod::v1::RegisterResponse> r = scheduler_->Register(request);
+    EXPECT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->lease_ttl_ms(), 10000);
+    return r->worker_id();
+  }
+
+  std::optional<xmod::v1::Assignment> Acquire(int64_t worker) {
+    xmod::v1::AcquireRunRequest request;
+    request.set_worker_id(worker);
+    request.add_free_slots(1);
+    request.set_wait_ms(0);
+    absl::StatusOr<std::optional<xmod::v1::Assignment>> a = scheduler_->Acquire(request);
+    EXPECT_TRUE(a.ok()) << a.status();
+    return a.ok() ? *a : std::nullopt;
+  }
+
+  xmod::v1::Run Load(int64_t run_id) {
+    xmod::v1::Run run;
+    EXPECT_TRUE(store_
+                    ->Read([&](Db& db) {
+                      absl::StatusOr<xmod::v1::Run> r = LoadRun(db, run_id);
+                      if (r.ok()) run = *r;
+                      return r.status();
+                    })
+                    .ok());
+    return run;
+  }
+
+  std::vector<xmod::v1::Attempt> Attempts(int64_t run_id) {
+    std::vector<xmod::v1::Attempt> out;
+    EXPECT_TRUE(store_
+                    ->Read([&](Db& db) {
+                      auto a = LoadAttempts(db, run_id);
+                      if (a.ok()) out = *a;
+                      return a.status();
+                    })
+                    .ok());
+    return out;
+  }
+
+  xmod::v1::HeartbeatResponse Beat(int64_t worker, const xmod::v1::Assignment& a) {
+    xmod::v1::HeartbeatRequest request;
+    request.set_worker_id(worker);
+    xmod::v1::RunningAttempt* running = request.add_running();
+    running->set_run_id(a.run_id());
+    running->set_attempt(a.attempt());
+    running->mutable_progress()->set_step(3);
+    running->mutable_progress()->set_flops(3e9);
+    absl::StatusOr<xmod::v1::HeartbeatResponse> r = scheduler_->Heartbeat(request);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return *r;
+  }
+
+  std::string dir_;
+  FakeClock clock_;
+  ChangeFeed feed_;
+  SchedulerOptions options_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Scheduler> scheduler_;
+};
+
+TEST_F(SchedulerTest, LeasesInQueueOrderAndFillsTheAssignment) {
+  const std::vector<int64_t> runs = Submit();
+  const int64_t worker = RegisterWorker("w1");
+  std::optional<xmod::v1::Assignment> a = Acquire(worker);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->run_id(), runs[0]);
+  EXPECT_EQ(a->attempt(), 1);
+  EXPECT_EQ(a->spec().run_id(), runs[0]);
+  EXPECT_EQ(a->spec().attempt(), 1);
+  EXPECT_EQ(a->slots_size(), 1);
+  EXPECT_EQ(a->slots(0), 1);
+  EXPECT_FALSE(a->has_resume());
+  EXPECT_NE(a->spec().checkpoint_dir().find("/run-"), std::string::npos);
+  EXPECT_EQ(Load(runs[0]).state(), xmod::v1::RUNNING);
+  EXPECT_EQ(Load(runs[0]).worker(), "w1");
+  EXPECT_EQ(Acquire(worker)->run_id(), runs[1]);
+  EXPECT_EQ(Acquire(worker)->run_id(), runs[2]);
+  EXPECT_FALSE(Acquire(worker).has_value());  // queue empty
+  // An unknown worker must register first.
+  xmod::v1::AcquireRunRequest unknown;
+  unknown.set_worker_id(999);
+  unknown.add_free_slots(0);
+  EXPECT_EQ(scheduler_->Acquire(unknown).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(SchedulerTest, HeartbeatRenewsTheLease) {
+  Submit();
+  const int64_t worker = RegisterWorker("w1");
+  auto a = Acquire(worker);
+  ASSERT_TRUE(a.has_value());
+  const int64_t first = *scheduler_->LeaseExpiry(a->run_id(), 1);
+  clock_.Advance(8000);
+  EXPECT_TRUE(Beat(worker, *a).orders().empty());
+  EXPECT_EQ(*scheduler_->LeaseExpiry(a->run_id(), 1), first + 8000);
+  clock_.Advance(8000);  // 16 s after the start, 8 s after the renewal
+  EXPECT_EQ(scheduler_->ExpireLeases(), 0);
+  EXPECT_EQ(Load(a->run_id()).state(), xmod::v1::RUNNING);
+  EXPECT_EQ(Load(a->run_id()).progress().step(), 3);
+}
+
+TEST_F(SchedulerTest, ExpiryRequeuesWithBackoffUntilAttemptsRunOut) {
+  const std::vector<int64_t> runs = Submit(/*max_attempts=*/3);
+  const int64_t worker = RegisterWorker("w1");
+  // Only the first run matters here: cancel the others.
+  ASSERT_TRUE(scheduler_->CancelRun(runs[1]).ok());
+  ASSERT_TRUE(scheduler_->CancelRun(runs[2]).ok());
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    auto a = Acquire(worker);
+    ASSERT_TRUE(a.has_value()) << "attempt " << attempt;
+    EXPECT_EQ(a->attempt(), attempt);
+    clock_.Advance(10001);
+    EXPECT_EQ(scheduler_->ExpireLeases(), 1);
+    const xmod::v1::Run run = Load(runs[0]);
+    if (attempt < 3) {
+      EXPECT_EQ(run.state(), xmod::v1::QUEUED);
+      // Backoff: not leased again before base * 2^(attempt-1).
+      EXPECT_FALSE(Acquire(worker).has_value());
+      clock_.Advance(scheduler_->BackoffMillis(attempt) - 1);
+      EXPECT_FALSE(Acquire(worker).has_value());
+      clock_.Advance(1);
+    } else {
+      EXPECT_EQ(run.state(), xmod::v1::FAILED);
+      EXPECT_NE(run.error().find("3 of 3 attempts failed"), std::string::npos) << run.error();
+    }
+  }
+  EXPECT_EQ(scheduler_->BackoffMillis(1), 1000);
+  EXPECT_EQ(scheduler_->BackoffMillis(2), 2000);
+  EXPECT_EQ(scheduler_->BackoffMillis(5), 4000);  // capped
+  const std::vector<xmod::v1::Attempt> attempts = Attempts(runs[0]);
+  ASSERT_EQ(attempts.size(), 3u);
+  for (const auto& a : attempts) EXPECT_EQ(a.outcome(), "lost");
+  EXPECT_FALSE(Acquire(worker).has_value());
+  // A stale worker's heartbeat for the lost attempt is told to stop.
+  xmod::v1::Assignment old;
+  old.set_run_id(runs[0]);
+  old.set_attempt(3);
+  const xmod::v1::HeartbeatResponse beat = Beat(worker, old);
+  ASSERT_EQ(beat.orders_size(), 1);
+  EXPECT_EQ(beat.orders(0).action(), xmod::v1::STOP);
+  // RetryFailed gives a fresh allowance.
+  absl::StatusOr<std::vector<int64_t>> retried = scheduler_->RetryFailed(Load(runs[0]).sweep_id());
+  ASSERT_TRUE(retried.ok());
+  EXPECT_EQ(retried->size(), 1u);
+  auto again = Acquire(worker);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->attempt(), 4);
+}
+
+TEST_F(SchedulerTest, RetryResumesFromTheLatestCheckpointAndAcksMetrics) {
+  const std::vector<int64_t> runs = Submit();
+  const int64_t worker = RegisterWorker("w1");
+  auto a = Acquire(worker);
+  ASSERT_TRUE(a.has_value());
+  xmod::v1::ReportMetricsRequest metrics;
+  metrics.set_worker_id(worker);
+  metrics.set_run_id(a->run_id());
+  metrics.set_attempt(1);
+  metrics.set_first_seq(0);
+  for (int i = 0; i < 5; ++i) {
+    xmod::v1::MetricPoint* p = metrics.add_points();
+    p->set_name("train/loss");
+    p->set_step(i + 1);
+    p->set_flops((i + 1) * 1e9);
+    p->set_value(5 - i * 0.1);
+  }
+  auto ack = scheduler_->ReportMetrics(metrics);
+  ASSERT_TRUE(ack.ok());
+  EXPECT_EQ(ack->acked_seq(), 4);
+  EXPECT_FALSE(ack->stale());
+  ack = scheduler_->ReportMetrics(metrics);  // replay
+  EXPECT_EQ(ack->acked_seq(), 4);
+  metrics.set_first_seq(10);  // a gap: stored, but the ack stays put
+  ack = scheduler_->ReportMetrics(metrics);
+  EXPECT_EQ(ack->acked_seq(), 4);
+  EXPECT_DOUBLE_EQ(Load(a->run_id()).progress().train_loss(), 5 - 4 * 0.1);
+
+  for (int step : {2, 4}) {
+    xmod::v1::ReportCheckpointRequest c;
+    c.set_worker_id(worker);
+    c.set_run_id(a->run_id());
+    c.set_attempt(1);
+    c.set_step(step);
+    c.set_path(absl::StrCat("/ckpt/step", step));
+    c.set_sha256("abc");
+    ASSERT_TRUE(scheduler_->ReportCheckpoint(c).ok());
+  }
+  xmod::v1::FinishRunRequest fail;
+  fail.set_worker_id(worker);
+  fail.set_run_id(a->run_id());
+  fail.set_attempt(1);
+  fail.set_outcome(xmod::v1::OUTCOME_FAILED);
+  fail.set_exit_code(1);
+  fail.set_error("CUDA out of memory");
+  ASSERT_TRUE(scheduler_->FinishRun(fail).ok());
+  EXPECT_EQ(Load(a->run_id()).state(), xmod::v1::QUEUED);
+  EXPECT_NE(Load(a->run_id()).error().find("CUDA out of memory"), std::string::npos);
+  // The failed attempt's late points are stale.
+  metrics.set_first_seq(5);
+  ack = scheduler_->ReportMetrics(metrics);
+  EXPECT_TRUE(ack->stale());
+  // The other runs come first (backoff), then the retry resumes at step 4.
+  clock_.Advance(scheduler_->BackoffMillis(1));
+  std::optional<xmod::v1::Assignment> retry;
+  for (int i = 0; i < 3 && (!retry || retry->run_id() != a->run_id()); ++i) retry = Acquire(worker);
+  ASSERT_TRUE(retry.has_value());
+  EXPECT_EQ(retry->run_id(), a->run_id());
+  EXPECT_EQ(retry->attempt(), 2);
+  EXPECT_EQ(retry->resume().step(), 4);
+  EXPECT_EQ(retry->resume().path(), "/ckpt/step4");
+  EXPECT_EQ(Attempts(a->run_id())[1].resumed_from_step(), 4);
+  xmod::v1::FinishRunRequest ok = fail;
+  ok.set_attempt(2);
+  ok.set_outcome(xmod::v1::OUTCOME_SUCCEEDED);
+  ASSERT_TRUE(scheduler_->FinishRun(ok).ok());
+  EXPECT_EQ(Load(a->run_id()).state(), xmod::v1::SUCCEEDED);
+  EXPECT_EQ(Load(a->run_id()).error(), "");
+}
+
+TEST_F(SchedulerTest, CancelledRunGetsAStopOrder) {
+  const std::vector<int64_t> runs = Submit();
+  const int64_t worker = RegisterWorker("w1");
+  auto a = Acquire(worker);
+  ASSERT_TRUE(scheduler_->CancelRun(a->run_id()).ok());
+  EXPECT_EQ(Load(a->run_id()).state(), xmod::v1::CANCELLED);
+  const xmod::v1::HeartbeatResponse beat = Beat(worker, *a);
+  ASSERT_EQ(beat.orders_size(), 1);
+  EXPECT_EQ(beat.orders(0).action(), xmod::v1::STOP);
+  EXPECT_EQ(beat.orders(0).run_id(), a->run_id());
+  // Resume is refused while the attempt is still stopping.
+  EXPECT_EQ(scheduler_->ResumeRun(a->run_id()).code(), absl::StatusCode::kFailedPrecondition);
+  xmod::v1::FinishRunRequest done;
+  done.set_worker_id(worker);
+  done.set_run_id(a->run_id());
+  done.set_attempt(1);
+  done.set_outcome(xmod::v1::OUTCOME_CANCELLED);
+  ASSERT_TRUE(scheduler_->FinishRun(done).ok());
+  EXPECT_EQ(Attempts(a->run_id())[0].outcome(), "cancelled");
+  EXPECT_EQ(Load(a->run_id()).state(), xmod::v1::CANCELLED);
+  ASSERT_TRUE(scheduler_->ResumeRun(a->run_id()).ok());
+  EXPECT_EQ(Load(a->run_id()).state(), xmod::v1::QUEUED);
+  // Cancelling a finished run is refused.
+  ASSERT_TRUE(scheduler_->CancelSweep(Load(runs[0]).sweep_id()).ok());
+  for (int64_t id : runs) EXPECT_EQ(Load(id).state(), xmod::v1::CANCELLED);
+}
+
+TEST_F(SchedulerTest, ReregisteredWorkerLosesAttemptsItNoLongerReports) {
+  Submit();
+  const int64_t worker = RegisterWorker("w1");
+  auto kept = Acquire(worker);
+  auto dropped = Acquire(worker);
+  ASSERT_TRUE(kept && dropped);
+  EXPECT_EQ(RegisterWorker("w1"), worker);  // same name, same id
+  Beat(worker, *kept);
+  EXPECT_EQ(Attempts(dropped->run_id())[0].outcome(), "lost");
+  EXPECT_EQ(Load(dropped->run_id()).state(), xmod::v1::QUEUED);
+  EXPECT_EQ(Load(kept->run_id()).state(), xmod::v1::RUNNING);
+}
+
+TEST_F(SchedulerTest, RestartRebuildsQueueLeasesAndWorkers) {
+  const std::vector<int64_t> runs = Submit();
+  const int64_t worker = RegisterWorker("w1");
+  auto a = Acquire(worker);
+  ASSERT_TRUE(a.has_value());
+  xmod::v1::ReportMetricsRequest metrics;
+  metrics.set_worker_id(worker);
+  metrics.set_run_id(a->run_id());
+  metrics.set_attempt(1);
+  metrics.set_first_seq(0);
+  metrics.add_points()->set_name("train/loss");
+  ASSERT_EQ(scheduler_->ReportMetrics(metrics)->acked_seq(), 0);
+
+  Restart();
+  // The worker is still known and its attempt continues: heartbeat renews, no orders.
+  EXPECT_TRUE(Beat(worker, *a).orders().empty());
+  EXPECT_FALSE(Beat(worker, *a).reregister());
+  EXPECT_EQ(Load(a->run_id()).state(), xmod::v1::RUNNING);
+  // The acked seq survived the restart.
+  metrics.set_first_seq(1);
+  EXPECT_EQ(scheduler_->ReportMetrics(metrics)->acked_seq(), 1);
+  // The queue survived: the two other runs come out in order.
+  EXPECT_EQ(Acquire(worker)->run_id(), runs[1]);
+  EXPECT_EQ(Acquire(worker)->run_id(), runs[2]);
+  // And the lease still expires when heartbeats stop.
+  clock_.Advance(10001);
+  EXPECT_EQ(scheduler_->ExpireLeases(), 3);
+  EXPECT_EQ(Load(a->run_id()).state(), xmod::v1::QUEUED);
+}
+
+TEST_F(SchedulerTest, UnknownWorkerIsToldToRegister) {
+  xmod::v1::HeartbeatRequest request;
+  request.set_worker_id(42);
+  absl::StatusOr<xmod::v1::HeartbeatResponse> r = scheduler_->Heartbeat(request);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->reregister());
+}
+
+}  // namespace
+}  // namespace xmod

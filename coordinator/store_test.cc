@@ -1,0 +1,239 @@
+// Store tests: schema and WAL, batched durable writes, idempotent metrics, the canonical
+// metrics view after a resume, read-only user queries.
+#include "coordinator/store.h"
+
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/schema.h"
+#include "coordinator/store_reads.h"
+#include "coordinator/store_writes.h"
+#include "coordinator/test_util.h"
+#include "gtest/gtest.h"
+
+namespace xmod {
+namespace {
+
+std::unique_ptr<Store> OpenStore(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path, StoreOptions{});
+  EXPECT_TRUE(store.ok()) << store.status();
+  return store.ok() ? *std::move(store) : nullptr;
+}
+
+// One sweep with one run; returns the run id.
+int64_t AddRun(Store& store) {
+  int64_t run_id = 0;
+  EXPECT_TRUE(store
+                  .WriteAndWait([&](Db& db) {
+                    xmod::v1::SweepSpec spec;
+                    spec.set_name("s");
+                    absl::StatusOr<int64_t> sweep = InsertSweep(db, spec, 1);
+                    if (!sweep.ok()) return sweep.status();
+                    xmod::v1::Run run;
+                    run.set_name("r");
+                    run.set_max_attempts(5);
+                    run.mutable_spec()->mutable_training()->set_seq_len(64);
+                    absl::StatusOr<int64_t> id = InsertRun(db, *sweep, run, 1);
+                    if (!id.ok()) return id.status();
+                    run_id = *id;
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  return run_id;
+}
+
+std::vector<xmod::v1::MetricPoint> Points(const std::string& name, int from_step, int to_step) {
+  std::vector<xmod::v1::MetricPoint> points;
+  for (int s = from_step; s <= to_step; ++s) {
+    xmod::v1::MetricPoint p;
+    p.set_name(name);
+    p.set_step(s);
+    p.set_tokens(s * 128);
+    p.set_flops(s * 1e9);
+    p.set_value(10.0 - s * 0.1);
+    points.push_back(p);
+  }
+  return points;
+}
+
+int64_t Count(Store& store, const std::string& sql) {
+  absl::StatusOr<QueryResult> r = store.Query(sql, 10, 1000);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? std::stoll(r->rows[0][0]) : -1;
+}
+
+TEST(StoreTest, CreatesVersionedSchemaInWalMode) {
+  const std::string dir = NewTestDir("schema");
+  auto store = OpenStore(dir + "/x.db");
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<QueryResult> mode = store->Query("SELECT * FROM pragma_journal_mode", 1, 1000);
+  ASSERT_TRUE(mode.ok()) << mode.status();
+  EXPECT_EQ(mode->rows[0][0], "wal");
+  EXPECT_EQ(Count(*store, "SELECT user_version FROM pragma_user_version"), kSchemaVersion);
+  for (const char* table : {"sweeps", "runs", "attempts", "metrics", "checkpoints", "workers",
+                            "events", "fits", "run_summary", "flop_aligned_loss",
+                            "canonical_metrics"}) {
+    EXPECT_EQ(Count(*store, absl::StrCat("SELECT COUNT(*) FROM sqlite_master WHERE name = '",
+                                         table, "'")),
+              1)
+        << table;
+  }
+  // Reopening an up-to-date database migrates nothing and keeps the data.
+  const int64_t run = AddRun(*store);
+  store.reset();
+  store = OpenStore(dir + "/x.db");
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(Count(*store, absl::StrCat("SELECT COUNT(*) FROM runs WHERE id = ", run)), 1);
+}
+
+TEST(StoreTest, RefusesNewerSchema) {
+  const std::string dir = NewTestDir("newer");
+  { OpenStore(dir + "/x.db"); }
+  {
+    absl::StatusOr<std::unique_ptr<Db>> db =
+        Db::Open(dir + "/x.db", SQLITE_OPEN_READWRITE, 1000);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->Exec("PRAGMA user_version = 99").ok());
+  }
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(dir + "/x.db", StoreOptions{});
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(StoreTest, ConcurrentWritesAreBatchedAndDurable) {
+  const std::string dir = NewTestDir("batch");
+  int commits = 0;
+  int max_batch = 0;
+  StoreOptions options;
+  options.on_commit = [&](double, int batch) {
+    ++commits;
+    max_batch = std::max(max_batch, batch);
+  };
+  {
+    absl::StatusOr<std::unique_ptr<Store>> opened = Store::Open(dir + "/x.db", options);
+    ASSERT_TRUE(opened.ok());
+    Store& store = **opened;
+    const int64_t run = AddRun(store);
+    std::vector<std::future<absl::Status>> futures;
+    for (int i = 0; i < 500; ++i) {
+      futures.push_back(store.Write([run, i](Db& db) {
+        return InsertMetrics(db, run, 1, i, Points("train/loss", i, i));
+      }));
+    }
+    // A failing closure rolls back alone; its neighbours in the batch still commit.
+    futures.push_back(store.Write([](Db& db) { return db.Exec("INSERT INTO nope VALUES (1)"); }));
+    for (int i = 0; i < 499; ++i) EXPECT_TRUE(futures[i].get().ok());
+    EXPECT_TRUE(futures[499].get().ok());
+    EXPECT_FALSE(futures[500].get().ok());
+  }  // closed: the writer drained
+  EXPECT_LT(commits, 500) << "writes were not batched";
+  EXPECT_GT(max_batch, 1);
+  auto store = OpenStore(dir + "/x.db");
+  EXPECT_EQ(Count(*store, "SELECT COUNT(*) FROM metrics"), 500);
+}
+
+TEST(StoreTest, MetricReplayIsIdempotent) {
+  const std::string dir = NewTestDir("idem");
+  auto store = OpenStore(dir + "/x.db");
+  const int64_t run = AddRun(*store);
+  for (int replay = 0; replay < 3; ++replay) {
+    ASSERT_TRUE(store
+                    ->WriteAndWait([&](Db& db) {
+                      return InsertMetrics(db, run, 1, 0, Points("train/loss", 0, 9));
+                    })
+                    .ok());
+  }
+  EXPECT_EQ(Count(*store, "SELECT COUNT(*) FROM metrics"), 10);
+}
+
+TEST(StoreTest, CanonicalViewDropsSupersededRowsAfterResume) {
+  const std::string dir = NewTestDir("canon");
+  auto store = OpenStore(dir + "/x.db");
+  const int64_t run = AddRun(*store);
+  ASSERT_TRUE(store
+                  ->WriteAndWait([&](Db& db) {
+                    AttemptStart a1{run, 1, 1, "w", "0", 10, 0, 100};
+                    if (auto s = InsertAttempt(db, a1); !s.ok()) return s;
+                    // Attempt 1 logs steps 1..10, then is lost; attempt 2 resumes at step 6.
+                    if (auto s = InsertMetrics(db, run, 1, 0, Points("val/loss", 1, 10)); !s.ok())
+                      return s;
+                    AttemptStart a2{run, 2, 1, "w", "0", 20, 6, 200};
+                    if (auto s = InsertAttempt(db, a2); !s.ok()) return s;
+                    return InsertMetrics(db, run, 2, 0, Points("val/loss", 7, 12));
+                  })
+                  .ok());
+  // Attempt 1's steps 1..6 and attempt 2's steps 7..12: one row per step.
+  EXPECT_EQ(Count(*store, "SELECT COUNT(*) FROM canonical_metrics"), 12);
+  EXPECT_EQ(Count(*store, "SELECT COUNT(DISTINCT step) FROM canonical_metrics"), 12);
+  EXPECT_EQ(Count(*store, "SELECT MAX(step) FROM canonical_metrics WHERE attempt = 1"), 6);
+  EXPECT_EQ(Count(*store, "SELECT COUNT(*) FROM flop_aligned_loss"), 12);
+  absl::StatusOr<QueryResult> summary =
+      store->Query("SELECT final_val_loss FROM run_summary", 10, 1000);
+  ASSERT_TRUE(summary.ok());
+  EXPECT_DOUBLE_EQ(std::stod(summary->rows[0][0]), 10.0 - 12 * 0.1);
+
+  // A fresh restart (resumed_from_step 0) supersedes every row of the earlier attempts.
+  ASSERT_TRUE(store
+                  ->WriteAndWait([&](Db& db) {
+                    AttemptStart a3{run, 3, 1, "w", "0", 30, 0, 300};
+                    return InsertAttempt(db, a3);
+                  })
+                  .ok());
+  EXPECT_EQ(Count(*store, "SELECT COUNT(*) FROM canonical_metrics"), 0);
+
+}
+
+TEST(StoreTest, MetricsAreDownsampledEvenly) {
+  const std::string dir = NewTestDir("down");
+  auto store = OpenStore(dir + "/x.db");
+  const int64_t run = AddRun(*store);
+  ASSERT_TRUE(store
+                  ->WriteAndWait([&](Db& db) {
+                    return InsertMetrics(db, run, 1, 0, Points("train/loss", 0, 100));
+                  })
+                  .ok());
+  ASSERT_TRUE(store
+                  ->Read([&](Db& db) {
+                    auto series = LoadMetrics(db, run, {}, 11);
+                    EXPECT_TRUE(series.ok());
+                    EXPECT_EQ(series->size(), 1u);
+                    const auto& points = (*series)[0].points();
+                    EXPECT_EQ(points.size(), 11);
+                    EXPECT_EQ(points[0].step(), 0);
+                    EXPECT_EQ(points[5].step(), 50);
+                    EXPECT_EQ(points[10].step(), 100);
+                    return absl::OkStatus();
+                  })
+                  .ok());
+}
+
+TEST(StoreTest, UserQueriesAreReadOnly) {
+  const std::string dir = NewTestDir("ro");
+  auto store = OpenStore(dir + "/x.db");
+  AddRun(*store);
+  for (const char* sql :
+       {"DELETE FROM runs", "UPDATE runs SET state = 'x'", "DROP TABLE runs",
+        "INSERT INTO events (time_ms, kind) VALUES (1, 'x')", "PRAGMA user_version = 5",
+        "ATTACH DATABASE '/tmp/x' AS y", "SELECT 1; DELETE FROM runs",
+        "WITH x AS (SELECT 1) DELETE FROM runs", "SELECT * FROM no_such_table"}) {
+    absl::StatusOr<QueryResult> r = store->Query(sql, 10, 1000);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << sql;
+  }
+  EXPECT_EQ(Count(*store, "SELECT COUNT(*) FROM runs"), 1);
+  // The row cap truncates.
+  absl::StatusOr<QueryResult> r = store->Query(
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50) "
+      "SELECT i FROM n",
+      20, 1000);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->rows.size(), 20u);
+  EXPECT_TRUE(r->truncated);
+  // A runaway query hits the time limit.
+  r = store->Query(
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT COUNT(*) FROM n",
+      10, 50);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+}  // namespace
+}  // namespace xmod

@@ -1,0 +1,145 @@
+// Sweep expansion tests: product counts, K = 1 -> dense, deduplication, names, budgets, and
+// every bad-input case naming its field.
+#include "coordinator/sweep_expansion.h"
+
+#include <set>
+
+#include "coordinator/test_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "model/accounting/accounting.h"
+
+namespace xmod {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+TEST(SweepExpansionTest, CartesianProductWithDenseReferenceDeduplicated) {
+  const std::string dir = NewTestDir("expand");
+  xmod::v1::SweepSpec spec = TinySweep(dir);
+  // DENSE x K{1,2,4} collapses to one run; XMOD K=1 is that same dense run.
+  absl::StatusOr<std::vector<xmod::v1::Run>> runs = ExpandSweep(spec);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  ASSERT_EQ(runs->size(), 3u);
+  EXPECT_EQ((*runs)[0].spec().model().arch(), xmod::v1::DENSE);
+  EXPECT_EQ((*runs)[0].name(), "dense-tiny-test-L64");
+  EXPECT_EQ((*runs)[1].name(), "xmod-tiny-test-L64-K2-A1");
+  EXPECT_EQ((*runs)[2].name(), "xmod-tiny-test-L64-K4-A1");
+  for (const xmod::v1::Run& run : *runs) {
+    EXPECT_EQ(run.state(), xmod::v1::QUEUED);
+    EXPECT_EQ(run.max_attempts(), kDefaultMaxAttempts);
+    EXPECT_EQ(run.label(), "kx");
+    EXPECT_EQ(run.spec().training().seq_len(), 64);
+    EXPECT_DOUBLE_EQ(run.spec().training().flop_budget(), 1e12);
+    absl::StatusOr<Accounting> acc = Account(run.spec().model(), 64);
+    ASSERT_TRUE(acc.ok());
+    EXPECT_DOUBLE_EQ(run.forward_flops_per_token(), acc->forward_flops_per_token);
+    EXPECT_DOUBLE_EQ(run.total_params(), acc->total_params);
+  }
+  // Sparse runs cost fewer FLOPs per token than the dense reference.
+  EXPECT_LT((*runs)[2].forward_flops_per_token(), (*runs)[0].forward_flops_per_token());
+}
+
+TEST(SweepExpansionTest, CountsMultiplyAcrossAxesAndGrids) {
+  const std::string dir = NewTestDir("count");
+  xmod::v1::SweepSpec spec = TinySweep(dir);
+  xmod::v1::GridSpec* grid = spec.mutable_grids(0);
+  grid->clear_archs();
+  grid->add_archs(xmod::v1::XMOD);
+  grid->clear_ks();
+  grid->add_ks(2);
+  grid->add_ks(4);
+  grid->clear_as();
+  grid->add_as(0.5);
+  grid->add_as(1);
+  grid->add_as(2);
+  grid->add_seq_lens(64);
+  grid->add_seq_lens(128);
+  grid->add_flop_budgets(1e12);
+  grid->add_flop_budgets(2e12);
+  // 2 K x 3 A x 2 L x 2 budgets = 24, plus a second grid repeating 4 of them -> still 24.
+  xmod::v1::GridSpec* again = spec.add_grids();
+  *again = *grid;
+  again->clear_as();
+  again->add_as(1);
+  again->clear_seq_lens();
+  again->add_seq_lens(64);
+  absl::StatusOr<std::vector<xmod::v1::Run>> runs = ExpandSweep(spec);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  EXPECT_EQ(runs->size(), 24u);
+  std::set<std::string> names;
+  for (const auto& r : *runs) names.insert(r.name());
+  EXPECT_EQ(names.size(), 24u);
+  EXPECT_TRUE(names.count("xmod-tiny-test-L128-K4-A0.5-C2e12")) << *names.begin();
+}
+
+TEST(SweepExpansionTest, HeldOutFromFitPlan) {
+  const std::string dir = NewTestDir("held");
+  xmod::v1::SweepSpec spec = TinySweep(dir);
+  spec.mutable_grids(0)->add_seq_lens(64);
+  spec.mutable_grids(0)->add_seq_lens(128);
+  spec.mutable_fit()->add_held_out_seq_lens(128);
+  absl::StatusOr<std::vector<xmod::v1::Run>> runs = ExpandSweep(spec);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  ASSERT_EQ(runs->size(), 6u);
+  for (const auto& r : *runs) {
+    EXPECT_EQ(r.held_out(), r.spec().training().seq_len() == 128) << r.name();
+  }
+}
+
+struct BadCase {
+  std::string name;
+  std::function<void(xmod::v1::SweepSpec*)> mutate;
+  std::string expected_prefix;
+};
+
+TEST(SweepExpansionTest, BadInputNamesTheField) {
+  const std::string dir = NewTestDir("bad");
+  const std::vector<BadCase> cases = {
+      {"k<1", [](auto* s) { s->mutable_grids(0)->set_ks(2, 0); },
+       "grids[0].ks[2]: K must be >= 1"},
+      {"a<=0", [](auto* s) { s->mutable_grids(0)->set_as(0, 0); },
+       "grids[0].as[0]: A must be > 0"},
+      {"backbone",
+       [](auto* s) {
+         *s->add_grids() = s->grids(0);
+         s->mutable_grids(1)->set_backbones(0, "9B");
+       },
+       "grids[1].backbones[0]: unknown backbone \"9B\""},
+      {"train glob", [&](auto* s) { s->mutable_data()->set_train_glob(dir + "/nothing_*.bin"); },
+       "data.train_glob: no file matches"},
+      {"val glob", [](auto* s) { s->mutable_data()->clear_val_glob(); }, "data.val_glob:"},
+      {"budget", [](auto* s) { s->mutable_training()->set_flop_budget(1e3); },
+       "training.flop_budget: 1e3 is too small for one step (one step costs "},
+      {"grid budget", [](auto* s) { s->mutable_grids(0)->add_flop_budgets(-1); },
+       "grids[0].flop_budgets[0]:"},
+      {"L", [](auto* s) { s->mutable_grids(0)->add_seq_lens(0); }, "grids[0].seq_lens[0]:"},
+      {"A*K", [](auto* s) { s->mutable_grids(0)->set_as(0, 0.3); }, "grids[0].as[0]: A*K"},
+      {"batch", [](auto* s) { s->mutable_training()->set_batch_tokens(100); },
+       "training.batch_tokens: 100 tokens per step is not a multiple of L = 64"},
+      {"arch", [](auto* s) { s->mutable_grids(0)->set_archs(0, xmod::v1::ARCHITECTURE_UNSPECIFIED); },
+       "grids[0].archs[0]:"},
+      {"name", [](auto* s) { s->clear_name(); }, "name:"},
+      {"moe", [](auto* s) { s->mutable_grids(0)->add_moe_experts("6x64"); },
+       "grids[0].moe_experts[0]:"},
+  };
+  for (const BadCase& c : cases) {
+    xmod::v1::SweepSpec spec = TinySweep(dir);
+    c.mutate(&spec);
+    absl::StatusOr<std::vector<xmod::v1::Run>> runs = ExpandSweep(spec);
+    ASSERT_FALSE(runs.ok()) << c.name;
+    EXPECT_EQ(runs.status().code(), absl::StatusCode::kInvalidArgument) << c.name;
+    EXPECT_THAT(std::string(runs.status().message()), StartsWith(c.expected_prefix)) << c.name;
+  }
+}
+
+TEST(SweepExpansionTest, FormatsFlops) {
+  EXPECT_EQ(FormatFlops(1e3), "1e3");
+  EXPECT_EQ(FormatFlops(2.1e9), "2.1e9");
+  EXPECT_EQ(FormatFlops(512), "512");
+  EXPECT_EQ(FormatFlops(1.5e-7), "1.5e-7");
+}
+
+}  // namespace
+}  // namespace xmod

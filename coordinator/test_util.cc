@@ -1,0 +1,44 @@
+// See test_util.h.
+#include "coordinator/test_util.h"
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace xmod {
+
+std::string NewTestDir(const std::string& name) {
+  static std::atomic<int> counter{0};
+  const std::string dir = absl::StrCat(testing::TempDir(), "/xmod-coord-", name, "-", getpid(),
+                                       "-", counter++);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+xmod::v1::SweepSpec TinySweep(const std::string& dir) {
+  std::ofstream(dir + "/train_000.bin") << "x";
+  std::ofstream(dir + "/val_000.bin") << "x";
+  xmod::v1::SweepSpec spec;
+  spec.set_name("tiny");
+  spec.mutable_data()->set_train_glob(dir + "/train_*.bin");
+  spec.mutable_data()->set_val_glob(dir + "/val_*.bin");
+  spec.mutable_training()->set_seq_len(64);
+  spec.mutable_training()->set_batch_tokens(128);
+  spec.mutable_training()->set_flop_budget(1e12);
+  xmod::v1::GridSpec* grid = spec.add_grids();
+  grid->set_label("kx");
+  grid->add_archs(xmod::v1::DENSE);
+  grid->add_archs(xmod::v1::XMOD);
+  grid->add_backbones("tiny-test");
+  grid->add_ks(1);
+  grid->add_ks(2);
+  grid->add_ks(4);
+  grid->add_as(1);
+  return spec;
+}
+
+}  // namespace xmod

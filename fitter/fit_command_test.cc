@@ -1,0 +1,117 @@
+// xmod-fit as a library (CSV in, JSON or table out) and the CSV format.
+#include "fitter/fit_command.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "fitter/csv_input.h"
+#include "fitter/synthetic.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace xmod::fitter {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir ? dir : "/tmp") + "/xmod_fitter_" + name;
+}
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  const std::string path = TempPath(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(CsvTest, RoundTripsObservations) {
+  SyntheticOptions so;
+  so.out_of_range = true;
+  const std::vector<Observation> obs = *PaperSweepObservations(so);
+  absl::StatusOr<std::vector<Observation>> back = ParseDeltaCsv(WriteDeltaCsv(obs));
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->size(), obs.size());
+  for (size_t i = 0; i < obs.size(); ++i) {
+    EXPECT_EQ((*back)[i].backbone, obs[i].backbone);
+    EXPECT_EQ((*back)[i].k, obs[i].k);
+    EXPECT_EQ((*back)[i].a, obs[i].a);
+    EXPECT_EQ((*back)[i].delta, obs[i].delta);
+    EXPECT_EQ((*back)[i].held_out, obs[i].held_out);
+    EXPECT_DOUBLE_EQ((*back)[i].capacity_ratio, obs[i].capacity_ratio);
+  }
+}
+
+TEST(CsvTest, ErrorsNameLineAndColumn) {
+  EXPECT_THAT(ParseDeltaCsv("n_act,L,K,delta\n556e6,2048,4,0.1\n").status().message(),
+              HasSubstr("lacks column 'A'"));
+  EXPECT_THAT(ParseDeltaCsv("n_act,L,K,A,delta\n556e6,2048,four,1,0.1\n").status().message(),
+              HasSubstr("line 2, column K"));
+  EXPECT_THAT(ParseDeltaCsv("n_act,L,K,A,delta\n556e6,2048,4,1,nan\n").status().message(),
+              HasSubstr("L=2048 backbone=556M K=4 A=1 (line 2)"));
+  EXPECT_THAT(ParseDeltaCsv("n_act,L,K,A,delta\n3e15,2048,4,1,0.1\n").status().message(),
+              HasSubstr("no backbone preset"));
+}
+
+TEST(CsvTest, GroupColumnDefinesFolds) {
+  absl::StatusOr<std::vector<Observation>> obs =
+      ParseDeltaCsv("n_act,L,K,A,delta,group\n556e6,2048,4,1,-0.02,L=2k;ctx\n");
+  ASSERT_TRUE(obs.ok()) << obs.status();
+  EXPECT_THAT((*obs)[0].groups, ::testing::ElementsAre("L=2k", "ctx"));
+}
+
+TEST(FitCommandTest, JsonReportFromCsv) {
+  SyntheticOptions so;
+  so.seed = 4;
+  const std::string path = WriteTemp("paper.csv", WriteDeltaCsv(*PaperSweepObservations(so)));
+  FitCommandOptions opt;
+  opt.csv = path;
+  opt.output = "json";
+  opt.seed = 9;
+  opt.recommend = {"1e20,2048,556e6", "1e20,32768,556e6"};
+  opt.as = {1};
+  std::ostringstream out;
+  absl::Status s = RunFitCommand(opt, out);
+  ASSERT_TRUE(s.ok()) << s;
+  const std::string json = out.str();
+  for (const char* key : {"\"params\"", "\"e\"", "\"rho_a\"", "\"r2\"", "\"rmse\"", "\"cv\"",
+                          "\"L=2048\"", "\"A=0.5\"", "\"recommend\"", "\"K\"", "\"delta\""}) {
+    EXPECT_THAT(json, HasSubstr(key));
+  }
+  EXPECT_THAT(json, HasSubstr("\"L\": 2048, \"n_act\": 556000000"));
+  // Same seed, same output (timing aside).
+  std::ostringstream again;
+  ASSERT_TRUE(RunFitCommand(opt, again).ok());
+  EXPECT_EQ(json.substr(0, json.find("\"timing\"")),
+            again.str().substr(0, again.str().find("\"timing\"")));
+}
+
+TEST(FitCommandTest, BadOptionsAndData) {
+  std::ostringstream out;
+  FitCommandOptions opt;
+  EXPECT_THAT(RunFitCommand(opt, out).message(), HasSubstr("--csv"));
+  opt.csv = WriteTemp("few.csv", "n_act,L,K,A,delta\n556e6,2048,4,1,-0.02\n556e6,2048,8,1,-0.03\n");
+  absl::Status s = RunFitCommand(opt, out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("stage 1 (A = 1 runs)"));
+  opt.recommend = {"1e20,2048"};
+  EXPECT_THAT(RunFitCommand(opt, out).message(), HasSubstr("--recommend[0]"));
+  EXPECT_TRUE(out.str().empty());
+}
+
+TEST(FitCommandTest, BinaryExitsNonZeroOnBadInput) {
+  const char* bin = std::getenv("XMOD_BIN_DIR");
+  if (bin == nullptr) GTEST_SKIP() << "XMOD_BIN_DIR unset (run through ctest)";
+  const std::string path = WriteTemp("nan.csv", "n_act,L,K,A,delta\n556e6,2048,4,1,inf\n");
+  const std::string cmd = std::string(bin) + "/xmod-fit --csv " + path + " 2>" +
+                          TempPath("nan.err");
+  EXPECT_NE(std::system(cmd.c_str()), 0);
+  std::ifstream err(TempPath("nan.err"));
+  std::stringstream text;
+  text << err.rdbuf();
+  EXPECT_THAT(text.str(), HasSubstr("L=2048 backbone=556M K=4"));
+}
+
+}  // namespace
+}  // namespace xmod::fitter

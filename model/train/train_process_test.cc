@@ -1,0 +1,131 @@
+// The real xmod-train binary under the worker contract: events on a pipe, SIGTERM ->
+// checkpoint, its event, exit 75; a bad spec -> exit 1 with the field on stderr.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/files.h"
+#include "data/shard.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/io/zero_copy_stream_impl.h"
+#include "google/protobuf/text_format.h"
+#include "google/protobuf/util/delimited_message_util.h"
+#include "gtest/gtest.h"
+#include "xmod/v1/spec.pb.h"
+#include "xmod/v1/trainer.pb.h"
+
+namespace xmod {
+namespace {
+
+using ::testing::HasSubstr;
+
+class TrainProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* bin = std::getenv("XMOD_BIN_DIR");
+    ASSERT_NE(bin, nullptr) << "run through ctest (XMOD_BIN_DIR)";
+    binary_ = std::string(bin) + "/xmod-train";
+    dir_ = (std::filesystem::path(::testing::TempDir()) /
+            ("train_process_test_" + std::to_string(::getpid())))
+               .string();
+    std::filesystem::create_directories(dir_);
+    std::vector<uint16_t> tokens(4000);
+    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = (i * 7) % 256;
+    ASSERT_TRUE(WriteShard(dir_ + "/train.bin", tokens).ok());
+    ASSERT_TRUE(WriteShard(dir_ + "/val.bin", tokens).ok());
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string WriteSpec(double flop_budget) {
+    xmod::v1::RunSpec spec;
+    spec.mutable_model()->set_arch(xmod::v1::DENSE);
+    spec.mutable_model()->mutable_backbone()->set_name("tiny-test");
+    spec.mutable_training()->set_flop_budget(flop_budget);
+    spec.mutable_training()->set_seq_len(16);
+    spec.mutable_training()->set_batch_tokens(32);
+    spec.mutable_data()->set_train_glob(dir_ + "/train.bin");
+    spec.mutable_data()->set_val_glob(dir_ + "/val.bin");
+    spec.set_checkpoint_dir(dir_ + "/ckpt");
+    std::string text;
+    google::protobuf::TextFormat::PrintToString(spec, &text);
+    const std::string path = dir_ + "/spec.textpb";
+    EXPECT_TRUE(WriteFileAtomic(path, text).ok());
+    return path;
+  }
+
+  // Starts xmod-train with events on a pipe (read end returned) and stderr to a file.
+  pid_t Start(const std::string& spec, int* events_read_fd) {
+    int fds[2];
+    EXPECT_EQ(::pipe(fds), 0);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(fds[0]);
+      int err = ::open((dir_ + "/stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(err, 2);
+      const std::string fd_flag = std::to_string(fds[1]);
+      ::execl(binary_.c_str(), binary_.c_str(), "--spec", spec.c_str(), "--events_fd",
+              fd_flag.c_str(), "--threads", "1", "--log_every", "1", nullptr);
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    *events_read_fd = fds[0];
+    return pid;
+  }
+
+  std::string binary_;
+  std::string dir_;
+};
+
+TEST_F(TrainProcessTest, SigtermWritesACheckpointAndExits75) {
+  int events_fd;
+  pid_t pid = Start(WriteSpec(1e18), &events_fd);  // far more steps than the test runs
+  google::protobuf::io::FileInputStream stream(events_fd);
+  std::vector<xmod::v1::TrainerEvent> events;
+  bool sent = false;
+  while (true) {
+    xmod::v1::TrainerEvent event;
+    bool eof = false;
+    if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&event, &stream, &eof)) break;
+    events.push_back(event);
+    // Training is under way once a step's loss is out: ask it to stop.
+    if (!sent && event.has_metric() && event.metric().name() == "train/loss") {
+      ASSERT_EQ(::kill(pid, SIGTERM), 0);
+      sent = true;
+    }
+  }
+  ::close(events_fd);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 75) << *ReadFile(dir_ + "/stderr");
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_TRUE(events.front().has_started());
+  ASSERT_TRUE(events.back().has_checkpoint());
+  const xmod::v1::TrainerCheckpoint& checkpoint = events.back().checkpoint();
+  EXPECT_GE(checkpoint.step(), 1);
+  EXPECT_EQ(*Sha256File(checkpoint.path()), checkpoint.sha256());
+}
+
+TEST_F(TrainProcessTest, TooSmallBudgetFailsNamingTheField) {
+  int events_fd;
+  pid_t pid = Start(WriteSpec(1.0), &events_fd);
+  char buffer[256];
+  while (::read(events_fd, buffer, sizeof(buffer)) > 0) {
+  }
+  ::close(events_fd);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_THAT(*ReadFile(dir_ + "/stderr"),
+              HasSubstr("training.flop_budget: 1 FLOPs is too small for one step of"));
+}
+
+}  // namespace
+}  // namespace xmod

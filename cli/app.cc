@@ -3,7 +3,6 @@
 #include "cli/app.h"
 
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <memory>
 
@@ -46,18 +45,20 @@ struct State {
 
 using Action = std::function<absl::Status(const Context&)>;
 
-CLI::App* Leaf(CLI::App* parent, const std::string& name, const std::string& help,
-               Action* slot, Action action) {
+CLI::App* Leaf(CLI::App* parent, const std::string& name, const std::string& help, Action* slot,
+               Action action) {
   CLI::App* sub = parent->add_subcommand(name, help);
   sub->callback([slot, action = std::move(action)] { *slot = action; });
   return sub;
 }
 
 void AddSweepCommands(CLI::App& app, State& s, Action* action) {
-  CLI::App* sweep = app.add_subcommand("sweep", "Submit, list, show, cancel, retry and watch sweeps");
+  CLI::App* sweep =
+      app.add_subcommand("sweep", "Submit, list, show, cancel, retry and watch sweeps");
   sweep->require_subcommand(1);
-  CLI::App* submit = Leaf(sweep, "submit", "Submit a sweep spec (.textpb/.txtpb/.pbtxt or .json)",
-                          action, [&s](const Context& c) { return SweepSubmit(c, s.file, s.dry_run); });
+  CLI::App* submit =
+      Leaf(sweep, "submit", "Submit a sweep spec (.textpb/.txtpb/.pbtxt or .json)", action,
+           [&s](const Context& c) { return SweepSubmit(c, s.file, s.dry_run); });
   submit->add_option("FILE", s.file, "Sweep spec file")->required();
   submit->add_flag("--dry_run", s.dry_run, "Validate and expand only; store nothing");
   CLI::App* list = Leaf(sweep, "list", "List sweeps, newest first", action,
@@ -68,13 +69,14 @@ void AddSweepCommands(CLI::App& app, State& s, Action* action) {
     const char* help;
     absl::Status (*fn)(const Context&, int64_t);
   };
-  for (const IdCommand& cmd : {IdCommand{"show", "A sweep and its runs", &SweepShow},
-                               IdCommand{"cancel", "Cancel every queued or running run", &SweepCancel},
-                               IdCommand{"retry", "Requeue the failed runs (RetryFailed)", &SweepRetry},
-                               IdCommand{"watch", "Live progress until the sweep ends", &SweepWatch}}) {
+  for (const IdCommand& cmd :
+       {IdCommand{"show", "A sweep and its runs", &SweepShow},
+        IdCommand{"cancel", "Cancel every queued or running run", &SweepCancel},
+        IdCommand{"retry", "Requeue the failed runs (RetryFailed)", &SweepRetry},
+        IdCommand{"watch", "Live progress until the sweep ends", &SweepWatch}}) {
     auto fn = cmd.fn;
-    CLI::App* sub = Leaf(sweep, cmd.name, cmd.help, action,
-                         [&s, fn](const Context& c) { return fn(c, s.id); });
+    CLI::App* sub =
+        Leaf(sweep, cmd.name, cmd.help, action, [&s, fn](const Context& c) { return fn(c, s.id); });
     sub->add_option("ID", s.id, "Sweep id")->required();
   }
 }
@@ -103,15 +105,14 @@ void AddRunCommands(CLI::App& app, State& s, Action* action) {
         IdCommand{"resume", "Requeue a failed or cancelled run from its checkpoint", &RunResume},
         IdCommand{"cancel", "Cancel a run (stops it if running)", &RunCancel}}) {
     auto fn = cmd.fn;
-    CLI::App* sub = Leaf(run, cmd.name, cmd.help, action,
-                         [&s, fn](const Context& c) { return fn(c, s.id); });
+    CLI::App* sub =
+        Leaf(run, cmd.name, cmd.help, action, [&s, fn](const Context& c) { return fn(c, s.id); });
     sub->add_option("ID", s.id, "Run id")->required();
   }
 
-  CLI::App* metrics = Leaf(&app, "metrics", "Metric series of a run (downsampled)", action,
-                           [&s](const Context& c) {
-                             return Metrics(c, s.id, s.names, s.max_points);
-                           });
+  CLI::App* metrics =
+      Leaf(&app, "metrics", "Metric series of a run (downsampled)", action,
+           [&s](const Context& c) { return Metrics(c, s.id, s.names, s.max_points); });
   metrics->add_option("ID", s.id, "Run id")->required();
   metrics->add_option("--name", s.names, "Only these series (e.g. val/loss); repeatable")
       ->delimiter(',')
@@ -135,14 +136,21 @@ void AddFitCommands(CLI::App& app, State& s, Action* action) {
   CLI::App* predict = Leaf(fit, "predict", "Predicted Δ and loss (every C × L × K × A)", action,
                            [&p](const Context& c) { return FitPredict(c, p); });
   predict->add_option("SWEEP", p.sweep_id, "Sweep id")->required();
-  predict->add_option("--C", p.flops, "Training FLOPs, e.g. 1e20")->required()->delimiter(',')
+  predict->add_option("--C", p.flops, "Training FLOPs, e.g. 1e20")
+      ->required()
+      ->delimiter(',')
       ->allow_extra_args(false);
-  predict->add_option("--L", p.seq_lens, "Context lengths")->required()->delimiter(',')
+  predict->add_option("--L", p.seq_lens, "Context lengths")
+      ->required()
+      ->delimiter(',')
       ->allow_extra_args(false);
   predict->add_option("--backbone", p.backbone, "Backbone preset, e.g. 556M")->required();
-  predict->add_option("--K", p.ks, "Token sparsities")->required()->delimiter(',')
+  predict->add_option("--K", p.ks, "Token sparsities")
+      ->required()
+      ->delimiter(',')
       ->allow_extra_args(false);
-  predict->add_option("--A", p.as, "Anchor strides (default 1)")->delimiter(',')
+  predict->add_option("--A", p.as, "Anchor strides (default 1)")
+      ->delimiter(',')
       ->allow_extra_args(false);
 
   RecommendOptions& r = s.recommend;
@@ -153,9 +161,11 @@ void AddFitCommands(CLI::App& app, State& s, Action* action) {
   recommend->add_option("--L", r.seq_len, "Context length")->required();
   recommend->add_option("--backbone", r.backbone, "Backbone preset, e.g. 556M")->required();
   recommend->add_option("--max_params", r.max_params, "Cap on total parameters, e.g. 3B");
-  recommend->add_option("--ks", r.ks, "Candidate K (default 1..32)")->delimiter(',')
+  recommend->add_option("--ks", r.ks, "Candidate K (default 1..32)")
+      ->delimiter(',')
       ->allow_extra_args(false);
-  recommend->add_option("--as", r.as, "Candidate A (default 0.5,1,2,3,4,5)")->delimiter(',')
+  recommend->add_option("--as", r.as, "Candidate A (default 0.5,1,2,3,4,5)")
+      ->delimiter(',')
       ->allow_extra_args(false);
   recommend->add_option("--top", r.top, "Candidates shown");
 }
@@ -219,6 +229,7 @@ int RunXmodctl(const std::vector<std::string>& args, const Io& io) {
   ctx.client = ClientOptions{s.globals.addr, s.globals.token, s.globals.timeout_s};
   ctx.out = io.out;
   ctx.out_is_tty = io.out_is_tty;
+  ctx.tty_columns = io.tty_columns;
   auto format = ParseOutputFormat(s.globals.output);
   absl::Status status = format.status();
   if (status.ok()) {
@@ -226,7 +237,8 @@ int RunXmodctl(const std::vector<std::string>& args, const Io& io) {
     status = action ? action(ctx) : absl::InvalidArgumentError("no command given");
   }
   io.out->flush();
-  if (!status.ok()) *io.err << "xmodctl: " << absl::StrReplaceAll(status.message(), {{"\n", " "}}) << "\n";
+  if (!status.ok())
+    *io.err << "xmodctl: " << absl::StrReplaceAll(status.message(), {{"\n", " "}}) << "\n";
   return ExitCode(status);
 }
 

@@ -24,6 +24,7 @@ struct Io {
   std::ostream* out;
   std::ostream* err;
   bool out_is_tty = false;
+  int tty_columns = 0;  // terminal width when out is a terminal (0 = unknown)
 };
 
 // args[0] is the program name.

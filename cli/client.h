@@ -17,9 +17,9 @@
 namespace xmod::cli {
 
 struct ClientOptions {
-  std::string addr;        // host:port of the coordinator
-  std::string token;       // bearer token; empty = none
-  double timeout_s = 30;   // deadline of unary calls; <= 0 = none
+  std::string addr;       // host:port of the coordinator
+  std::string token;      // bearer token; empty = none
+  double timeout_s = 30;  // deadline of unary calls; <= 0 = none
 };
 
 class CoordinatorClient {
@@ -38,10 +38,9 @@ class CoordinatorClient {
 
   // Unary call helper: Call(&Stub::ListSweeps, request) -> response or Error(status).
   template <typename Request, typename Response>
-  absl::StatusOr<Response> Call(
-      grpc::Status (xmod::v1::Coordinator::Stub::*method)(grpc::ClientContext*,
-                                                          const Request&, Response*),
-      const Request& request) {
+  absl::StatusOr<Response> Call(grpc::Status (xmod::v1::Coordinator::Stub::*method)(
+                                    grpc::ClientContext*, const Request&, Response*),
+                                const Request& request) {
     auto context = NewContext();
     Response response;
     grpc::Status status = ((*stub_).*method)(context.get(), request, &response);

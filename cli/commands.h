@@ -21,6 +21,7 @@ struct Context {
   OutputFormat format = OutputFormat::kTable;
   std::ostream* out = nullptr;
   bool out_is_tty = false;  // sweep watch redraws in place only on a terminal
+  int tty_columns = 0;      // its width (0 = unknown); redrawn lines are cut to fit
 };
 
 // Sweeps.
@@ -57,10 +58,10 @@ struct RecommendOptions {
   double flops = 0;
   int seq_len = 0;
   std::string backbone;
-  std::string max_params;     // e.g. "2.64B"; empty = no cap
-  std::vector<int> ks;        // empty = the server's default candidates
+  std::string max_params;  // e.g. "2.64B"; empty = no cap
+  std::vector<int> ks;     // empty = the server's default candidates
   std::vector<double> as;
-  int top = 10;               // candidates shown
+  int top = 10;  // candidates shown
 };
 absl::Status FitShow(const Context& ctx, int64_t sweep_id);
 absl::Status FitPredict(const Context& ctx, const PredictOptions& options);
@@ -72,9 +73,9 @@ struct PlanOptions {
   std::string arch = "xmod";
   int k = 8;
   double a = 4;
-  int n0 = -1;                // -1 = the architecture's default
+  int n0 = -1;  // -1 = the architecture's default
   int seq_len = 32768;
-  std::string experts;        // MoE "6:64+2"
+  std::string experts;  // MoE "6:64+2"
   int expert_dim = 0;
 };
 absl::Status Plan(const Context& ctx, const PlanOptions& options);

@@ -2,8 +2,8 @@
 // 127.0.0.1:0): submit (text, JSON, dry run, refused spec, syntax error), listings in every
 // output format, the watch stream rendering until the sweep ends, query, run show, tokens
 // and connection failures.
-#include <grpcpp/grpcpp.h>
 #include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -60,10 +60,10 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
       }
     }
     response->set_sweep_id(request->dry_run() ? 0 : 7);
-    *response->add_runs() = MakeRun(request->dry_run() ? 0 : 1, "dense-cpu-d128-L256",
-                                    xmod::v1::QUEUED, 0, 3e12);
-    *response->add_runs() = MakeRun(request->dry_run() ? 0 : 2, "xmod-cpu-d128-L256-K4-A1",
-                                    xmod::v1::QUEUED, 0, 3e12);
+    *response->add_runs() =
+        MakeRun(request->dry_run() ? 0 : 1, "dense-cpu-d128-L256", xmod::v1::QUEUED, 0, 3e12);
+    *response->add_runs() =
+        MakeRun(request->dry_run() ? 0 : 2, "xmod-cpu-d128-L256-K4-A1", xmod::v1::QUEUED, 0, 3e12);
     return grpc::Status::OK;
   }
 
@@ -95,11 +95,10 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
                       xmod::v1::GetRunResponse* response) override {
     Record(context);
     if (request->run_id() != 2) {
-      return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("run ", request->run_id(),
-                                                                    " not found"));
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          absl::StrCat("run ", request->run_id(), " not found"));
     }
-    *response->mutable_run() = MakeRun(2, "xmod-cpu-d128-L256-K4-A1", xmod::v1::FAILED, 1e12,
-                                       3e12);
+    *response->mutable_run() = MakeRun(2, "xmod-cpu-d128-L256-K4-A1", xmod::v1::FAILED, 1e12, 3e12);
     auto* a = response->add_attempts();
     a->set_number(1);
     a->set_worker("w1");
@@ -180,9 +179,9 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
   void Record(grpc::ServerContext* context) {
     auto it = context->client_metadata().find("authorization");
     absl::MutexLock lock(&mu_);
-    last_authorization_ =
-        it == context->client_metadata().end() ? "" : std::string(it->second.data(),
-                                                                  it->second.size());
+    last_authorization_ = it == context->client_metadata().end()
+                              ? ""
+                              : std::string(it->second.data(), it->second.size());
   }
 
   absl::Mutex mu_;
@@ -214,10 +213,10 @@ class CommandsTest : public ::testing::Test {
   }
   void TearDown() override { server_->Shutdown(); }
 
-  Result Xmodctl(std::vector<std::string> args, bool tty = false) {
+  Result Xmodctl(std::vector<std::string> args, bool tty = false, int columns = 0) {
     args.insert(args.begin(), {"xmodctl", "--addr", addr_});
     std::ostringstream out, err;
-    int code = RunXmodctl(args, Io{&out, &err, tty});
+    int code = RunXmodctl(args, Io{&out, &err, tty, columns});
     return {code, out.str(), err.str()};
   }
 
@@ -234,7 +233,13 @@ class CommandsTest : public ::testing::Test {
 
 constexpr char kSpec[] = R"pb(
   name: "demo"
-  grids { archs: [ DENSE, XMOD ] backbones: "cpu-d128" seq_lens: 256 ks: 4 as: 1 }
+  grids {
+    archs: [ DENSE, XMOD ]
+    backbones: "cpu-d128"
+    seq_lens: 256
+    ks: 4
+    as: 1
+  }
   training { flop_budget: 3e12 seq_len: 256 }
 )pb";
 
@@ -243,7 +248,7 @@ TEST_F(CommandsTest, SubmitPrintsSweepIdAndRuns) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("Submitted sweep 7 (\"demo\") with 2 runs"));
   EXPECT_THAT(r.out, HasSubstr("xmod-cpu-d128-L256-K4-A1"));
-  EXPECT_THAT(r.out, HasSubstr("2.64M"));  // total params
+  EXPECT_THAT(r.out, HasSubstr("2.64M"));    // total params
   EXPECT_THAT(r.out, HasSubstr("3.00e12"));  // budget
   xmod::v1::SubmitSweepRequest sent = fake_.last_submit();
   EXPECT_FALSE(sent.dry_run());
@@ -254,7 +259,7 @@ TEST_F(CommandsTest, SubmitPrintsSweepIdAndRuns) {
 
 TEST_F(CommandsTest, SubmitJsonDryRun) {
   Result r = Xmodctl({"sweep", "submit", "--dry_run",
-                  WriteSpec("demo.json", R"({"name": "j", "grids": [{"ks": [2]}]})")});
+                      WriteSpec("demo.json", R"({"name": "j", "grids": [{"ks": [2]}]})")});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(fake_.last_submit().dry_run());
   EXPECT_EQ(fake_.last_submit().spec().grids(0).ks(0), 2);
@@ -263,8 +268,8 @@ TEST_F(CommandsTest, SubmitJsonDryRun) {
 }
 
 TEST_F(CommandsTest, SubmitRefusedSpecPrintsTheServersFieldAndExits2) {
-  Result r = Xmodctl({"sweep", "submit",
-                  WriteSpec("bad.textpb", "name: \"b\" grids { ks: [2, 0] }")});
+  Result r =
+      Xmodctl({"sweep", "submit", WriteSpec("bad.textpb", "name: \"b\" grids { ks: [2, 0] }")});
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "xmodctl: grids[0].ks[1]: K must be >= 1\n");
   EXPECT_EQ(r.out, "");
@@ -324,7 +329,8 @@ TEST_F(CommandsTest, QueryTypesValuesInJson) {
   EXPECT_THAT(r.out, HasSubstr("{\"name\": \"xmod-K4\", \"K\": 4, \"val_loss\": 3.912345}"));
   EXPECT_THAT(r.out, HasSubstr("{\"name\": \"dense\", \"K\": null, \"val_loss\": 3.85}"));
   Result table = Xmodctl({"query", "SELECT 1"});
-  EXPECT_THAT(table.out, HasSubstr("NAME     K  VAL_LOSS\nxmod-K4  4    3.9123\ndense    -      3.85\n"));
+  EXPECT_THAT(table.out,
+              HasSubstr("NAME     K  VAL_LOSS\nxmod-K4  4    3.9123\ndense    -      3.85\n"));
   Result refused = Xmodctl({"query", "DELETE FROM runs"});
   EXPECT_EQ(refused.code, 2);
   EXPECT_THAT(refused.err, HasSubstr("only SELECT"));
@@ -402,6 +408,15 @@ TEST_F(CommandsTest, WatchRedrawsInPlaceOnATerminal) {
   }
   EXPECT_EQ(ups, 3);
   EXPECT_THAT(r.out, HasSubstr("\r\x1b[2Ksweep 7 demo: done"));
+}
+
+TEST_F(CommandsTest, WatchCutsRedrawnLinesToTheTerminalWidth) {
+  fake_.SetWatchEvents(WatchScript(xmod::v1::SWEEP_DONE));
+  Result r = Xmodctl({"sweep", "watch", "7"}, /*tty=*/true, /*columns=*/40);
+  ASSERT_EQ(r.code, 0) << r.err;
+  // 39 characters after the "\r\x1b[2K" prefix, so no line wraps.
+  EXPECT_THAT(r.out, HasSubstr("\r\x1b[2Ksweep 7 demo: done  0 running  0 queued\n"));
+  EXPECT_THAT(r.out, HasSubstr("\r\x1b[2Kdense    succeeded  [##################\n"));
 }
 
 TEST_F(CommandsTest, WatchReconnectsWhenTheCoordinatorGoesAway) {

@@ -55,9 +55,9 @@ absl::Status FitPredict(const Context& ctx, const PredictOptions& options) {
   CoordinatorClient client(ctx.client);
   auto response = client.Call(&Coordinator::Stub::Predict, request);
   if (!response.ok()) return response.status();
-  *ctx.out << Render(PredictionsTable({response->predictions().begin(),
-                                       response->predictions().end()}),
-                     ctx.format);
+  *ctx.out << Render(
+      PredictionsTable({response->predictions().begin(), response->predictions().end()}),
+      ctx.format);
   return absl::OkStatus();
 }
 
@@ -74,7 +74,8 @@ absl::Status FitRecommend(const Context& ctx, const RecommendOptions& options) {
   for (double a : options.as) request.add_as(a);
   if (!options.max_params.empty()) {
     auto cap = ParseCount(options.max_params);
-    if (!cap.ok()) return absl::InvalidArgumentError(absl::StrCat("--max_params: ", cap.status().message()));
+    if (!cap.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--max_params: ", cap.status().message()));
     request.set_max_total_params(*cap);
   }
   CoordinatorClient client(ctx.client);
@@ -94,8 +95,8 @@ absl::Status FitRecommend(const Context& ctx, const RecommendOptions& options) {
                                         response->candidates().end());
   if (options.top >= 0 && static_cast<int>(top.size()) > options.top) top.resize(options.top);
   Table candidates = PredictionsTable(top);
-  candidates.title = absl::StrCat("Best ", top.size(), " of ", response->candidates_size(),
-                                  " candidates");
+  candidates.title =
+      absl::StrCat("Best ", top.size(), " of ", response->candidates_size(), " candidates");
   *ctx.out << RenderSections({best, candidates}, ctx.format);
   return absl::OkStatus();
 }

@@ -57,7 +57,10 @@ std::string Scaled(double v, const char* const letters[4]) {
       break;
     }
   }
-  if (idx < 0) return FormatNumber(v);
+  if (idx < 0) {
+    // Below a thousand: whole numbers as they are, others to 3 significant digits.
+    return v == std::floor(v) ? absl::StrFormat("%.0f", v) : absl::StrFormat("%.3g", v);
+  }
   double m = v / kScales[idx];
   double am = std::fabs(m);
   int decimals = am >= 99.95 ? 0 : (am >= 9.995 ? 1 : 2);
@@ -172,9 +175,9 @@ std::string RenderSections(const std::vector<Table>& sections, OutputFormat form
     return out;
   }
   for (size_t i = 0; i < sections.size(); ++i) {
-    absl::StrAppend(&out, i ? "\n" : "",
-                    format == OutputFormat::kCsv ? RenderCsv(sections[i])
-                                                 : RenderText(sections[i]));
+    absl::StrAppend(
+        &out, i ? "\n" : "",
+        format == OutputFormat::kCsv ? RenderCsv(sections[i]) : RenderText(sections[i]));
   }
   return out;
 }

@@ -37,8 +37,8 @@ struct Cell {
 };
 
 struct Table {
-  std::string title;                  // printed above the table in table format, if set
-  std::vector<std::string> columns;   // header names
+  std::string title;                 // printed above the table in table format, if set
+  std::vector<std::string> columns;  // header names
   std::vector<std::vector<Cell>> rows;
 
   void AddRow(std::vector<Cell> row) { rows.push_back(std::move(row)); }

@@ -93,6 +93,8 @@ TEST(FormatTest, NumberFormats) {
   EXPECT_EQ(FormatParams(999.96e6), "1.00B");
   EXPECT_EQ(FormatParams(512), "512");
   EXPECT_EQ(FormatRate(12345), "12.3k");
+  EXPECT_EQ(FormatRate(411.2577), "411");
+  EXPECT_EQ(FormatRate(12.345), "12.3");
   EXPECT_EQ(FormatNumber(4), "4");
   EXPECT_EQ(FormatNumber(0.5), "0.5");
   EXPECT_EQ(FormatNumber(0.123456), "0.1235");

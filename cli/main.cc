@@ -1,4 +1,5 @@
 // xmodctl: the user's command line for xmod (see app.h for commands and exit codes).
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -10,5 +11,7 @@
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   xmod::cli::Io io{&std::cout, &std::cerr, isatty(STDOUT_FILENO) == 1};
+  winsize size{};
+  if (io.out_is_tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0) io.tty_columns = size.ws_col;
   return xmod::cli::RunXmodctl(args, io);
 }

@@ -22,9 +22,9 @@ absl::StatusOr<xmod::v1::Architecture> ParseArch(const std::string& text) {
   if (xmod::v1::Architecture_Parse(upper, &arch) && arch != xmod::v1::ARCHITECTURE_UNSPECIFIED) {
     return arch;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--arch: unknown architecture \"", text,
-      "\" (dense, mod, xmod, moe, routed_ffn or selected_q_full_kv)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--arch: unknown architecture \"", text,
+                   "\" (dense, mod, xmod, moe, routed_ffn or selected_q_full_kv)"));
 }
 
 // "k: K must be >= 1" -> "--K: K must be >= 1".
@@ -70,7 +70,8 @@ absl::Status Plan(const Context& ctx, const PlanOptions& options) {
       return absl::InvalidArgumentError("--experts: arch moe needs experts such as 6:64+2");
     }
     absl::Status parsed = ParseExperts(options.experts, model.mutable_moe());
-    if (!parsed.ok()) return absl::InvalidArgumentError(absl::StrCat("--experts: ", parsed.message()));
+    if (!parsed.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--experts: ", parsed.message()));
     model.mutable_moe()->set_expert_dim(options.expert_dim);
   } else if (!options.experts.empty() || options.expert_dim != 0) {
     return absl::InvalidArgumentError("--experts/--expert_dim: only for --arch moe");
@@ -90,8 +91,8 @@ absl::Status Plan(const Context& ctx, const PlanOptions& options) {
   if (!reference.ok()) return ForFlags(reference.status());
 
   Table t;
-  t.title = absl::StrCat("Plan: ", ArchName(*arch), " on ", acc->backbone.name, " at L = ",
-                         options.seq_len);
+  t.title = absl::StrCat("Plan: ", ArchName(*arch), " on ", acc->backbone.name,
+                         " at L = ", options.seq_len);
   t.columns = {"field", "value"};
   auto row = [&](const char* name, Cell value) { t.AddRow({Cell::Str(name), std::move(value)}); };
   row("backbone", Cell::Str(acc->backbone.name));

@@ -29,7 +29,7 @@ Result Xmodctl(std::vector<std::string> args) {
 
 TEST(PlanCommandTest, JsonHasTheKeysAndTable6Values) {
   Result r = Xmodctl({"plan", "--backbone", "556M", "--arch", "xmod", "--K", "8", "--A", "4",
-                  "--n0", "4", "--L", "32768", "--output", "json"});
+                      "--n0", "4", "--L", "32768", "--output", "json"});
   ASSERT_EQ(r.code, 0) << r.err;
   google::protobuf::Struct json;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &json).ok()) << r.out;
@@ -48,8 +48,8 @@ TEST(PlanCommandTest, JsonHasTheKeysAndTable6Values) {
 }
 
 TEST(PlanCommandTest, TableShowsFormattedFigures) {
-  Result r = Xmodctl({"plan", "--backbone", "556M", "--arch", "xmod", "--K", "8", "--A", "4",
-                  "--L", "32768"});
+  Result r = Xmodctl(
+      {"plan", "--backbone", "556M", "--arch", "xmod", "--K", "8", "--A", "4", "--L", "32768"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("total_params             2.64B"));
   EXPECT_THAT(r.out, HasSubstr("forward_flops_per_token  3.93e9"));
@@ -57,8 +57,8 @@ TEST(PlanCommandTest, TableShowsFormattedFigures) {
 }
 
 TEST(PlanCommandTest, MoeNeedsExperts) {
-  Result r = Xmodctl({"plan", "--arch", "moe", "--experts", "6:64+2", "--expert_dim", "384",
-                  "-o", "csv"});
+  Result r =
+      Xmodctl({"plan", "--arch", "moe", "--experts", "6:64+2", "--expert_dim", "384", "-o", "csv"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("experts,6:64+2\n"));
   r = Xmodctl({"plan", "--arch", "moe"});
@@ -71,12 +71,12 @@ TEST(PlanCommandTest, BadParametersNameTheFlagAndExit2) {
     std::vector<std::string> args;
     const char* flag;
   };
-  for (const Case& c : {Case{{"--K", "0"}, "--K"}, Case{{"--A", "0.3"}, "--A"},
-                        Case{{"--backbone", "7B"}, "--backbone"},
-                        Case{{"--arch", "lstm"}, "--arch"}, Case{{"--L", "2", "--K", "8"}, "--K"},
-                        Case{{"--n0", "99"}, "--n0"},
-                        Case{{"--arch", "moe", "--experts", "9:8+1"}, "--experts"},
-                        Case{{"--K", "eight"}, "--K"}}) {
+  for (const Case& c :
+       {Case{{"--K", "0"}, "--K"}, Case{{"--A", "0.3"}, "--A"},
+        Case{{"--backbone", "7B"}, "--backbone"}, Case{{"--arch", "lstm"}, "--arch"},
+        Case{{"--L", "2", "--K", "8"}, "--K"}, Case{{"--n0", "99"}, "--n0"},
+        Case{{"--arch", "moe", "--experts", "9:8+1"}, "--experts"},
+        Case{{"--K", "eight"}, "--K"}}) {
     std::vector<std::string> args = {"plan"};
     args.insert(args.end(), c.args.begin(), c.args.end());
     Result r = Xmodctl(args);

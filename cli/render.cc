@@ -99,7 +99,7 @@ std::string ProtoJson(const google::protobuf::Message& message) {
 
 Table SweepsTable(const std::vector<xmod::v1::Sweep>& sweeps) {
   Table t;
-  t.columns = {"id",     "name",   "state",     "runs",      "queued",
+  t.columns = {"id",      "name",      "state",  "runs",      "queued",
                "running", "succeeded", "failed", "cancelled", "created"};
   for (const auto& s : sweeps) {
     auto count = [&](const char* state) {
@@ -135,15 +135,15 @@ Table SweepSummaryTable(const xmod::v1::Sweep& sweep) {
 
 Table RunsTable(const std::vector<Run>& runs) {
   Table t;
-  t.columns = {"id",       "sweep", "name", "state",      "arch",     "K",     "A",
-               "L",        "backbone", "progress", "step", "train_loss", "val_loss", "worker"};
+  t.columns = {"id", "sweep",    "name",     "state", "arch",       "K",        "A",
+               "L",  "backbone", "progress", "step",  "train_loss", "val_loss", "worker"};
   for (const auto& r : runs) {
     const auto& m = r.spec().model();
     double budget = RunBudget(r);
     double fraction = budget > 0 ? r.progress().flops() / budget : 0;
     t.AddRow({Cell::Int(r.id()), Cell::Int(r.sweep_id()), Cell::Str(r.name()),
-              Cell::Str(RunStateName(r.state())), Cell::Str(ArchName(m.arch())), KCell(r),
-              ACell(r), Cell::Int(r.spec().training().seq_len()), Cell::Str(m.backbone().name()),
+              Cell::Str(RunStateName(r.state())), Cell::Str(ArchName(m.arch())), KCell(r), ACell(r),
+              Cell::Int(r.spec().training().seq_len()), Cell::Str(m.backbone().name()),
               Cell::Num(fraction, FormatPercent(fraction)), Cell::Int(r.progress().step()),
               LossCell(r.progress().train_loss()), LossCell(r.progress().val_loss()),
               StrOrNull(r.worker())});
@@ -153,14 +153,14 @@ Table RunsTable(const std::vector<Run>& runs) {
 
 Table PlannedRunsTable(const std::vector<Run>& runs) {
   Table t;
-  t.columns = {"id",     "name",   "arch",        "K",           "A",      "L",
+  t.columns = {"id",       "name",   "arch",          "K",           "A",      "L",
                "backbone", "params", "fwd_flops/tok", "flop_budget", "tokens", "held_out"};
   for (const auto& r : runs) {
     const auto& m = r.spec().model();
     double budget = RunBudget(r);
     double fwd = r.forward_flops_per_token();
-    Cell tokens = fwd > 0 ? Cell::Num(budget / (3 * fwd), FormatParams(budget / (3 * fwd)))
-                          : Cell::Null();
+    Cell tokens =
+        fwd > 0 ? Cell::Num(budget / (3 * fwd), FormatParams(budget / (3 * fwd))) : Cell::Null();
     t.AddRow({r.id() ? Cell::Int(r.id()) : Cell::Null(), Cell::Str(r.name()),
               Cell::Str(ArchName(m.arch())), KCell(r), ACell(r),
               Cell::Int(r.spec().training().seq_len()), Cell::Str(m.backbone().name()),
@@ -189,19 +189,18 @@ Table RunSummaryTable(const Run& r) {
   t.AddRow({Cell::Str("fwd_flops/token"), FlopsCell(r.forward_flops_per_token())});
   t.AddRow({Cell::Str("flop_budget"), FlopsCell(budget)});
   t.AddRow({Cell::Str("flops_spent"), FlopsCell(p.flops())});
-  t.AddRow({Cell::Str("progress"),
-            Cell::Num(budget > 0 ? p.flops() / budget : 0,
-                      FormatPercent(budget > 0 ? p.flops() / budget : 0))});
+  t.AddRow({Cell::Str("progress"), Cell::Num(budget > 0 ? p.flops() / budget : 0,
+                                             FormatPercent(budget > 0 ? p.flops() / budget : 0))});
   t.AddRow({Cell::Str("step"), Cell::Int(p.step())});
   t.AddRow({Cell::Str("tokens"), Cell::Int(p.tokens())});
   t.AddRow({Cell::Str("train_loss"), LossCell(p.train_loss())});
   t.AddRow({Cell::Str("val_loss"), LossCell(p.val_loss())});
-  t.AddRow({Cell::Str("tokens/s"), p.tokens_per_second() > 0
-                                       ? Cell::Num(p.tokens_per_second(),
-                                                   FormatRate(p.tokens_per_second()))
-                                       : Cell::Null()});
-  t.AddRow({Cell::Str("attempts"),
-            Cell::Str(absl::StrCat(r.attempts(), " of ", r.max_attempts()))});
+  t.AddRow({Cell::Str("tokens/s"),
+            p.tokens_per_second() > 0
+                ? Cell::Num(p.tokens_per_second(), FormatRate(p.tokens_per_second()))
+                : Cell::Null()});
+  t.AddRow(
+      {Cell::Str("attempts"), Cell::Str(absl::StrCat(r.attempts(), " of ", r.max_attempts()))});
   t.AddRow({Cell::Str("worker"), StrOrNull(r.worker())});
   t.AddRow({Cell::Str("created"), TimeCell(r.created_unix_ms())});
   t.AddRow({Cell::Str("started"), TimeCell(r.started_unix_ms())});
@@ -213,8 +212,8 @@ Table RunSummaryTable(const Run& r) {
 Table AttemptsTable(const xmod::v1::GetRunResponse& response) {
   Table t;
   t.title = "Attempts";
-  t.columns = {"attempt", "worker", "outcome", "started", "duration", "exit", "resumed_from",
-               "error"};
+  t.columns = {"attempt",  "worker", "outcome",      "started",
+               "duration", "exit",   "resumed_from", "error"};
   for (const auto& a : response.attempts()) {
     Cell duration = Cell::Null();
     if (a.started_unix_ms() > 0 && a.ended_unix_ms() >= a.started_unix_ms()) {
@@ -234,8 +233,8 @@ Table CheckpointsTable(const xmod::v1::GetRunResponse& response) {
   t.columns = {"step", "tokens", "flops", "bytes", "sha256", "path"};
   for (const auto& c : response.checkpoints()) {
     t.AddRow({Cell::Int(c.step()), Cell::Int(c.tokens()), FlopsCell(c.flops()),
-              Cell::Num(c.bytes(), FormatParams(c.bytes())),
-              Cell::Str(c.sha256().substr(0, 12)), Cell::Str(c.path())});
+              Cell::Num(c.bytes(), FormatParams(c.bytes())), Cell::Str(c.sha256().substr(0, 12)),
+              Cell::Str(c.path())});
   }
   return t;
 }
@@ -298,8 +297,7 @@ Table FitSummaryTable(const xmod::v1::Fit& fit) {
   t.AddRow({Cell::Str("rmse"), Cell::Num(fit.rmse(), absl::StrFormat("%.5f", fit.rmse()))});
   t.AddRow({Cell::Str("mae"), Cell::Num(fit.mae(), absl::StrFormat("%.5f", fit.mae()))});
   t.AddRow({Cell::Str("at_bound"),
-            fit.at_bound().empty() ? Cell::Null()
-                                   : Cell::Str(absl::StrJoin(fit.at_bound(), ","))});
+            fit.at_bound().empty() ? Cell::Null() : Cell::Str(absl::StrJoin(fit.at_bound(), ","))});
   t.AddRow({Cell::Str("error"), StrOrNull(fit.error())});
   return t;
 }

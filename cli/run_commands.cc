@@ -28,9 +28,9 @@ absl::StatusOr<int> ParseRunState(const std::string& name) {
       state != xmod::v1::RUN_STATE_UNSPECIFIED) {
     return static_cast<int>(state);
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--state: unknown run state \"", name,
-      "\" (queued, running, succeeded, failed or cancelled)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--state: unknown run state \"", name,
+                   "\" (queued, running, succeeded, failed or cancelled)"));
 }
 
 absl::Status RunsList(const Context& ctx, int64_t sweep_id, const std::vector<std::string>& states,

@@ -76,8 +76,8 @@ class JsonScanner {
     return false;
   }
   void SkipSpace() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' ||
-                              s_[i_] == '\r')) {
+    while (i_ < s_.size() &&
+           (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) {
       ++i_;
     }
   }
@@ -223,16 +223,16 @@ absl::StatusOr<SpecSyntax> SpecSyntaxForPath(absl::string_view path) {
       path, ": unknown spec extension (use .textpb, .txtpb, .pbtxt for text format or .json)"));
 }
 
-absl::Status ParseSpecText(absl::string_view contents, SpecSyntax syntax,
-                           absl::string_view name, google::protobuf::Message* message) {
+absl::Status ParseSpecText(absl::string_view contents, SpecSyntax syntax, absl::string_view name,
+                           google::protobuf::Message* message) {
   message->Clear();
   if (syntax == SpecSyntax::kText) {
     google::protobuf::TextFormat::Parser parser;
     TextErrors errors;
     parser.RecordErrorsTo(&errors);
     if (!parser.ParseFromString(std::string(contents), message)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name, ":", errors.first().empty() ? "1:1: cannot parse" : errors.first()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ":", errors.first().empty() ? "1:1: cannot parse" : errors.first()));
     }
     return absl::OkStatus();
   }

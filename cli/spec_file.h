@@ -21,8 +21,8 @@ absl::StatusOr<SpecSyntax> SpecSyntaxForPath(absl::string_view path);
 
 // Parses `contents` into `message`; `name` labels errors (usually the file path).
 // INVALID_ARGUMENT "NAME:LINE:COL: what" on syntax errors and unknown fields.
-absl::Status ParseSpecText(absl::string_view contents, SpecSyntax syntax,
-                           absl::string_view name, google::protobuf::Message* message);
+absl::Status ParseSpecText(absl::string_view contents, SpecSyntax syntax, absl::string_view name,
+                           google::protobuf::Message* message);
 
 // Reads and parses a sweep spec file. NOT_FOUND when the file cannot be read.
 absl::StatusOr<xmod::v1::SweepSpec> LoadSweepSpec(const std::string& path);

@@ -66,9 +66,8 @@ TEST(SpecFileTest, ParsesJson) {
 
 TEST(SpecFileTest, TextSyntaxErrorNamesLineAndColumn) {
   xmod::v1::SweepSpec spec;
-  absl::Status status =
-      ParseSpecText("name: \"t\"\ngrids {\n  ks: [2, x]\n}\n", SpecSyntax::kText, "s.textpb",
-                    &spec);
+  absl::Status status = ParseSpecText("name: \"t\"\ngrids {\n  ks: [2, x]\n}\n", SpecSyntax::kText,
+                                      "s.textpb", &spec);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()), StartsWith("s.textpb:3:"));
 }
@@ -106,14 +105,14 @@ TEST(SpecFileTest, JsonUnknownFieldIsLocated) {
 
 TEST(SpecFileTest, JsonBadValueIsLocatedByItsPath) {
   xmod::v1::SweepSpec spec;
-  absl::Status status = ParseSpecText(
-      "{\n  \"grids\": [{\"ks\": [2]},\n            {\"ks\": [\"x\"]}]}",
-      SpecSyntax::kJson, "s.json", &spec);
+  absl::Status status =
+      ParseSpecText("{\n  \"grids\": [{\"ks\": [2]},\n            {\"ks\": [\"x\"]}]}",
+                    SpecSyntax::kJson, "s.json", &spec);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   // The path is followed key by key (not index by index): the first "ks" after "grids".
   EXPECT_THAT(std::string(status.message()), StartsWith("s.json:2:14: "));
-  status = ParseSpecText("{\n  \"training\": {\"seq_len\": 1.5}}", SpecSyntax::kJson,
-                         "s.json", &spec);
+  status =
+      ParseSpecText("{\n  \"training\": {\"seq_len\": 1.5}}", SpecSyntax::kJson, "s.json", &spec);
   EXPECT_THAT(std::string(status.message()), StartsWith("s.json:2:16: "));
   EXPECT_THAT(std::string(status.message()), HasSubstr("seq_len"));
 }

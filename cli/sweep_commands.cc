@@ -45,8 +45,7 @@ absl::Status SweepSubmit(const Context& ctx, const std::string& file, bool dry_r
     runs.title = dry_run ? absl::StrCat("Dry run: sweep \"", spec->name(), "\" expands to ",
                                         response->runs_size(), " runs (nothing stored)")
                          : absl::StrCat("Submitted sweep ", response->sweep_id(), " (\"",
-                                        spec->name(), "\") with ", response->runs_size(),
-                                        " runs");
+                                        spec->name(), "\") with ", response->runs_size(), " runs");
   }
   out << Render(runs, ctx.format);
   return absl::OkStatus();
@@ -100,8 +99,7 @@ absl::Status SweepRetry(const Context& ctx, int64_t sweep_id) {
   auto response = client.Call(&Coordinator::Stub::RetryFailed, request);
   if (!response.ok()) return response.status();
   Table t;
-  t.title = absl::StrCat("Requeued ", response->run_ids_size(), " failed runs of sweep ",
-                         sweep_id);
+  t.title = absl::StrCat("Requeued ", response->run_ids_size(), " failed runs of sweep ", sweep_id);
   t.columns = {"run_id"};
   for (int64_t id : response->run_ids()) t.AddRow({Cell::Int(id)});
   *ctx.out << Render(t, ctx.format);
@@ -113,7 +111,7 @@ absl::Status SweepWatch(const Context& ctx, int64_t sweep_id) {
   xmod::v1::WatchSweepRequest request;
   request.set_sweep_id(sweep_id);
   WatchView view;
-  WatchPrinter printer(ctx.out, ctx.out_is_tty);
+  WatchPrinter printer(ctx.out, ctx.out_is_tty, ctx.tty_columns);
   bool connected_once = false;
   int retries = 0;
   while (true) {
@@ -153,8 +151,9 @@ absl::Status SweepWatch(const Context& ctx, int64_t sweep_id) {
       bad.push_back(absl::StrCat(run.name(), " (", RunStateName(run.state()), ")"));
     }
   }
-  std::string listed = bad.empty() ? "no run listed" : absl::StrJoin(bad.begin(),
-      bad.begin() + std::min<size_t>(bad.size(), 4), ", ");
+  std::string listed =
+      bad.empty() ? "no run listed"
+                  : absl::StrJoin(bad.begin(), bad.begin() + std::min<size_t>(bad.size(), 4), ", ");
   if (bad.size() > 4) absl::StrAppend(&listed, " and ", bad.size() - 4, " more");
   return absl::AbortedError(absl::StrCat("sweep ", sweep_id, " ended ",
                                          SweepStateName(view.sweep().state()), ": ", listed));

@@ -19,6 +19,18 @@ std::string Bar(double fraction) {
                       "]");
 }
 
+// The line cut to columns - 1 code points (UTF-8 aware); whole when columns <= 0.
+std::string Fit(const std::string& line, int columns) {
+  if (columns <= 1) return line;
+  int seen = 0;
+  for (size_t i = 0; i < line.size(); ++i) {
+    if ((static_cast<unsigned char>(line[i]) & 0xC0) != 0x80 && ++seen == columns) {
+      return line.substr(0, i);
+    }
+  }
+  return line;
+}
+
 int Count(const xmod::v1::Sweep& sweep, const char* state) {
   auto it = sweep.run_counts().find(state);
   return it == sweep.run_counts().end() ? 0 : it->second;
@@ -56,10 +68,10 @@ std::string WatchView::RunLine(int64_t run_id) const {
   double budget = RunBudget(run);
   double fraction = budget > 0 ? p.flops() / budget : 0;
   if (run.state() == xmod::v1::SUCCEEDED) fraction = 1;
-  std::string line = absl::StrFormat(
-      "%-*s  %-9s  %s %4s  step %6d  loss %7s  val %7s", name_width, run.name(),
-      RunStateName(run.state()), Bar(fraction), FormatPercent(fraction), p.step(),
-      FormatLoss(p.train_loss()), FormatLoss(p.val_loss()));
+  std::string line =
+      absl::StrFormat("%-*s  %-9s  %s %4s  step %6d  loss %7s  val %7s", name_width, run.name(),
+                      RunStateName(run.state()), Bar(fraction), FormatPercent(fraction), p.step(),
+                      FormatLoss(p.train_loss()), FormatLoss(p.val_loss()));
   if (run.state() == xmod::v1::RUNNING && p.tokens_per_second() > 0) {
     absl::StrAppend(&line, "  ", FormatRate(p.tokens_per_second()), " tok/s");
   }
@@ -73,8 +85,8 @@ std::string WatchView::RunLine(int64_t run_id) const {
 
 std::string WatchView::SummaryLine() const {
   return absl::StrFormat(
-      "sweep %d %s: %s  %d running  %d queued  %d succeeded  %d failed  %d cancelled",
-      sweep_.id(), sweep_.name(), SweepStateName(sweep_.state()), Count(sweep_, "RUNNING"),
+      "sweep %d %s: %s  %d running  %d queued  %d succeeded  %d failed  %d cancelled", sweep_.id(),
+      sweep_.name(), SweepStateName(sweep_.state()), Count(sweep_, "RUNNING"),
       Count(sweep_, "QUEUED"), Count(sweep_, "SUCCEEDED"), Count(sweep_, "FAILED"),
       Count(sweep_, "CANCELLED"));
 }
@@ -96,7 +108,7 @@ void WatchPrinter::Print(const WatchView& view, const std::vector<int64_t>& chan
     // Move to the top of the block drawn last time, then redraw every line (clearing it).
     if (drawn_lines_ > 0) *out_ << "\x1b[" << drawn_lines_ << "A";
     std::vector<std::string> lines = view.Lines();
-    for (const auto& line : lines) *out_ << "\r\x1b[2K" << line << "\n";
+    for (const auto& line : lines) *out_ << "\r\x1b[2K" << Fit(line, columns_) << "\n";
     drawn_lines_ = lines.size();
     out_->flush();
     return;

@@ -42,8 +42,11 @@ class WatchView {
 
 class WatchPrinter {
  public:
-  // `tty`: redraw the whole block in place; otherwise print the changed runs' lines.
-  WatchPrinter(std::ostream* out, bool tty) : out_(out), tty_(tty) {}
+  // `tty`: redraw the whole block in place, each line cut to `columns` - 1 characters when
+  // `columns` > 0 (a wrapped line would break the redraw); otherwise print the changed runs'
+  // lines.
+  WatchPrinter(std::ostream* out, bool tty, int columns = 0)
+      : out_(out), tty_(tty), columns_(columns) {}
 
   // Prints after `view` applied an event that changed `changed`.
   void Print(const WatchView& view, const std::vector<int64_t>& changed, bool snapshot);
@@ -53,6 +56,7 @@ class WatchPrinter {
  private:
   std::ostream* out_;
   bool tty_;
+  int columns_;
   size_t drawn_lines_ = 0;
   std::string last_summary_;
 };

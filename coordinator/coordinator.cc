@@ -17,8 +17,7 @@
 
 namespace xmod {
 
-absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
-    const CoordinatorOptions& options) {
+absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const CoordinatorOptions& options) {
   std::unique_ptr<Coordinator> c(new Coordinator);
   c->options_ = options;
   Clock* clock = options.clock != nullptr ? options.clock : Clock::Real();
@@ -45,8 +44,8 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
   CoordinatorServiceOptions user_options;
   user_options.token = options.token;
   user_options.check_data_paths = options.check_data_paths;
-  c->user_service_ = std::make_unique<CoordinatorService>(
-      c->store_.get(), c->scheduler_.get(), &c->feed_, metrics, user_options);
+  c->user_service_ = std::make_unique<CoordinatorService>(c->store_.get(), c->scheduler_.get(),
+                                                          &c->feed_, metrics, user_options);
   WorkerGatewayOptions worker_options;
   worker_options.token = options.token;
   c->worker_service_ =
@@ -75,9 +74,8 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
     try {
       c->exposer_ = std::make_unique<prometheus::Exposer>(options.metrics_listen);
     } catch (const std::exception& e) {
-      return absl::UnavailableError(
-          absl::StrCat("--metrics_listen: cannot listen on ", options.metrics_listen, ": ",
-                       e.what()));
+      return absl::UnavailableError(absl::StrCat("--metrics_listen: cannot listen on ",
+                                                 options.metrics_listen, ": ", e.what()));
     }
     c->exposer_->RegisterCollectable(metrics->registry());
     const std::vector<int> ports = c->exposer_->GetListeningPorts();
@@ -97,9 +95,9 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
             << c->ports_.http << ", metrics on port " << c->ports_.metrics << ", database "
             << options.db_path;
   if (!options.ports_file.empty()) {
-    const std::string json = absl::StrCat("{\"grpc\":", c->ports_.grpc, ",\"http\":",
-                                          c->ports_.http, ",\"metrics\":", c->ports_.metrics,
-                                          "}\n");
+    const std::string json =
+        absl::StrCat("{\"grpc\":", c->ports_.grpc, ",\"http\":", c->ports_.http,
+                     ",\"metrics\":", c->ports_.metrics, "}\n");
     if (absl::Status s = WriteFileAtomic(options.ports_file, json); !s.ok()) return s;
   }
   return c;

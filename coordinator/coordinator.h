@@ -35,17 +35,17 @@ struct CoordinatorOptions {
   std::string listen = "127.0.0.1:7070";  // gRPC host:port; port 0 picks a free one
   std::string db_path = "xmod.db";
   std::string checkpoint_root = "checkpoints";
-  std::string token;                       // bearer token; empty = none
+  std::string token;                           // bearer token; empty = none
   std::string http_listen = "127.0.0.1:0";     // empty = no HTTP server
   std::string metrics_listen = "127.0.0.1:0";  // empty = no Prometheus exposer
   std::string dashboard_dir;
-  std::string ports_file;                  // {"grpc":P,"http":P,"metrics":P} once listening
+  std::string ports_file;  // {"grpc":P,"http":P,"metrics":P} once listening
   int64_t lease_ttl_ms = 30000;
   int64_t heartbeat_interval_ms = 2000;
-  int64_t tick_ms = 500;                   // lease expiry / gauge refresh period
+  int64_t tick_ms = 500;  // lease expiry / gauge refresh period
   bool check_data_paths = true;
   StoreOptions store;
-  Clock* clock = nullptr;                  // null = the real clock
+  Clock* clock = nullptr;  // null = the real clock
 };
 
 struct Ports {

@@ -21,18 +21,19 @@ CoordinatorMetrics::CoordinatorMetrics()
                          .Help("Metric points made durable")
                          .Register(*registry_)
                          .Add({})),
-      commit_seconds_(prometheus::BuildHistogram()
-                          .Name("xmod_store_commit_seconds")
-                          .Help("Duration of one store transaction (writes + commit)")
-                          .Register(*registry_)
-                          .Add({}, prometheus::Histogram::BucketBoundaries{
-                                       0.0001, 0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1})),
+      commit_seconds_(
+          prometheus::BuildHistogram()
+              .Name("xmod_store_commit_seconds")
+              .Help("Duration of one store transaction (writes + commit)")
+              .Register(*registry_)
+              .Add({}, prometheus::Histogram::BucketBoundaries{0.0001, 0.0003, 0.001, 0.003, 0.01,
+                                                               0.03, 0.1, 0.3, 1})),
       batch_size_(prometheus::BuildHistogram()
                       .Name("xmod_store_batch_size")
                       .Help("Write closures committed in one store transaction")
                       .Register(*registry_)
-                      .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64,
-                                                                       128, 256, 1024, 4096})),
+                      .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128,
+                                                                       256, 1024, 4096})),
       rpcs_(prometheus::BuildCounter()
                 .Name("xmod_rpc_requests_total")
                 .Help("gRPC requests handled, by method and status code")

@@ -76,8 +76,8 @@ grpc::Status CoordinatorService::CancelSweep(ServerContext* context,
                                              const xmod::v1::CancelSweepRequest* request,
                                              xmod::v1::Sweep* response) {
   return Serve("CancelSweep", options_.token, context, metrics_, [&] {
-    absl::Status exists = store_->Read(
-        [&](Db& db) { return LoadSweep(db, request->sweep_id()).status(); });
+    absl::Status exists =
+        store_->Read([&](Db& db) { return LoadSweep(db, request->sweep_id()).status(); });
     if (!exists.ok()) return exists;
     if (absl::Status s = scheduler_->CancelSweep(request->sweep_id()); !s.ok()) return s;
     return store_->Read([&](Db& db) {
@@ -125,8 +125,7 @@ grpc::Status CoordinatorService::GetRun(ServerContext* context,
       absl::StatusOr<xmod::v1::Run> run = LoadRun(db, request->run_id());
       if (!run.ok()) return run.status();
       *response->mutable_run() = *std::move(run);
-      absl::StatusOr<std::vector<xmod::v1::Attempt>> attempts =
-          LoadAttempts(db, request->run_id());
+      absl::StatusOr<std::vector<xmod::v1::Attempt>> attempts = LoadAttempts(db, request->run_id());
       if (!attempts.ok()) return attempts.status();
       for (auto& a : *attempts) *response->add_attempts() = std::move(a);
       absl::StatusOr<std::vector<xmod::v1::Checkpoint>> checkpoints =
@@ -169,9 +168,9 @@ grpc::Status CoordinatorService::CancelRun(ServerContext* context,
   });
 }
 
-grpc::Status CoordinatorService::WatchSweep(
-    ServerContext* context, const xmod::v1::WatchSweepRequest* request,
-    grpc::ServerWriter<xmod::v1::WatchSweepEvent>* writer) {
+grpc::Status CoordinatorService::WatchSweep(ServerContext* context,
+                                            const xmod::v1::WatchSweepRequest* request,
+                                            grpc::ServerWriter<xmod::v1::WatchSweepEvent>* writer) {
   return Serve("WatchSweep", options_.token, context, metrics_, [&]() -> absl::Status {
     const int64_t sweep_id = request->sweep_id();
     // Take the version before the snapshot: a change racing with it is sent again, not lost.
@@ -310,8 +309,7 @@ grpc::Status CoordinatorService::Recommend(ServerContext* context,
   });
 }
 
-grpc::Status CoordinatorService::Plan(ServerContext* context,
-                                      const xmod::v1::PlanRequest* request,
+grpc::Status CoordinatorService::Plan(ServerContext* context, const xmod::v1::PlanRequest* request,
                                       xmod::v1::PlanResponse* response) {
   return Serve("Plan", options_.token, context, metrics_, [&]() -> absl::Status {
     absl::StatusOr<Accounting> acc = Account(request->model(), request->seq_len());

@@ -16,8 +16,8 @@
 namespace xmod {
 
 struct CoordinatorServiceOptions {
-  std::string token;              // empty = no authentication
-  bool check_data_paths = true;   // see ExpansionOptions
+  std::string token;             // empty = no authentication
+  bool check_data_paths = true;  // see ExpansionOptions
   int query_time_limit_ms = 10000;
 };
 
@@ -35,8 +35,7 @@ class CoordinatorService final : public xmod::v1::Coordinator::Service {
                            xmod::v1::SubmitSweepResponse* response) override;
   grpc::Status GetSweep(grpc::ServerContext* context, const xmod::v1::GetSweepRequest* request,
                         xmod::v1::Sweep* response) override;
-  grpc::Status ListSweeps(grpc::ServerContext* context,
-                          const xmod::v1::ListSweepsRequest* request,
+  grpc::Status ListSweeps(grpc::ServerContext* context, const xmod::v1::ListSweepsRequest* request,
                           xmod::v1::ListSweepsResponse* response) override;
   grpc::Status CancelSweep(grpc::ServerContext* context,
                            const xmod::v1::CancelSweepRequest* request,
@@ -52,11 +51,9 @@ class CoordinatorService final : public xmod::v1::Coordinator::Service {
                          xmod::v1::Run* response) override;
   grpc::Status CancelRun(grpc::ServerContext* context, const xmod::v1::CancelRunRequest* request,
                          xmod::v1::Run* response) override;
-  grpc::Status WatchSweep(grpc::ServerContext* context,
-                          const xmod::v1::WatchSweepRequest* request,
+  grpc::Status WatchSweep(grpc::ServerContext* context, const xmod::v1::WatchSweepRequest* request,
                           grpc::ServerWriter<xmod::v1::WatchSweepEvent>* writer) override;
-  grpc::Status GetMetrics(grpc::ServerContext* context,
-                          const xmod::v1::GetMetricsRequest* request,
+  grpc::Status GetMetrics(grpc::ServerContext* context, const xmod::v1::GetMetricsRequest* request,
                           xmod::v1::GetMetricsResponse* response) override;
   grpc::Status Query(grpc::ServerContext* context, const xmod::v1::QueryRequest* request,
                      xmod::v1::QueryResponse* response) override;
@@ -64,8 +61,7 @@ class CoordinatorService final : public xmod::v1::Coordinator::Service {
                       xmod::v1::Fit* response) override;
   grpc::Status Predict(grpc::ServerContext* context, const xmod::v1::PredictRequest* request,
                        xmod::v1::PredictResponse* response) override;
-  grpc::Status Recommend(grpc::ServerContext* context,
-                         const xmod::v1::RecommendRequest* request,
+  grpc::Status Recommend(grpc::ServerContext* context, const xmod::v1::RecommendRequest* request,
                          xmod::v1::RecommendResponse* response) override;
   grpc::Status Plan(grpc::ServerContext* context, const xmod::v1::PlanRequest* request,
                     xmod::v1::PlanResponse* response) override;

@@ -146,32 +146,30 @@ void HttpServer::Route(Store* store, const HttpServerOptions& options) {
                  s.ok() ? SendJson(out, res) : SendError(s, res);
                });
 
-  server_->Get(R"(/api/runs/(\d+)/metrics)",
-               [store](const httplib::Request& req, httplib::Response& res) {
-                 const int64_t run_id = IdOf(req);
-                 std::vector<std::string> names;
-                 if (req.has_param("names")) {
-                   names = absl::StrSplit(req.get_param_value("names"), ',', absl::SkipEmpty());
-                 }
-                 int max_points = 500;
-                 if (req.has_param("max_points") &&
-                     (!absl::SimpleAtoi(req.get_param_value("max_points"), &max_points) ||
-                      max_points < 1)) {
-                   SendError(absl::InvalidArgumentError("max_points: must be a number >= 1"),
-                             res);
-                   return;
-                 }
-                 xmod::v1::GetMetricsResponse out;
-                 absl::Status s = store->Read([&](Db& db) {
-                   if (absl::Status e = LoadRun(db, run_id).status(); !e.ok()) return e;
-                   absl::StatusOr<std::vector<xmod::v1::MetricSeries>> series =
-                       LoadMetrics(db, run_id, names, max_points);
-                   if (!series.ok()) return series.status();
-                   for (auto& m : *series) *out.add_series() = std::move(m);
-                   return absl::OkStatus();
-                 });
-                 s.ok() ? SendJson(out, res) : SendError(s, res);
-               });
+  server_->Get(
+      R"(/api/runs/(\d+)/metrics)", [store](const httplib::Request& req, httplib::Response& res) {
+        const int64_t run_id = IdOf(req);
+        std::vector<std::string> names;
+        if (req.has_param("names")) {
+          names = absl::StrSplit(req.get_param_value("names"), ',', absl::SkipEmpty());
+        }
+        int max_points = 500;
+        if (req.has_param("max_points") &&
+            (!absl::SimpleAtoi(req.get_param_value("max_points"), &max_points) || max_points < 1)) {
+          SendError(absl::InvalidArgumentError("max_points: must be a number >= 1"), res);
+          return;
+        }
+        xmod::v1::GetMetricsResponse out;
+        absl::Status s = store->Read([&](Db& db) {
+          if (absl::Status e = LoadRun(db, run_id).status(); !e.ok()) return e;
+          absl::StatusOr<std::vector<xmod::v1::MetricSeries>> series =
+              LoadMetrics(db, run_id, names, max_points);
+          if (!series.ok()) return series.status();
+          for (auto& m : *series) *out.add_series() = std::move(m);
+          return absl::OkStatus();
+        });
+        s.ok() ? SendJson(out, res) : SendError(s, res);
+      });
 
   server_->Get(R"(/api/sweeps/(\d+)/fit)",
                [store](const httplib::Request& req, httplib::Response& res) {

@@ -61,60 +61,59 @@ absl::Status Scheduler::Rebuild() {
   const int64_t now = clock_->NowMillis();
   std::vector<Store::WriteFn> writes;
   {
-  absl::MutexLock lock(&mu_);
-  for (const WorkerRow& w : snap.workers) {
-    workers_[w.id] = WorkerEntry{w.name, w.slots, w.last_seen_ms, 0};
-  }
-  for (const RunQueueEntry& e : snap.runs) {
-    RunEntry& run = runs_[e.run_id];
-    run.sweep_id = e.sweep_id;
-    run.priority = e.priority;
-    run.state = e.state;
-    run.attempts = e.attempts;
-    run.failures = e.failures;
-    run.max_attempts = e.max_attempts;
-    run.not_before_ms = e.not_before_ms;
-    run.name = e.name;
-    run.spec = e.spec;
-    if (e.latest_checkpoint) {
-      run.latest_checkpoint =
-          Checkpoint{e.latest_checkpoint->step(), e.latest_checkpoint->path(),
-                     e.latest_checkpoint->sha256()};
+    absl::MutexLock lock(&mu_);
+    for (const WorkerRow& w : snap.workers) {
+      workers_[w.id] = WorkerEntry{w.name, w.slots, w.last_seen_ms, 0};
     }
-  }
-  for (const OpenAttempt& a : snap.open_attempts) {
-    auto run = runs_.find(a.run_id);
-    auto worker = workers_.find(a.worker_id);
-    AttemptEntry entry;
-    entry.worker_id = a.worker_id;
-    // Keep the lease, with one TTL of grace from the restart for workers to reattach.
-    entry.lease_expires_ms = std::max(a.lease_expires_ms, now + options_.lease_ttl_ms);
-    entry.acked_seq = a.max_seq;
-    entry.worker = worker == workers_.end() ? "" : worker->second.name;
-    attempts_[{a.run_id, a.attempt}] = entry;
-    if (run != runs_.end() && a.attempt == run->second.attempts) {
-      run->second.current_attempt = a.attempt;
+    for (const RunQueueEntry& e : snap.runs) {
+      RunEntry& run = runs_[e.run_id];
+      run.sweep_id = e.sweep_id;
+      run.priority = e.priority;
+      run.state = e.state;
+      run.attempts = e.attempts;
+      run.failures = e.failures;
+      run.max_attempts = e.max_attempts;
+      run.not_before_ms = e.not_before_ms;
+      run.name = e.name;
+      run.spec = e.spec;
+      if (e.latest_checkpoint) {
+        run.latest_checkpoint = Checkpoint{e.latest_checkpoint->step(), e.latest_checkpoint->path(),
+                                           e.latest_checkpoint->sha256()};
+      }
     }
-  }
-  for (auto& [run_id, run] : runs_) {
-    if (run.state == xmod::v1::QUEUED) {
-      queue_.insert({-run.priority, run.sweep_id, run_id});
-    } else if (run.state == xmod::v1::RUNNING && run.current_attempt == 0) {
-      // RUNNING without an open attempt cannot come from a committed transaction of this
-      // code; requeue rather than strand the run.
-      run.state = xmod::v1::QUEUED;
-      queue_.insert({-run.priority, run.sweep_id, run_id});
-      writes.push_back([id = run_id](Db& db) {
-        RunUpdate u;
-        u.run_id = id;
-        u.state = xmod::v1::QUEUED;
-        return UpdateRun(db, u);
-      });
+    for (const OpenAttempt& a : snap.open_attempts) {
+      auto run = runs_.find(a.run_id);
+      auto worker = workers_.find(a.worker_id);
+      AttemptEntry entry;
+      entry.worker_id = a.worker_id;
+      // Keep the lease, with one TTL of grace from the restart for workers to reattach.
+      entry.lease_expires_ms = std::max(a.lease_expires_ms, now + options_.lease_ttl_ms);
+      entry.acked_seq = a.max_seq;
+      entry.worker = worker == workers_.end() ? "" : worker->second.name;
+      attempts_[{a.run_id, a.attempt}] = entry;
+      if (run != runs_.end() && a.attempt == run->second.attempts) {
+        run->second.current_attempt = a.attempt;
+      }
     }
-  }
-  LOG(INFO) << "scheduler: rebuilt " << runs_.size() << " live runs, " << queue_.size()
-            << " queued, " << attempts_.size() << " open attempts, " << workers_.size()
-            << " workers";
+    for (auto& [run_id, run] : runs_) {
+      if (run.state == xmod::v1::QUEUED) {
+        queue_.insert({-run.priority, run.sweep_id, run_id});
+      } else if (run.state == xmod::v1::RUNNING && run.current_attempt == 0) {
+        // RUNNING without an open attempt cannot come from a committed transaction of this
+        // code; requeue rather than strand the run.
+        run.state = xmod::v1::QUEUED;
+        queue_.insert({-run.priority, run.sweep_id, run_id});
+        writes.push_back([id = run_id](Db& db) {
+          RunUpdate u;
+          u.run_id = id;
+          u.state = xmod::v1::QUEUED;
+          return UpdateRun(db, u);
+        });
+      }
+    }
+    LOG(INFO) << "scheduler: rebuilt " << runs_.size() << " live runs, " << queue_.size()
+              << " queued, " << attempts_.size() << " open attempts, " << workers_.size()
+              << " workers";
   }
   if (writes.empty()) return absl::OkStatus();
   return Submit(std::move(writes)).get();
@@ -177,8 +176,8 @@ absl::Status Scheduler::CancelRun(int64_t run_id) {
     auto it = runs_.find(run_id);
     if (it == runs_.end() || it->second.state == xmod::v1::CANCELLED) {
       if (stored->state() == xmod::v1::CANCELLED) return absl::OkStatus();
-      return absl::FailedPreconditionError(absl::StrCat(
-          "run ", run_id, " already ended ", xmod::v1::RunState_Name(stored->state())));
+      return absl::FailedPreconditionError(absl::StrCat("run ", run_id, " already ended ",
+                                                        xmod::v1::RunState_Name(stored->state())));
     }
     RunEntry& run = it->second;
     queue_.erase({-run.priority, run.sweep_id, run_id});
@@ -240,8 +239,7 @@ absl::Status Scheduler::CancelSweep(int64_t sweep_id) {
   return status;
 }
 
-absl::Status Scheduler::Requeue(const xmod::v1::Run& stored,
-                                std::optional<Checkpoint> checkpoint) {
+absl::Status Scheduler::Requeue(const xmod::v1::Run& stored, std::optional<Checkpoint> checkpoint) {
   const int64_t run_id = stored.id();
   if (stored.state() != xmod::v1::FAILED && stored.state() != xmod::v1::CANCELLED) {
     return absl::FailedPreconditionError(
@@ -335,7 +333,8 @@ absl::StatusOr<std::vector<int64_t>> Scheduler::RetryFailed(int64_t sweep_id) {
 
 absl::StatusOr<std::optional<xmod::v1::Assignment>> Scheduler::Acquire(
     const xmod::v1::AcquireRunRequest& request) {
-  const absl::Time deadline = absl::Now() + absl::Milliseconds(std::max<int64_t>(0, request.wait_ms()));
+  const absl::Time deadline =
+      absl::Now() + absl::Milliseconds(std::max<int64_t>(0, request.wait_ms()));
   std::future<absl::Status> done;
   xmod::v1::Assignment assignment;
   int64_t sweep_id = 0;
@@ -363,7 +362,8 @@ absl::StatusOr<std::optional<xmod::v1::Assignment>> Scheduler::Acquire(
       if (run_id != 0) break;
       if (absl::Now() >= deadline) return std::optional<xmod::v1::Assignment>();
       absl::Time wake = deadline;
-      if (next_ready >= 0) wake = std::min(wake, absl::Now() + absl::Milliseconds(next_ready - now));
+      if (next_ready >= 0)
+        wake = std::min(wake, absl::Now() + absl::Milliseconds(next_ready - now));
       queue_changed_.WaitWithDeadline(&mu_, wake);
     }
     // Lease it.
@@ -446,8 +446,8 @@ void Scheduler::EndAttemptLocked(const AttemptKey& key, const std::string& outco
   touched->push_back({run.sweep_id, run_id});
   if (metrics_ != nullptr) metrics_->RunEnded(run.name);
   const int64_t sweep_id = run.sweep_id;
-  const std::string event_text = absl::StrCat("attempt ", attempt, " ", outcome,
-                                              error.empty() ? "" : ": ", error);
+  const std::string event_text =
+      absl::StrCat("attempt ", attempt, " ", outcome, error.empty() ? "" : ": ", error);
   RunUpdate u;
   u.run_id = run_id;
   std::string kind = absl::StrCat("attempt_", outcome);
@@ -518,15 +518,15 @@ absl::Status Scheduler::FinishRun(const xmod::v1::FinishRunRequest& request) {
     auto it = attempts_.find(key);
     if (it == attempts_.end()) return absl::OkStatus();  // already ended (e.g. lost)
     if (it->second.worker_id != request.worker_id()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("attempt ", request.attempt(), " of run ", request.run_id(),
-                       " belongs to worker ", it->second.worker));
+      return absl::FailedPreconditionError(absl::StrCat("attempt ", request.attempt(), " of run ",
+                                                        request.run_id(), " belongs to worker ",
+                                                        it->second.worker));
     }
     if (request.outcome() == xmod::v1::OUTCOME_SUCCEEDED && request.last_acked_seq() > 0 &&
         it->second.acked_seq < request.last_acked_seq()) {
       LOG(WARNING) << "run " << request.run_id() << " attempt " << request.attempt()
-                   << " finished with last_acked_seq " << request.last_acked_seq()
-                   << " but only " << it->second.acked_seq << " is stored";
+                   << " finished with last_acked_seq " << request.last_acked_seq() << " but only "
+                   << it->second.acked_seq << " is stored";
     }
     EndAttemptLocked(key, outcome, failure, request.exit_code(), request.error(), now, &writes,
                      &touched);
@@ -552,8 +552,7 @@ int Scheduler::ExpireLeases() {
     for (const AttemptKey& key : lapsed) {
       LOG(WARNING) << "lease of run " << key.first << " attempt " << key.second << " on "
                    << attempts_.at(key).worker << " expired";
-      EndAttemptLocked(key, "lost", /*failure=*/true, 0, "lease expired", now, &writes,
-                       &touched);
+      EndAttemptLocked(key, "lost", /*failure=*/true, 0, "lease expired", now, &writes, &touched);
     }
     expired = static_cast<int>(lapsed.size());
     int connected = 0;

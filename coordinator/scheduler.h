@@ -55,9 +55,9 @@ class Scheduler {
   // Rebuilds the live state from `store`. `store`, `clock` and `feed` must outlive the
   // scheduler; `metrics` may be null.
   static absl::StatusOr<std::unique_ptr<Scheduler>> Create(Store* store, Clock* clock,
-                                                          ChangeFeed* feed,
-                                                          CoordinatorMetrics* metrics,
-                                                          const SchedulerOptions& options);
+                                                           ChangeFeed* feed,
+                                                           CoordinatorMetrics* metrics,
+                                                           const SchedulerOptions& options);
 
   // --- User actions -------------------------------------------------------------------
   // Stores a sweep and its expanded runs in one transaction and queues the runs; fills in
@@ -77,8 +77,7 @@ class Scheduler {
 
   // --- Worker API ---------------------------------------------------------------------
   absl::StatusOr<xmod::v1::RegisterResponse> Register(const xmod::v1::RegisterRequest& request);
-  absl::StatusOr<xmod::v1::HeartbeatResponse> Heartbeat(
-      const xmod::v1::HeartbeatRequest& request);
+  absl::StatusOr<xmod::v1::HeartbeatResponse> Heartbeat(const xmod::v1::HeartbeatRequest& request);
   // Waits up to request.wait_ms (real time) for a queued run whose backoff has passed and
   // leases it to the worker in its first free slot. nullopt when nothing came.
   // FAILED_PRECONDITION for an unknown worker (it should register again).

@@ -115,8 +115,8 @@ absl::StatusOr<xmod::v1::HeartbeatResponse> Scheduler::Heartbeat(
       }
     }
     for (const AttemptKey& key : orphaned) {
-      EndAttemptLocked(key, "lost", /*failure=*/true, 0, "worker re-registered without it",
-                       now, &writes, &touched);
+      EndAttemptLocked(key, "lost", /*failure=*/true, 0, "worker re-registered without it", now,
+                       &writes, &touched);
     }
     // Listed attempts now belong to the current registration.
     for (const AttemptKey& key : listed) {
@@ -179,13 +179,13 @@ absl::StatusOr<xmod::v1::ReportMetricsResponse> Scheduler::ReportMetrics(
     sweep_id = run->second.sweep_id;
     run_name = run->second.name;
     std::vector<xmod::v1::MetricPoint> points(request.points().begin(), request.points().end());
-    done = store_->Write([key, first = request.first_seq(), points = std::move(points),
-                          progress](Db& db) {
-      if (absl::Status s = InsertMetrics(db, key.first, key.second, first, points); !s.ok()) {
-        return s;
-      }
-      return UpdateProgress(db, key.first, progress);
-    });
+    done = store_->Write(
+        [key, first = request.first_seq(), points = std::move(points), progress](Db& db) {
+          if (absl::Status s = InsertMetrics(db, key.first, key.second, first, points); !s.ok()) {
+            return s;
+          }
+          return UpdateProgress(db, key.first, progress);
+        });
   }
   if (absl::Status s = done.get(); !s.ok()) return s;
   {
@@ -217,9 +217,8 @@ absl::Status Scheduler::ReportCheckpoint(const xmod::v1::ReportCheckpointRequest
     if (attempt == attempts_.end() || run == runs_.end() ||
         run->second.current_attempt != request.attempt() ||
         attempt->second.worker_id != request.worker_id()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("attempt ", request.attempt(), " of run ", request.run_id(),
-                       " is not current"));
+      return absl::FailedPreconditionError(absl::StrCat("attempt ", request.attempt(), " of run ",
+                                                        request.run_id(), " is not current"));
     }
     RunEntry& r = run->second;
     if (!r.latest_checkpoint || request.step() >= r.latest_checkpoint->step) {

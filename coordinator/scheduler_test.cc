@@ -145,8 +145,7 @@ TEST_F(SchedulerTest, LeasesInQueueOrderAndFillsTheAssignment) {
   xmod::v1::AcquireRunRequest unknown;
   unknown.set_worker_id(999);
   unknown.add_free_slots(0);
-  EXPECT_EQ(scheduler_->Acquire(unknown).status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(scheduler_->Acquire(unknown).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_F(SchedulerTest, HeartbeatRenewsTheLease) {
@@ -280,6 +279,9 @@ TEST_F(SchedulerTest, RetryResumesFromTheLatestCheckpointAndAcksMetrics) {
   ASSERT_TRUE(scheduler_->FinishRun(ok).ok());
   EXPECT_EQ(Load(a->run_id()).state(), xmod::v1::SUCCEEDED);
   EXPECT_EQ(Load(a->run_id()).error(), "");
+  // A finished run cannot be cancelled or resumed.
+  EXPECT_EQ(scheduler_->CancelRun(a->run_id()).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(scheduler_->ResumeRun(a->run_id()).code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_F(SchedulerTest, CancelledRunGetsAStopOrder) {
@@ -304,7 +306,7 @@ TEST_F(SchedulerTest, CancelledRunGetsAStopOrder) {
   EXPECT_EQ(Load(a->run_id()).state(), xmod::v1::CANCELLED);
   ASSERT_TRUE(scheduler_->ResumeRun(a->run_id()).ok());
   EXPECT_EQ(Load(a->run_id()).state(), xmod::v1::QUEUED);
-  // Cancelling a finished run is refused.
+  // Cancelling the sweep cancels every queued run.
   ASSERT_TRUE(scheduler_->CancelSweep(Load(runs[0]).sweep_id()).ok());
   for (int64_t id : runs) EXPECT_EQ(Load(id).state(), xmod::v1::CANCELLED);
 }

@@ -185,9 +185,9 @@ absl::Status Migrate(Db& db) {
   absl::StatusOr<int> version = SchemaVersion(db);
   absl::Status status = version.status();
   if (status.ok() && *version > kSchemaVersion) {
-    status = absl::FailedPreconditionError(
-        absl::StrCat("database schema version ", *version, " is newer than this coordinator's ",
-                     kSchemaVersion));
+    status = absl::FailedPreconditionError(absl::StrCat("database schema version ", *version,
+                                                        " is newer than this coordinator's ",
+                                                        kSchemaVersion));
   }
   for (int v = status.ok() ? *version : kSchemaVersion; status.ok() && v < kSchemaVersion; ++v) {
     status = db.Exec(kMigrations[v]);

@@ -29,8 +29,8 @@ absl::Status Db::Exec(absl::string_view sql) {
   char* message = nullptr;
   const std::string text(sql);
   if (sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
-    absl::Status status = absl::InternalError(absl::StrCat(
-        "sqlite: ", message ? message : "error", " in: ", text.substr(0, 120)));
+    absl::Status status = absl::InternalError(
+        absl::StrCat("sqlite: ", message ? message : "error", " in: ", text.substr(0, 120)));
     sqlite3_free(message);
     return status;
   }

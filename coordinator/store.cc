@@ -43,13 +43,14 @@ Store::Store(std::string path, StoreOptions options, std::unique_ptr<Db> writer)
 Store::~Store() { Close(); }
 
 void Store::Close() {
-  {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    if (closing_ && !writer_thread_.joinable()) return;
-    closing_ = true;
-  }
-  queue_cv_.notify_all();
-  if (writer_thread_.joinable()) writer_thread_.join();
+  std::call_once(close_once_, [this] {
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      closing_ = true;
+    }
+    queue_cv_.notify_all();
+    writer_thread_.join();
+  });
 }
 
 std::future<absl::Status> Store::Write(WriteFn fn) {
@@ -172,8 +173,7 @@ int InterruptAfterDeadline(void* arg) {
 
 }  // namespace
 
-absl::StatusOr<QueryResult> Store::Query(const std::string& sql, int max_rows,
-                                         int time_limit_ms) {
+absl::StatusOr<QueryResult> Store::Query(const std::string& sql, int max_rows, int time_limit_ms) {
   const std::string keyword = FirstKeyword(sql);
   if (keyword != "SELECT" && keyword != "WITH") {
     return absl::InvalidArgumentError(

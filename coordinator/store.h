@@ -103,6 +103,7 @@ class Store {
   std::deque<PendingWrite> queue_;  // guarded by queue_mu_
   bool closing_ = false;            // guarded by queue_mu_
   std::thread writer_thread_;
+  std::once_flag close_once_;
 
   std::mutex readers_mu_;
   std::vector<std::unique_ptr<Db>> idle_readers_;  // guarded by readers_mu_

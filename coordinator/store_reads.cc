@@ -184,10 +184,9 @@ absl::StatusOr<std::vector<xmod::v1::Attempt>> LoadAttempts(Db& db, int64_t run_
 namespace {
 
 absl::StatusOr<std::vector<xmod::v1::Checkpoint>> SelectCheckpoints(Db& db, int64_t run_id,
-                                                                   const char* tail) {
+                                                                    const char* tail) {
   absl::StatusOr<Stmt> stmt = db.Prepare(absl::StrCat(
-      "SELECT step, tokens, flops, path, sha256, bytes FROM checkpoints WHERE run_id = ? ",
-      tail));
+      "SELECT step, tokens, flops, path, sha256, bytes FROM checkpoints WHERE run_id = ? ", tail));
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, run_id);
   std::vector<xmod::v1::Checkpoint> out;

@@ -17,10 +17,10 @@
 namespace xmod {
 
 struct RunFilter {
-  int64_t sweep_id = 0;                       // 0 = every sweep
-  std::vector<xmod::v1::RunState> states;     // empty = every state
-  std::vector<int64_t> run_ids;               // empty = every run
-  int limit = 0;                              // 0 = no limit
+  int64_t sweep_id = 0;                    // 0 = every sweep
+  std::vector<xmod::v1::RunState> states;  // empty = every state
+  std::vector<int64_t> run_ids;            // empty = every run
+  int limit = 0;                           // 0 = no limit
 };
 
 absl::StatusOr<xmod::v1::Run> LoadRun(Db& db, int64_t run_id);
@@ -74,9 +74,9 @@ struct WorkerRow {
   int64_t last_seen_ms = 0;
 };
 struct SchedulerSnapshot {
-  std::vector<RunQueueEntry> runs;          // runs QUEUED or RUNNING, and runs with an
-                                            // open attempt in any state
-  std::vector<OpenAttempt> open_attempts;   // attempts with ended_ms = 0
+  std::vector<RunQueueEntry> runs;         // runs QUEUED or RUNNING, and runs with an
+                                           // open attempt in any state
+  std::vector<OpenAttempt> open_attempts;  // attempts with ended_ms = 0
   std::vector<WorkerRow> workers;
 };
 absl::StatusOr<SchedulerSnapshot> LoadSchedulerSnapshot(Db& db);

@@ -71,11 +71,11 @@ TEST(StoreTest, CreatesVersionedSchemaInWalMode) {
   ASSERT_TRUE(mode.ok()) << mode.status();
   EXPECT_EQ(mode->rows[0][0], "wal");
   EXPECT_EQ(Count(*store, "SELECT user_version FROM pragma_user_version"), kSchemaVersion);
-  for (const char* table : {"sweeps", "runs", "attempts", "metrics", "checkpoints", "workers",
-                            "events", "fits", "run_summary", "flop_aligned_loss",
-                            "canonical_metrics"}) {
-    EXPECT_EQ(Count(*store, absl::StrCat("SELECT COUNT(*) FROM sqlite_master WHERE name = '",
-                                         table, "'")),
+  for (const char* table :
+       {"sweeps", "runs", "attempts", "metrics", "checkpoints", "workers", "events", "fits",
+        "run_summary", "flop_aligned_loss", "canonical_metrics"}) {
+    EXPECT_EQ(Count(*store,
+                    absl::StrCat("SELECT COUNT(*) FROM sqlite_master WHERE name = '", table, "'")),
               1)
         << table;
   }
@@ -91,8 +91,7 @@ TEST(StoreTest, RefusesNewerSchema) {
   const std::string dir = NewTestDir("newer");
   { OpenStore(dir + "/x.db"); }
   {
-    absl::StatusOr<std::unique_ptr<Db>> db =
-        Db::Open(dir + "/x.db", SQLITE_OPEN_READWRITE, 1000);
+    absl::StatusOr<std::unique_ptr<Db>> db = Db::Open(dir + "/x.db", SQLITE_OPEN_READWRITE, 1000);
     ASSERT_TRUE(db.ok());
     ASSERT_TRUE((*db)->Exec("PRAGMA user_version = 99").ok());
   }
@@ -116,9 +115,8 @@ TEST(StoreTest, ConcurrentWritesAreBatchedAndDurable) {
     const int64_t run = AddRun(store);
     std::vector<std::future<absl::Status>> futures;
     for (int i = 0; i < 500; ++i) {
-      futures.push_back(store.Write([run, i](Db& db) {
-        return InsertMetrics(db, run, 1, i, Points("train/loss", i, i));
-      }));
+      futures.push_back(store.Write(
+          [run, i](Db& db) { return InsertMetrics(db, run, 1, i, Points("train/loss", i, i)); }));
     }
     // A failing closure rolls back alone; its neighbours in the batch still commit.
     futures.push_back(store.Write([](Db& db) { return db.Exec("INSERT INTO nope VALUES (1)"); }));
@@ -180,7 +178,6 @@ TEST(StoreTest, CanonicalViewDropsSupersededRowsAfterResume) {
                   })
                   .ok());
   EXPECT_EQ(Count(*store, "SELECT COUNT(*) FROM canonical_metrics"), 0);
-
 }
 
 TEST(StoreTest, MetricsAreDownsampledEvenly) {
@@ -230,8 +227,8 @@ TEST(StoreTest, UserQueriesAreReadOnly) {
   EXPECT_TRUE(r->truncated);
   // A runaway query hits the time limit.
   r = store->Query(
-      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT COUNT(*) FROM n",
-      10, 50);
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT COUNT(*) FROM n", 10,
+      50);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
 }
 

@@ -135,14 +135,18 @@ absl::Status EndAttempt(Db& db, int64_t run_id, int attempt, const std::string& 
       "UPDATE attempts SET ended_ms = ?, outcome = ?, exit_code = ?, error = ?"
       " WHERE run_id = ? AND attempt = ? AND ended_ms = 0");
   if (!stmt.ok()) return stmt.status();
-  stmt->Bind(1, now_ms).Bind(2, outcome).Bind(3, exit_code).Bind(4, error).Bind(5, run_id).Bind(
-      6, attempt);
+  stmt->Bind(1, now_ms)
+      .Bind(2, outcome)
+      .Bind(3, exit_code)
+      .Bind(4, error)
+      .Bind(5, run_id)
+      .Bind(6, attempt);
   return stmt->Run();
 }
 
 absl::Status RenewLease(Db& db, int64_t run_id, int attempt, int64_t lease_expires_ms) {
-  absl::StatusOr<Stmt> stmt = db.Prepare(
-      "UPDATE attempts SET lease_expires_ms = ? WHERE run_id = ? AND attempt = ?");
+  absl::StatusOr<Stmt> stmt =
+      db.Prepare("UPDATE attempts SET lease_expires_ms = ? WHERE run_id = ? AND attempt = ?");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, lease_expires_ms).Bind(2, run_id).Bind(3, attempt);
   return stmt->Run();
@@ -170,8 +174,8 @@ absl::Status InsertMetrics(Db& db, int64_t run_id, int attempt, int64_t first_se
   return absl::OkStatus();
 }
 
-absl::Status InsertCheckpoint(Db& db, int64_t run_id, int attempt,
-                              const xmod::v1::Checkpoint& c, int64_t now_ms) {
+absl::Status InsertCheckpoint(Db& db, int64_t run_id, int attempt, const xmod::v1::Checkpoint& c,
+                              int64_t now_ms) {
   absl::StatusOr<Stmt> stmt = db.Prepare(
       "INSERT OR REPLACE INTO checkpoints (run_id, attempt, step, tokens, flops, path, sha256,"
       " bytes, created_ms) VALUES (?,?,?,?,?,?,?,?,?)");

@@ -90,8 +90,8 @@ absl::Status MapModelError(const absl::Status& status, const Combo& c, int g) {
 
 std::string RunName(const xmod::v1::RunSpec& spec, bool multiple_budgets) {
   const ModelSpec& m = spec.model();
-  std::string name = absl::StrCat(ArchPrefix(m.arch()), "-", m.backbone().name(), "-L",
-                                  spec.training().seq_len());
+  std::string name =
+      absl::StrCat(ArchPrefix(m.arch()), "-", m.backbone().name(), "-L", spec.training().seq_len());
   if (UsesK(m.arch())) absl::StrAppend(&name, "-K", m.k());
   if (UsesA(m.arch())) absl::StrAppend(&name, "-A", m.a());
   if (m.arch() == xmod::v1::MOE) {
@@ -222,16 +222,15 @@ absl::StatusOr<GridChoices> GridValues(const SweepSpec& spec, int g) {
   for (int i = 0; i < grid.flop_budgets_size(); ++i) {
     const std::string path = absl::StrCat(p, "flop_budgets[", i, "]");
     if (!(grid.flop_budgets(i) > 0) || !std::isfinite(grid.flop_budgets(i))) {
-      return Invalid(path, absl::StrCat("the FLOP budget must be > 0, got ",
-                                        grid.flop_budgets(i)));
+      return Invalid(path, absl::StrCat("the FLOP budget must be > 0, got ", grid.flop_budgets(i)));
     }
     c.budgets.push_back({grid.flop_budgets(i), path});
   }
   if (c.budgets.empty()) {
     if (!(spec.training().flop_budget() > 0) || !std::isfinite(spec.training().flop_budget())) {
       return Invalid("training.flop_budget",
-                     absl::StrCat("the FLOP budget must be > 0 (or give ", p,
-                                  "flop_budgets), got ", spec.training().flop_budget()));
+                     absl::StrCat("the FLOP budget must be > 0 (or give ", p, "flop_budgets), got ",
+                                  spec.training().flop_budget()));
     }
     c.budgets.push_back({spec.training().flop_budget(), "training.flop_budget"});
   }
@@ -361,8 +360,10 @@ absl::StatusOr<std::vector<xmod::v1::Run>> ExpandSweep(const SweepSpec& spec,
                   xmod::v1::RunSpec run_spec = BuildRunSpec(spec, grid, combo);
                   if (batch_tokens % l.value != 0) {
                     return Invalid("training.batch_tokens",
-                                   absl::StrCat(batch_tokens, " tokens per step is not a "
-                                                "multiple of L = ", l.value, " (", l.path, ")"));
+                                   absl::StrCat(batch_tokens,
+                                                " tokens per step is not a "
+                                                "multiple of L = ",
+                                                l.value, " (", l.path, ")"));
                   }
                   absl::StatusOr<Accounting> acc = Account(run_spec.model(), l.value);
                   if (!acc.ok()) return MapModelError(acc.status(), combo, g);
@@ -391,8 +392,7 @@ absl::StatusOr<std::vector<xmod::v1::Run>> ExpandSweep(const SweepSpec& spec,
                   run.set_held_out(
                       std::find(fit.held_out_seq_lens().begin(), fit.held_out_seq_lens().end(),
                                 l.value) != fit.held_out_seq_lens().end() ||
-                      std::find(fit.held_out_backbones().begin(),
-                                fit.held_out_backbones().end(),
+                      std::find(fit.held_out_backbones().begin(), fit.held_out_backbones().end(),
                                 backbone.value) != fit.held_out_backbones().end());
                   run.set_forward_flops_per_token(acc->forward_flops_per_token);
                   run.set_total_params(acc->total_params);

@@ -97,10 +97,8 @@ struct BadCase {
 TEST(SweepExpansionTest, BadInputNamesTheField) {
   const std::string dir = NewTestDir("bad");
   const std::vector<BadCase> cases = {
-      {"k<1", [](auto* s) { s->mutable_grids(0)->set_ks(2, 0); },
-       "grids[0].ks[2]: K must be >= 1"},
-      {"a<=0", [](auto* s) { s->mutable_grids(0)->set_as(0, 0); },
-       "grids[0].as[0]: A must be > 0"},
+      {"k<1", [](auto* s) { s->mutable_grids(0)->set_ks(2, 0); }, "grids[0].ks[2]: K must be >= 1"},
+      {"a<=0", [](auto* s) { s->mutable_grids(0)->set_as(0, 0); }, "grids[0].as[0]: A must be > 0"},
       {"backbone",
        [](auto* s) {
          *s->add_grids() = s->grids(0);
@@ -118,7 +116,8 @@ TEST(SweepExpansionTest, BadInputNamesTheField) {
       {"A*K", [](auto* s) { s->mutable_grids(0)->set_as(0, 0.3); }, "grids[0].as[0]: A*K"},
       {"batch", [](auto* s) { s->mutable_training()->set_batch_tokens(100); },
        "training.batch_tokens: 100 tokens per step is not a multiple of L = 64"},
-      {"arch", [](auto* s) { s->mutable_grids(0)->set_archs(0, xmod::v1::ARCHITECTURE_UNSPECIFIED); },
+      {"arch",
+       [](auto* s) { s->mutable_grids(0)->set_archs(0, xmod::v1::ARCHITECTURE_UNSPECIFIED); },
        "grids[0].archs[0]:"},
       {"name", [](auto* s) { s->clear_name(); }, "name:"},
       {"moe", [](auto* s) { s->mutable_grids(0)->add_moe_experts("6x64"); },

@@ -12,8 +12,8 @@ namespace xmod {
 
 std::string NewTestDir(const std::string& name) {
   static std::atomic<int> counter{0};
-  const std::string dir = absl::StrCat(testing::TempDir(), "/xmod-coord-", name, "-", getpid(),
-                                       "-", counter++);
+  const std::string dir =
+      absl::StrCat(testing::TempDir(), "/xmod-coord-", name, "-", getpid(), "-", counter++);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

@@ -28,8 +28,7 @@ class WorkerGatewayService final : public xmod::v1::WorkerGateway::Service {
                         xmod::v1::RegisterResponse* response) override;
   grpc::Status Heartbeat(grpc::ServerContext* context, const xmod::v1::HeartbeatRequest* request,
                          xmod::v1::HeartbeatResponse* response) override;
-  grpc::Status AcquireRun(grpc::ServerContext* context,
-                          const xmod::v1::AcquireRunRequest* request,
+  grpc::Status AcquireRun(grpc::ServerContext* context, const xmod::v1::AcquireRunRequest* request,
                           xmod::v1::AcquireRunResponse* response) override;
   grpc::Status ReportMetrics(grpc::ServerContext* context,
                              const xmod::v1::ReportMetricsRequest* request,

@@ -25,8 +25,8 @@ xmod::v1::ModelSpec XmodSpec(const std::string& backbone, int k, double a, int n
   return spec;
 }
 
-absl::StatusOr<Accounting> AccountConfig(const std::string& backbone, int k, double a,
-                                         int seq_len, int n0) {
+absl::StatusOr<Accounting> AccountConfig(const std::string& backbone, int k, double a, int seq_len,
+                                         int n0) {
   absl::StatusOr<Accounting> acc = Account(XmodSpec(backbone, k, a, n0), seq_len);
   if (!acc.ok()) {
     return absl::Status(acc.status().code(),
@@ -47,8 +47,8 @@ bool ParseSizeSuffix(const std::string& name, double* size) {
   if (unit == 'b' || unit == 'g') scale = 1e9;
   if (scale == 0) return false;
   size_t begin = end - 1;
-  while (begin > 0 && (std::isdigit(static_cast<unsigned char>(name[begin - 1])) ||
-                       name[begin - 1] == '.')) {
+  while (begin > 0 &&
+         (std::isdigit(static_cast<unsigned char>(name[begin - 1])) || name[begin - 1] == '.')) {
     --begin;
   }
   if (begin == end - 1) return false;
@@ -78,7 +78,8 @@ absl::StatusOr<double> NominalActiveParams(const std::string& backbone) {
 
 absl::StatusOr<std::string> NearestPreset(double n_act) {
   if (!(n_act > 0) || !std::isfinite(n_act)) {
-    return absl::InvalidArgumentError(absl::StrCat("n_act must be a positive parameter count, got ", n_act));
+    return absl::InvalidArgumentError(
+        absl::StrCat("n_act must be a positive parameter count, got ", n_act));
   }
   std::string best;
   double best_distance = 0;
@@ -92,9 +93,9 @@ absl::StatusOr<std::string> NearestPreset(double n_act) {
     }
   }
   if (best.empty() || best_distance > std::log(1.1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("n_act=", n_act, ": no backbone preset within 10% (nearest: ",
-                     best.empty() ? "none" : best, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "n_act=", n_act, ": no backbone preset within 10% (nearest: ", best.empty() ? "none" : best,
+        ")"));
   }
   return best;
 }

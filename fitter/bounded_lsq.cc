@@ -2,10 +2,10 @@
 // See bounded_lsq.h.
 #include "fitter/bounded_lsq.h"
 
+#include <glog/logging.h>
+
 #include <cmath>
 #include <limits>
-
-#include <glog/logging.h>
 
 namespace xmod::fitter {
 
@@ -28,8 +28,7 @@ BoundedLsqResult SolveBoundedLsq(const Eigen::MatrixXd& x, const Eigen::VectorXd
   const int m = std::min<int>(p, static_cast<int>(x.rows()));
   Eigen::HouseholderQR<Eigen::MatrixXd> qr(xs);
   const Eigen::VectorXd qty = qr.householderQ().transpose() * y;
-  const Eigen::MatrixXd r =
-      qr.matrixQR().topRows(m).triangularView<Eigen::Upper>();  // (m, p)
+  const Eigen::MatrixXd r = qr.matrixQR().topRows(m).triangularView<Eigen::Upper>();  // (m, p)
   const Eigen::VectorXd c = qty.head(m);
   const double rest = qty.size() > m ? qty.tail(qty.size() - m).squaredNorm() : 0.0;
 
@@ -41,8 +40,11 @@ BoundedLsqResult SolveBoundedLsq(const Eigen::MatrixXd& x, const Eigen::VectorXd
 
   BoundedLsqResult best;
   best.sse = std::numeric_limits<double>::infinity();
-  // Bit i of `mask` set: bounded coefficient bounded[i] is held at its bound.
+  // Bit i of `mask` set: bounded coefficient bounded[i] is held at its bound. The empty
+  // mask is the unconstrained solution: when it is feasible it is the optimum, and the
+  // other active sets need not be tried.
   for (unsigned mask = 0; mask < (1u << nb); ++mask) {
+    if (mask == 1u && best.sse < std::numeric_limits<double>::infinity()) break;
     std::vector<bool> fixed(p, false);
     for (int i = 0; i < nb; ++i) fixed[bounded[i]] = (mask >> i) & 1u;
     Eigen::VectorXd b = Eigen::VectorXd::Zero(p);  // scaled coefficients

@@ -18,8 +18,8 @@
 namespace xmod::fitter {
 
 struct BoundedLsqResult {
-  Eigen::VectorXd coef;   // (p)
-  double sse = 0;         // ||X coef − y||²
+  Eigen::VectorXd coef;        // (p)
+  double sse = 0;              // ||X coef − y||²
   std::vector<bool> at_bound;  // coefficient j sits on its lower bound
 };
 

@@ -36,9 +36,9 @@ absl::StatusOr<std::vector<Observation>> ParseDeltaCsv(const std::string& text) 
       for (int i = 0; i < static_cast<int>(cells.size()); ++i) column[cells[i]] = i;
       for (const char* required : {"n_act", "L", "K", "A", "delta"}) {
         if (column.count(required) == 0) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "line ", line_no, ": header lacks column '", required,
-              "' (expected n_act,L,K,A,delta[,group][,held_out])"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("line ", line_no, ": header lacks column '", required,
+                           "' (expected n_act,L,K,A,delta[,group][,held_out])"));
         }
       }
       continue;
@@ -62,8 +62,8 @@ absl::StatusOr<std::vector<Observation>> ParseDeltaCsv(const std::string& text) 
     if (!absl::SimpleAtod(cell("delta"), &delta)) return bad("delta", "not a number");
     absl::StatusOr<std::string> backbone = NearestPreset(n_act);
     if (!backbone.ok()) return bad("n_act", std::string(backbone.status().message()));
-    absl::StatusOr<Observation> obs = MakeDeltaObservation(absl::StrCat("line ", line_no),
-                                                           *backbone, seq_len, k, a, delta);
+    absl::StatusOr<Observation> obs =
+        MakeDeltaObservation(absl::StrCat("line ", line_no), *backbone, seq_len, k, a, delta);
     if (!obs.ok()) return obs.status();
     const std::string groups = cell("group");
     if (!groups.empty()) {

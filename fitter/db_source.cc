@@ -49,10 +49,10 @@ absl::StatusOr<std::vector<RunCurve>> LoadSweepRuns(const std::string& db_path, 
   sqlite3_busy_timeout(db.get(), 5000);
 
   // Runs of the sweep, with their spec for N0.
-  absl::StatusOr<StmtPtr> runs_stmt = Prepare(
-      db.get(),
-      "SELECT id, name, arch, k, a, seq_len, backbone, held_out, spec FROM runs "
-      "WHERE sweep_id = ? AND state = 'SUCCEEDED' ORDER BY id");
+  absl::StatusOr<StmtPtr> runs_stmt =
+      Prepare(db.get(),
+              "SELECT id, name, arch, k, a, seq_len, backbone, held_out, spec FROM runs "
+              "WHERE sweep_id = ? AND state = 'SUCCEEDED' ORDER BY id");
   if (!runs_stmt.ok()) return runs_stmt.status();
   sqlite3_bind_int64(runs_stmt->get(), 1, sweep_id);
   std::vector<RunCurve> runs;
@@ -64,8 +64,8 @@ absl::StatusOr<std::vector<RunCurve>> LoadSweepRuns(const std::string& db_path, 
     run.run_id = sqlite3_column_int64(s, 0);
     run.name = Text(s, 1);
     xmod::v1::Architecture arch;
-    run.arch = xmod::v1::Architecture_Parse(Text(s, 2), &arch) ? arch
-                                                                : xmod::v1::ARCHITECTURE_UNSPECIFIED;
+    run.arch =
+        xmod::v1::Architecture_Parse(Text(s, 2), &arch) ? arch : xmod::v1::ARCHITECTURE_UNSPECIFIED;
     run.k = sqlite3_column_int(s, 3);
     run.a = sqlite3_column_double(s, 4);
     run.seq_len = sqlite3_column_int(s, 5);
@@ -73,8 +73,8 @@ absl::StatusOr<std::vector<RunCurve>> LoadSweepRuns(const std::string& db_path, 
     run.held_out = sqlite3_column_int(s, 7) != 0;
     xmod::v1::RunSpec spec;
     const void* blob = sqlite3_column_blob(s, 8);
-    if (blob != nullptr &&
-        spec.ParseFromArray(blob, sqlite3_column_bytes(s, 8)) && spec.model().has_n0()) {
+    if (blob != nullptr && spec.ParseFromArray(blob, sqlite3_column_bytes(s, 8)) &&
+        spec.model().has_n0()) {
       run.n0 = spec.model().n0();
     }
     index[run.run_id] = runs.size();
@@ -84,8 +84,7 @@ absl::StatusOr<std::vector<RunCurve>> LoadSweepRuns(const std::string& db_path, 
     return absl::InternalError(absl::StrCat("database: reading runs: ", sqlite3_errmsg(db.get())));
   }
   if (runs.empty()) {
-    absl::StatusOr<StmtPtr> sweep =
-        Prepare(db.get(), "SELECT COUNT(*) FROM sweeps WHERE id = ?");
+    absl::StatusOr<StmtPtr> sweep = Prepare(db.get(), "SELECT COUNT(*) FROM sweeps WHERE id = ?");
     if (!sweep.ok()) return sweep.status();
     sqlite3_bind_int64(sweep->get(), 1, sweep_id);
     if (sqlite3_step(sweep->get()) == SQLITE_ROW && sqlite3_column_int(sweep->get(), 0) == 0) {
@@ -94,10 +93,10 @@ absl::StatusOr<std::vector<RunCurve>> LoadSweepRuns(const std::string& db_path, 
     return runs;
   }
 
-  absl::StatusOr<StmtPtr> loss_stmt = Prepare(
-      db.get(),
-      "SELECT run_id, flops, val_loss FROM flop_aligned_loss WHERE sweep_id = ? "
-      "ORDER BY run_id, flops");
+  absl::StatusOr<StmtPtr> loss_stmt =
+      Prepare(db.get(),
+              "SELECT run_id, flops, val_loss FROM flop_aligned_loss WHERE sweep_id = ? "
+              "ORDER BY run_id, flops");
   if (!loss_stmt.ok()) return loss_stmt.status();
   sqlite3_bind_int64(loss_stmt->get(), 1, sweep_id);
   while ((step_rc = sqlite3_step(loss_stmt->get())) == SQLITE_ROW) {
@@ -105,8 +104,9 @@ absl::StatusOr<std::vector<RunCurve>> LoadSweepRuns(const std::string& db_path, 
     auto it = index.find(sqlite3_column_int64(s, 0));
     if (it == index.end()) continue;
     // NULL or non-numeric values read as NaN so that they are reported, not hidden.
-    const double loss = sqlite3_column_type(s, 2) == SQLITE_NULL ? std::numeric_limits<double>::quiet_NaN()
-                                                                 : sqlite3_column_double(s, 2);
+    const double loss = sqlite3_column_type(s, 2) == SQLITE_NULL
+                            ? std::numeric_limits<double>::quiet_NaN()
+                            : sqlite3_column_double(s, 2);
     runs[it->second].points.push_back({sqlite3_column_double(s, 1), loss});
   }
   if (step_rc != SQLITE_DONE) {

@@ -1,18 +1,18 @@
 // Differential evolution + compass-search polish with pagmo2. See de_search.h.
 #include "fitter/de_search.h"
 
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
-#include <utility>
-
-#include <glog/logging.h>
 #include <pagmo/algorithm.hpp>
 #include <pagmo/algorithms/compass_search.hpp>
 #include <pagmo/algorithms/de.hpp>
 #include <pagmo/population.hpp>
 #include <pagmo/problem.hpp>
+#include <utility>
 
 namespace xmod::fitter {
 namespace {
@@ -63,9 +63,9 @@ SearchResult MinimizeBox(const Objective& f, const std::vector<double>& lower,
   if (options.polish) {
     pagmo::population single(problem, 0u, seed32 + 2u);
     single.push_back(pop.champion_x(), pop.champion_f());
-    pagmo::algorithm polish(pagmo::compass_search(
-        static_cast<unsigned>(options.polish_evaluations), /*start_range=*/0.05,
-        /*stop_range=*/1e-9, /*reduction_coeff=*/0.5));
+    pagmo::algorithm polish(pagmo::compass_search(static_cast<unsigned>(options.polish_evaluations),
+                                                  /*start_range=*/0.05,
+                                                  /*stop_range=*/1e-9, /*reduction_coeff=*/0.5));
     single = polish.evolve(single);
     evaluations += static_cast<long>(single.get_problem().get_fevals());
     if (single.champion_f()[0] <= pop.champion_f()[0]) {

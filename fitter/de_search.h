@@ -15,11 +15,11 @@ namespace xmod::fitter {
 
 struct SearchOptions {
   uint64_t seed = 1;
-  int population = 32;      // individuals (>= 5)
-  int generations = 400;    // DE generations at most
-  double ftol = 1e-10;      // DE stops when best and worst fitness differ by less
-  double xtol = 1e-8;       // ... or when the population collapses this far
-  bool polish = true;       // compass search from the DE champion
+  int population = 32;    // individuals (>= 5)
+  int generations = 400;  // DE generations at most
+  double ftol = 1e-10;    // DE stops when best and worst fitness differ by less
+  double xtol = 1e-8;     // ... or when the population collapses this far
+  bool polish = true;     // compass search from the DE champion
   int polish_evaluations = 3000;
   // Points placed into the initial population (e.g. a previous fit), clipped to the box.
   std::vector<std::vector<double>> initial_points;

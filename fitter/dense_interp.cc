@@ -28,9 +28,9 @@ absl::StatusOr<LossCurve> LossCurve::Create(std::vector<CurvePoint> points, std:
   for (const CurvePoint& p : points) {
     if (!unique.empty() && unique.back().flops == p.flops) {
       if (unique.back().loss != p.loss) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            name, ": two evaluations at flops ", p.flops, " disagree (", unique.back().loss,
-            " vs ", p.loss, ")"));
+        return absl::InvalidArgumentError(absl::StrCat(name, ": two evaluations at flops ", p.flops,
+                                                       " disagree (", unique.back().loss, " vs ",
+                                                       p.loss, ")"));
       }
       continue;
     }
@@ -42,12 +42,11 @@ absl::StatusOr<LossCurve> LossCurve::Create(std::vector<CurvePoint> points, std:
 absl::StatusOr<double> LossCurve::LossAt(double flops) const {
   if (!(flops >= min_flops() && flops <= max_flops())) {
     return absl::OutOfRangeError(absl::StrCat(name_, ": flops ", flops,
-                                              " lie outside the curve's range [", min_flops(),
-                                              ", ", max_flops(), "]; not extrapolating"));
+                                              " lie outside the curve's range [", min_flops(), ", ",
+                                              max_flops(), "]; not extrapolating"));
   }
-  auto upper = std::lower_bound(
-      points_.begin(), points_.end(), flops,
-      [](const CurvePoint& p, double f) { return p.flops < f; });
+  auto upper = std::lower_bound(points_.begin(), points_.end(), flops,
+                                [](const CurvePoint& p, double f) { return p.flops < f; });
   if (upper->flops == flops) return upper->loss;
   const CurvePoint& hi = *upper;
   const CurvePoint& lo = *(upper - 1);

@@ -31,9 +31,9 @@ absl::StatusOr<RecommendTarget> ParseTarget(const std::string& text, int index) 
   double n_act = 0;
   if (parts.size() != 3 || !absl::SimpleAtod(parts[0], &t.flops) ||
       !absl::SimpleAtoi(parts[1], &t.seq_len) || !absl::SimpleAtod(parts[2], &n_act)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--recommend[", index, "]: expected \"C,L,N_act\" (e.g. 1e20,2048,556e6), got '", text,
-        "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--recommend[", index,
+                     "]: expected \"C,L,N_act\" (e.g. 1e20,2048,556e6), got '", text, "'"));
   }
   absl::StatusOr<std::string> backbone = NearestPreset(n_act);
   if (!backbone.ok()) {
@@ -124,10 +124,10 @@ void PrintJson(const FitReport& r, const std::vector<Prediction>& recs, uint64_t
 }
 
 void PrintTable(const FitReport& r, const std::vector<Prediction>& recs, std::ostream& out) {
-  out << absl::StrFormat("X-MoD law (Eq. 14), two-stage fit on %d observations "
-                         "(stage 1: %d at A = 1; stage 2: %d at A != 1%s)\n",
-                         r.fit.n_obs, r.fit.n_stage1, r.fit.n_stage2,
-                         r.fit.stage2_fitted ? "" : ", skipped");
+  out << absl::StrFormat(
+      "X-MoD law (Eq. 14), two-stage fit on %d observations "
+      "(stage 1: %d at A = 1; stage 2: %d at A != 1%s)\n",
+      r.fit.n_obs, r.fit.n_stage1, r.fit.n_stage2, r.fit.stage2_fitted ? "" : ", skipped");
   out << absl::StrFormat("  %-6s %14s", "param", "estimate");
   if (r.bootstrap.has_value()) out << absl::StrFormat(" %14s %14s", "ci 2.5%", "ci 97.5%");
   out << "\n";
@@ -165,9 +165,9 @@ void PrintTable(const FitReport& r, const std::vector<Prediction>& recs, std::os
                            r.bootstrap->failures, r.bootstrap_seconds);
   }
   for (const Prediction& p : recs) {
-    out << absl::StrFormat("recommend C=%g L=%d N_act=%s: K*=%d A*=%g delta=%.5f [%.5f, %.5f] N=%.3gB",
-                           p.flops, p.seq_len, p.backbone, p.k, p.a, p.delta, p.delta_low,
-                           p.delta_high, p.total_params / 1e9);
+    out << absl::StrFormat(
+        "recommend C=%g L=%d N_act=%s: K*=%d A*=%g delta=%.5f [%.5f, %.5f] N=%.3gB", p.flops,
+        p.seq_len, p.backbone, p.k, p.a, p.delta, p.delta_low, p.delta_high, p.total_params / 1e9);
     if (p.loss != 0) out << absl::StrFormat(" loss=%.4f", p.loss);
     out << "\n";
   }

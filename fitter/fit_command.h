@@ -13,9 +13,9 @@
 namespace xmod::fitter {
 
 struct FitCommandOptions {
-  std::string csv;                     // --csv FILE (n_act,L,K,A,delta[,group][,held_out])
-  std::string db;                      // --db FILE (the coordinator's SQLite database) ...
-  int64_t sweep = 0;                   // ... with --sweep ID
+  std::string csv;    // --csv FILE (n_act,L,K,A,delta[,group][,held_out])
+  std::string db;     // --db FILE (the coordinator's SQLite database) ...
+  int64_t sweep = 0;  // ... with --sweep ID
   uint64_t seed = 1;
   std::string output = "table";        // "table" or "json"
   std::vector<std::string> recommend;  // each "C,L,N_act", e.g. "1e20,2048,556e6"
@@ -25,9 +25,9 @@ struct FitCommandOptions {
   int bootstrap = 0;                   // bootstrap refits (0 = none)
   int threads = 2;
   bool cross_validate = true;
-  int population = 32;                 // DE population
-  int generations = 400;               // DE generations at most
-  double ftol = 1e-7;                  // DE stop: best and worst SSE/SST differ by less
+  int population = 32;    // DE population
+  int generations = 400;  // DE generations at most
+  double ftol = 1e-7;     // DE stop: best and worst SSE/SST differ by less
 };
 
 // Reads the input, fits, validates, recommends and prints. INVALID_ARGUMENT for bad

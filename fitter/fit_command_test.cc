@@ -104,8 +104,8 @@ TEST(FitCommandTest, BinaryExitsNonZeroOnBadInput) {
   const char* bin = std::getenv("XMOD_BIN_DIR");
   if (bin == nullptr) GTEST_SKIP() << "XMOD_BIN_DIR unset (run through ctest)";
   const std::string path = WriteTemp("nan.csv", "n_act,L,K,A,delta\n556e6,2048,4,1,inf\n");
-  const std::string cmd = std::string(bin) + "/xmod-fit --csv " + path + " 2>" +
-                          TempPath("nan.err");
+  const std::string cmd =
+      std::string(bin) + "/xmod-fit --csv " + path + " 2>" + TempPath("nan.err");
   EXPECT_NE(std::system(cmd.c_str()), 0);
   std::ifstream err(TempPath("nan.err"));
   std::stringstream text;

@@ -7,22 +7,30 @@ namespace xmod::fitter {
 
 double& ParamAt(LawParams& p, int index) {
   switch (index) {
-    case 0: return p.e;
-    case 1: return p.u;
-    case 2: return p.eta_n;
-    case 3: return p.rho_n;
-    case 4: return p.w;
-    case 5: return p.eta_l;
-    case 6: return p.rho_l;
-    case 7: return p.z;
-    case 8: return p.rho_k;
-    default: return p.rho_a;
+    case 0:
+      return p.e;
+    case 1:
+      return p.u;
+    case 2:
+      return p.eta_n;
+    case 3:
+      return p.rho_n;
+    case 4:
+      return p.w;
+    case 5:
+      return p.eta_l;
+    case 6:
+      return p.rho_l;
+    case 7:
+      return p.z;
+    case 8:
+      return p.rho_k;
+    default:
+      return p.rho_a;
   }
 }
 
-double ParamAt(const LawParams& p, int index) {
-  return ParamAt(const_cast<LawParams&>(p), index);
-}
+double ParamAt(const LawParams& p, int index) { return ParamAt(const_cast<LawParams&>(p), index); }
 
 LawParams Table8Params() {
   LawParams p;

@@ -65,9 +65,8 @@ TEST(LawTest, Table8OptimumMovesWithContext) {
     int best = 1;
     double best_delta = 0;
     for (int k = 2; k <= 32; ++k) {
-      const double d = PredictDelta(Table8Params(),
-                                    {556e6, *CapacityRatio("556M", k, 1, seq_len), double(seq_len),
-                                     double(k), 1});
+      const double d = PredictDelta(Table8Params(), {556e6, *CapacityRatio("556M", k, 1, seq_len),
+                                                     double(seq_len), double(k), 1});
       if (d < best_delta) {
         best = k;
         best_delta = d;

@@ -1,8 +1,7 @@
 // xmod-fit: the scaling-law fit offline, on a CSV of Δ observations or on a sweep in the
 // coordinator's database. Parses flags into FitCommandOptions and runs RunFitCommand.
-#include <iostream>
-
 #include <CLI/CLI.hpp>
+#include <iostream>
 
 #include "fitter/fit_command.h"
 
@@ -13,7 +12,8 @@ int main(int argc, char** argv) {
   app.add_option("--db", options.db, "the coordinator's SQLite database (read-only)");
   app.add_option("--sweep", options.sweep, "sweep id in --db");
   app.add_option("--seed", options.seed, "seed of differential evolution and bootstrap");
-  app.add_option("--output", options.output, "table or json")->check(CLI::IsMember({"table", "json"}));
+  app.add_option("--output", options.output, "table or json")
+      ->check(CLI::IsMember({"table", "json"}));
   app.add_option("--recommend", options.recommend,
                  "\"C,L,N_act\" to recommend (K*, A*) for (repeatable), e.g. 1e20,2048,556e6");
   app.add_option("--ks", options.ks, "candidate K values (default 1..32)")->delimiter(',');

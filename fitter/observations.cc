@@ -40,8 +40,7 @@ std::string DenseGroupName(int seq_len, const std::string& backbone) {
 }
 
 std::string Observation::Describe() const {
-  return absl::StrCat("L=", seq_len, " backbone=", backbone, " K=", k, " A=", a, " (", name,
-                      ")");
+  return absl::StrCat("L=", seq_len, " backbone=", backbone, " K=", k, " A=", a, " (", name, ")");
 }
 
 absl::StatusOr<Observation> MakeDeltaObservation(std::string name, const std::string& backbone,
@@ -69,13 +68,11 @@ absl::StatusOr<Observation> MakeDeltaObservation(std::string name, const std::st
   }
   absl::StatusOr<double> n_act = NominalActiveParams(backbone);
   if (!n_act.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(obs.Describe(), ": ", n_act.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat(obs.Describe(), ": ", n_act.status().message()));
   }
   absl::StatusOr<double> ratio = CapacityRatio(backbone, k, a, seq_len, n0);
   if (!ratio.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(obs.Describe(), ": ", ratio.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat(obs.Describe(), ": ", ratio.status().message()));
   }
   obs.n_act = *n_act;
   obs.capacity_ratio = *ratio;
@@ -123,8 +120,8 @@ absl::StatusOr<std::vector<Observation>> BuildObservations(const std::vector<Run
     const std::string group = DenseGroupName(run.seq_len, run.backbone);
     auto it = dense.find({run.seq_len, run.backbone});
     if (it == dense.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "group ", group, ": sparse ", RunLabel(run), " has no dense reference run"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("group ", group, ": sparse ", RunLabel(run), " has no dense reference run"));
     }
     // The dense curve that covers C; among several, the one ending closest after C.
     const double c_end = sparse->max_flops();
@@ -143,10 +140,10 @@ absl::StatusOr<std::vector<Observation>> BuildObservations(const std::vector<Run
     }
     if (ref == nullptr) {
       const LossCurve& d = it->second.front();
-      return absl::InvalidArgumentError(absl::StrCat(
-          "group ", group, ": sparse ", RunLabel(run), " ends at flops ", c_end,
-          ", outside every dense reference's range (first: [", d.min_flops(), ", ",
-          d.max_flops(), "]); not extrapolating"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("group ", group, ": sparse ", RunLabel(run), " ends at flops ", c_end,
+                       ", outside every dense reference's range (first: [", d.min_flops(), ", ",
+                       d.max_flops(), "]); not extrapolating"));
     }
     absl::StatusOr<double> sparse_loss = sparse->LossAt(c);
     if (!sparse_loss.ok()) return sparse_loss.status();

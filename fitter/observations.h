@@ -20,21 +20,21 @@ namespace xmod::fitter {
 // One run's validation curve as the coordinator stores it.
 struct RunCurve {
   int64_t run_id = 0;
-  std::string name;                 // e.g. "xmod-556M-L2048-K4-A1" (used in messages)
+  std::string name;  // e.g. "xmod-556M-L2048-K4-A1" (used in messages)
   xmod::v1::Architecture arch = xmod::v1::ARCHITECTURE_UNSPECIFIED;
-  std::string backbone;             // preset name, e.g. "556M"
-  int seq_len = 0;                  // L
-  int k = 1;                        // K (ignored for DENSE)
-  double a = 1;                     // A (ignored for DENSE)
-  int n0 = 4;                       // dense prefix N0 of the layer plan
-  bool held_out = false;            // out-of-range: predicted, never fitted (FitPlan)
-  std::vector<CurvePoint> points;   // val/loss against cumulative training FLOPs
+  std::string backbone;            // preset name, e.g. "556M"
+  int seq_len = 0;                 // L
+  int k = 1;                       // K (ignored for DENSE)
+  double a = 1;                    // A (ignored for DENSE)
+  int n0 = 4;                      // dense prefix N0 of the layer plan
+  bool held_out = false;           // out-of-range: predicted, never fitted (FitPlan)
+  std::vector<CurvePoint> points;  // val/loss against cumulative training FLOPs
 };
 
 struct Observation {
-  std::string name;                 // run name, or "row N" for CSV input
-  std::string backbone;             // preset name
-  double n_act = 0;                 // nominal N_act of the backbone
+  std::string name;      // run name, or "row N" for CSV input
+  std::string backbone;  // preset name
+  double n_act = 0;      // nominal N_act of the backbone
   int seq_len = 0;
   int k = 2;
   double a = 1;

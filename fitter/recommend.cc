@@ -25,11 +25,14 @@ absl::StatusOr<Prediction> Predict(const LawParams& params, double flops, int se
   p.k = k;
   p.a = a;
   absl::StatusOr<double> n_act = NominalActiveParams(backbone);
-  if (!n_act.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", n_act.status().message()));
+  if (!n_act.ok())
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", n_act.status().message()));
   absl::StatusOr<double> ratio = CapacityRatio(backbone, k, a, seq_len, n0);
-  if (!ratio.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", ratio.status().message()));
+  if (!ratio.ok())
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", ratio.status().message()));
   absl::StatusOr<double> total = TotalParams(backbone, k, a, seq_len, n0);
-  if (!total.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", total.status().message()));
+  if (!total.ok())
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", total.status().message()));
   p.n_act = *n_act;
   p.total_params = *total;
   const LawPoint x{*n_act, *ratio, static_cast<double>(seq_len), static_cast<double>(k), a};
@@ -49,8 +52,7 @@ absl::StatusOr<Prediction> Predict(const LawParams& params, double flops, int se
 }
 
 absl::StatusOr<Recommendation> Recommend(const LawParams& params, const RecommendQuery& query,
-                                         const LossCurve* dense,
-                                         const BootstrapResult* bootstrap) {
+                                         const LossCurve* dense, const BootstrapResult* bootstrap) {
   std::vector<int> ks = query.ks;
   if (ks.empty()) {
     for (int k = 1; k <= 32; ++k) ks.push_back(k);
@@ -84,8 +86,8 @@ absl::StatusOr<Recommendation> Recommend(const LawParams& params, const Recommen
         a = 1;
       }
       if (k > query.seq_len || std::fabs(a * k - std::round(a * k)) > 1e-9) continue;
-      absl::StatusOr<Prediction> p = Predict(params, query.flops, query.seq_len, query.backbone,
-                                             k, a, dense, bootstrap, query.n0);
+      absl::StatusOr<Prediction> p = Predict(params, query.flops, query.seq_len, query.backbone, k,
+                                             a, dense, bootstrap, query.n0);
       if (!p.ok()) continue;  // a plan the accounting rejects is not a candidate
       if (query.max_total_params > 0 && p->total_params > query.max_total_params) continue;
       out.candidates.push_back(*std::move(p));

@@ -23,10 +23,10 @@ struct Prediction {
   double n_act = 0;
   int k = 1;
   double a = 1;
-  double delta = 0;          // predicted Δ (0 for K = 1, the dense reference)
-  double loss = 0;           // dense loss at C + Δ; 0 when no dense curve was given
-  double total_params = 0;   // N of the configuration (embeddings and head included)
-  double delta_low = 0;      // bootstrap 2.5% / 97.5% (equal to delta without bootstrap)
+  double delta = 0;         // predicted Δ (0 for K = 1, the dense reference)
+  double loss = 0;          // dense loss at C + Δ; 0 when no dense curve was given
+  double total_params = 0;  // N of the configuration (embeddings and head included)
+  double delta_low = 0;     // bootstrap 2.5% / 97.5% (equal to delta without bootstrap)
   double delta_high = 0;
 };
 
@@ -43,9 +43,9 @@ struct RecommendQuery {
   double flops = 0;
   int seq_len = 0;
   std::string backbone;
-  std::vector<int> ks;              // empty = 1..32 (K = 1 is the dense model)
-  std::vector<double> as;           // empty = {0.5, 1, 2, 3, 4, 5}
-  double max_total_params = 0;      // 0 = no cap
+  std::vector<int> ks;          // empty = 1..32 (K = 1 is the dense model)
+  std::vector<double> as;       // empty = {0.5, 1, 2, 3, 4, 5}
+  double max_total_params = 0;  // 0 = no cap
   int n0 = 4;
 };
 

@@ -21,11 +21,11 @@
 namespace xmod::fitter {
 
 struct SweepFitOptions {
-  FitOptions fit;                    // seed (fit.search.seed), DE sizes, exponent bounds
-  ObservationOptions observations;   // dense-matching tolerance
-  bool cross_validate = true;        // grouped leave-one-group-out refits (B.5)
-  int bootstrap_samples = 0;         // 0 = no bootstrap
-  int threads = 2;                   // bootstrap threads
+  FitOptions fit;                   // seed (fit.search.seed), DE sizes, exponent bounds
+  ObservationOptions observations;  // dense-matching tolerance
+  bool cross_validate = true;       // grouped leave-one-group-out refits (B.5)
+  int bootstrap_samples = 0;        // 0 = no bootstrap
+  int threads = 2;                  // bootstrap threads
 };
 
 struct FitReport {

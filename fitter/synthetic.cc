@@ -16,9 +16,9 @@ constexpr int kMaxContext = 32768;
 absl::Status Add(const std::string& backbone, int seq_len, int k, double a, bool held_out,
                  const SyntheticOptions& options, std::mt19937_64& rng,
                  std::vector<Observation>* out) {
-  absl::StatusOr<Observation> obs = MakeDeltaObservation(
-      absl::StrCat("xmod-", backbone, "-L", seq_len, "-K", k, "-A", a), backbone, seq_len, k,
-      a, 0.0);
+  absl::StatusOr<Observation> obs =
+      MakeDeltaObservation(absl::StrCat("xmod-", backbone, "-L", seq_len, "-K", k, "-A", a),
+                           backbone, seq_len, k, a, 0.0);
   if (!obs.ok()) return obs.status();
   std::normal_distribution<double> noise(0.0, options.sigma);
   obs->delta = PredictDelta(options.truth, obs->point()) + noise(rng);
@@ -51,13 +51,15 @@ absl::StatusOr<std::vector<Observation>> PaperSweepObservations(const SyntheticO
   // N_act sweep at 32k, A = 1 (556M is shared with the K×L sweep).
   for (const char* backbone : {"165M", "298M", "936M"}) {
     for (int k : PaperSweepKs()) {
-      if (absl::Status s = Add(backbone, kMaxContext, k, 1, false, options, rng, &out); !s.ok()) return s;
+      if (absl::Status s = Add(backbone, kMaxContext, k, 1, false, options, rng, &out); !s.ok())
+        return s;
     }
   }
   // A×K sweep at 165M, 32k; A = 1 comes from the N_act sweep.
   for (double a : {0.5, 2.0, 3.0, 4.0, 5.0}) {
     for (int k : {4, 8, 12, 16}) {
-      if (absl::Status s = Add("165M", kMaxContext, k, a, false, options, rng, &out); !s.ok()) return s;
+      if (absl::Status s = Add("165M", kMaxContext, k, a, false, options, rng, &out); !s.ok())
+        return s;
     }
   }
   if (options.out_of_range) {
@@ -65,7 +67,8 @@ absl::StatusOr<std::vector<Observation>> PaperSweepObservations(const SyntheticO
       if (absl::Status s = Add("556M", 65536, k, 1, true, options, rng, &out); !s.ok()) return s;
     }
     for (int k : {14, 16, 18, 20}) {
-      if (absl::Status s = Add("1.65B", kMaxContext, k, 1, true, options, rng, &out); !s.ok()) return s;
+      if (absl::Status s = Add("1.65B", kMaxContext, k, 1, true, options, rng, &out); !s.ok())
+        return s;
     }
   }
   return out;

@@ -17,9 +17,9 @@ namespace xmod::fitter {
 
 struct SyntheticOptions {
   LawParams truth = Table8Params();
-  double sigma = 0.003;           // Gaussian noise on Δ (nats)
+  double sigma = 0.003;  // Gaussian noise on Δ (nats)
   uint64_t seed = 1;
-  bool out_of_range = false;      // add the held-out L = 64k and N_act = 1.65B runs
+  bool out_of_range = false;  // add the held-out L = 64k and N_act = 1.65B runs
 };
 
 // K grid of the K×L and N_act sweeps; K = 3 is added at L = 2k only (B.4).

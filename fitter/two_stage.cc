@@ -50,8 +50,7 @@ struct StageData {
 Eigen::MatrixXd Stage1Design(const StageData& d, const std::vector<double>& x) {
   Eigen::MatrixXd m(d.size(), 3);
   m.col(0).setOnes();
-  m.col(1) = -((-x[0] * d.log_n_act.array()).exp() *
-               (1.0 - (-x[1] * d.log_ratio.array()).exp()));
+  m.col(1) = -((-x[0] * d.log_n_act.array()).exp() * (1.0 - (-x[1] * d.log_ratio.array()).exp()));
   m.col(2) = (-x[2] * d.log_l.array()).exp() * ((x[3] * d.log_k.array()).exp() - 1.0);
   return m;
 }
@@ -59,17 +58,15 @@ Eigen::MatrixXd Stage1Design(const StageData& d, const std::vector<double>& x) {
 // Stage-2 design [−R_{A,K}] at exponents (ρ_K, ρ_A).  // (n, 1)
 Eigen::MatrixXd Stage2Design(const StageData& d, const std::vector<double>& x) {
   Eigen::MatrixXd m(d.size(), 1);
-  m.col(0) = -(((x[0] * d.log_k.array()).exp() - 1.0) *
-               ((x[1] * d.log_omega.array()).exp() - 1.0));
+  m.col(0) = -(((x[0] * d.log_k.array()).exp() - 1.0) * ((x[1] * d.log_omega.array()).exp() - 1.0));
   return m;
 }
 
 absl::Status CheckStage(const std::string& stage, const std::vector<const Observation*>& obs,
                         int min_obs) {
   if (static_cast<int>(obs.size()) < min_obs) {
-    return absl::InvalidArgumentError(absl::StrCat(stage, ": ", obs.size(),
-                                                   " observations, the stage needs at least ",
-                                                   min_obs));
+    return absl::InvalidArgumentError(
+        absl::StrCat(stage, ": ", obs.size(), " observations, the stage needs at least ", min_obs));
   }
   std::set<int> ks;
   for (const Observation* o : obs) ks.insert(o->k);
@@ -178,8 +175,7 @@ absl::StatusOr<FitResult> FitTwoStage(const std::vector<Observation>& observatio
     if (options.warm_start != nullptr) {
       search2.initial_points = {{options.warm_start->rho_k, options.warm_start->rho_a}};
     }
-    const SearchResult r2 =
-        MinimizeBox(f2, {b.rho_lo, b.rho_lo}, {b.rho_hi, b.rho_hi}, search2);
+    const SearchResult r2 = MinimizeBox(f2, {b.rho_lo, b.rho_lo}, {b.rho_hi, b.rho_hi}, search2);
     const BoundedLsqResult c2 = SolveBoundedLsq(Stage2Design(d2, r2.x), d2.y, lower2);
     p.rho_k = r2.x[0];
     p.rho_a = r2.x[1];

@@ -27,7 +27,7 @@ struct ExponentBounds {
 };
 
 struct FitOptions {
-  SearchOptions search;    // seed, population, generations, polish
+  SearchOptions search;  // seed, population, generations, polish
   ExponentBounds bounds;
   // Start DE with these exponents in its population (bootstrap refits from the full fit).
   const LawParams* warm_start = nullptr;
@@ -36,14 +36,14 @@ struct FitOptions {
 struct FitResult {
   LawParams params;
   bool stage2_fitted = false;
-  int n_obs = 0;           // observations fitted (not held out)
-  int n_stage1 = 0;        // of which A = 1
-  int n_stage2 = 0;        // of which A ≠ 1
-  double r2 = 0;           // R²_Δ over the fitted observations (B.5)
-  double rmse = 0;         // RMSE on loss = RMSE on Δ (L̂ = L̂_dense + Δ̂)
-  double mae = 0;          // MAE on loss
+  int n_obs = 0;                      // observations fitted (not held out)
+  int n_stage1 = 0;                   // of which A = 1
+  int n_stage2 = 0;                   // of which A ≠ 1
+  double r2 = 0;                      // R²_Δ over the fitted observations (B.5)
+  double rmse = 0;                    // RMSE on loss = RMSE on Δ (L̂ = L̂_dense + Δ̂)
+  double mae = 0;                     // MAE on loss
   std::vector<std::string> at_bound;  // exponent names that ended on a bound
-  long evaluations = 0;    // objective evaluations, both stages
+  long evaluations = 0;               // objective evaluations, both stages
 };
 
 // Fits the observations with held_out == false. INVALID_ARGUMENT naming the stage and its

@@ -124,8 +124,8 @@ absl::StatusOr<std::vector<GroupError>> CrossValidate(const std::vector<Observat
   return out;
 }
 
-absl::StatusOr<BootstrapResult> Bootstrap(const std::vector<Observation>& observations,
-                                          int samples, int threads, const FitOptions& options) {
+absl::StatusOr<BootstrapResult> Bootstrap(const std::vector<Observation>& observations, int samples,
+                                          int threads, const FitOptions& options) {
   std::vector<Observation> fitted;
   for (const Observation& o : observations) {
     if (!o.held_out) fitted.push_back(o);
@@ -161,9 +161,8 @@ absl::StatusOr<BootstrapResult> Bootstrap(const std::vector<Observation>& observ
   }
   out.samples = static_cast<int>(out.draws.size());
   if (out.samples * 2 < samples) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "bootstrap: ", out.failures, " of ", samples, " refits failed, e.g.: ",
-        [&] {
+    return absl::FailedPreconditionError(
+        absl::StrCat("bootstrap: ", out.failures, " of ", samples, " refits failed, e.g.: ", [&] {
           for (const auto& r : results) {
             if (!r.ok()) return std::string(r.status().message());
           }

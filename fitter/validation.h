@@ -35,7 +35,7 @@ std::vector<CvFold> MakeCvFolds(const std::vector<Observation>& observations);
 
 struct GroupError {
   std::string group;
-  double rmse = 0;    // RMSE on loss of the held-out runs under the refit
+  double rmse = 0;  // RMSE on loss of the held-out runs under the refit
   int n = 0;
   std::string error;  // non-empty when the refit without the group failed (rmse unset)
 };
@@ -57,8 +57,8 @@ struct BootstrapResult {
 // `samples` resamples (with replacement) of the fitted runs, each refit with seed
 // options.search.seed + 1 + i, spread over `threads` threads. FAILED_PRECONDITION when
 // fewer than half of the refits succeed.
-absl::StatusOr<BootstrapResult> Bootstrap(const std::vector<Observation>& observations,
-                                          int samples, int threads, const FitOptions& options);
+absl::StatusOr<BootstrapResult> Bootstrap(const std::vector<Observation>& observations, int samples,
+                                          int threads, const FitOptions& options);
 
 // The 2.5% and 97.5% quantiles of Δ over the bootstrap draws at `x`.
 std::pair<double, double> DeltaInterval(const BootstrapResult& bootstrap, const LawPoint& x);

@@ -17,17 +17,16 @@ torch::Tensor GroupQueries(const torch::Tensor& q, int64_t groups) {
 // blocked broadcastable to (B, G, R, Tq, Tk) or undefined. Returns (B, G, R, Tq, E).
 torch::Tensor GroupedSoftmaxAttention(const torch::Tensor& q5, const torch::Tensor& k,
                                       const torch::Tensor& v, const torch::Tensor& blocked) {
-  const int64_t b = q5.size(0), g = q5.size(1), r = q5.size(2), tq = q5.size(3),
-                e = q5.size(4), tk = k.size(2);
-  torch::Tensor q = q5.reshape({b, g, r * tq, e});                    // (B, G, R*Tq, E)
-  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1));        // (B, G, R*Tq, Tk)
+  const int64_t b = q5.size(0), g = q5.size(1), r = q5.size(2), tq = q5.size(3), e = q5.size(4),
+                tk = k.size(2);
+  torch::Tensor q = q5.reshape({b, g, r * tq, e});               // (B, G, R*Tq, E)
+  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1));  // (B, G, R*Tq, Tk)
   if (blocked.defined()) {
     // The product's output is not saved for its backward, so masking in place is safe.
-    scores.view({b, g, r, tq, tk})
-        .masked_fill_(blocked, -std::numeric_limits<float>::infinity());
+    scores.view({b, g, r, tq, tk}).masked_fill_(blocked, -std::numeric_limits<float>::infinity());
   }
-  torch::Tensor probs = torch::softmax(scores, /*dim=*/-1);           // (B, G, R*Tq, Tk)
-  return torch::matmul(probs, v).view({b, g, r, tq, e});              // (B, G, R, Tq, E)
+  torch::Tensor probs = torch::softmax(scores, /*dim=*/-1);  // (B, G, R*Tq, Tk)
+  return torch::matmul(probs, v).view({b, g, r, tq, e});     // (B, G, R, Tq, E)
 }
 
 }  // namespace
@@ -57,8 +56,9 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& h, const torch::Tensor
   torch::Tensor blocked;
   if (key_valid.defined()) {
     // Causal by original position; padding keys hidden; the diagonal always open.
-    torch::Tensor pos_q = positions.unsqueeze(2), pos_k = positions.unsqueeze(1);  // (B,T,1),(B,1,T)
-    torch::Tensor diagonal = torch::eye(t, h.options().dtype(torch::kBool));       // (T, T)
+    torch::Tensor pos_q = positions.unsqueeze(2),
+                  pos_k = positions.unsqueeze(1);                             // (B,T,1),(B,1,T)
+    torch::Tensor diagonal = torch::eye(t, h.options().dtype(torch::kBool));  // (T, T)
     blocked = ((pos_k > pos_q) | key_valid.logical_not().unsqueeze(1)) & diagonal.logical_not();
     blocked = blocked.view({b, 1, 1, t, t});
   }
@@ -83,7 +83,7 @@ torch::Tensor AttentionImpl::Attend(const torch::Tensor& q, const torch::Tensor&
                                     const torch::Tensor& v, const torch::Tensor& blocked) const {
   const int64_t b = q.size(0), tq = q.size(1), g = options_.n_kv_heads,
                 hd = options_.n_heads * options_.head_dim;
-  torch::Tensor q5 = GroupQueries(q, g);      // (B, G, R, Tq, E)
+  torch::Tensor q5 = GroupQueries(q, g);       // (B, G, R, Tq, E)
   torch::Tensor kg = k.permute({0, 2, 1, 3});  // (B, G, Tk, E)
   torch::Tensor vg = v.permute({0, 2, 1, 3});  // (B, G, Tk, E)
   torch::Tensor out;                           // (B, G, R, Tq, E)

@@ -63,14 +63,14 @@ torch::Tensor RoutedBlockImpl::forward(const torch::Tensor& x, LayerContext* ctx
     ctx->trace->bias.push_back(ctx->bias);
   }
   ctx->bias = ctx->bias + sel.mask.to(x.scalar_type());  // b_i counts this layer's choice
-  if (sel.count() == 0) return x;  // threshold rule selected nobody
+  if (sel.count() == 0) return x;                        // threshold rule selected nobody
 
   // Gather the selected rows: flat row of (b, i) is b*T + i.
   const int64_t k_sel = sel.count();
-  torch::Tensor offsets = torch::arange(b, sel.index.options()).mul(t).unsqueeze(1);  // (B, 1)
-  torch::Tensor rows = (sel.index + offsets).reshape({-1});                           // (B*k)
-  torch::Tensor x_flat = x.reshape({b * t, d});                                       // (B*T, D)
-  torch::Tensor xs = x_flat.index_select(0, rows).view({b, k_sel, d});                // (B, k, D)
+  torch::Tensor offsets = torch::arange(b, sel.index.options()).mul(t).unsqueeze(1);   // (B, 1)
+  torch::Tensor rows = (sel.index + offsets).reshape({-1});                            // (B*k)
+  torch::Tensor x_flat = x.reshape({b * t, d});                                        // (B*T, D)
+  torch::Tensor xs = x_flat.index_select(0, rows).view({b, k_sel, d});                 // (B, k, D)
   torch::Tensor hs = h.reshape({b * t, d}).index_select(0, rows).view({b, k_sel, d});  // (B, k, D)
 
   torch::Tensor a;  // (B, k, D) attention output, undefined for Routed-FFN

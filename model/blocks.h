@@ -29,12 +29,12 @@ namespace xmod {
 struct LayerContext {
   RoutingMode mode = RoutingMode::kTopK;
   const Rope* rope = nullptr;
-  torch::Tensor bias;           // (B, T) float b_i of the current interval (paper §2.3)
-  int interval = -1;            // interval the bias belongs to
+  torch::Tensor bias;  // (B, T) float b_i of the current interval (paper §2.3)
+  int interval = -1;   // interval the bias belongs to
   RoutingTrace* trace = nullptr;
-  torch::Tensor router_loss;    // () sum of the routed layers' BCE losses
-  int64_t routed_layers = 0;    // terms in router_loss
-  torch::Tensor balance_loss;   // () sum of the MoE layers' balance losses
+  torch::Tensor router_loss;   // () sum of the routed layers' BCE losses
+  int64_t routed_layers = 0;   // terms in router_loss
+  torch::Tensor balance_loss;  // () sum of the MoE layers' balance losses
 };
 
 class BlockImpl : public torch::nn::Module {
@@ -70,10 +70,10 @@ struct RoutedBlockOptions {
   AttentionKind attention_kind = AttentionKind::kSelected;
   Update update = Update::kXMoD;
   int64_t ffn_dim = 0;
-  int64_t sparsity = 1;             // K: top-k mode selects T / K tokens per sequence
-  double tau = 1.0;                 // token-choice bias strength (0 = ablation)
-  bool learn_gate_scale = true;     // false = ablation "no gated scaling" (ς fixed at 1)
-  double gate_scale_init = 1.0;     // ς at initialisation
+  int64_t sparsity = 1;          // K: top-k mode selects T / K tokens per sequence
+  double tau = 1.0;              // token-choice bias strength (0 = ablation)
+  bool learn_gate_scale = true;  // false = ablation "no gated scaling" (ς fixed at 1)
+  double gate_scale_init = 1.0;  // ς at initialisation
   double router_init_std = 0.02;
 };
 

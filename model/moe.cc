@@ -12,8 +12,8 @@ MoEImpl::MoEImpl(const MoEOptions& options) : options_(options) {
       "router", torch::nn::Linear(
                     torch::nn::LinearOptions(options.d_model, options.total_experts).bias(false)));
   for (int64_t e = 0; e < options.total_experts; ++e) {
-    experts.push_back(register_module("expert" + std::to_string(e),
-                                      SwiGlu(options.d_model, options.expert_dim)));
+    experts.push_back(
+        register_module("expert" + std::to_string(e), SwiGlu(options.d_model, options.expert_dim)));
   }
   if (options.shared_experts > 0) {
     shared = register_module("shared",
@@ -43,12 +43,13 @@ torch::Tensor MoEImpl::forward(const torch::Tensor& x, torch::Tensor* balance_lo
   MoERouting routing = Route(flat);
 
   // Sort the N*k (token, expert) pairs by expert.
-  torch::Tensor pair_expert = routing.experts.reshape({-1});                   // (N*k)
-  torch::Tensor order = std::get<1>(pair_expert.sort(/*stable=*/true, /*dim=*/0));  // (N*k)
-  torch::Tensor pair_token = order.div(k, "floor");                            // (N*k)
+  torch::Tensor pair_expert = routing.experts.reshape({-1});  // (N*k)
+  torch::Tensor order =
+      std::get<1>(pair_expert.sort(/*stable=*/c10::optional<bool>(true), /*dim=*/0));
+  torch::Tensor pair_token = order.div(k, "floor");                              // (N*k)
   torch::Tensor counts = torch::bincount(pair_expert, /*weights=*/{}, e_count);  // (E)
-  torch::Tensor rows = flat.index_select(0, pair_token);                       // (N*k, D)
-  torch::Tensor gates = routing.gates.reshape({-1}).index_select(0, order);    // (N*k)
+  torch::Tensor rows = flat.index_select(0, pair_token);                         // (N*k, D)
+  torch::Tensor gates = routing.gates.reshape({-1}).index_select(0, order);      // (N*k)
 
   torch::Tensor counts_cpu = counts.to(torch::kCPU);
   const int64_t* count = counts_cpu.data_ptr<int64_t>();
@@ -59,13 +60,13 @@ torch::Tensor MoEImpl::forward(const torch::Tensor& x, torch::Tensor* balance_lo
     outputs.push_back(experts[e]->forward(rows.narrow(0, offset, count[e])));  // (n_e, D)
     offset += count[e];
   }
-  torch::Tensor routed = torch::cat(outputs, /*dim=*/0) * gates.unsqueeze(1);  // (N*k, D)
+  torch::Tensor routed = torch::cat(outputs, /*dim=*/0) * gates.unsqueeze(1);    // (N*k, D)
   torch::Tensor out = torch::zeros_like(flat).index_add(0, pair_token, routed);  // (N, D)
   if (shared) out = out + shared->forward(flat);
 
   if (balance_loss != nullptr) {
     torch::Tensor share = counts.to(x.scalar_type()) / static_cast<double>(n * k);  // f_e
-    torch::Tensor mean_prob = routing.probs.mean(/*dim=*/0);                          // P_e
+    torch::Tensor mean_prob = routing.probs.mean(/*dim=*/0);                        // P_e
     torch::Tensor loss = static_cast<double>(e_count) * (share * mean_prob).sum();
     *balance_loss = balance_loss->defined() ? *balance_loss + loss : loss;
   }

@@ -29,9 +29,9 @@ namespace xmod {
 
 struct MoEOptions {
   int64_t d_model = 0;
-  int64_t expert_dim = 0;     // d_e
-  int64_t total_experts = 0;  // E
-  int64_t active_experts = 0; // k
+  int64_t expert_dim = 0;      // d_e
+  int64_t total_experts = 0;   // E
+  int64_t active_experts = 0;  // k
   int64_t shared_experts = 0;
   double bias_update_rate = 1e-3;
 };

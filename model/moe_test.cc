@@ -1,10 +1,10 @@
 // MoE dispatch (sort by expert, one call per expert on its slice, index_add back) against a
 // dense loop that runs every expert on every token and weights by a (N, E) gate matrix;
 // load counting and the aux-loss-free bias update.
+#include "model/moe.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
-
-#include "model/moe.h"
 
 namespace xmod {
 namespace {

@@ -12,24 +12,23 @@ Selection RouterImpl::forward(const torch::Tensor& h, const torch::Tensor& bias,
   const int64_t b = h.size(0), t = h.size(1);
   Selection sel;
   torch::Tensor z = torch::matmul(h, weight) - tau_ * bias;  // (B, T) s - tau*b
-  torch::Tensor r = torch::sigmoid(z);                         // (B, T)
+  torch::Tensor r = torch::sigmoid(z);                       // (B, T)
   {
     torch::NoGradGuard no_grad;
-    torch::Tensor top = std::get<1>(z.topk(k, /*dim=*/1));     // (B, k)
-    sel.topk_mask = torch::zeros({b, t}, h.options().dtype(torch::kBool))
-                        .scatter_(1, top, true);
+    torch::Tensor top = std::get<1>(z.topk(k, /*dim=*/1));  // (B, k)
+    sel.topk_mask = torch::zeros({b, t}, h.options().dtype(torch::kBool)).scatter_(1, top, true);
     sel.threshold_mask = r > 0.5;
     if (mode == RoutingMode::kTopK) {
       sel.mask = sel.topk_mask;
-      sel.index = std::get<0>(top.sort(/*dim=*/1));             // (B, k) sequence order
+      sel.index = std::get<0>(top.sort(/*dim=*/1));  // (B, k) sequence order
     } else {
       sel.mask = sel.threshold_mask;
-      torch::Tensor counts = sel.mask.sum(/*dim=*/1);           // (B)
+      torch::Tensor counts = sel.mask.sum(/*dim=*/1);  // (B)
       const int64_t kmax = counts.max().item<int64_t>();
       // Selected positions first (in order), then the unselected ones as padding.
       torch::Tensor arange = torch::arange(t, h.options().dtype(torch::kLong));
       torch::Tensor key = sel.mask.logical_not().to(torch::kLong) * t + arange;  // (B, T)
-      sel.index = std::get<1>(key.sort(/*dim=*/1)).narrow(1, 0, kmax);         // (B, kmax)
+      sel.index = std::get<1>(key.sort(/*dim=*/1)).narrow(1, 0, kmax);           // (B, kmax)
       sel.valid = arange.narrow(0, 0, kmax).unsqueeze(0) < counts.unsqueeze(1);  // (B, kmax)
     }
   }
@@ -38,8 +37,8 @@ Selection RouterImpl::forward(const torch::Tensor& h, const torch::Tensor& bias,
 
   // B.7 router loss: p from detached inputs, q = top-k membership.
   torch::Tensor logit_p = torch::matmul(h.detach(), weight) - tau_ * bias;  // (B, T)
-  sel.aux_loss = torch::binary_cross_entropy_with_logits(
-      logit_p, sel.topk_mask.to(logit_p.scalar_type()));
+  sel.aux_loss =
+      torch::binary_cross_entropy_with_logits(logit_p, sel.topk_mask.to(logit_p.scalar_type()));
   return sel;
 }
 

@@ -43,8 +43,7 @@ class RouterImpl : public torch::nn::Module {
   RouterImpl(int64_t d_model, double tau, double init_std);
 
   // h: (B, T, D); bias: (B, T) float counts b; k: tokens per sequence in top-k mode.
-  Selection forward(const torch::Tensor& h, const torch::Tensor& bias, int64_t k,
-                    RoutingMode mode);
+  Selection forward(const torch::Tensor& h, const torch::Tensor& bias, int64_t k, RoutingMode mode);
 
   double tau() const { return tau_; }
 

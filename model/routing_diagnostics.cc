@@ -24,7 +24,7 @@ void RoutingDiagnosticsAccumulator::Add(const RoutingTrace& trace) {
   if (update_counts_.size() < longest + 1) update_counts_.resize(longest + 1, 0);
 
   for (const auto& [id, layers] : intervals) {
-    if (layers.size() != longest) continue;  // incomplete interval
+    if (layers.size() != longest) continue;                 // incomplete interval
     torch::Tensor masks = torch::stack(layers, /*dim=*/0);  // (Tn, B, T) bool
     const int64_t batch = masks.size(1);
     torch::Tensor counts = masks.to(torch::kLong).sum(/*dim=*/0);  // (B, T)
@@ -43,7 +43,7 @@ void RoutingDiagnosticsAccumulator::Add(const RoutingTrace& trace) {
       torch::Tensor uni = (a | b).to(torch::kDouble).sum(/*dim=*/2);    // (Tn-1, B)
       torch::Tensor defined = uni.gt(0);
       torch::Tensor ratio = torch::where(defined, inter / uni.clamp_min(1), torch::zeros_like(uni));
-      torch::Tensor pairs = defined.to(torch::kDouble).sum(/*dim=*/0);  // (B)
+      torch::Tensor pairs = defined.to(torch::kDouble).sum(/*dim=*/0);    // (B)
       torch::Tensor per_seq = ratio.sum(/*dim=*/0) / pairs.clamp_min(1);  // (B)
       torch::Tensor has = pairs.gt(0);
       jaccard_sum_ += per_seq.masked_select(has).sum().item<double>();

@@ -19,13 +19,13 @@ TEST(RoutingDiagnostics, CoverageJaccardUpdatesAndAgreement) {
   trace.topk_mask = {Mask({1, 1, 0, 0}), Mask({0, 1, 1, 0}), Mask({1, 1, 0, 0})};
   trace.threshold_mask = {Mask({1, 1, 0, 0}), Mask({0, 1, 0, 0}), Mask({1, 0, 0, 1})};
   RoutingDiagnostics d = ComputeRoutingDiagnostics(trace);
-  EXPECT_DOUBLE_EQ(d.coverage, 0.75);           // tokens 0, 1, 2 of 4
-  EXPECT_DOUBLE_EQ(d.jaccard, 1.0 / 3.0);       // {1} / {0, 1, 2}
-  ASSERT_EQ(d.updates.size(), 3u);              // counts 1, 2, 1, 0
+  EXPECT_DOUBLE_EQ(d.coverage, 0.75);      // tokens 0, 1, 2 of 4
+  EXPECT_DOUBLE_EQ(d.jaccard, 1.0 / 3.0);  // {1} / {0, 1, 2}
+  ASSERT_EQ(d.updates.size(), 3u);         // counts 1, 2, 1, 0
   EXPECT_DOUBLE_EQ(d.updates[0], 0.25);
   EXPECT_DOUBLE_EQ(d.updates[1], 0.5);
   EXPECT_DOUBLE_EQ(d.updates[2], 0.25);
-  EXPECT_DOUBLE_EQ(d.agreement, 9.0 / 12.0);    // 3 mismatches of 12 decisions
+  EXPECT_DOUBLE_EQ(d.agreement, 9.0 / 12.0);  // 3 mismatches of 12 decisions
   EXPECT_EQ(d.observations, 1);
 }
 

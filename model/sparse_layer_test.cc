@@ -40,8 +40,8 @@ torch::Tensor RotateAt(const torch::Tensor& v, int64_t p) {
 
 // The routed layer for one sequence, token by token. x: (T, D), bias: (T).
 torch::Tensor ReferenceSequence(RoutedBlockImpl& blk, const RoutedBlockOptions& o,
-                                const torch::Tensor& x, const torch::Tensor& bias,
-                                RoutingMode mode, int64_t k) {
+                                const torch::Tensor& x, const torch::Tensor& bias, RoutingMode mode,
+                                int64_t k) {
   std::vector<torch::Tensor> h(kT), z(kT);
   std::vector<double> zval(kT);
   for (int64_t i = 0; i < kT; ++i) {
@@ -92,14 +92,15 @@ torch::Tensor ReferenceSequence(RoutedBlockImpl& blk, const RoutedBlockOptions& 
       a = torch::mv(attn->wo->weight, torch::cat(heads));
     }
     torch::Tensor u = a.defined() ? Norm(x[i] + a, blk.norm2->weight) : h[i];
-    torch::Tensor f = torch::mv(blk.ffn->w2->weight,
-                                torch::silu(torch::mv(blk.ffn->w1->weight, u)) *
-                                    torch::mv(blk.ffn->w3->weight, u));
+    torch::Tensor f =
+        torch::mv(blk.ffn->w2->weight, torch::silu(torch::mv(blk.ffn->w1->weight, u)) *
+                                           torch::mv(blk.ffn->w3->weight, u));
     torch::Tensor r = torch::sigmoid(z[i]);
     if (o.update == Update::kMoD) {
       rows[i] = x[i] + (a.defined() ? a : torch::zeros_like(f)) + r * f;
     } else {
-      torch::Tensor scale = blk.gate_scale.defined() ? blk.gate_scale : torch::ones({}, x.options());
+      torch::Tensor scale =
+          blk.gate_scale.defined() ? blk.gate_scale : torch::ones({}, x.options());
       rows[i] = x[i] + scale * r * (a.defined() ? a + f : f);
     }
   }
@@ -231,16 +232,16 @@ INSTANTIATE_TEST_SUITE_P(
     Variants, RoutedBlockTest,
     ::testing::Values(
         Case{"XModTopK", AttentionKind::kSelected, Update::kXMoD, RoutingMode::kTopK, 1.0, true},
-        Case{"XModThreshold", AttentionKind::kSelected, Update::kXMoD, RoutingMode::kThreshold,
-             1.0, true},
+        Case{"XModThreshold", AttentionKind::kSelected, Update::kXMoD, RoutingMode::kThreshold, 1.0,
+             true},
         Case{"XModFixedScaleNoBias", AttentionKind::kSelected, Update::kXMoD, RoutingMode::kTopK,
              0.0, false},
         Case{"MoD", AttentionKind::kSelected, Update::kMoD, RoutingMode::kTopK, 0.0, true},
         Case{"MoDThreshold", AttentionKind::kSelected, Update::kMoD, RoutingMode::kThreshold, 0.0,
              true},
         Case{"FullKvTopK", AttentionKind::kFullKv, Update::kXMoD, RoutingMode::kTopK, 1.0, true},
-        Case{"FullKvThreshold", AttentionKind::kFullKv, Update::kXMoD, RoutingMode::kThreshold,
-             1.0, true},
+        Case{"FullKvThreshold", AttentionKind::kFullKv, Update::kXMoD, RoutingMode::kThreshold, 1.0,
+             true},
         Case{"RoutedFfn", AttentionKind::kNone, Update::kXMoD, RoutingMode::kTopK, 1.0, true}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 

@@ -11,7 +11,8 @@ constexpr double kRopeTheta = 10000.0;
 constexpr double kInitStd = 0.02;
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
@@ -26,8 +27,8 @@ TransformerImpl::TransformerImpl(const xmod::v1::ModelSpec& spec, const Accounti
   balance_loss_weight_ =
       spec.moe().balance_loss_weight() > 0 ? spec.moe().balance_loss_weight() : 1e-3;
   TORCH_CHECK(interval_of_layer_.size() == accounting.plan.layers.size(),
-              "layer plan: interval_of_layer has ", interval_of_layer_.size(),
-              " entries for ", accounting.plan.layers.size(), " layers");
+              "layer plan: interval_of_layer has ", interval_of_layer_.size(), " entries for ",
+              accounting.plan.layers.size(), " layers");
 
   AttentionOptions attention{bb.d_model, bb.n_heads, bb.n_kv_heads, bb.head_dim};
   DenseBlockOptions dense;
@@ -92,15 +93,15 @@ TransformerImpl::TransformerImpl(const xmod::v1::ModelSpec& spec, const Accounti
   }
   norm_f = register_module("norm_f", RMSNorm(bb.d_model));
   lm_head = register_module(
-      "lm_head", torch::nn::Linear(torch::nn::LinearOptions(bb.d_model, bb.vocab_size).bias(false)));
+      "lm_head",
+      torch::nn::Linear(torch::nn::LinearOptions(bb.d_model, bb.vocab_size).bias(false)));
   rope_ = Rope(bb.head_dim, seq_len, kRopeTheta, torch::kCPU);
   InitParameters(accounting);
 }
 
 void TransformerImpl::InitParameters(const Accounting& accounting) {
   torch::NoGradGuard no_grad;
-  const double out_std =
-      kInitStd / std::sqrt(2.0 * std::max(1, accounting.backbone.n_layers));
+  const double out_std = kInitStd / std::sqrt(2.0 * std::max(1, accounting.backbone.n_layers));
   for (auto& p : named_parameters()) {
     const std::string& name = p.key();
     torch::Tensor& w = p.value();
@@ -115,8 +116,7 @@ torch::Tensor TransformerImpl::Body(const torch::Tensor& tokens, RoutingMode mod
   const int64_t t = tokens.size(1);
   const torch::Dtype dtype = embed->weight.scalar_type();
   if (rope_.device() != tokens.device() || rope_.dtype() != dtype || rope_.max_positions() < t) {
-    rope_ = Rope(head_dim_, std::max(t, rope_.max_positions()), kRopeTheta, tokens.device(),
-                 dtype);
+    rope_ = Rope(head_dim_, std::max(t, rope_.max_positions()), kRopeTheta, tokens.device(), dtype);
   }
   ctx->mode = mode;
   ctx->rope = &rope_;
@@ -144,14 +144,15 @@ ModelOutput TransformerImpl::forward(const torch::Tensor& tokens, const torch::T
   LayerContext ctx;
   torch::Tensor logits = lm_head->forward(Body(tokens, mode, trace, &ctx));  // (B, T, V)
   ModelOutput out;
-  out.loss = torch::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}),
-                                       targets.reshape({-1}));
+  out.loss =
+      torch::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
   out.aux_loss = torch::zeros({}, logits.options());
   if (ctx.routed_layers > 0) {
     out.aux_loss = out.aux_loss +
                    router_loss_weight_ * ctx.router_loss / static_cast<double>(ctx.routed_layers);
   }
-  if (ctx.balance_loss.defined()) out.aux_loss = out.aux_loss + balance_loss_weight_ * ctx.balance_loss;
+  if (ctx.balance_loss.defined())
+    out.aux_loss = out.aux_loss + balance_loss_weight_ * ctx.balance_loss;
   return out;
 }
 

@@ -42,8 +42,8 @@ class TransformerImpl : public torch::nn::Module {
   TransformerImpl(const xmod::v1::ModelSpec& spec, const Accounting& accounting, int seq_len);
 
   // tokens, targets: (B, T) int64. Returns losses; fills `trace` when non-null.
-  ModelOutput forward(const torch::Tensor& tokens, const torch::Tensor& targets,
-                      RoutingMode mode, RoutingTrace* trace = nullptr);
+  ModelOutput forward(const torch::Tensor& tokens, const torch::Tensor& targets, RoutingMode mode,
+                      RoutingTrace* trace = nullptr);
 
   // Parameters for Muon (2-D matrices of the body) and for AdamW (embeddings, head, norms,
   // scalars such as varsigma, routers' vectors), disjoint and together complete.

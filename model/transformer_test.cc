@@ -1,13 +1,14 @@
 // The whole model on plans from the accounting library: causality of the threshold rule,
 // exact top-k counts and the per-interval token-choice bias, every architecture's forward /
 // backward, the Muon / AdamW parameter split, and a Table 9-depth (412-layer) stack training.
+#include "model/transformer.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <set>
 
 #include "model/accounting/accounting.h"
-#include "model/transformer.h"
 
 namespace xmod {
 namespace {

@@ -159,8 +159,7 @@ absl::Status Agent::HeartbeatOnce() {
       LOG(INFO) << "run " << order.run_id() << " attempt " << order.attempt() << ": STOP order";
       StopLocked(*it->second, v1::OUTCOME_CANCELLED);
     } else if (order.action() == v1::PREEMPT) {
-      LOG(INFO) << "run " << order.run_id() << " attempt " << order.attempt()
-                << ": PREEMPT order";
+      LOG(INFO) << "run " << order.run_id() << " attempt " << order.attempt() << ": PREEMPT order";
       StopLocked(*it->second, v1::OUTCOME_PREEMPTED);
     }
   }
@@ -240,6 +239,9 @@ void Agent::StartAttempt(const v1::Assignment& assignment) {
     if (draining_ || slots.empty()) {
       refusal.set_outcome(v1::OUTCOME_PREEMPTED);
       refusal.set_error(draining_ ? "worker is draining" : "no free slot on the worker");
+    } else {
+      for (int32_t slot : slots) busy_[slot] = true;  // reserved while the child starts
+      UpdateSlotGaugesLocked();
     }
   }
   if (refusal.outcome() != v1::OUTCOME_UNSPECIFIED) {
@@ -249,8 +251,7 @@ void Agent::StartAttempt(const v1::Assignment& assignment) {
   }
 
   // Folder, spec and command line.
-  const std::string dir =
-      absl::StrCat(options_.work_dir, "/run-", key.run_id, "-a", key.attempt);
+  const std::string dir = absl::StrCat(options_.work_dir, "/run-", key.run_id, "-a", key.attempt);
   v1::RunSpec spec = assignment.spec();
   spec.set_run_id(key.run_id);
   spec.set_attempt(key.attempt);
@@ -266,13 +267,19 @@ void Agent::StartAttempt(const v1::Assignment& assignment) {
   std::vector<std::string> cuda_devices;
   for (int32_t slot : slots) {
     threads += slots_[slot].cores();
-    if (slots_[slot].kind() == v1::CUDA) cuda_devices.push_back(absl::StrCat(slots_[slot].device()));
+    if (slots_[slot].kind() == v1::CUDA)
+      cuda_devices.push_back(absl::StrCat(slots_[slot].device()));
   }
   if (spec.training().threads() > 0) threads = spec.training().threads();
   threads = std::max(threads, 1);
   LaunchOptions launch;
-  launch.argv = {options_.train_bin, "--spec", spec_path, "--events_fd",
-                 absl::StrCat(options_.events_fd), "--threads", absl::StrCat(threads)};
+  launch.argv = {options_.train_bin,
+                 "--spec",
+                 spec_path,
+                 "--events_fd",
+                 absl::StrCat(options_.events_fd),
+                 "--threads",
+                 absl::StrCat(threads)};
   if (assignment.has_resume() && !assignment.resume().path().empty()) {
     launch.argv.push_back("--resume");
     launch.argv.push_back(assignment.resume().path());
@@ -288,15 +295,21 @@ void Agent::StartAttempt(const v1::Assignment& assignment) {
   launch.events_fd = options_.events_fd;
 
   absl::StatusOr<std::unique_ptr<ChildProcess>> child =
-      status.ok() ? launcher_->Start(launch) : absl::StatusOr<std::unique_ptr<ChildProcess>>(status);
+      status.ok() ? launcher_->Start(launch)
+                  : absl::StatusOr<std::unique_ptr<ChildProcess>>(status);
   if (!child.ok()) {
     LOG(ERROR) << "run " << key.run_id << " attempt " << key.attempt
                << ": cannot start the trainer: " << child.status();
     if (metrics_ != nullptr) metrics_->children_failed.Increment();
     refusal.set_outcome(v1::OUTCOME_FAILED);
     refusal.set_exit_code(-1);
-    refusal.set_error(absl::StrCat("xmod-worker could not start the trainer: ",
-                                   child.status().ToString()));
+    refusal.set_error(
+        absl::StrCat("xmod-worker could not start the trainer: ", child.status().ToString()));
+    {
+      absl::MutexLock lock(&mu_);
+      for (int32_t slot : slots) busy_[slot] = false;
+      UpdateSlotGaugesLocked();
+    }
     Finish(refusal);
     return;
   }
@@ -312,8 +325,6 @@ void Agent::StartAttempt(const v1::Assignment& assignment) {
   attempt->assignment = assignment;
   attempt->child = *std::move(child);
   attempt->slots = slots;
-  for (int32_t slot : slots) busy_[slot] = true;
-  UpdateSlotGaugesLocked();
   Attempt* raw = attempt.get();
   attempts_[key] = std::move(attempt);
   raw->thread = std::thread([this, raw] { Supervise(raw); });
@@ -361,8 +372,8 @@ void Agent::Supervise(Attempt* attempt) {
       }
       case v1::TrainerEvent::kFinished:
         finished_event = true;
-        LOG(INFO) << "run " << key.run_id << " attempt " << key.attempt
-                  << ": finished, val/loss " << event.finished().final_val_loss() << ", "
+        LOG(INFO) << "run " << key.run_id << " attempt " << key.attempt << ": finished, val/loss "
+                  << event.finished().final_val_loss() << ", "
                   << event.finished().tokens_per_second() << " tokens/s";
         break;
       default:
@@ -390,14 +401,14 @@ void Agent::Supervise(Attempt* attempt) {
     finish.set_error(tail.empty() ? absl::StrCat("xmod-train ", exit.ToString()) : tail);
     if (metrics_ != nullptr) metrics_->children_failed.Increment();
   }
-  LOG(INFO) << "run " << key.run_id << " attempt " << key.attempt << ": child "
-            << exit.ToString() << " -> " << OutcomeName(finish.outcome());
+  LOG(INFO) << "run " << key.run_id << " attempt " << key.attempt << ": child " << exit.ToString()
+            << " -> " << OutcomeName(finish.outcome());
 
   // Every point first, then the end of the attempt.
   relay_.WaitDelivered(key, &abandon_);
   finish.set_last_acked_seq(relay_.acked_seq(key));
   finish.set_worker_id(worker_id());
-  if (!relay_.stale(key)) Finish(finish);
+  Finish(finish);  // a stale attempt's report is refused for good, not retried
   relay_.Close(key);
 
   std::unique_ptr<Attempt> done;
@@ -429,8 +440,8 @@ void Agent::Finish(const v1::FinishRunRequest& request) {
                    << ": FinishRun refused: " << reply.status();
       return;
     }
-    LOG(WARNING) << "run " << request.run_id() << ": FinishRun failed, retrying: "
-                 << reply.status();
+    LOG(WARNING) << "run " << request.run_id()
+                 << ": FinishRun failed, retrying: " << reply.status();
     if (abandon_.WaitForNotificationWithTimeout(absl::Milliseconds(options_.retry_delay_ms))) {
       return;
     }
@@ -443,7 +454,7 @@ void Agent::OnStale(AttemptKey key) {
   if (it == attempts_.end()) return;
   LOG(WARNING) << "run " << key.run_id << " attempt " << key.attempt
                << " is no longer current: stopping it";
-  StopLocked(*it->second, v1::OUTCOME_PREEMPTED);
+  StopLocked(*it->second, v1::OUTCOME_CANCELLED);
 }
 
 void Agent::UpdateSlotGaugesLocked() {

@@ -42,23 +42,23 @@
 namespace xmod {
 
 struct AgentOptions {
-  std::string worker_name;       // stable per machine
+  std::string worker_name;  // stable per machine
   std::string hostname;
-  std::string work_dir;          // per-attempt folders: spec, train.log
-  std::string train_bin;         // the xmod-train executable
+  std::string work_dir;   // per-attempt folders: spec, train.log
+  std::string train_bin;  // the xmod-train executable
   std::string version = "0.1.0";
-  int64_t acquire_wait_ms = 5'000;   // AcquireRun long-poll bound
-  int64_t kill_grace_ms = 60'000;    // SIGTERM → SIGKILL (Clock time)
-  int64_t retry_delay_ms = 1'000;    // pause after a failed Register/AcquireRun/FinishRun
-  int events_fd = 3;                 // descriptor number of the event pipe in the child
+  int64_t acquire_wait_ms = 5'000;  // AcquireRun long-poll bound
+  int64_t kill_grace_ms = 60'000;   // SIGTERM → SIGKILL (Clock time)
+  int64_t retry_delay_ms = 1'000;   // pause after a failed Register/AcquireRun/FinishRun
+  int events_fd = 3;                // descriptor number of the event pipe in the child
   MetricRelayOptions relay;
 };
 
 class Agent {
  public:
   // Every pointer must outlive the agent; `metrics` may be null.
-  Agent(AgentOptions options, GatewayClient* gateway, ProcessLauncher* launcher,
-        DeviceProbe* probe, Clock* clock, WorkerMetrics* metrics = nullptr);
+  Agent(AgentOptions options, GatewayClient* gateway, ProcessLauncher* launcher, DeviceProbe* probe,
+        Clock* clock, WorkerMetrics* metrics = nullptr);
   // Drains, abandons undelivered reports and joins every thread.
   ~Agent();
   Agent(const Agent&) = delete;
@@ -98,7 +98,7 @@ class Agent {
     std::vector<int32_t> slots;
     v1::Progress progress;
     v1::Outcome stop_outcome = v1::OUTCOME_UNSPECIFIED;  // set by an order, drain or staleness
-    int64_t kill_at_ms = 0;                               // SIGKILL deadline once SIGTERMed
+    int64_t kill_at_ms = 0;                              // SIGKILL deadline once SIGTERMed
     bool killed = false;
     std::thread thread;
   };
@@ -135,9 +135,9 @@ class Agent {
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
 
-  absl::Notification drain_;      // Drain() was called
-  absl::Notification abandon_;    // Abandon() was called
-  absl::Notification shutdown_;   // everything ended: heartbeat and relay threads stop
+  absl::Notification drain_;     // Drain() was called
+  absl::Notification abandon_;   // Abandon() was called
+  absl::Notification shutdown_;  // everything ended: heartbeat and relay threads stop
   std::thread heartbeat_thread_;
   std::thread acquire_thread_;
   std::thread relay_thread_;

@@ -96,12 +96,12 @@ TEST_F(AgentTest, RunsAChildAndReportsSuccessAfterItsMetrics) {
   // Command line, environment, spec file.
   const std::string attempt_dir = dir_ + "/run-11-a2";
   EXPECT_THAT(child->options().argv,
-              ElementsAre("/opt/xmod/xmod-train", "--spec", attempt_dir + "/spec.pb",
-                          "--events_fd", "3", "--threads", "3", "--resume", "/ckpt/step-3.pt"));
-  EXPECT_THAT(child->options().env,
-              ::testing::IsSupersetOf({std::pair<std::string, std::string>("OMP_NUM_THREADS", "3"),
-                                       std::pair<std::string, std::string>(
-                                           "OPENBLAS_NUM_THREADS", "3")}));
+              ElementsAre("/opt/xmod/xmod-train", "--spec", attempt_dir + "/spec.pb", "--events_fd",
+                          "3", "--threads", "3", "--resume", "/ckpt/step-3.pt"));
+  EXPECT_THAT(
+      child->options().env,
+      ::testing::IsSupersetOf({std::pair<std::string, std::string>("OMP_NUM_THREADS", "3"),
+                               std::pair<std::string, std::string>("OPENBLAS_NUM_THREADS", "3")}));
   EXPECT_EQ(child->options().log_path, attempt_dir + "/train.log");
   v1::RunSpec spec;
   ASSERT_TRUE(spec.ParseFromString(*ReadFile(attempt_dir + "/spec.pb")));
@@ -285,10 +285,11 @@ TEST_F(AgentTest, AStaleAttemptIsStopped) {
   std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
   ASSERT_NE(child, nullptr);
   child->EmitMetric(1, "train/loss", 4.0);
-  while (!child->exited()) absl::SleepFor(absl::Milliseconds(1));
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
   EXPECT_THAT(child->signals(), ElementsAre(SIGTERM));
-  while (agent_->running_attempts() > 0) absl::SleepFor(absl::Milliseconds(1));
-  EXPECT_TRUE(gateway_.Finishes().empty());  // the coordinator has moved on
+  // Stale means cancelled or superseded: never PREEMPTED, which would requeue the run.
+  EXPECT_EQ(gateway_.Finishes()[0].outcome(), v1::OUTCOME_CANCELLED);
+  EXPECT_TRUE(gateway_.Checkpoints().empty());  // dropped with the stale buffer
 }
 
 }  // namespace

@@ -23,14 +23,14 @@ absl::StatusOr<std::string> RunCommand(const std::string& command) {
   size_t n;
   while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
   int status = pclose(pipe);
-  if (status != 0) return absl::UnavailableError(absl::StrCat("exit status ", status, ": ", command));
+  if (status != 0)
+    return absl::UnavailableError(absl::StrCat("exit status ", status, ": ", command));
   return out;
 }
 
 }  // namespace
 
-absl::StatusOr<std::vector<v1::Slot>> ParseNvidiaSmiCsv(absl::string_view csv,
-                                                        int cores_per_gpu) {
+absl::StatusOr<std::vector<v1::Slot>> ParseNvidiaSmiCsv(absl::string_view csv, int cores_per_gpu) {
   std::vector<v1::Slot> slots;
   for (absl::string_view line : absl::StrSplit(csv, '\n', absl::SkipWhitespace())) {
     std::vector<absl::string_view> fields = absl::StrSplit(line, ',');
@@ -57,8 +57,8 @@ absl::StatusOr<std::vector<v1::Slot>> ParseNvidiaSmiCsv(absl::string_view csv,
   return slots;
 }
 
-absl::StatusOr<std::vector<v1::Slot>> MakeCpuSlots(int slots, int cores_per_slot,
-                                                   int total_cores, int64_t total_memory_bytes) {
+absl::StatusOr<std::vector<v1::Slot>> MakeCpuSlots(int slots, int cores_per_slot, int total_cores,
+                                                   int64_t total_memory_bytes) {
   if (slots < 1) return absl::InvalidArgumentError("cpu_slots: must be >= 1");
   if (cores_per_slot < 0) return absl::InvalidArgumentError("cores_per_slot: must be >= 0");
   int cores = cores_per_slot > 0 ? cores_per_slot : std::max(1, total_cores / slots);

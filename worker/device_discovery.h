@@ -61,8 +61,8 @@ absl::StatusOr<std::vector<v1::Slot>> ParseNvidiaSmiCsv(absl::string_view csv, i
 
 // `slots` CPU slots of `cores_per_slot` threads each (0 = `total_cores / slots`, at least 1),
 // sharing `total_memory_bytes` evenly. INVALID_ARGUMENT if slots < 1 or cores_per_slot < 0.
-absl::StatusOr<std::vector<v1::Slot>> MakeCpuSlots(int slots, int cores_per_slot,
-                                                   int total_cores, int64_t total_memory_bytes);
+absl::StatusOr<std::vector<v1::Slot>> MakeCpuSlots(int slots, int cores_per_slot, int total_cores,
+                                                   int64_t total_memory_bytes);
 
 }  // namespace xmod
 

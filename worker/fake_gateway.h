@@ -44,7 +44,7 @@ class FakeGateway : public GatewayClient {
 
   // Recorded state.
   std::vector<v1::MetricPoint> Points(AttemptKey key) const;  // durable, in seq order
-  int64_t duplicate_points() const;       // points received again after being stored
+  int64_t duplicate_points() const;  // points received again after being stored
   int metric_calls() const;
   std::vector<v1::ReportCheckpointRequest> Checkpoints() const;
   std::vector<v1::FinishRunRequest> Finishes() const;

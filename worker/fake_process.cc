@@ -163,9 +163,8 @@ void FakeLauncher::set_on_start(std::function<void(FakeChild&)> on_start) {
 
 std::shared_ptr<FakeChild> FakeLauncher::WaitForChild(size_t index, absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
-  auto ready = [this, index]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return children_.size() > index;
-  };
+  auto ready = [this, index]()
+                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return children_.size() > index; };
   if (!mu_.AwaitWithTimeout(absl::Condition(&ready), timeout)) return nullptr;
   return children_[index];
 }

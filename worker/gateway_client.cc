@@ -24,8 +24,7 @@ class GrpcGatewayClient : public GatewayClient {
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest& request) override {
     return Call(&v1::WorkerGateway::Stub::Heartbeat, request, 0);
   }
-  absl::StatusOr<v1::AcquireRunResponse> AcquireRun(
-      const v1::AcquireRunRequest& request) override {
+  absl::StatusOr<v1::AcquireRunResponse> AcquireRun(const v1::AcquireRunRequest& request) override {
     return Call(&v1::WorkerGateway::Stub::AcquireRun, request, request.wait_ms());
   }
   absl::StatusOr<v1::ReportMetricsResponse> ReportMetrics(
@@ -64,8 +63,7 @@ class GrpcGatewayClient : public GatewayClient {
 
 std::unique_ptr<GatewayClient> NewGrpcGatewayClient(std::shared_ptr<grpc::Channel> channel,
                                                     std::string token, int64_t rpc_timeout_ms) {
-  return std::make_unique<GrpcGatewayClient>(std::move(channel), std::move(token),
-                                             rpc_timeout_ms);
+  return std::make_unique<GrpcGatewayClient>(std::move(channel), std::move(token), rpc_timeout_ms);
 }
 
 }  // namespace xmod

@@ -20,8 +20,7 @@ class EchoGateway : public v1::WorkerGateway::Service {
     reply->set_worker_id(request->slots_size() + 100);
     return grpc::Status::OK;
   }
-  grpc::Status ReportMetrics(grpc::ServerContext* context,
-                             const v1::ReportMetricsRequest* request,
+  grpc::Status ReportMetrics(grpc::ServerContext* context, const v1::ReportMetricsRequest* request,
                              v1::ReportMetricsResponse* reply) override {
     if (auto status = CheckBearerToken("secret", *context); !status.ok()) {
       return ToGrpcStatus(status);
@@ -39,8 +38,8 @@ TEST(GrpcGatewayClient, CarriesTheTokenAndConvertsStatus) {
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   ASSERT_GT(port, 0);
-  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                                     grpc::InsecureChannelCredentials());
+  auto channel =
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
 
   auto client = NewGrpcGatewayClient(channel, "secret");
   v1::RegisterRequest request;

@@ -166,9 +166,8 @@ bool MetricRelay::WaitDelivered(AttemptKey key, absl::Notification* abandon) {
     if (DeliveredLocked(it->second)) return true;
     if (abandon != nullptr && abandon->HasBeenNotified()) return false;
     const int64_t generation = generation_;
-    auto changed = [this, generation]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return generation_ != generation;
-    };
+    auto changed = [this, generation]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return generation_ != generation; };
     mu_.AwaitWithTimeout(absl::Condition(&changed), absl::Milliseconds(200));
   }
 }
@@ -265,8 +264,8 @@ bool MetricRelay::MarkStale(AttemptKey key) {
     auto it = streams_.find(key);
     if (it == streams_.end() || it->second.stale) return false;
     Stream& stream = it->second;
-    LOG(WARNING) << "run " << key.run_id << " attempt " << key.attempt
-                 << " is stale; dropping " << stream.points.size() << " buffered points";
+    LOG(WARNING) << "run " << key.run_id << " attempt " << key.attempt << " is stale; dropping "
+                 << stream.points.size() << " buffered points";
     stream.stale = true;
     buffered_ -= stream.points.size();
     stream.points.clear();

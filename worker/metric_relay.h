@@ -38,13 +38,11 @@ struct AttemptKey {
   bool operator<(const AttemptKey& o) const {
     return std::tie(run_id, attempt) < std::tie(o.run_id, o.attempt);
   }
-  bool operator==(const AttemptKey& o) const {
-    return run_id == o.run_id && attempt == o.attempt;
-  }
+  bool operator==(const AttemptKey& o) const { return run_id == o.run_id && attempt == o.attempt; }
 };
 
 struct MetricRelayOptions {
-  int max_batch_points = 512;       // points per ReportMetrics call
+  int max_batch_points = 512;        // points per ReportMetrics call
   int64_t initial_backoff_ms = 100;  // first retry delay after a failed call
   int64_t max_backoff_ms = 10'000;   // cap of the doubling delay
 };

@@ -135,7 +135,7 @@ TEST_F(MetricRelayTest, ACheckpointWaitsForThePointsBeforeIt) {
   clock_.Advance(100);
   relay_.Pump();
   ASSERT_EQ(gateway_.Checkpoints().size(), 1u);
-  const auto& sent = gateway_.Checkpoints()[0];
+  const v1::ReportCheckpointRequest sent = gateway_.Checkpoints()[0];
   EXPECT_EQ(sent.worker_id(), 7);
   EXPECT_EQ(sent.run_id(), 5);
   EXPECT_EQ(sent.attempt(), 1);

@@ -151,7 +151,7 @@ class PosixChild : public ChildProcess {
   const pid_t pid_;
   const int events_read_;
   google::protobuf::io::FileInputStream events_stream_;  // used by the reading thread only
-  bool events_done_ = false;                              // used by the reading thread only
+  bool events_done_ = false;                             // used by the reading thread only
   std::thread tee_;
   absl::once_flag tee_joined_;
 
@@ -185,7 +185,8 @@ class PosixLauncher : public ProcessLauncher {
     std::vector<char*> envp;
     for (const std::string& entry : env_strings) envp.push_back(const_cast<char*>(entry.c_str()));
     envp.push_back(nullptr);
-    const std::string exec_error = absl::StrCat("xmod-worker: cannot execute ", options.argv[0], ": ");
+    const std::string exec_error =
+        absl::StrCat("xmod-worker: cannot execute ", options.argv[0], ": ");
 
     int events[2] = {-1, -1};
     int err[2] = {-1, -1};

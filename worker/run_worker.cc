@@ -69,8 +69,8 @@ absl::Status RunWorker(const WorkerOptions& options) {
     try {
       exposer = std::make_unique<prometheus::Exposer>(options.metrics_listen);
     } catch (const std::exception& e) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("metrics_listen: cannot listen on ", options.metrics_listen, ": ", e.what()));
+      return absl::InvalidArgumentError(absl::StrCat("metrics_listen: cannot listen on ",
+                                                     options.metrics_listen, ": ", e.what()));
     }
     exposer->RegisterCollectable(registry);
     const int port = exposer->GetListeningPorts().front();
@@ -89,8 +89,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
   SystemDeviceProbe probe(probe_options);
   std::unique_ptr<ProcessLauncher> launcher = NewPosixLauncher();
   std::unique_ptr<GatewayClient> gateway = NewGrpcGatewayClient(
-      grpc::CreateChannel(options.coordinator, grpc::InsecureChannelCredentials()),
-      options.token);
+      grpc::CreateChannel(options.coordinator, grpc::InsecureChannelCredentials()), options.token);
   Agent agent(agent_options, gateway.get(), launcher.get(), &probe, Clock::Real(), &metrics);
 
   std::atomic<bool> done{false};

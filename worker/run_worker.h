@@ -22,10 +22,10 @@ struct WorkerOptions {
   std::string work_dir = "xmod-work";           // per-attempt folders
   std::string train_bin;                        // xmod-train ("" = next to this binary)
   int cpu_slots = 1;
-  int cores_per_slot = 0;                       // 0 = cores / cpu_slots
-  bool use_gpus = true;                         // probe nvidia-smi
-  std::string metrics_listen;                   // "host:port" for /metrics ("" = none)
-  std::string ports_file;                       // writes {"metrics":P} once listening
+  int cores_per_slot = 0;      // 0 = cores / cpu_slots
+  bool use_gpus = true;        // probe nvidia-smi
+  std::string metrics_listen;  // "host:port" for /metrics ("" = none)
+  std::string ports_file;      // writes {"metrics":P} once listening
   int64_t acquire_wait_ms = 5'000;
   int64_t kill_grace_ms = 60'000;
 };

@@ -1,10 +1,9 @@
 // Writes the synthetic Appendix B.4 sweep (Table 8 parameters + Gaussian noise) as the
 // xmod-fit CSV, the common input of the C++ and SciPy fits in run_bench.sh.
 // Usage: fitter_synthetic_csv OUT.csv [--sigma 0.003] [--seed 1] [--out_of_range]
+#include <CLI/CLI.hpp>
 #include <fstream>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
 
 #include "fitter/csv_input.h"
 #include "fitter/synthetic.h"

@@ -11,11 +11,10 @@
 // Output: one line per model, "key=value" pairs, then the ratio line.
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <torch/torch.h>
-
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -173,9 +172,8 @@ int Main(int argc, char** argv) {
       for (LayerKind kind : acc->plan.layers) kinds += kind == LayerKind::kDense ? 'D' : 'S';
       std::string intervals;
       for (int i : acc->plan.interval_of_layer) intervals += std::to_string(i) + ",";
-      std::printf("%s plan=%s intervals=%s train_flops_per_token=%.6g\n",
-                  sparse ? "xmod" : "dense", kinds.c_str(), intervals.c_str(),
-                  acc->train_flops_per_token);
+      std::printf("%s plan=%s intervals=%s train_flops_per_token=%.6g\n", sparse ? "xmod" : "dense",
+                  kinds.c_str(), intervals.c_str(), acc->train_flops_per_token);
     }
     return 0;
   }
@@ -192,9 +190,10 @@ int Main(int argc, char** argv) {
   if (o.arch == "both") {
     const double time_ratio = sparse.step_seconds / dense.step_seconds;
     const double flop_ratio = sparse.train_flops_per_token / dense.train_flops_per_token;
-    std::printf("ratio L=%d threads=%d K=%d A=%g step_time_ratio=%.4f phi_ratio=%.4f "
-                "efficiency_ratio=%.4f (must be <= 1.0)\n",
-                o.seq_len, o.threads, o.k, o.a, time_ratio, flop_ratio, time_ratio / flop_ratio);
+    std::printf(
+        "ratio L=%d threads=%d K=%d A=%g step_time_ratio=%.4f phi_ratio=%.4f "
+        "efficiency_ratio=%.4f (must be <= 1.0)\n",
+        o.seq_len, o.threads, o.k, o.a, time_ratio, flop_ratio, time_ratio / flop_ratio);
   }
   return 0;
 }

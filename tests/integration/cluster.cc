@@ -1,0 +1,207 @@
+#include "tests/integration/cluster.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <random>
+#include <regex>
+
+#include "absl/strings/str_cat.h"
+#include "common/files.h"
+#include "data/shard.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+
+namespace xmod {
+namespace {
+
+// The integer value of "key": N in a one-line JSON object; 0 when absent.
+int JsonInt(const std::string& json, const std::string& key) {
+  std::smatch match;
+  if (std::regex_search(json, match, std::regex("\"" + key + "\"\\s*:\\s*([0-9]+)"))) {
+    return std::stoi(match[1]);
+  }
+  return 0;
+}
+
+// Kills and reaps every remaining child of this process (orphaned trainers included).
+void KillOrphans() {
+  const pid_t self = getpid();
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return;
+  while (dirent* entry = readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(atoi(entry->d_name));
+    if (pid <= 0) continue;
+    std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+    std::string line;
+    std::getline(stat, line);
+    const size_t paren = line.rfind(')');
+    if (paren == std::string::npos) continue;
+    char state = 0;
+    int ppid = 0;
+    if (sscanf(line.c_str() + paren + 1, " %c %d", &state, &ppid) != 2) continue;
+    if (ppid == self) kill(pid, SIGKILL);
+  }
+  closedir(proc);
+  while (waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+}
+
+}  // namespace
+
+std::string BinaryPath(const std::string& name, const char* override_env) {
+  if (const char* path = getenv(override_env); path != nullptr && *path != '\0') return path;
+  const char* dir = getenv("XMOD_BIN_DIR");
+  return absl::StrCat(dir != nullptr ? dir : ".", "/", name);
+}
+
+absl::Status WriteLearnableShard(const std::string& path, int64_t tokens, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> coin(0, 9);
+  std::uniform_int_distribution<int> any(0, 60);
+  std::vector<uint16_t> data(tokens);
+  int t = any(rng);
+  for (int64_t i = 0; i < tokens; ++i) {
+    t = coin(rng) == 0 ? any(rng) : (5 * t + 3) % 61;
+    data[i] = static_cast<uint16_t>(t);
+  }
+  return WriteShard(path, data);
+}
+
+Cluster::Cluster() : launcher_(NewPosixLauncher()) {
+  // Trainers orphaned by a killed worker become our children, so they can be cleaned up.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  char tmpl[] = "/tmp/xmod_cluster_XXXXXX";
+  dir_ = mkdtemp(tmpl);
+  db_path_ = dir_ + "/xmod.db";
+}
+
+Cluster::~Cluster() {
+  workers_.clear();  // each ChildProcess SIGKILLs its process group
+  coordinator_.reset();
+  KillOrphans();
+  if (getenv("XMOD_KEEP_TEST_DIR") == nullptr) {
+    int ignored = system(("rm -rf " + dir_).c_str());
+    (void)ignored;
+  }
+}
+
+absl::StatusOr<std::unique_ptr<ChildProcess>> Cluster::Launch(const std::string& name,
+                                                              std::vector<std::string> argv) {
+  LaunchOptions options;
+  options.argv = std::move(argv);
+  options.log_path = absl::StrCat(dir_, "/", name, ".log");
+  logs_.push_back(options.log_path);
+  return launcher_->Start(options);
+}
+
+absl::Status Cluster::StartCoordinator(const std::vector<std::string>& extra_flags) {
+  const std::string ports_file = dir_ + "/ports.json";
+  std::vector<std::string> argv = {BinaryPath("xmod-coordinator", "XMOD_COORDINATOR_BIN"),
+                                   "--listen=127.0.0.1:0",
+                                   "--http_listen=127.0.0.1:0",
+                                   "--metrics_listen=127.0.0.1:0",
+                                   "--db=" + db_path_,
+                                   "--checkpoint_root=" + dir_ + "/checkpoints",
+                                   "--ports_file=" + ports_file};
+  argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
+  absl::StatusOr<std::unique_ptr<ChildProcess>> child = Launch("coordinator", argv);
+  if (!child.ok()) return child.status();
+  coordinator_ = *std::move(child);
+  // Bounded wait for the ports file (written atomically once every listener is up).
+  for (int i = 0; i < 600; ++i) {
+    absl::StatusOr<std::string> ports = ReadFile(ports_file);
+    if (ports.ok() && (grpc_port_ = JsonInt(*ports, "grpc")) > 0) break;
+    if (coordinator_->Poll().has_value()) {
+      return absl::InternalError("xmod-coordinator exited early:\n" + Logs());
+    }
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  if (grpc_port_ == 0) return absl::DeadlineExceededError("no ports file from xmod-coordinator");
+  stub_ = v1::Coordinator::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", grpc_port_),
+                                                       grpc::InsecureChannelCredentials()));
+  return absl::OkStatus();
+}
+
+absl::Status Cluster::StartWorker(const std::string& name) {
+  const std::string work_dir = absl::StrCat(dir_, "/", name);
+  if (absl::Status status = MakeDirs(work_dir); !status.ok()) return status;
+  absl::StatusOr<std::unique_ptr<ChildProcess>> child = Launch(
+      name, {BinaryPath("xmod-worker", "XMOD_WORKER_BIN"),
+             absl::StrCat("--coordinator=127.0.0.1:", grpc_port_), "--name=" + name,
+             "--work_dir=" + work_dir, "--train_bin=" + BinaryPath("xmod-train", "XMOD_TRAIN_BIN"),
+             "--cpu_slots=1", "--cores_per_slot=1", "--gpus=false", "--metrics_listen=127.0.0.1:0",
+             "--acquire_wait_ms=1000", "--kill_grace_ms=20000"});
+  if (!child.ok()) return child.status();
+  workers_[name] = *std::move(child);
+  return absl::OkStatus();
+}
+
+absl::Status Cluster::KillWorker(const std::string& name) {
+  auto it = workers_.find(name);
+  if (it == workers_.end()) return absl::NotFoundError(name);
+  kill(it->second->pid(), SIGKILL);  // the worker only, not its trainer's process group
+  it->second->Wait();
+  return absl::OkStatus();
+}
+
+void Cluster::Stop() {
+  for (auto& [name, worker] : workers_) worker->Signal(SIGTERM);
+  for (auto& [name, worker] : workers_) worker->Wait();
+  if (coordinator_ != nullptr) {
+    coordinator_->Signal(SIGTERM);
+    coordinator_->Wait();
+  }
+}
+
+absl::StatusOr<v1::QueryResponse> Cluster::Query(const std::string& sql) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::QueryRequest request;
+  request.set_sql(sql);
+  v1::QueryResponse response;
+  grpc::Status status = stub_->Query(&context, request, &response);
+  if (!status.ok())
+    return absl::Status(absl::StatusCode(status.error_code()), status.error_message());
+  return response;
+}
+
+absl::StatusOr<v1::Sweep> Cluster::WaitForSweep(int64_t sweep_id, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    v1::GetSweepRequest request;
+    request.set_sweep_id(sweep_id);
+    v1::Sweep sweep;
+    grpc::Status status = stub_->GetSweep(&context, request, &sweep);
+    if (status.ok() && sweep.state() != v1::SWEEP_ACTIVE &&
+        sweep.state() != v1::SWEEP_STATE_UNSPECIFIED) {
+      return sweep;
+    }
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("sweep ", sweep_id, " still active: ", sweep.ShortDebugString()));
+    }
+    absl::SleepFor(absl::Milliseconds(500));
+  }
+}
+
+std::string Cluster::Logs() const {
+  std::string text;
+  for (const std::string& path : logs_) {
+    absl::StatusOr<std::string> log = ReadFile(path);
+    if (!log.ok()) continue;
+    const size_t keep = 3000;
+    absl::StrAppend(&text, "==== ", path, " (tail) ====\n",
+                    log->size() > keep ? log->substr(log->size() - keep) : *log, "\n");
+  }
+  return text;
+}
+
+}  // namespace xmod

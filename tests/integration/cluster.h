@@ -1,0 +1,76 @@
+// A one-machine xmod cluster for cross-process tests: the real xmod-coordinator and
+// xmod-worker binaries (and, through the workers, xmod-train) started as processes on
+// loopback, with ports picked by the coordinator (port 0 + --ports_file), in a temporary
+// folder. Binaries come from $XMOD_BIN_DIR; $XMOD_COORDINATOR_BIN, $XMOD_WORKER_BIN and
+// $XMOD_TRAIN_BIN override single ones. Everything started is killed when the cluster ends,
+// including trainers orphaned by a killed worker (the test process is their subreaper).
+//
+// Thread-safety: none; one test thread drives a cluster.
+#ifndef XMOD_TESTS_INTEGRATION_CLUSTER_H_
+#define XMOD_TESTS_INTEGRATION_CLUSTER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "worker/process_supervisor.h"
+#include "xmod/v1/coordinator.grpc.pb.h"
+
+namespace xmod {
+
+// The path of binary `name`: $<override_env> if set, else $XMOD_BIN_DIR/name.
+std::string BinaryPath(const std::string& name, const char* override_env);
+
+// Writes `tokens` tokens of a learnable stream over a small vocabulary: a deterministic
+// successor rule (t -> (5t + 3) mod 61) with 10% random tokens, so both the unigram and the
+// bigram entropy are far below ln(vocab). Seeded, reproducible.
+absl::Status WriteLearnableShard(const std::string& path, int64_t tokens, uint32_t seed);
+
+class Cluster {
+ public:
+  // Makes a temporary folder; starts nothing.
+  Cluster();
+  ~Cluster();
+
+  const std::string& dir() const { return dir_; }
+  const std::string& db_path() const { return db_path_; }
+
+  // Starts xmod-coordinator with `extra_flags` and waits for its ports file.
+  absl::Status StartCoordinator(const std::vector<std::string>& extra_flags);
+  // Starts a worker named `name` with one 1-core CPU slot.
+  absl::Status StartWorker(const std::string& name);
+  // SIGKILLs the worker process itself (its trainer is left orphaned, as on a lost machine).
+  absl::Status KillWorker(const std::string& name);
+  // SIGTERMs every worker, then the coordinator, and waits for them to exit.
+  void Stop();
+
+  v1::Coordinator::Stub& stub() { return *stub_; }
+  // Runs a read-only SQL query through the Coordinator API.
+  absl::StatusOr<v1::QueryResponse> Query(const std::string& sql);
+  // Polls GetSweep until the sweep is no longer active; the final state.
+  absl::StatusOr<v1::Sweep> WaitForSweep(int64_t sweep_id, absl::Duration timeout);
+  // The log files of every process started, for failure messages.
+  std::string Logs() const;
+
+ private:
+  absl::StatusOr<std::unique_ptr<ChildProcess>> Launch(const std::string& name,
+                                                       std::vector<std::string> argv);
+
+  std::string dir_;
+  std::string db_path_;
+  std::unique_ptr<ProcessLauncher> launcher_;
+  std::unique_ptr<ChildProcess> coordinator_;
+  std::map<std::string, std::unique_ptr<ChildProcess>> workers_;
+  std::vector<std::string> logs_;
+  int grpc_port_ = 0;
+  std::unique_ptr<v1::Coordinator::Stub> stub_;
+};
+
+}  // namespace xmod
+
+#endif  // XMOD_TESTS_INTEGRATION_CLUSTER_H_

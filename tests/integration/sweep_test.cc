@@ -1,0 +1,283 @@
+// Cross-process integration tests (issue 2, item 8): the real xmod-coordinator, two real
+// xmod-workers and their xmod-train children on loopback run tiny sweeps on shards this test
+// writes; every assertion is read back from the coordinator's SQLite file, opened read-only.
+//   1. A 4-run sweep (Dense, X-MoD K2 and K4, MoD K2) finishes: every run SUCCEEDED, steps
+//      and FLOPs of every series strictly increase, train/loss has no gaps, and the final
+//      val/loss is below ln(V), the loss of a uniform predictor.
+//   2. A worker SIGKILLed mid-run: its lease expires, the run is retried on the other worker
+//      from its latest checkpoint and still finishes, with a gap-free canonical curve.
+#include <sqlite3.h>
+
+#include <cmath>
+#include <iostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/files.h"
+#include "gtest/gtest.h"
+#include "model/accounting/accounting.h"
+#include "tests/integration/cluster.h"
+
+namespace xmod {
+namespace {
+
+constexpr int kSeqLen = 64;
+constexpr int kBatchTokens = 512;  // 8 sequences per optimizer step
+constexpr int kLogEvery = 10;      // xmod-train's default train/* interval (steps)
+
+// The rows of a query on a read-only SQLite file, every value as text ("" for NULL).
+class ReadOnlyDb {
+ public:
+  explicit ReadOnlyDb(const std::string& path) {
+    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+      ADD_FAILURE() << "cannot open " << path << ": " << sqlite3_errmsg(db_);
+    }
+  }
+  ~ReadOnlyDb() { sqlite3_close(db_); }
+
+  std::vector<std::vector<std::string>> Rows(const std::string& sql) {
+    std::vector<std::vector<std::string>> rows;
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
+      ADD_FAILURE() << sql << ": " << sqlite3_errmsg(db_);
+      return rows;
+    }
+    while (sqlite3_step(stmt) == SQLITE_ROW) {
+      std::vector<std::string> row;
+      for (int i = 0; i < sqlite3_column_count(stmt); ++i) {
+        const unsigned char* text = sqlite3_column_text(stmt, i);
+        row.push_back(text != nullptr ? reinterpret_cast<const char*>(text) : "");
+      }
+      rows.push_back(std::move(row));
+    }
+    sqlite3_finalize(stmt);
+    return rows;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+// The tiny-test backbone's vocabulary (paper-free CPU preset of model/accounting).
+int VocabSize() {
+  v1::BackboneSpec spec;
+  spec.set_name("tiny-test");
+  absl::StatusOr<Backbone> backbone = ResolveBackbone(spec);
+  return backbone.ok() ? backbone->vocab_size : 0;
+}
+
+// Training FLOPs of `steps` optimizer steps of the dense tiny-test model at kSeqLen.
+double DenseBudget(int steps) {
+  v1::ModelSpec model;
+  model.set_arch(v1::DENSE);
+  model.mutable_backbone()->set_name("tiny-test");
+  absl::StatusOr<Accounting> accounting = Account(model, kSeqLen);
+  if (!accounting.ok()) return 0;
+  return accounting->train_flops_per_token * kBatchTokens * steps;
+}
+
+v1::SweepSpec MakeSweep(const std::string& data_dir, double budget, int checkpoint_every) {
+  v1::SweepSpec spec;
+  spec.set_name("integration");
+  v1::TrainingSpec* training = spec.mutable_training();
+  training->set_flop_budget(budget);
+  training->set_seq_len(kSeqLen);
+  training->set_batch_tokens(kBatchTokens);
+  training->set_optimizer("adamw");
+  training->set_lr(3e-3);
+  training->set_adamw_lr(3e-3);
+  training->set_eval_marks(4);
+  training->set_eval_tokens(4096);
+  training->set_checkpoint_every_steps(checkpoint_every);
+  training->set_seed(1);
+  spec.mutable_data()->set_train_glob(data_dir + "/train_*.bin");
+  spec.mutable_data()->set_val_glob(data_dir + "/val_*.bin");
+  return spec;
+}
+
+v1::GridSpec* AddGrid(v1::SweepSpec* spec, std::vector<v1::Architecture> archs,
+                      std::vector<int> ks) {
+  v1::GridSpec* grid = spec->add_grids();
+  grid->set_label("it");
+  for (v1::Architecture arch : archs) grid->add_archs(arch);
+  grid->add_backbones("tiny-test");
+  grid->add_seq_lens(kSeqLen);
+  for (int k : ks) grid->add_ks(k);
+  grid->add_as(1);
+  return grid;
+}
+
+class SweepTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    data_dir_ = cluster_.dir() + "/data";
+    ASSERT_TRUE(MakeDirs(data_dir_).ok());
+    ASSERT_TRUE(WriteLearnableShard(data_dir_ + "/train_000.bin", 400'000, 1).ok());
+    ASSERT_TRUE(WriteLearnableShard(data_dir_ + "/val_000.bin", 40'000, 2).ok());
+    ASSERT_GT(VocabSize(), 61);
+  }
+
+  // Starts the coordinator and two workers and waits until both registered.
+  void StartCluster(std::vector<std::string> coordinator_flags) {
+    ASSERT_TRUE(cluster_.StartCoordinator(coordinator_flags).ok()) << cluster_.Logs();
+    ASSERT_TRUE(cluster_.StartWorker("w1").ok());
+    ASSERT_TRUE(cluster_.StartWorker("w2").ok());
+    for (int i = 0; i < 600; ++i) {
+      auto rows = cluster_.Query("SELECT COUNT(*) FROM workers");
+      if (rows.ok() && rows->rows_size() == 1 && rows->rows(0).values(0) == "2") return;
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    FAIL() << "workers did not register\n" << cluster_.Logs();
+  }
+
+  int64_t Submit(const v1::SweepSpec& spec, int expected_runs) {
+    grpc::ClientContext context;
+    v1::SubmitSweepRequest request;
+    *request.mutable_spec() = spec;
+    v1::SubmitSweepResponse response;
+    grpc::Status status = cluster_.stub().SubmitSweep(&context, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(response.runs_size(), expected_runs);
+    for (const v1::Run& run : response.runs())
+      std::cout << "run " << run.id() << ": " << run.name() << "\n";
+    return response.sweep_id();
+  }
+
+  // The canonical (step, flops) of one series of a run, by step.
+  static std::vector<std::pair<int64_t, double>> Series(ReadOnlyDb& db, const std::string& run,
+                                                        const std::string& name) {
+    std::vector<std::pair<int64_t, double>> series;
+    for (const auto& row :
+         db.Rows(absl::StrCat("SELECT step, flops FROM canonical_metrics WHERE run_id = ", run,
+                              " AND name = '", name, "' ORDER BY step, attempt"))) {
+      series.emplace_back(std::stoll(row[0]), std::stod(row[1]));
+    }
+    return series;
+  }
+
+  // Steps and FLOPs strictly increase in every series; train/loss is logged every kLogEvery
+  // steps from the start to the run's last step, with no gap.
+  static void ExpectCleanCurves(ReadOnlyDb& db, const std::string& run) {
+    for (const auto& row : db.Rows(
+             absl::StrCat("SELECT DISTINCT name FROM canonical_metrics WHERE run_id = ", run))) {
+      auto series = Series(db, run, row[0]);
+      for (size_t i = 1; i < series.size(); ++i) {
+        EXPECT_GT(series[i].first, series[i - 1].first) << "run " << run << " " << row[0];
+        EXPECT_GT(series[i].second, series[i - 1].second) << "run " << run << " " << row[0];
+      }
+    }
+    auto loss = Series(db, run, "train/loss");
+    ASSERT_GE(loss.size(), 3u) << "run " << run;
+    EXPECT_LE(loss.front().first, kLogEvery) << "run " << run;
+    for (size_t i = 1; i < loss.size(); ++i) {
+      EXPECT_LE(loss[i].first - loss[i - 1].first, kLogEvery)
+          << "run " << run << ": train/loss gap after step " << loss[i - 1].first;
+    }
+    auto last = db.Rows(absl::StrCat("SELECT step FROM runs WHERE id = ", run));
+    ASSERT_EQ(last.size(), 1u);
+    EXPECT_EQ(loss.back().first, std::stoll(last[0][0])) << "run " << run;
+  }
+
+  static void ExpectLearned(ReadOnlyDb& db, const std::string& run) {
+    auto rows =
+        db.Rows(absl::StrCat("SELECT final_val_loss FROM run_summary WHERE run_id = ", run));
+    ASSERT_EQ(rows.size(), 1u);
+    ASSERT_FALSE(rows[0][0].empty()) << "run " << run << " has no val/loss";
+    const double val_loss = std::stod(rows[0][0]);
+    std::cout << "run " << run << ": final val/loss " << val_loss
+              << " (ln V = " << std::log(VocabSize()) << ")\n";
+    EXPECT_LT(val_loss, std::log(static_cast<double>(VocabSize()))) << "run " << run;
+  }
+
+  Cluster cluster_;
+  std::string data_dir_;
+};
+
+TEST_F(SweepTest, FourRunSweepFinishesAndLearns) {
+  StartCluster({"--lease_ttl_ms=15000", "--heartbeat_interval_ms=500"});
+  v1::SweepSpec spec = MakeSweep(data_dir_, DenseBudget(60), 0);
+  AddGrid(&spec, {v1::DENSE, v1::XMOD}, {2, 4});  // Dense (K ignored) + X-MoD K2, K4
+  AddGrid(&spec, {v1::MOD}, {2});
+  const absl::Time start = absl::Now();
+  const int64_t sweep_id = Submit(spec, 4);
+  absl::StatusOr<v1::Sweep> sweep = cluster_.WaitForSweep(sweep_id, absl::Seconds(480));
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  std::cout << "4-run sweep took " << seconds << " s\n";
+  RecordProperty("sweep_seconds", std::to_string(seconds));
+  ASSERT_TRUE(sweep.ok()) << sweep.status() << "\n" << cluster_.Logs();
+  EXPECT_EQ(sweep->state(), v1::SWEEP_DONE) << sweep->ShortDebugString() << "\n" << cluster_.Logs();
+  cluster_.Stop();
+
+  ReadOnlyDb db(cluster_.db_path());
+  auto runs = db.Rows(absl::StrCat("SELECT id, name, state FROM runs WHERE sweep_id = ", sweep_id));
+  ASSERT_EQ(runs.size(), 4u);
+  for (const auto& run : runs) {
+    EXPECT_EQ(run[2], "SUCCEEDED") << run[1];
+    auto attempts = db.Rows(absl::StrCat("SELECT outcome FROM attempts WHERE run_id = ", run[0]));
+    ASSERT_EQ(attempts.size(), 1u) << run[1];
+    EXPECT_EQ(attempts[0][0], "succeeded") << run[1];
+    ExpectCleanCurves(db, run[0]);
+    ExpectLearned(db, run[0]);
+  }
+  // Both workers took part.
+  auto workers = db.Rows("SELECT DISTINCT worker FROM attempts");
+  EXPECT_EQ(workers.size(), 2u);
+}
+
+TEST_F(SweepTest, RunOfAKilledWorkerIsRetriedElsewhereAndFinishes) {
+  StartCluster({"--lease_ttl_ms=2500", "--heartbeat_interval_ms=300"});
+  v1::SweepSpec spec = MakeSweep(data_dir_, DenseBudget(200), 5);
+  AddGrid(&spec, {v1::DENSE}, {1});
+  const absl::Time start = absl::Now();
+  const int64_t sweep_id = Submit(spec, 1);
+
+  // Wait until the first attempt has a durable checkpoint, then kill its worker.
+  std::string victim;
+  std::string run_id;
+  for (int i = 0; i < 1200 && victim.empty(); ++i) {
+    auto rows = cluster_.Query(
+        "SELECT a.worker, a.run_id FROM attempts a JOIN checkpoints c "
+        "ON c.run_id = a.run_id AND c.attempt = a.attempt WHERE a.attempt = 1 LIMIT 1");
+    if (rows.ok() && rows->rows_size() == 1) {
+      victim = rows->rows(0).values(0);
+      run_id = rows->rows(0).values(1);
+    } else {
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+  }
+  ASSERT_FALSE(victim.empty()) << "no checkpoint of attempt 1\n" << cluster_.Logs();
+  ASSERT_TRUE(cluster_.KillWorker(victim).ok());
+  std::cout << "killed " << victim << " after " << absl::ToDoubleSeconds(absl::Now() - start)
+            << " s\n";
+
+  absl::StatusOr<v1::Sweep> sweep = cluster_.WaitForSweep(sweep_id, absl::Seconds(480));
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  std::cout << "run with a killed worker took " << seconds << " s\n";
+  RecordProperty("retry_seconds", std::to_string(seconds));
+  ASSERT_TRUE(sweep.ok()) << sweep.status() << "\n" << cluster_.Logs();
+  EXPECT_EQ(sweep->state(), v1::SWEEP_DONE) << cluster_.Logs();
+  cluster_.Stop();
+
+  ReadOnlyDb db(cluster_.db_path());
+  auto state = db.Rows(absl::StrCat("SELECT state FROM runs WHERE id = ", run_id));
+  ASSERT_EQ(state.size(), 1u);
+  EXPECT_EQ(state[0][0], "SUCCEEDED");
+  auto attempts = db.Rows(absl::StrCat(
+      "SELECT attempt, worker, outcome, resumed_from_step FROM attempts WHERE run_id = ", run_id,
+      " ORDER BY attempt"));
+  ASSERT_GE(attempts.size(), 2u);
+  EXPECT_EQ(attempts.front()[1], victim);
+  EXPECT_EQ(attempts.front()[2], "lost");
+  const auto& last = attempts.back();
+  EXPECT_NE(last[1], victim);
+  EXPECT_EQ(last[2], "succeeded");
+  EXPECT_GT(std::stoll(last[3]), 0) << "the retry did not resume from a checkpoint";
+  ExpectCleanCurves(db, run_id);
+  ExpectLearned(db, run_id);
+}
+
+}  // namespace
+}  // namespace xmod

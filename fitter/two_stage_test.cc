@@ -168,6 +168,16 @@ TEST(RecommendTest, TotalParameterCapLimitsTheChoice) {
   EXPECT_FALSE(Recommend(r.fit.params, q).ok());
 }
 
+TEST(TwoStageTest, FlagsExponentsThatEndOnABound) {
+  EXPECT_TRUE(PaperReport().fit.at_bound.empty());
+  FitOptions opt;
+  opt.bounds.rho_hi = 0.3;  // below Table 8's ρ_L = 0.485 and ρ_N = 1.195
+  absl::StatusOr<FitResult> r = FitTwoStage(PaperData(), opt);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(r->at_bound, ::testing::Contains("rho_l"));
+  EXPECT_LE(r->params.rho_l, 0.3);
+}
+
 TEST(TwoStageTest, DeterministicUnderSeed) {
   FitOptions opt;
   opt.search.seed = 5;

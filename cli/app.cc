@@ -3,7 +3,9 @@
 #include "cli/app.h"
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -52,6 +54,23 @@ CLI::App* Leaf(CLI::App* parent, const std::string& name, const std::string& hel
   return sub;
 }
 
+// A subcommand taking one id: `PARENT NAME ID`.
+struct IdCommand {
+  const char* name;
+  const char* help;
+  absl::Status (*fn)(const Context&, int64_t);
+};
+
+void AddIdCommands(CLI::App* parent, const char* id_help, State& s, Action* action,
+                   std::initializer_list<IdCommand> commands) {
+  for (const IdCommand& cmd : commands) {
+    auto fn = cmd.fn;
+    CLI::App* sub = Leaf(parent, cmd.name, cmd.help, action,
+                         [&s, fn](const Context& c) { return fn(c, s.id); });
+    sub->add_option("ID", s.id, id_help)->required();
+  }
+}
+
 void AddSweepCommands(CLI::App& app, State& s, Action* action) {
   CLI::App* sweep =
       app.add_subcommand("sweep", "Submit, list, show, cancel, retry and watch sweeps");
@@ -64,21 +83,11 @@ void AddSweepCommands(CLI::App& app, State& s, Action* action) {
   CLI::App* list = Leaf(sweep, "list", "List sweeps, newest first", action,
                         [&s](const Context& c) { return SweepList(c, s.limit); });
   list->add_option("--limit", s.limit, "At most this many sweeps (0 = all)");
-  struct IdCommand {
-    const char* name;
-    const char* help;
-    absl::Status (*fn)(const Context&, int64_t);
-  };
-  for (const IdCommand& cmd :
-       {IdCommand{"show", "A sweep and its runs", &SweepShow},
-        IdCommand{"cancel", "Cancel every queued or running run", &SweepCancel},
-        IdCommand{"retry", "Requeue the failed runs (RetryFailed)", &SweepRetry},
-        IdCommand{"watch", "Live progress until the sweep ends", &SweepWatch}}) {
-    auto fn = cmd.fn;
-    CLI::App* sub =
-        Leaf(sweep, cmd.name, cmd.help, action, [&s, fn](const Context& c) { return fn(c, s.id); });
-    sub->add_option("ID", s.id, "Sweep id")->required();
-  }
+  AddIdCommands(sweep, "Sweep id", s, action,
+                {{"show", "A sweep and its runs", &SweepShow},
+                 {"cancel", "Cancel every queued or running run", &SweepCancel},
+                 {"retry", "Requeue the failed runs (RetryFailed)", &SweepRetry},
+                 {"watch", "Live progress until the sweep ends", &SweepWatch}});
 }
 
 void AddRunCommands(CLI::App& app, State& s, Action* action) {
@@ -95,20 +104,10 @@ void AddRunCommands(CLI::App& app, State& s, Action* action) {
 
   CLI::App* run = app.add_subcommand("run", "Show, resume or cancel one run");
   run->require_subcommand(1);
-  struct IdCommand {
-    const char* name;
-    const char* help;
-    absl::Status (*fn)(const Context&, int64_t);
-  };
-  for (const IdCommand& cmd :
-       {IdCommand{"show", "A run with its attempts and checkpoints", &RunShow},
-        IdCommand{"resume", "Requeue a failed or cancelled run from its checkpoint", &RunResume},
-        IdCommand{"cancel", "Cancel a run (stops it if running)", &RunCancel}}) {
-    auto fn = cmd.fn;
-    CLI::App* sub =
-        Leaf(run, cmd.name, cmd.help, action, [&s, fn](const Context& c) { return fn(c, s.id); });
-    sub->add_option("ID", s.id, "Run id")->required();
-  }
+  AddIdCommands(run, "Run id", s, action,
+                {{"show", "A run with its attempts and checkpoints", &RunShow},
+                 {"resume", "Requeue a failed or cancelled run from its checkpoint", &RunResume},
+                 {"cancel", "Cancel a run (stops it if running)", &RunCancel}});
 
   CLI::App* metrics =
       Leaf(&app, "metrics", "Metric series of a run (downsampled)", action,

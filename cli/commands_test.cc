@@ -153,6 +153,67 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status GetFit(grpc::ServerContext* context, const xmod::v1::GetFitRequest* request,
+                      xmod::v1::Fit* fit) override {
+    Record(context);
+    fit->set_sweep_id(request->sweep_id());
+    fit->set_n_obs(42);
+    fit->set_r2(0.987);
+    fit->set_rmse(0.0031);
+    fit->mutable_params()->set_e(0.05);
+    fit->mutable_params()->set_rho_k(1.25);
+    fit->add_at_bound("eta_l");
+    auto* g = fit->add_cv();
+    g->set_group("L=512");
+    g->set_rmse(0.0042);
+    g->set_n(6);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Predict(grpc::ServerContext* context, const xmod::v1::PredictRequest* request,
+                       xmod::v1::PredictResponse* response) override {
+    Record(context);
+    absl::MutexLock lock(&mu_);
+    last_predict_ = *request;
+    for (const auto& point : request->points()) {
+      auto* p = response->add_predictions();
+      *p->mutable_point() = point;
+      p->set_delta(-0.01 * point.k());
+      p->set_loss(3.5 - 0.01 * point.k());
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Recommend(grpc::ServerContext* context, const xmod::v1::RecommendRequest* request,
+                         xmod::v1::RecommendResponse* response) override {
+    Record(context);
+    absl::MutexLock lock(&mu_);
+    last_recommend_ = *request;
+    response->set_k(4);
+    response->set_a(2);
+    response->set_delta(-0.0321);
+    response->set_total_params(2.64e9);
+    for (int k : {4, 8, 2}) {
+      auto* p = response->add_candidates();
+      p->mutable_point()->set_k(k);
+      p->mutable_point()->set_a(2);
+      p->mutable_point()->set_flops(request->flops());
+      p->mutable_point()->set_seq_len(request->seq_len());
+      p->mutable_point()->set_backbone(request->backbone());
+      p->set_delta(-0.03 + 0.001 * k);
+    }
+    return grpc::Status::OK;
+  }
+
+  xmod::v1::PredictRequest last_predict() {
+    absl::MutexLock lock(&mu_);
+    return last_predict_;
+  }
+  xmod::v1::RecommendRequest last_recommend() {
+    absl::MutexLock lock(&mu_);
+    return last_recommend_;
+  }
+
   void SetWatchEvents(std::vector<xmod::v1::WatchSweepEvent> events, int drop_first = 0) {
     absl::MutexLock lock(&mu_);
     watch_events_ = std::move(events);
@@ -190,6 +251,8 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
   xmod::v1::ListRunsRequest last_list_runs_;
   std::vector<xmod::v1::WatchSweepEvent> watch_events_;
   int drop_next_watches_ = 0;
+  xmod::v1::PredictRequest last_predict_;
+  xmod::v1::RecommendRequest last_recommend_;
   std::string last_authorization_;
 };
 
@@ -334,6 +397,51 @@ TEST_F(CommandsTest, QueryTypesValuesInJson) {
   Result refused = Xmodctl({"query", "DELETE FROM runs"});
   EXPECT_EQ(refused.code, 2);
   EXPECT_THAT(refused.err, HasSubstr("only SELECT"));
+}
+
+TEST_F(CommandsTest, FitShowPrintsParametersAndCv) {
+  Result r = Xmodctl({"fit", "show", "7"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("r2_delta      0.9870"));
+  EXPECT_THAT(r.out, HasSubstr("rho_k   1.25"));
+  EXPECT_THAT(r.out, HasSubstr("at_bound      eta_l"));
+  EXPECT_THAT(r.out, HasSubstr("L=512  0.00420  6"));
+  Result json = Xmodctl({"fit", "show", "7", "-o", "json"});
+  EXPECT_THAT(json.out, HasSubstr("\"rho_k\": 1.25"));
+}
+
+TEST_F(CommandsTest, FitPredictSendsEveryCombination) {
+  Result r = Xmodctl({"fit", "predict", "7", "--C", "1e20", "--L", "4096,32768", "--backbone",
+                      "556M", "--K", "4", "--K", "8", "--A", "4"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto sent = fake_.last_predict();
+  EXPECT_EQ(sent.sweep_id(), 7);
+  ASSERT_EQ(sent.points_size(), 4);  // 1 C x 2 L x 2 K x 1 A
+  EXPECT_DOUBLE_EQ(sent.points(0).flops(), 1e20);
+  EXPECT_EQ(sent.points(0).seq_len(), 4096);
+  EXPECT_EQ(sent.points(1).k(), 8);
+  EXPECT_EQ(sent.points(3).seq_len(), 32768);
+  EXPECT_DOUBLE_EQ(sent.points(3).a(), 4);
+  EXPECT_EQ(sent.points(3).backbone(), "556M");
+  EXPECT_THAT(r.out, HasSubstr("1.00e20  32768  556M      8  4  -0.0800  3.4200"));
+  Result missing =
+      Xmodctl({"fit", "predict", "7", "--C", "1e20", "--L", "4096", "--backbone", "556M"});
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("--K"));
+}
+
+TEST_F(CommandsTest, FitRecommendPassesTheCapAndShowsTheBest) {
+  Result r = Xmodctl({"fit", "recommend", "7", "--C", "1e20", "--L", "32768", "--backbone", "556M",
+                      "--max_params", "3B", "--ks", "2,4,8", "--top", "2"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto sent = fake_.last_recommend();
+  EXPECT_DOUBLE_EQ(sent.max_total_params(), 3e9);
+  EXPECT_EQ(sent.ks_size(), 3);
+  EXPECT_EQ(sent.as_size(), 0);
+  EXPECT_THAT(r.out, HasSubstr("K  A    DELTA  TOTAL_PARAMS\n4  2  -0.0321         2.64B\n"));
+  EXPECT_THAT(r.out, HasSubstr("Best 2 of 3 candidates"));
+  EXPECT_THAT(r.out, HasSubstr("-0.0220"));       // second candidate (K = 8)
+  EXPECT_THAT(r.out, Not(HasSubstr("-0.0280")));  // third candidate (K = 2), cut by --top
 }
 
 std::vector<xmod::v1::WatchSweepEvent> WatchScript(xmod::v1::SweepState final_state) {

@@ -35,8 +35,9 @@ Cell FlopsCell(double flops) { return Cell::Num(flops, FormatFlops(flops)); }
 Cell ParamsCell(double params) {
   return params == 0 ? Cell::Null() : Cell::Num(params, FormatParams(params));
 }
+// Shown as local time (left-aligned, like text); JSON keeps Unix milliseconds.
 Cell TimeCell(int64_t unix_ms) {
-  return unix_ms <= 0 ? Cell::Null() : Cell{FormatUnixMs(unix_ms), absl::StrCat(unix_ms), true};
+  return unix_ms <= 0 ? Cell::Null() : Cell{FormatUnixMs(unix_ms), absl::StrCat(unix_ms), false};
 }
 Cell StrOrNull(const std::string& s) { return s.empty() ? Cell::Null() : Cell::Str(s); }
 

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "common/files.h"
+#include "model/accounting/accounting.h"
 
 namespace xmod::cli {
 namespace {
@@ -127,15 +128,41 @@ TEST(SpecFileTest, LoadSweepSpecReadsFiles) {
   EXPECT_EQ(LoadSweepSpec(dir + "/missing.textpb").status().code(), absl::StatusCode::kNotFound);
 }
 
-// The bundled demo specs parse (their validity against the accounting is checked by the
-// coordinator's own tests and by the demo).
-TEST(SpecFileTest, BundledExamplesParse) {
+// The bundled demo specs parse, and every model of their grids passes the accounting
+// (valid K, A, backbone at their L) within the budgets' reach: at least 50 optimizer steps.
+TEST(SpecFileTest, BundledDemoSpecsParseAndAccount) {
   const char* source = std::getenv("XMOD_SOURCE_DIR");
   if (source == nullptr) GTEST_SKIP() << "XMOD_SOURCE_DIR not set (run through ctest)";
   for (const char* name : {"/examples/demo.textpb", "/examples/tiny.textpb"}) {
     auto spec = LoadSweepSpec(std::string(source) + name);
     ASSERT_TRUE(spec.ok()) << spec.status();
-    EXPECT_FALSE(spec->grids().empty()) << name;
+    ASSERT_FALSE(spec->grids().empty()) << name;
+    const auto& training = spec->training();
+    int models = 0;
+    for (const auto& grid : spec->grids()) {
+      std::vector<int> ks(grid.ks().begin(), grid.ks().end());
+      std::vector<double> as(grid.as().begin(), grid.as().end());
+      if (ks.empty()) ks.push_back(1);
+      if (as.empty()) as.push_back(1);
+      for (int l : grid.seq_lens()) {
+        for (int k : ks) {
+          for (double a : as) {
+            xmod::v1::ModelSpec model = grid.base();
+            model.set_arch(grid.archs(0));
+            model.mutable_backbone()->set_name(grid.backbones(0));
+            model.set_k(k);
+            model.set_a(a);
+            auto acc = Account(model, l);
+            ASSERT_TRUE(acc.ok()) << name << ": " << acc.status();
+            double steps =
+                training.flop_budget() / (acc->train_flops_per_token * training.batch_tokens());
+            EXPECT_GE(steps, 50) << name;
+            ++models;
+          }
+        }
+      }
+    }
+    EXPECT_GE(models, 4) << name;
   }
 }
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
 #include "coordinator/coordinator_service.h"
+#include "coordinator/fit_trigger.h"
 #include "coordinator/http_server.h"
 #include "coordinator/worker_gateway_service.h"
 #include "glog/logging.h"
@@ -40,6 +41,8 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
       Scheduler::Create(c->store_.get(), clock, &c->feed_, metrics, scheduler_options);
   if (!scheduler.ok()) return scheduler.status();
   c->scheduler_ = *std::move(scheduler);
+  c->fit_trigger_ = std::make_unique<FitTrigger>(c->store_.get(), clock, metrics->registry().get(),
+                                                 FitTriggerOptions());
 
   CoordinatorServiceOptions user_options;
   user_options.token = options.token;
@@ -105,6 +108,8 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
 
 void Coordinator::Tick() {
   scheduler_->ExpireLeases();
+  // The first poll (at start) also schedules the refits a restart left owing.
+  if (absl::Status s = fit_trigger_->Poll(); !s.ok()) LOG(WARNING) << "fit poll: " << s;
   std::map<std::string, int> counts;
   absl::Status s = store_->Read([&counts](Db& db) {
     absl::StatusOr<Stmt> stmt = db.Prepare("SELECT state, COUNT(*) FROM runs GROUP BY state");
@@ -129,6 +134,7 @@ void Coordinator::Shutdown() {
   LOG(INFO) << "xmod-coordinator: shutting down";
   stop_ticker_.Notify();
   if (ticker_.joinable()) ticker_.join();
+  if (fit_trigger_) fit_trigger_->Shutdown();  // a running fit finishes and stores its row
   scheduler_->Shutdown();
   user_service_->Stop();
   grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));

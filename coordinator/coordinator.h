@@ -1,6 +1,7 @@
 // Coordinator: assembles the xmod-coordinator process from its parts — store, scheduler,
-// the two gRPC services, the HTTP dashboard API, the Prometheus exposer and a ticker that
-// expires leases and refreshes gauges. main.cc parses flags into CoordinatorOptions and calls
+// the two gRPC services, the HTTP dashboard API, the Prometheus exposer, the fit trigger
+// (background scaling-law refits) and a ticker that expires leases, refreshes gauges and
+// polls for sweeps to refit. main.cc parses flags into CoordinatorOptions and calls
 // RunCoordinator(); tests start a Coordinator in-process on loopback ports.
 // Thread-safe: Start once, then Shutdown from any thread.
 #ifndef XMOD_COORDINATOR_COORDINATOR_H_
@@ -28,6 +29,7 @@ class Exposer;
 namespace xmod {
 
 class CoordinatorService;
+class FitTrigger;
 class WorkerGatewayService;
 class HttpServer;
 
@@ -42,7 +44,7 @@ struct CoordinatorOptions {
   std::string ports_file;  // {"grpc":P,"http":P,"metrics":P} once listening
   int64_t lease_ttl_ms = 30000;
   int64_t heartbeat_interval_ms = 2000;
-  int64_t tick_ms = 500;  // lease expiry / gauge refresh period
+  int64_t tick_ms = 500;  // lease expiry / gauge refresh / refit poll period
   bool check_data_paths = true;
   StoreOptions store;
   Clock* clock = nullptr;  // null = the real clock
@@ -66,6 +68,7 @@ class Coordinator {
 
   Store* store() { return store_.get(); }
   Scheduler* scheduler() { return scheduler_.get(); }
+  FitTrigger* fit_trigger() { return fit_trigger_.get(); }
 
  private:
   Coordinator() = default;
@@ -77,6 +80,7 @@ class Coordinator {
   std::unique_ptr<Store> store_;
   ChangeFeed feed_;
   std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<FitTrigger> fit_trigger_;
   std::unique_ptr<CoordinatorService> user_service_;
   std::unique_ptr<WorkerGatewayService> worker_service_;
   std::unique_ptr<grpc::Server> grpc_server_;

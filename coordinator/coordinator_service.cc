@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "coordinator/fit_queries.h"
 #include "coordinator/service_util.h"
 #include "coordinator/store_reads.h"
 #include "coordinator/sweep_expansion.h"
@@ -256,56 +257,39 @@ grpc::Status CoordinatorService::Query(ServerContext* context,
   });
 }
 
-absl::StatusOr<xmod::v1::Fit> CoordinatorService::LatestFit(int64_t sweep_id) {
-  std::optional<xmod::v1::Fit> fit;
-  absl::Status read = store_->Read([&](Db& db) {
-    if (absl::Status s = LoadSweep(db, sweep_id).status(); !s.ok()) return s;
-    absl::StatusOr<std::optional<xmod::v1::Fit>> f = LoadLatestFit(db, sweep_id);
-    if (!f.ok()) return f.status();
-    fit = *std::move(f);
-    return absl::OkStatus();
-  });
-  if (!read.ok()) return read;
-  if (!fit) return absl::FailedPreconditionError(absl::StrCat("no fit yet for sweep ", sweep_id));
-  return *std::move(fit);
-}
-
+// The fit calls answer from the latest stored fit (fit_queries.h); fits are written in the
+// background by the FitTrigger.
 grpc::Status CoordinatorService::GetFit(ServerContext* context,
                                         const xmod::v1::GetFitRequest* request,
                                         xmod::v1::Fit* response) {
   return Serve("GetFit", options_.token, context, metrics_, [&]() -> absl::Status {
-    absl::StatusOr<xmod::v1::Fit> fit = LatestFit(request->sweep_id());
+    absl::StatusOr<xmod::v1::Fit> fit = LatestUsableFit(*store_, request->sweep_id());
     if (!fit.ok()) return fit.status();
     *response = *std::move(fit);
     return absl::OkStatus();
   });
 }
 
-// Predictions evaluate the law of a stored fit; fits are written by the fitter (issue 4).
-// Until a sweep has one, both calls answer FAILED_PRECONDITION "no fit yet for sweep N".
 grpc::Status CoordinatorService::Predict(ServerContext* context,
                                          const xmod::v1::PredictRequest* request,
-                                         xmod::v1::PredictResponse*) {
+                                         xmod::v1::PredictResponse* response) {
   return Serve("Predict", options_.token, context, metrics_, [&]() -> absl::Status {
-    absl::StatusOr<xmod::v1::Fit> fit = LatestFit(request->sweep_id());
-    if (!fit.ok()) return fit.status();
-    return absl::FailedPreconditionError(
-        absl::StrCat("fit ", fit->id(), " of sweep ", request->sweep_id(),
-                     " is stored, but this coordinator was built without the fitter that "
-                     "evaluates it"));
+    absl::StatusOr<xmod::v1::PredictResponse> predicted = PredictWithLatestFit(*store_, *request);
+    if (!predicted.ok()) return predicted.status();
+    *response = *std::move(predicted);
+    return absl::OkStatus();
   });
 }
 
 grpc::Status CoordinatorService::Recommend(ServerContext* context,
                                            const xmod::v1::RecommendRequest* request,
-                                           xmod::v1::RecommendResponse*) {
+                                           xmod::v1::RecommendResponse* response) {
   return Serve("Recommend", options_.token, context, metrics_, [&]() -> absl::Status {
-    absl::StatusOr<xmod::v1::Fit> fit = LatestFit(request->sweep_id());
-    if (!fit.ok()) return fit.status();
-    return absl::FailedPreconditionError(
-        absl::StrCat("fit ", fit->id(), " of sweep ", request->sweep_id(),
-                     " is stored, but this coordinator was built without the fitter that "
-                     "evaluates it"));
+    absl::StatusOr<xmod::v1::RecommendResponse> recommended =
+        RecommendWithLatestFit(*store_, *request);
+    if (!recommended.ok()) return recommended.status();
+    *response = *std::move(recommended);
+    return absl::OkStatus();
   });
 }
 

@@ -67,9 +67,6 @@ class CoordinatorService final : public xmod::v1::Coordinator::Service {
                     xmod::v1::PlanResponse* response) override;
 
  private:
-  // The sweep's latest fit, or FAILED_PRECONDITION "no fit yet for sweep N".
-  absl::StatusOr<xmod::v1::Fit> LatestFit(int64_t sweep_id);
-
   Store* const store_;
   Scheduler* const scheduler_;
   ChangeFeed* const feed_;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "coordinator/fit_queries.h"
 #include "coordinator/store_reads.h"
 #include "glog/logging.h"
 #include "google/protobuf/util/json_util.h"
@@ -65,6 +66,54 @@ int64_t IdOf(const httplib::Request& req) {
   int64_t id = 0;
   if (!absl::SimpleAtoi(req.matches[1].str(), &id)) return 0;
   return id;
+}
+
+// Query parameters of /api/sweeps/{id}/recommend as a RecommendRequest (sweep id unset):
+// flops, seq_len, backbone (required); max_total_params; ks and as as comma-separated lists.
+absl::StatusOr<xmod::v1::RecommendRequest> ParseRecommend(const httplib::Request& req) {
+  xmod::v1::RecommendRequest out;
+  for (const char* name : {"flops", "seq_len", "backbone"}) {
+    if (!req.has_param(name)) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": required query parameter"));
+    }
+  }
+  double flops = 0;
+  if (!absl::SimpleAtod(req.get_param_value("flops"), &flops)) {
+    return absl::InvalidArgumentError("flops: must be a number (training FLOPs)");
+  }
+  out.set_flops(flops);
+  int seq_len = 0;
+  if (!absl::SimpleAtoi(req.get_param_value("seq_len"), &seq_len)) {
+    return absl::InvalidArgumentError("seq_len: must be an integer (tokens)");
+  }
+  out.set_seq_len(seq_len);
+  out.set_backbone(req.get_param_value("backbone"));
+  if (req.has_param("max_total_params")) {
+    double cap = 0;
+    if (!absl::SimpleAtod(req.get_param_value("max_total_params"), &cap)) {
+      return absl::InvalidArgumentError("max_total_params: must be a number");
+    }
+    out.set_max_total_params(cap);
+  }
+  if (req.has_param("ks")) {
+    for (absl::string_view k : absl::StrSplit(req.get_param_value("ks"), ',', absl::SkipEmpty())) {
+      int value = 0;
+      if (!absl::SimpleAtoi(k, &value)) {
+        return absl::InvalidArgumentError(absl::StrCat("ks[", out.ks_size(), "]: not an integer"));
+      }
+      out.add_ks(value);
+    }
+  }
+  if (req.has_param("as")) {
+    for (absl::string_view a : absl::StrSplit(req.get_param_value("as"), ',', absl::SkipEmpty())) {
+      double value = 0;
+      if (!absl::SimpleAtod(a, &value)) {
+        return absl::InvalidArgumentError(absl::StrCat("as[", out.as_size(), "]: not a number"));
+      }
+      out.add_as(value);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -173,20 +222,21 @@ void HttpServer::Route(Store* store, const HttpServerOptions& options) {
 
   server_->Get(R"(/api/sweeps/(\d+)/fit)",
                [store](const httplib::Request& req, httplib::Response& res) {
-                 const int64_t sweep_id = IdOf(req);
-                 std::optional<xmod::v1::Fit> fit;
-                 absl::Status s = store->Read([&](Db& db) {
-                   if (absl::Status e = LoadSweep(db, sweep_id).status(); !e.ok()) return e;
-                   absl::StatusOr<std::optional<xmod::v1::Fit>> f = LoadLatestFit(db, sweep_id);
-                   if (!f.ok()) return f.status();
-                   fit = *std::move(f);
-                   return absl::OkStatus();
-                 });
-                 if (s.ok() && !fit) {
-                   s = absl::NotFoundError(absl::StrCat("no fit yet for sweep ", sweep_id));
-                 }
-                 s.ok() ? SendJson(*fit, res) : SendError(s, res);
+                 absl::StatusOr<xmod::v1::Fit> fit = LatestUsableFit(*store, IdOf(req));
+                 fit.ok() ? SendJson(*fit, res) : SendError(fit.status(), res);
                });
+
+  server_->Get(R"(/api/sweeps/(\d+)/recommend)", [store](const httplib::Request& req,
+                                                         httplib::Response& res) {
+    absl::StatusOr<xmod::v1::RecommendRequest> request = ParseRecommend(req);
+    if (!request.ok()) {
+      SendError(request.status(), res);
+      return;
+    }
+    request->set_sweep_id(IdOf(req));
+    absl::StatusOr<xmod::v1::RecommendResponse> out = RecommendWithLatestFit(*store, *request);
+    out.ok() ? SendJson(*out, res) : SendError(out.status(), res);
+  });
 
   if (!options.dashboard_dir.empty() && std::filesystem::is_directory(options.dashboard_dir)) {
     server_->set_mount_point("/", options.dashboard_dir);

@@ -3,7 +3,10 @@
 //   GET /api/sweeps                                    ListSweepsResponse
 //   GET /api/sweeps/{id}/runs                          ListRunsResponse
 //   GET /api/runs/{id}/metrics?names=a,b&max_points=N  GetMetricsResponse
-//   GET /api/sweeps/{id}/fit                           Fit (404 until the sweep has one)
+//   GET /api/sweeps/{id}/fit                           Fit, as GetFit (404 until the sweep
+//                                                      has a successful fit)
+//   GET /api/sweeps/{id}/recommend?flops=C&seq_len=L&backbone=B[&max_total_params=N]
+//       [&ks=1,2,4][&as=1,2]                           RecommendResponse (404 without a fit)
 // JSON is protobuf's mapping (MessageToJsonString). With a token, /api/ needs
 // "Authorization: Bearer <token>" or ?token=<token>. Thread-safe.
 #ifndef XMOD_COORDINATOR_HTTP_SERVER_H_

@@ -1,6 +1,7 @@
 // See store_reads.h.
 #include "coordinator/store_reads.h"
 
+#include <limits>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -87,6 +88,12 @@ absl::Status FillSweep(Db& db, Stmt& row, xmod::v1::Sweep* sweep) {
 }
 
 constexpr const char* kSweepColumns = "id, name, spec, cancelled, created_ms";
+
+// A REAL metric column; text there is how InsertMetrics keeps NaN.
+double RealOrNaN(const Stmt& s, int col) {
+  return sqlite3_column_type(s.raw(), col) == SQLITE_TEXT ? std::numeric_limits<double>::quiet_NaN()
+                                                          : s.Double(col);
+}
 
 }  // namespace
 
@@ -241,8 +248,8 @@ absl::StatusOr<std::vector<xmod::v1::MetricSeries>> LoadMetrics(
     p.set_name(stmt->Text(0));
     p.set_step(stmt->Int(1));
     p.set_tokens(stmt->Int(2));
-    p.set_flops(stmt->Double(3));
-    p.set_value(stmt->Double(4));
+    p.set_flops(RealOrNaN(*stmt, 3));
+    p.set_value(RealOrNaN(*stmt, 4));
   }
   std::vector<xmod::v1::MetricSeries> out;
   for (auto& [name, points] : by_name) {
@@ -263,30 +270,50 @@ absl::StatusOr<std::vector<xmod::v1::MetricSeries>> LoadMetrics(
   return out;
 }
 
-absl::StatusOr<std::optional<xmod::v1::Fit>> LoadLatestFit(Db& db, int64_t sweep_id) {
-  absl::StatusOr<Stmt> stmt = db.Prepare(
+namespace {
+
+// The newest fits row of the sweep with (failed = true) or without an error.
+absl::StatusOr<std::optional<xmod::v1::Fit>> LoadNewestFitRow(Db& db, int64_t sweep_id,
+                                                              bool failed) {
+  absl::StatusOr<Stmt> stmt = db.Prepare(absl::StrCat(
       "SELECT id, sweep_id, created_ms, fit, params, r2, rmse, mae, n_obs, error FROM fits"
-      " WHERE sweep_id = ? ORDER BY id DESC LIMIT 1");
+      " WHERE sweep_id = ? AND error ",
+      failed ? "<> ''" : "= ''", " ORDER BY id DESC LIMIT 1"));
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, sweep_id);
   absl::StatusOr<bool> row = stmt->Step();
   if (!row.ok()) return row.status();
   if (!*row) return std::optional<xmod::v1::Fit>();
   xmod::v1::Fit fit;
-  if (!stmt->IsNull(3)) fit.ParseFromString(stmt->Text(3));
+  if (!failed) {
+    if (!stmt->IsNull(3)) fit.ParseFromString(stmt->Text(3));
+    if (!fit.has_params()) {
+      // A malformed params column leaves the parameters at zero; the row's other fields stand.
+      (void)google::protobuf::util::JsonStringToMessage(stmt->Text(4), fit.mutable_params());
+    }
+    if (!stmt->IsNull(5)) fit.set_r2(stmt->Double(5));
+    if (!stmt->IsNull(6)) fit.set_rmse(stmt->Double(6));
+    if (!stmt->IsNull(7)) fit.set_mae(stmt->Double(7));
+    fit.set_n_obs(static_cast<int>(stmt->Int(8)));
+  }
   fit.set_id(stmt->Int(0));
   fit.set_sweep_id(stmt->Int(1));
   fit.set_created_unix_ms(stmt->Int(2));
-  if (!fit.has_params()) {
-    // A malformed params column leaves the parameters at zero; the row's other fields stand.
-    (void)google::protobuf::util::JsonStringToMessage(stmt->Text(4), fit.mutable_params());
-  }
-  if (!stmt->IsNull(5)) fit.set_r2(stmt->Double(5));
-  if (!stmt->IsNull(6)) fit.set_rmse(stmt->Double(6));
-  if (!stmt->IsNull(7)) fit.set_mae(stmt->Double(7));
-  fit.set_n_obs(static_cast<int>(stmt->Int(8)));
   fit.set_error(stmt->Text(9));
   return std::optional<xmod::v1::Fit>(std::move(fit));
+}
+
+}  // namespace
+
+absl::StatusOr<LatestFits> LoadLatestFits(Db& db, int64_t sweep_id) {
+  LatestFits out;
+  absl::StatusOr<std::optional<xmod::v1::Fit>> ok = LoadNewestFitRow(db, sweep_id, false);
+  if (!ok.ok()) return ok.status();
+  absl::StatusOr<std::optional<xmod::v1::Fit>> failed = LoadNewestFitRow(db, sweep_id, true);
+  if (!failed.ok()) return failed.status();
+  out.ok = *std::move(ok);
+  if (*failed && (!out.ok || (*failed)->id() > out.ok->id())) out.failed = *std::move(failed);
+  return out;
 }
 
 absl::StatusOr<SchedulerSnapshot> LoadSchedulerSnapshot(Db& db) {

@@ -39,12 +39,19 @@ absl::StatusOr<std::vector<xmod::v1::Checkpoint>> LoadCheckpoints(Db& db, int64_
 absl::StatusOr<std::optional<xmod::v1::Checkpoint>> LatestCheckpoint(Db& db, int64_t run_id);
 
 // Canonical metric series of a run (canonical_metrics view), each ordered by flops and
-// downsampled to at most max_points (evenly by index, the last point always kept).
+// downsampled to at most max_points (evenly by index, the last point always kept). A value
+// stored as NaN (see InsertMetrics) reads as NaN.
 absl::StatusOr<std::vector<xmod::v1::MetricSeries>> LoadMetrics(
     Db& db, int64_t run_id, const std::vector<std::string>& names, int max_points);
 
-// The newest row of the fits table for a sweep, if any.
-absl::StatusOr<std::optional<xmod::v1::Fit>> LoadLatestFit(Db& db, int64_t sweep_id);
+// The fits table holds one row per stored fit attempt: a successful fit, or a failed one
+// with only `error` set (see fit_trigger.h for which failures are stored). Failed rows
+// load with only id, sweep_id, created_unix_ms and error set.
+struct LatestFits {
+  std::optional<xmod::v1::Fit> ok;      // the newest successful fit
+  std::optional<xmod::v1::Fit> failed;  // the newest failed attempt, if newer than `ok`
+};
+absl::StatusOr<LatestFits> LoadLatestFits(Db& db, int64_t sweep_id);
 
 // What the scheduler rebuilds from after a restart.
 struct OpenAttempt {

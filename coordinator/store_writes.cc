@@ -1,8 +1,11 @@
 // See store_writes.h.
 #include "coordinator/store_writes.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "google/protobuf/util/json_util.h"
 
 namespace xmod {
 
@@ -166,9 +169,20 @@ absl::Status InsertMetrics(Db& db, int64_t run_id, int attempt, int64_t first_se
         .Bind(3, first_seq + static_cast<int64_t>(i))
         .Bind(4, p.step())
         .Bind(5, p.tokens())
-        .Bind(6, p.flops())
-        .Bind(7, p.name())
-        .Bind(8, p.value());
+        .Bind(7, p.name());
+    // sqlite stores a bound NaN as NULL, which the NOT NULL columns with INSERT OR IGNORE
+    // would drop silently after it was acknowledged; NaN is kept as the text 'NaN' instead
+    // (a REAL column keeps text that does not look like a number), so readers see it.
+    if (std::isnan(p.flops())) {
+      stmt->Bind(6, "NaN");
+    } else {
+      stmt->Bind(6, p.flops());
+    }
+    if (std::isnan(p.value())) {
+      stmt->Bind(8, "NaN");
+    } else {
+      stmt->Bind(8, p.value());
+    }
     if (absl::Status s = stmt->Run(); !s.ok()) return s;
   }
   return absl::OkStatus();
@@ -250,6 +264,50 @@ absl::Status InsertEvent(Db& db, int64_t now_ms, const std::string& kind, int64_
   }
   stmt->Bind(5, text);
   return stmt->Run();
+}
+
+namespace {
+
+absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  const auto status = google::protobuf::util::MessageToJsonString(message, &json, options);
+  if (!status.ok()) {
+    return absl::InternalError(absl::StrCat("fit as JSON: ", status.ToString()));
+  }
+  return json;
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> InsertFit(Db& db, const xmod::v1::Fit& fit) {
+  absl::StatusOr<Stmt> stmt = db.Prepare(
+      "INSERT INTO fits (sweep_id, created_ms, params, r2, rmse, mae, n_obs, cv, fit, error)"
+      " VALUES (?,?,?,?,?,?,?,?,?,?)");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, fit.sweep_id()).Bind(2, fit.created_unix_ms());
+  if (!fit.error().empty()) {
+    stmt->Bind(3, "{}").BindNull(4).BindNull(5).BindNull(6).Bind(7, 0).Bind(8, "[]").BindNull(9);
+    stmt->Bind(10, fit.error());
+  } else {
+    absl::StatusOr<std::string> params = ToJson(fit.params());
+    if (!params.ok()) return params.status();
+    std::vector<std::string> groups;
+    for (const xmod::v1::GroupError& g : fit.cv()) {
+      absl::StatusOr<std::string> json = ToJson(g);
+      if (!json.ok()) return json.status();
+      groups.push_back(*std::move(json));
+    }
+    xmod::v1::Fit blob = fit;
+    blob.clear_id();
+    stmt->Bind(3, *params).Bind(4, fit.r2()).Bind(5, fit.rmse()).Bind(6, fit.mae());
+    stmt->Bind(7, fit.n_obs()).Bind(8, absl::StrCat("[", absl::StrJoin(groups, ","), "]"));
+    stmt->BindBlob(9, blob.SerializeAsString()).Bind(10, "");
+  }
+  if (absl::Status s = stmt->Run(); !s.ok()) return s;
+  return db.LastInsertRowId();
 }
 
 }  // namespace xmod

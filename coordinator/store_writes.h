@@ -67,7 +67,8 @@ absl::Status EndAttempt(Db& db, int64_t run_id, int attempt, const std::string& 
 absl::Status RenewLease(Db& db, int64_t run_id, int attempt, int64_t lease_expires_ms);
 
 // Appends points numbered first_seq, first_seq + 1, ...; points already stored (same run,
-// attempt, seq) are left as they are, so a replay is harmless.
+// attempt, seq) are left as they are, so a replay is harmless. A NaN flops or value is
+// stored as the text 'NaN' (sqlite has no NaN REAL); LoadMetrics reads it back as NaN.
 absl::Status InsertMetrics(Db& db, int64_t run_id, int attempt, int64_t first_seq,
                            const std::vector<xmod::v1::MetricPoint>& points);
 
@@ -84,6 +85,12 @@ absl::Status MarkSweepCancelled(Db& db, int64_t sweep_id);
 
 absl::Status InsertEvent(Db& db, int64_t now_ms, const std::string& kind, int64_t sweep_id,
                          int64_t run_id, const std::string& text);
+
+// A row of the fits table from `fit` (sweep_id, created_unix_ms and the rest; `id` is
+// ignored); returns its id. A fit with `error` set is a failed attempt: only its sweep, time
+// and error are stored (params '{}', cv '[]', r2/rmse/mae and the blob NULL). Otherwise
+// params and cv are stored as JSON (proto field names, e.g. "eta_n") next to the binary Fit.
+absl::StatusOr<int64_t> InsertFit(Db& db, const xmod::v1::Fit& fit);
 
 }  // namespace xmod
 

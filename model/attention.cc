@@ -13,20 +13,30 @@ torch::Tensor GroupQueries(const torch::Tensor& q, int64_t groups) {
   return q.view({b, t, groups, h / groups, e}).permute({0, 2, 3, 1, 4});
 }
 
+// Additive mask (0 where allowed, -inf where blocked) from a boolean "blocked" mask.
+torch::Tensor AdditiveMask(const torch::Tensor& blocked, const torch::TensorOptions& options) {
+  return torch::zeros(blocked.sizes(), options)
+      .masked_fill_(blocked, -std::numeric_limits<float>::infinity());
+}
+
 // Softmax attention of grouped queries q5 (B, G, R, Tq, E) over k, v (B, G, Tk, E).
-// blocked broadcastable to (B, G, R, Tq, Tk) or undefined. Returns (B, G, R, Tq, E).
+// mask: additive, either (R*Tq, Tk) shared by the batch or (B, Tq, Tk). The mask is the
+// `input` of one baddbmm, so masking costs no pass of its own and nothing in backward.
+// Returns (B, G, R, Tq, E).
 torch::Tensor GroupedSoftmaxAttention(const torch::Tensor& q5, const torch::Tensor& k,
-                                      const torch::Tensor& v, const torch::Tensor& blocked) {
+                                      const torch::Tensor& v, const torch::Tensor& mask) {
   const int64_t b = q5.size(0), g = q5.size(1), r = q5.size(2), tq = q5.size(3), e = q5.size(4),
                 tk = k.size(2);
-  torch::Tensor q = q5.reshape({b, g, r * tq, e});               // (B, G, R*Tq, E)
-  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1));  // (B, G, R*Tq, Tk)
-  if (blocked.defined()) {
-    // The product's output is not saved for its backward, so masking in place is safe.
-    scores.view({b, g, r, tq, tk}).masked_fill_(blocked, -std::numeric_limits<float>::infinity());
+  torch::Tensor q = q5.reshape({b * g, r * tq, e});              // (B*G, R*Tq, E)
+  torch::Tensor kt = k.reshape({b * g, tk, e}).transpose(1, 2);  // (B*G, E, Tk)
+  torch::Tensor bias;                                            // (B*G, R*Tq, Tk)
+  if (mask.dim() == 2) {
+    bias = mask.expand({b * g, r * tq, tk});  // a view: no copy
+  } else {
+    bias = mask.view({b, 1, 1, tq, tk}).expand({b, g, r, tq, tk}).reshape({b * g, r * tq, tk});
   }
-  torch::Tensor probs = torch::softmax(scores, /*dim=*/-1);  // (B, G, R*Tq, Tk)
-  return torch::matmul(probs, v).view({b, g, r, tq, e});     // (B, G, R, Tq, E)
+  torch::Tensor probs = torch::softmax(torch::baddbmm(bias, q, kt), /*dim=*/-1);
+  return torch::bmm(probs, v.reshape({b * g, tk, e})).view({b, g, r, tq, e});
 }
 
 }  // namespace
@@ -60,7 +70,6 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& h, const torch::Tensor
                   pos_k = positions.unsqueeze(1);                             // (B,T,1),(B,1,T)
     torch::Tensor diagonal = torch::eye(t, h.options().dtype(torch::kBool));  // (T, T)
     blocked = ((pos_k > pos_q) | key_valid.logical_not().unsqueeze(1)) & diagonal.logical_not();
-    blocked = blocked.view({b, 1, 1, t, t});
   }
   return wo->forward(Attend(q, k, v, blocked));
 }
@@ -75,7 +84,7 @@ torch::Tensor AttentionImpl::ForwardFullKv(const torch::Tensor& hq, const torch:
   q = Rope::Apply(q, rope.Tables(pos_q, tq, scale));
   k = Rope::Apply(k, rope.Tables(torch::Tensor(), t, 1.0));
   torch::Tensor pos_k = torch::arange(t, pos_q.options()).view({1, 1, t});  // (1, 1, T)
-  torch::Tensor blocked = (pos_k > pos_q.unsqueeze(2)).view({b, 1, 1, tq, t});
+  torch::Tensor blocked = pos_k > pos_q.unsqueeze(2);                       // (B, Tq, T)
   return wo->forward(Attend(q, k, v, blocked));
 }
 
@@ -87,8 +96,9 @@ torch::Tensor AttentionImpl::Attend(const torch::Tensor& q, const torch::Tensor&
   torch::Tensor kg = k.permute({0, 2, 1, 3});  // (B, G, Tk, E)
   torch::Tensor vg = v.permute({0, 2, 1, 3});  // (B, G, Tk, E)
   torch::Tensor out;                           // (B, G, R, Tq, E)
+  const int64_t r = options_.n_heads / g;
   if (blocked.defined()) {
-    out = GroupedSoftmaxAttention(q5, kg, vg, blocked);
+    out = GroupedSoftmaxAttention(q5, kg, vg, AdditiveMask(blocked, q.options()));
   } else {
     // Plain causal: query rows [s, s+c) only need keys [0, s+c); inside that window the
     // keys j > s+i are blocked. Skips about half of the T x T products for long sequences.
@@ -96,8 +106,9 @@ torch::Tensor AttentionImpl::Attend(const torch::Tensor& q, const torch::Tensor&
     const int64_t chunk = std::max<int64_t>(1, options_.query_chunk);
     for (int64_t s = 0; s < tq; s += chunk) {
       const int64_t c = std::min(chunk, tq - s), end = s + c;
-      torch::Tensor mask =
+      torch::Tensor upper =
           torch::ones({c, end}, q.options().dtype(torch::kBool)).triu(/*diagonal=*/s + 1);
+      torch::Tensor mask = AdditiveMask(upper, q.options()).repeat({r, 1});  // (R*c, end)
       chunks.push_back(GroupedSoftmaxAttention(q5.narrow(3, s, c), kg.narrow(2, 0, end),
                                                vg.narrow(2, 0, end), mask));
     }

@@ -49,9 +49,9 @@ class AttentionImpl : public torch::nn::Module {
   torch::nn::Linear wq{nullptr}, wk{nullptr}, wv{nullptr}, wo{nullptr};
 
  private:
-  // q: (B, Tq, H, E) already rotated and scaled; k, v: (B, Tk, G, E). blocked: bool
-  // broadcastable to (B, 1, 1, Tq, Tk), true where attention is not allowed; undefined means
-  // plain causal (Tq == Tk, row i sees keys 0..i). Returns (B, Tq, H*E).
+  // q: (B, Tq, H, E) already rotated and scaled; k, v: (B, Tk, G, E). blocked: (B, Tq, Tk)
+  // bool, true where attention is not allowed; undefined means plain causal (Tq == Tk, row
+  // i sees keys 0..i). Returns (B, Tq, H*E).
   torch::Tensor Attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                        const torch::Tensor& blocked) const;
 

@@ -35,7 +35,8 @@ struct BenchOptions {
   int threads = 1;
   int warmup = 1;
   int steps = 3;
-  std::string arch = "both";  // dense | xmod | both | plan | peak
+  std::string arch = "both";  // dense | xmod | both | plan
+  std::string profile;        // when set: one extra profiled step, chrome trace to this path
 };
 
 struct Result {
@@ -92,6 +93,12 @@ Result Measure(const BenchOptions& o, bool sparse) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (step >= o.warmup) total += seconds;
     r.loss = out.loss.item<double>();
+  }
+  if (!o.profile.empty()) {
+    torch::autograd::profiler::RecordProfile guard(o.profile + (sparse ? ".xmod" : ".dense"));
+    model->zero_grad();
+    ModelOutput out = model->forward(input, target, RoutingMode::kTopK);
+    (out.loss + out.aux_loss).backward();
   }
   const double tokens_per_step = static_cast<double>(batch) * o.seq_len;
   r.step_seconds = total / o.steps;
@@ -162,6 +169,7 @@ int Main(int argc, char** argv) {
   app.add_option("--warmup", o.warmup, "untimed steps");
   app.add_option("--steps", o.steps, "timed steps");
   app.add_option("--arch", o.arch, "dense | xmod | both | plan");
+  app.add_option("--profile", o.profile, "write a chrome trace of one step to PATH.{dense,xmod}");
   CLI11_PARSE(app, argc, argv);
 
   if (o.arch == "plan") {  // layer kinds and FLOPs for the eager script

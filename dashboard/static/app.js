@@ -1,176 +1,226 @@
-// app.js — the xmod dashboard: polls the coordinator's JSON API (/api/...) and renders the
-// sweep list, the runs of the selected sweep, their loss curves against training FLOPs and
-// the sweep's scaling-law fit. Proto JSON may use snake_case or lowerCamelCase names; `f`
-// reads either.
+// app.js — the xmod dashboard's main loop: polls the coordinator's JSON API and renders the
+// sweep list, the selected sweep's runs table and its loss curves against training FLOPs;
+// fit.js renders the law fit and the recommendation form. The selected sweep lives in the
+// URL hash (#sweep=ID). Metric series of ended runs are fetched once and cached.
 'use strict';
 
 const REFRESH_MS = 2000;
-const state = {sweepId: null, series: 'val/loss'};
+const RUN_STATES = ['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED'];
+const ENDED = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
+const SERIES = ['val/loss', 'train/loss'];
+const SERIES_TITLE = {
+  'val/loss': 'Validation loss',
+  'train/loss': 'Training loss'
+};
 
-function f(obj, name) {
-  if (!obj) return undefined;
-  if (name in obj) return obj[name];
-  const camel = name.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
-  return obj[camel];
-}
-const num = v => (v === undefined || v === null || v === '') ? 0 : Number(v);
+const state = {
+  sweepId: null,
+  series: 'val/loss',
+  runs: [],
+  metrics: new Map(),  // run id -> {state, series: {name: [[flops, value], ...]}}
+};
 
-async function api(path) {
-  const response = await fetch(path, {cache: 'no-store'});
-  if (response.status === 404) return null;
-  if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
-  return response.json();
-}
-
-function fmtParams(n) {
-  if (!n) return '';
-  if (n >= 1e9) return (n / 1e9).toFixed(2) + 'B';
-  if (n >= 1e6) return (n / 1e6).toFixed(1) + 'M';
-  return (n / 1e3).toFixed(0) + 'K';
-}
-const fmtLoss = v => v ? Number(v).toFixed(4) : '';
-
-function cell(row, text, cls) {
-  const td = document.createElement('td');
-  if (cls) td.className = cls;
-  td.textContent = text;
-  row.appendChild(td);
-  return td;
+function sweepFromHash() {
+  const match = /sweep=(\d+)/.exec(location.hash);
+  return match ? Number(match[1]) : null;
 }
 
 function renderSweeps(sweeps) {
   const list = document.getElementById('sweep-list');
   list.replaceChildren();
   for (const sweep of sweeps) {
-    const id = num(f(sweep, 'id'));
-    const li = document.createElement('li');
+    const id = Number(sweep.id);
+    const counts = sweep.runCounts;
+    const total = Object.values(counts).reduce((a, b) => a + b, 0);
+    const ended = ['SUCCEEDED', 'FAILED', 'CANCELLED'].reduce((a, s) => a + (counts[s] || 0), 0);
+    const li = Xmod.node('li');
     li.dataset.sweepId = id;
     if (id === state.sweepId) li.classList.add('selected');
-    const counts = f(sweep, 'run_counts') || {};
-    const total = Object.values(counts).reduce((a, b) => a + num(b), 0);
-    li.innerHTML = '';
-    li.appendChild(document.createTextNode(`#${id} ${f(sweep, 'name') || ''}`));
-    const meta = document.createElement('span');
-    meta.className = 'meta';
-    meta.textContent = `${(f(sweep, 'state') || '').replace('SWEEP_', '')} · ${total} runs`;
-    li.appendChild(meta);
-    li.addEventListener('click', () => { state.sweepId = id; refresh(); });
+    const sweepState = sweep.state.replace('SWEEP_', '');
+    li.append(
+        Xmod.node('span', 'name', `#${id} ${sweep.name}`),
+        Xmod.node('span', `badge ${sweepState}`, sweepState.toLowerCase()));
+    const bar = Xmod.node('div', 'stack');
+    for (const s of RUN_STATES) {
+      if (!counts[s]) continue;
+      const part = Xmod.node('div', s);
+      part.style.width = `${100 * counts[s] / total}%`;
+      bar.appendChild(part);
+    }
+    li.append(
+        bar,
+        Xmod.node(
+            'span', 'meta', `${ended}/${total} runs ended · ` + Xmod.time(sweep.createdUnixMs)));
+    li.addEventListener('click', () => {
+      location.hash = `sweep=${id}`;
+    });
     list.appendChild(li);
   }
+}
+
+function renderSweepHeader(sweep) {
+  document.getElementById('sweep-title').textContent = `Sweep #${sweep.id} — ${sweep.name}`;
+  const training = sweep.spec.training;
+  document.getElementById('sweep-desc').textContent = [
+    sweep.spec.description,
+    `default budget ${Xmod.flops(training.flopBudget)} FLOPs`,
+    `${training.batchTokens} tokens/step`,
+    `created ${Xmod.time(sweep.createdUnixMs)}`,
+  ].filter(Boolean).join(' · ');
+  const chips = document.getElementById('sweep-counts');
+  chips.replaceChildren();
+  for (const s of RUN_STATES) {
+    if (sweep.runCounts[s])
+      chips.appendChild(Xmod.node('span', `state ${s}`, `${s}: ${sweep.runCounts[s]}`));
+  }
+}
+
+// φ/φ_D (paper Table 1): forward FLOPs per token over the Dense run's at the same backbone
+// and L in this sweep; undefined without such a Dense run.
+function phiRatio(run, runs) {
+  const key = r => `${r.spec.model.backbone.name}|${r.spec.training.seqLen}`;
+  const dense = runs.find(r => r.spec.model.arch === 'DENSE' && key(r) === key(run));
+  return dense && dense.forwardFlopsPerToken ?
+      run.forwardFlopsPerToken / dense.forwardFlopsPerToken :
+      undefined;
+}
+
+// The last value of a cached series, else `fallback` (the run's live progress).
+function lastValue(runId, name, fallback) {
+  const points = state.metrics.get(runId)?.series[name];
+  return points && points.length ? points[points.length - 1][1] : fallback || undefined;
 }
 
 function renderRuns(runs) {
   const body = document.querySelector('#runs tbody');
   body.replaceChildren();
   for (const run of runs) {
-    const spec = f(run, 'spec') || {};
-    const model = f(spec, 'model') || {};
-    const training = f(spec, 'training') || {};
-    const progress = f(run, 'progress') || {};
-    const tr = document.createElement('tr');
-    tr.dataset.runId = num(f(run, 'id'));
-    cell(tr, num(f(run, 'id')));
-    cell(tr, f(run, 'name') || '');
-    cell(tr, (f(model, 'arch') || 'DENSE'));
-    cell(tr, num(f(model, 'k')) || 1, 'num');
-    cell(tr, num(f(model, 'a')) || '', 'num');
-    cell(tr, num(f(training, 'seq_len')), 'num');
-    cell(tr, fmtParams(num(f(run, 'total_params'))), 'num');
-    const runState = f(run, 'state') || 'QUEUED';
-    cell(tr, runState, `state ${runState}`);
-    const budget = num(f(progress, 'flop_budget')) || num(f(training, 'flop_budget'));
-    const done = num(f(progress, 'flops'));
-    const bar = document.createElement('div');
-    bar.className = 'bar';
-    const fill = document.createElement('div');
-    fill.style.width = `${budget ? Math.min(100, 100 * done / budget) : 0}%`;
-    bar.appendChild(fill);
-    cell(tr, '').appendChild(bar);
-    cell(tr, fmtLoss(f(progress, 'train_loss')), 'num');
-    cell(tr, fmtLoss(f(progress, 'val_loss')), 'num');
-    cell(tr, num(f(progress, 'tokens_per_second')).toFixed(0), 'num');
+    const id = Number(run.id);
+    const model = run.spec.model;
+    const progress = run.progress;
+    const tr = Xmod.node('tr');
+    tr.dataset.runId = id;
+    Xmod.cell(tr, id, 'num');
+    const name = Xmod.cell(tr, run.name);
+    if (run.error) name.appendChild(Xmod.node('div', 'error', run.error));
+    Xmod.cell(tr, model.arch.toLowerCase());
+    Xmod.cell(tr, model.arch === 'DENSE' ? '' : model.k, 'num');
+    Xmod.cell(tr, model.arch === 'DENSE' ? '' : model.a, 'num');
+    Xmod.cell(tr, run.spec.training.seqLen, 'num');
+    Xmod.cell(tr, Xmod.count(run.totalParams), 'num');
+    const phi = phiRatio(run, runs);
+    Xmod.cell(tr, phi === undefined ? '' : phi.toFixed(3), 'num');
+    Xmod.cell(tr, run.state, `state ${run.state}`).title =
+        `attempt ${run.attempts}/${run.maxAttempts}` + (run.worker ? ` on ${run.worker}` : '');
+    const budget = progress.flopBudget || run.spec.training.flopBudget;
+    const pct = budget ? Math.min(100, 100 * progress.flops / budget) : 0;
+    const bar = Xmod.node('div', `bar ${run.state}`);
+    bar.appendChild(Xmod.node('div')).style.width = `${pct}%`;
+    const progressCell = Xmod.cell(tr, '');
+    const wrap = progressCell.appendChild(Xmod.node('div', 'progress'));
+    wrap.append(bar, Xmod.node('span', 'pct', `${pct.toFixed(0)}%`));
+    progressCell.title = `${Xmod.flops(progress.flops)} / ${Xmod.flops(budget)} FLOPs, ` +
+        `step ${progress.step}, ${Xmod.count(progress.tokens)} tokens`;
+    Xmod.cell(tr, Xmod.loss(lastValue(id, 'train/loss', progress.trainLoss)), 'num');
+    Xmod.cell(tr, Xmod.loss(lastValue(id, 'val/loss', progress.valLoss)), 'num');
+    Xmod.cell(tr, progress.tokensPerSecond ? progress.tokensPerSecond.toFixed(0) : '', 'num');
     body.appendChild(tr);
   }
 }
 
-async function renderCurves(runs) {
-  const series = [];
-  for (const run of runs) {
-    const id = num(f(run, 'id'));
-    const data = await api(`/api/runs/${id}/metrics?names=${encodeURIComponent(state.series)}` +
-                           `&max_points=400`);
-    const found = ((data && f(data, 'series')) || []).find(s => f(s, 'name') === state.series);
-    const points = found ? (f(found, 'points') || []).map(p => [num(f(p, 'flops')),
-                                                                num(f(p, 'value'))]) : [];
-    series.push({label: f(run, 'name') || `run ${id}`, points});
-  }
-  const colours = XmodChart.draw(document.getElementById('curves'), series);
+// Fetches the loss series of runs that may have new points: not cached yet, still going,
+// or whose state changed since they were fetched.
+async function fetchMetrics(runs) {
+  const stale = runs.filter(run => {
+    if (run.state === 'QUEUED' && Number(run.progress.step) === 0) return false;
+    const cached = state.metrics.get(Number(run.id));
+    return !cached || cached.state !== run.state || !ENDED.has(run.state);
+  });
+  await Promise.all(stale.map(async run => {
+    const id = Number(run.id);
+    const data = await Xmod.api(
+        `/api/runs/${id}/metrics?names=${SERIES.join(',')}` +
+        '&max_points=400');
+    const series = {};
+    for (const s of (data ? data.series : [])) {
+      series[s.name] = s.points.map(p => [p.flops, p.value]);
+    }
+    state.metrics.set(id, {state: run.state, series});
+  }));
+}
+
+function renderCurves() {
+  const svg = document.getElementById('curves');
+  const series =
+      state.runs.map(run => ({
+                       label: run.name,
+                       points: state.metrics.get(Number(run.id))?.series[state.series] || [],
+                     }));
+  svg.dataset.series = state.series;
+  document.getElementById('curves-title').textContent =
+      `${SERIES_TITLE[state.series]} vs training FLOPs`;
+  XmodChart.draw(svg, series, `${state.series} (nats)`);
   const legend = document.getElementById('legend');
   legend.replaceChildren();
   series.forEach((s, i) => {
     if (!s.points.length) return;
-    const item = document.createElement('span');
-    item.innerHTML = `<i style="background:${colours[i]}"></i>`;
-    item.appendChild(document.createTextNode(s.label));
+    const item = Xmod.node('span');
+    item.appendChild(Xmod.node('i')).style.background = XmodChart.colour(i);
+    item.append(`${s.label} `, Xmod.node('b', '', Xmod.loss(s.points[s.points.length - 1][1])));
     legend.appendChild(item);
   });
-}
-
-function renderFit(fit) {
-  const box = document.getElementById('fit');
-  if (!fit) { box.textContent = 'No fit yet.'; return; }
-  if (f(fit, 'error')) { box.textContent = `Latest fit failed: ${f(fit, 'error')}`; return; }
-  const params = f(fit, 'params') || {};
-  const names = ['e', 'u', 'eta_n', 'rho_n', 'w', 'eta_l', 'rho_l', 'z', 'rho_k', 'rho_a'];
-  const table = document.createElement('table');
-  table.innerHTML = '<tr><th>parameter</th><th>estimate</th></tr>';
-  for (const name of names) {
-    const tr = document.createElement('tr');
-    cell(tr, name);
-    cell(tr, num(f(params, name)).toPrecision(5), 'num');
-    table.appendChild(tr);
-  }
-  const summary = document.createElement('p');
-  summary.textContent = `R²Δ = ${num(f(fit, 'r2')).toFixed(4)}, RMSE = ` +
-      `${num(f(fit, 'rmse')).toFixed(4)}, MAE = ${num(f(fit, 'mae')).toFixed(4)}, ` +
-      `${num(f(fit, 'n_obs'))} observations`;
-  const cv = (f(fit, 'cv') || []).map(g => `${f(g, 'group')}: ${num(f(g, 'rmse')).toFixed(4)}`);
-  const cvLine = document.createElement('p');
-  cvLine.textContent = cv.length ? `Held-out group RMSE — ${cv.join(', ')}` : '';
-  box.replaceChildren(summary, table, cvLine);
 }
 
 async function refresh() {
   const status = document.getElementById('status');
   try {
-    const sweepsResponse = await api('/api/sweeps');
-    const sweeps = (sweepsResponse && f(sweepsResponse, 'sweeps')) || [];
-    if (state.sweepId === null && sweeps.length) state.sweepId = num(f(sweeps[0], 'id'));
+    const sweeps = (await Xmod.api('/api/sweeps'))?.sweeps || [];
+    state.sweepId = sweepFromHash() ?? (sweeps.length ? Number(sweeps[0].id) : null);
     renderSweeps(sweeps);
-    const sweep = sweeps.find(s => num(f(s, 'id')) === state.sweepId);
+    const sweep = sweeps.find(s => Number(s.id) === state.sweepId);
     document.getElementById('empty').hidden = !!sweep;
     document.getElementById('sweep-view').hidden = !sweep;
     if (sweep) {
-      document.getElementById('sweep-title').textContent =
-          `Sweep #${state.sweepId} — ${f(sweep, 'name') || ''}`;
-      const counts = f(sweep, 'run_counts') || {};
-      document.getElementById('sweep-counts').innerHTML = Object.entries(counts)
-          .map(([k, v]) => `<span class="state ${k}">${k}: ${v}</span>`).join('');
-      const runsResponse = await api(`/api/sweeps/${state.sweepId}/runs`);
-      const runs = (runsResponse && f(runsResponse, 'runs')) || [];
+      renderSweepHeader(sweep);
+      const runs = (await Xmod.api(`/api/sweeps/${sweep.id}/runs`))?.runs || [];
+      state.runs = runs;
+      await fetchMetrics(runs);
       renderRuns(runs);
-      await renderCurves(runs);
-      renderFit(await api(`/api/sweeps/${state.sweepId}/fit`));
+      renderCurves();
+      await XmodFit.update(sweep, runs);
     }
     status.textContent = `updated ${new Date().toLocaleTimeString()}`;
+    status.classList.remove('failing');
     document.body.dataset.loaded = 'true';
   } catch (error) {
     status.textContent = `error: ${error.message}`;
+    status.classList.add('failing');
   }
 }
 
-for (const input of document.querySelectorAll('input[name=series]')) {
-  input.addEventListener('change', () => { state.series = input.value; refresh(); });
+// One refresh at a time: the loop's next one starts REFRESH_MS after the previous ended;
+// a sweep selection refreshes at once (after the one in flight, if any).
+let inFlight = null;
+function refreshOnce() {
+  if (!inFlight)
+    inFlight = refresh().finally(() => {
+      inFlight = null;
+    });
+  return inFlight;
 }
-refresh();
-setInterval(refresh, REFRESH_MS);
+async function loop() {
+  await refreshOnce();
+  setTimeout(loop, REFRESH_MS);
+}
+
+for (const input of document.querySelectorAll('input[name=series]')) {
+  if (input.checked) state.series = input.value;
+  input.addEventListener('change', () => {
+    state.series = input.value;
+    renderCurves();
+  });
+}
+window.addEventListener('hashchange', () => {
+  (inFlight || Promise.resolve()).then(refreshOnce);
+});
+loop();

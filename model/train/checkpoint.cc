@@ -174,7 +174,7 @@ absl::Status LoadCheckpoint(const std::string& path, torch::nn::Module* model, M
   return absl::OkStatus();
 }
 
-absl::Status PruneCheckpoints(const std::string& dir, int keep) {
+absl::Status PruneCheckpoints(const std::string& dir, int64_t current_step, int keep) {
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return absl::NotFoundError(absl::StrCat(dir, ": cannot list"));
   std::vector<std::pair<int64_t, std::string>> found;
@@ -188,9 +188,14 @@ absl::Status PruneCheckpoints(const std::string& dir, int keep) {
   }
   ::closedir(d);
   std::sort(found.begin(), found.end());
-  for (size_t i = 0; i + keep < found.size(); ++i) {
-    std::remove(found[i].second.c_str());
-    std::remove((found[i].second + ".sha256").c_str());
+  size_t kept = 0;
+  for (auto it = found.rbegin(); it != found.rend(); ++it) {
+    if (it->first <= current_step && kept < static_cast<size_t>(keep)) {
+      ++kept;
+      continue;
+    }
+    std::remove(it->second.c_str());
+    std::remove((it->second + ".sha256").c_str());
   }
   return absl::OkStatus();
 }

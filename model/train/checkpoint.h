@@ -52,8 +52,10 @@ absl::StatusOr<CheckpointInfo> SaveCheckpoint(const std::string& path, torch::nn
 absl::Status LoadCheckpoint(const std::string& path, torch::nn::Module* model, Muon* muon,
                             AdamW* adamw, TrainState* state);
 
-// Deletes all but the `keep` highest-step checkpoints (and their sidecars) in `dir`.
-absl::Status PruneCheckpoints(const std::string& dir, int keep);
+// Deletes, with their sidecars, the checkpoints in `dir` past `current_step` (left by an
+// attempt whose later steps were superseded by a resume) and all but the `keep` highest at
+// or below it.
+absl::Status PruneCheckpoints(const std::string& dir, int64_t current_step, int keep);
 
 }  // namespace xmod
 

@@ -132,13 +132,16 @@ TEST_F(CheckpointTest, ShapeMismatchAndMissingFile) {
       absl::IsNotFound(LoadCheckpoint(dir_ + "/nope.pt", a.net.get(), &a.muon, &a.adamw, &state)));
 }
 
-TEST_F(CheckpointTest, PruneKeepsTheLastTwo) {
+TEST_F(CheckpointTest, PruneKeepsTheLastTwoUpToTheCurrentStep) {
   Rig a;
-  for (int step : {5, 10, 15}) {
+  for (int step : {5, 10, 15, 20, 25}) {
     ASSERT_TRUE(
         SaveCheckpoint(CheckpointPath(dir_, step), *a.net, a.muon, a.adamw, TrainState()).ok());
   }
-  ASSERT_TRUE(PruneCheckpoints(dir_, 2).ok());
+  // A resumed attempt at step 15: 20 and 25 belong to the superseded attempt.
+  ASSERT_TRUE(PruneCheckpoints(dir_, /*current_step=*/15, /*keep=*/2).ok());
+  EXPECT_FALSE(std::filesystem::exists(CheckpointPath(dir_, 20)));
+  EXPECT_FALSE(std::filesystem::exists(CheckpointPath(dir_, 25) + ".sha256"));
   EXPECT_FALSE(std::filesystem::exists(CheckpointPath(dir_, 5)));
   EXPECT_FALSE(std::filesystem::exists(CheckpointPath(dir_, 5) + ".sha256"));
   EXPECT_TRUE(std::filesystem::exists(CheckpointPath(dir_, 10)));

@@ -23,12 +23,12 @@
 #include "model/train/events.h"
 #include "model/train/muon.h"
 #include "model/train/schedule.h"
+#include "model/train/training_config.h"
 #include "model/transformer.h"
 
 namespace xmod {
 namespace {
 
-constexpr double kDefaultLr = 3.2e-3;  // paper Table 5
 constexpr int kCheckpointsKept = 2;
 constexpr int64_t kProgressIntervalMs = 1000;
 
@@ -257,7 +257,7 @@ absl::Status Run::Step() {
                                  steps_, loss, aux, lr,
                                  (state_.tokens - start_tokens_) / TrainSeconds());
   }
-  return MaybeProgress(/*force=*/state_.step == steps_);
+  return absl::OkStatus();
 }
 
 absl::Status Run::MaybeProgress(bool force) {
@@ -330,7 +330,7 @@ absl::Status Run::WriteCheckpoint() {
   absl::Status status = events_.Write(event);
   if (!status.ok()) return status;
   LOG(INFO) << "checkpoint " << info->path << " (" << info->bytes << " bytes)";
-  return PruneCheckpoints(options_.spec.checkpoint_dir(), kCheckpointsKept);
+  return PruneCheckpoints(options_.spec.checkpoint_dir(), state_.step, kCheckpointsKept);
 }
 
 absl::StatusOr<TrainerResult> Run::Train() {
@@ -371,6 +371,9 @@ absl::StatusOr<TrainerResult> Run::Train() {
           "step %d: val/loss %.4f%s", state_.step, evaluation->loss,
           routed_ ? absl::StrFormat(" (top-k %.4f)", evaluation->loss_topk) : "");
     }
+    // After the evaluation, so a mark's progress carries its validation loss.
+    status = MaybeProgress(/*force=*/eval_mark || state_.step == steps_);
+    if (!status.ok()) return status;
     const int every = training_.checkpoint_every_steps();
     if (eval_mark || (every > 0 && state_.step % every == 0)) {
       status = WriteCheckpoint();
@@ -409,70 +412,6 @@ absl::StatusOr<TrainerResult> Run::Train() {
 }
 
 }  // namespace
-
-absl::StatusOr<int64_t> PlannedSteps(double flop_budget, double train_flops_per_token,
-                                     int64_t batch_tokens) {
-  const double per_step = train_flops_per_token * static_cast<double>(batch_tokens);
-  if (!(per_step > 0)) {
-    return absl::InvalidArgumentError(absl::StrCat("training.batch_tokens: a step of ",
-                                                   batch_tokens, " tokens costs no FLOPs (",
-                                                   train_flops_per_token, " per token)"));
-  }
-  const double steps = std::floor(flop_budget / per_step);
-  if (!(steps >= 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("training.flop_budget: %g FLOPs is too small for one step of %g FLOPs",
-                        flop_budget, per_step));
-  }
-  return static_cast<int64_t>(steps);
-}
-
-absl::StatusOr<xmod::v1::TrainingSpec> ResolveTraining(const xmod::v1::TrainingSpec& training) {
-  xmod::v1::TrainingSpec t = training;
-  if (t.optimizer().empty()) t.set_optimizer("muon");
-  if (t.lr() == 0) t.set_lr(kDefaultLr);
-  if (t.adamw_lr() == 0) t.set_adamw_lr(t.lr());
-  if (t.warmup_fraction() == 0) t.set_warmup_fraction(0.02);
-  if (t.min_lr_ratio() == 0) t.set_min_lr_ratio(0.1);
-  if (t.eval_marks() == 0) t.set_eval_marks(8);
-  if (t.eval_tokens() == 0) t.set_eval_tokens(t.batch_tokens());
-
-  if (t.seq_len() < 1) return absl::InvalidArgumentError("training.seq_len: must be >= 1");
-  if (t.batch_tokens() < t.seq_len() || t.batch_tokens() % t.seq_len() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("training.batch_tokens: ", t.batch_tokens(),
-                                                   " is not a positive multiple of seq_len ",
-                                                   t.seq_len()));
-  }
-  if (!(t.flop_budget() > 0)) {
-    return absl::InvalidArgumentError("training.flop_budget: must be > 0");
-  }
-  if (t.optimizer() != "muon" && t.optimizer() != "adamw") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("training.optimizer: \"", t.optimizer(), "\" is not \"muon\" or \"adamw\""));
-  }
-  if (!(t.lr() > 0)) return absl::InvalidArgumentError("training.lr: must be > 0");
-  if (!(t.adamw_lr() > 0)) return absl::InvalidArgumentError("training.adamw_lr: must be > 0");
-  if (!(t.warmup_fraction() >= 0 && t.warmup_fraction() < 1)) {
-    return absl::InvalidArgumentError("training.warmup_fraction: must be in [0, 1)");
-  }
-  if (!(t.min_lr_ratio() >= 0 && t.min_lr_ratio() <= 1)) {
-    return absl::InvalidArgumentError("training.min_lr_ratio: must be in [0, 1]");
-  }
-  if (!(t.weight_decay() >= 0)) {
-    return absl::InvalidArgumentError("training.weight_decay: must be >= 0");
-  }
-  if (!(t.grad_clip() >= 0)) return absl::InvalidArgumentError("training.grad_clip: must be >= 0");
-  if (t.eval_marks() < 1) return absl::InvalidArgumentError("training.eval_marks: must be >= 1");
-  if (t.eval_tokens() < t.seq_len()) {
-    return absl::InvalidArgumentError(absl::StrCat("training.eval_tokens: ", t.eval_tokens(),
-                                                   " is less than one window of seq_len ",
-                                                   t.seq_len()));
-  }
-  if (t.checkpoint_every_steps() < 0) {
-    return absl::InvalidArgumentError("training.checkpoint_every_steps: must be >= 0");
-  }
-  return t;
-}
 
 absl::StatusOr<TrainerResult> RunTrainer(const TrainerOptions& options) {
   if (options.log_every < 1) return absl::InvalidArgumentError("--log_every: must be >= 1");

@@ -40,7 +40,7 @@ struct TrainerOptions {
   // Polled after every step with the step count; true = write a checkpoint and return with
   // `preempted` set (the SIGTERM path).
   std::function<bool(int64_t step)> stop_requested;
-  Clock* clock = Clock::Real();  // progress throttling and throughput
+  Clock* clock = Clock::Real();  // throttles progress events (~1/s)
 };
 
 struct TrainerResult {
@@ -54,18 +54,6 @@ struct TrainerResult {
   double achieved_flops_per_second = 0;  // counted training FLOPs / training seconds
   std::string last_checkpoint;           // empty if none written
 };
-
-// floor(flop_budget / (train_flops_per_token x batch_tokens)). INVALID_ARGUMENT
-// "training.flop_budget: ... too small for one step of N FLOPs" when that is below 1.
-absl::StatusOr<int64_t> PlannedSteps(double flop_budget, double train_flops_per_token,
-                                     int64_t batch_tokens);
-
-// Fills zero (unset) TrainingSpec fields with their documented defaults and validates it:
-// INVALID_ARGUMENT naming the field ("training.batch_tokens: ...") on bad values.
-// Defaults: optimizer "muon", lr 3.2e-3 (Table 5), adamw_lr = lr, warmup_fraction 0.02,
-// min_lr_ratio 0.1, eval_marks 8, eval_tokens = batch_tokens. weight_decay and grad_clip are
-// taken as given (0 = none).
-absl::StatusOr<xmod::v1::TrainingSpec> ResolveTraining(const xmod::v1::TrainingSpec& training);
 
 // Trains. Errors: INVALID_ARGUMENT for a bad spec (field named), NOT_FOUND / DATA_LOSS /
 // FAILED_PRECONDITION for missing or corrupt data and checkpoints, INTERNAL for a LibTorch

@@ -107,35 +107,6 @@ class TrainerTest : public ::testing::Test {
   int runs_ = 0;
 };
 
-TEST(PlannedStepsTest, FloorOfBudgetOverStepCost) {
-  EXPECT_EQ(*PlannedSteps(1000, 10, 10), 10);
-  EXPECT_EQ(*PlannedSteps(1099, 10, 10), 10);
-  EXPECT_EQ(*PlannedSteps(100, 10, 10), 1);
-  absl::StatusOr<int64_t> too_small = PlannedSteps(99, 10, 10);
-  EXPECT_EQ(too_small.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(too_small.status().message(),
-              HasSubstr("training.flop_budget: 99 FLOPs is too small for one step of 100 FLOPs"));
-}
-
-TEST(ResolveTrainingTest, DefaultsAndFieldErrors) {
-  xmod::v1::TrainingSpec t;
-  t.set_seq_len(16);
-  t.set_batch_tokens(64);
-  t.set_flop_budget(1e9);
-  absl::StatusOr<xmod::v1::TrainingSpec> r = ResolveTraining(t);
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->optimizer(), "muon");
-  EXPECT_DOUBLE_EQ(r->lr(), 3.2e-3);
-  EXPECT_DOUBLE_EQ(r->adamw_lr(), 3.2e-3);
-  EXPECT_EQ(r->eval_marks(), 8);
-  EXPECT_EQ(r->eval_tokens(), 64);
-  t.set_batch_tokens(40);
-  EXPECT_THAT(ResolveTraining(t).status().message(), HasSubstr("training.batch_tokens"));
-  t.set_batch_tokens(64);
-  t.set_optimizer("sgd");
-  EXPECT_THAT(ResolveTraining(t).status().message(), HasSubstr("training.optimizer"));
-}
-
 TEST_F(TrainerTest, FullRunWritesOrderedEventsAndCheckpoints) {
   TrainerOptions options;
   options.spec = Spec(xmod::v1::DENSE, 8, dir_ + "/ckpt");
@@ -149,6 +120,15 @@ TEST_F(TrainerTest, FullRunWritesOrderedEventsAndCheckpoints) {
   EXPECT_EQ(events.back().finished().steps(), 8);
   EXPECT_FALSE(result.preempted);
   EXPECT_EQ(result.tokens, 8 * kBatchTokens);
+  // Progress is throttled, but every evaluation mark reports, the last with the final loss.
+  const xmod::v1::TrainerEvent* progress = nullptr;
+  for (const auto& e : events) {
+    if (e.has_progress()) progress = &e;
+  }
+  ASSERT_NE(progress, nullptr);
+  EXPECT_EQ(progress->progress().step(), 8);
+  EXPECT_EQ(progress->progress().flop_budget(), options.spec.training().flop_budget());
+  EXPECT_EQ(progress->progress().val_loss(), Points(events, "val/loss").back().value());
 
   // Every metric series advances in step, tokens and FLOPs.
   std::map<std::string, xmod::v1::MetricPoint> last;

@@ -1,7 +1,7 @@
 # Shell helpers for tests that start real xmod processes on loopback. Source it; it needs
 # XMOD_BIN_DIR. Every process started here is killed by the EXIT trap.
 set -euo pipefail
-: "${XMOD_BIN_DIR:?XMOD_BIN_DIR must point at the build's bin directory}"
+: "${XMOD_BIN_DIR:?XMOD_BIN_DIR must point at the bin directory of a build}"
 TEST_TMP=$(mktemp -d /tmp/xmod-test.XXXXXX)
 PIDS=()
 cleanup() {

@@ -1,0 +1,132 @@
+// FitTrigger: refits a sweep's scaling law (paper Eq. 14, fitter/sweep_fit.h) in the
+// background as its runs succeed, and stores every fit in the `fits` table (issue 4, item 5).
+//
+// When. Poll(), called by the coordinator's ticker, counts the SUCCEEDED runs of every sweep
+// whose spec has fit.enabled and requests a refit of each sweep whose count changed since the
+// last poll. Only succeeded runs enter the fit (fitter/db_source.h reads no others), so a
+// run ending FAILED or CANCELLED changes nothing the fit sees and requests nothing. The first
+// Poll() (at start, after a restart) requests a refit of every fit-enabled sweep with a
+// succeeded run that finished after its newest fits row, or without any row.
+//
+// Coalescing. One background thread runs the fits one at a time. Per sweep at most one fit
+// is queued or running; a request while it runs sets a pending flag that causes exactly one
+// more fit after it, however many requests came.
+//
+// A fit. On the fit thread: the sweep's spec and state through a read-only store connection,
+// the run curves through fitter::LoadSweepRuns (val/loss of the canonical metric rows against
+// training FLOPs), fitter::FitSweep seeded with the FitPlan's seed and bootstrap_samples,
+// then one row through the store's writer (Store::Write; the writer never waits for a fit).
+// While the sweep still has queued or running runs, a sparse run whose (L, backbone) group
+// has no succeeded dense run yet is left out: its reference is still coming (the provisional
+// fit uses the complete groups).
+//
+// What is stored (xmod_fits_total{result}, xmod_fit_seconds):
+//  - success: params, R², RMSE, MAE, n_obs, cv (JSON) and the binary Fit; result="ok".
+//  - failure, stored as a row with only `error` (the fitter's message, naming the run or
+//    group), result="error", when it cannot be repaired by more runs — a succeeded run with a
+//    non-finite val/loss or FLOP value, or without any val/loss point — or when the sweep
+//    has no queued or running run left (what is missing will not come).
+//  - failure for lack of data while the sweep still runs (too few observations or a single K
+//    in a stage, a sparse run past its dense reference's FLOPs): nothing stored or counted,
+//    logged at INFO; the next succeeded run retries. Such "not yet" states are normal during
+//    a sweep and would otherwise fill the table with one row per completion.
+// A failure to read or write the database is logged and counted as result="error".
+// A failed fit never writes a successful row, so GetFit keeps serving the previous fit.
+//
+// Thread-safe. Shutdown() (or the destructor) lets a running fit finish and store its row,
+// drops queued requests and joins the thread; the store must outlive the trigger.
+#ifndef XMOD_COORDINATOR_FIT_TRIGGER_H_
+#define XMOD_COORDINATOR_FIT_TRIGGER_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "coordinator/store.h"
+#include "fitter/sweep_fit.h"
+#include "prometheus/counter.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace xmod {
+
+struct FitTriggerOptions {
+  // DE sizes, exponent bounds, cross-validation, bootstrap threads. The seed
+  // (fit.search.seed) and bootstrap_samples are replaced by each sweep's FitPlan.
+  fitter::SweepFitOptions fit;
+  // Test hook: called on the fit thread before each fit attempt (the sweep id), outside any
+  // lock; a test may block in it to hold a fit "running".
+  std::function<void(int64_t sweep_id)> TEST_before_fit;
+};
+
+class FitTrigger {
+ public:
+  // Starts the fit thread. `store` and `clock` must outlive the trigger; `registry` (may be
+  // null: no metrics) receives xmod_fits_total and xmod_fit_seconds.
+  FitTrigger(Store* store, Clock* clock, prometheus::Registry* registry, FitTriggerOptions options);
+  ~FitTrigger();
+  FitTrigger(const FitTrigger&) = delete;
+  FitTrigger& operator=(const FitTrigger&) = delete;
+
+  // Looks for sweeps with newly succeeded runs and requests their refits (see top of file).
+  // Cheap: one grouped count over the runs table, plus the spec of sweeps not seen before.
+  // INTERNAL with sqlite's message when the database cannot be read.
+  absl::Status Poll();
+
+  // Schedules a refit of `sweep_id`, coalesced as described at the top. A sweep that does
+  // not exist or whose spec has no fit.enabled is skipped when its turn comes.
+  void RequestFit(int64_t sweep_id);
+
+  // Blocks until no fit is queued or running. For tests and orderly shutdown.
+  void WaitIdle();
+
+  // Drops queued requests, waits for a running fit and joins the thread. Idempotent.
+  void Shutdown();
+
+  // Fit attempts made (each call of the fitter), for tests and diagnostics.
+  int attempts() const;
+
+ private:
+  struct SweepSeen {
+    bool fit_enabled = false;
+    int64_t succeeded = 0;  // SUCCEEDED runs at the last poll
+  };
+
+  void Loop();
+  // One fit attempt of `sweep_id`: read, fit, store, count.
+  void FitOnce(int64_t sweep_id);
+  // Writes `fit` through the store's writer and waits for the commit.
+  absl::Status StoreFit(const xmod::v1::Fit& fit);
+
+  Store* const store_;
+  Clock* const clock_;
+  const FitTriggerOptions options_;
+  prometheus::Counter* fits_ok_ = nullptr;
+  prometheus::Counter* fits_error_ = nullptr;
+  prometheus::Histogram* fit_seconds_ = nullptr;
+
+  mutable absl::Mutex mu_;
+  std::deque<int64_t> queue_ ABSL_GUARDED_BY(mu_);     // sweeps waiting for their turn
+  std::set<int64_t> queued_ ABSL_GUARDED_BY(mu_);      // the same, as a set
+  int64_t running_ ABSL_GUARDED_BY(mu_) = 0;           // sweep being fitted, 0 = none
+  bool running_pending_ ABSL_GUARDED_BY(mu_) = false;  // requested again while running
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int attempts_ ABSL_GUARDED_BY(mu_) = 0;
+
+  absl::Mutex poll_mu_;  // serializes Poll()
+  bool polled_ ABSL_GUARDED_BY(poll_mu_) = false;
+  std::map<int64_t, SweepSeen> seen_ ABSL_GUARDED_BY(poll_mu_);
+
+  std::thread thread_;
+};
+
+}  // namespace xmod
+
+#endif  // XMOD_COORDINATOR_FIT_TRIGGER_H_

@@ -1,0 +1,161 @@
+// fit.js — the dashboard's scaling-law panel: the sweep's latest fit of paper Eq. 14
+// (parameters with bootstrap intervals, R²_Δ, RMSE, MAE, grouped CV) from
+// /api/sweeps/{id}/fit, and, once a fit exists, a form asking
+// /api/sweeps/{id}/recommend for the best (K, A) at a budget C, context L and backbone
+// (paper §3.1). The fit is refetched when the sweep's run counts change and every 15 s
+// (the coordinator refits in the background as runs succeed).
+'use strict';
+
+const XmodFit = (() => {
+  // LawParams: JSON name, proto field name (as Fit.at_bound lists them), paper symbol
+  // (Table 8).
+  const PARAMS = [
+    ['e', 'e', 'e'], ['u', 'u', 'u'], ['etaN', 'eta_n', 'η_N'], ['rhoN', 'rho_n', 'ρ_N'],
+    ['w', 'w', 'w'], ['etaL', 'eta_l', 'η_L'], ['rhoL', 'rho_l', 'ρ_L'], ['z', 'z', 'z'],
+    ['rhoK', 'rho_k', 'ρ_K'], ['rhoA', 'rho_a', 'ρ_A']
+  ];
+  const REFETCH_MS = 15000;  // refits land in the background: look again this often
+  let fetchedKey = null;     // sweep id + counts the shown fit was fetched for
+  let fetchedAt = 0;         // Date.now() of that fetch
+  let formSweep = null;      // sweep id the recommendation form was built for
+
+  function paramsTable(fit) {
+    const table = Xmod.node('table', 'params');
+    const ci = fit.ciLow && fit.ciHigh;
+    const head = table.appendChild(Xmod.node('tr'));
+    for (const h of ['parameter', 'estimate'].concat(ci ? ['95% bootstrap'] : [])) {
+      head.appendChild(Xmod.node('th', '', h));
+    }
+    const atBound = new Set(fit.atBound);
+    for (const [key, field, label] of PARAMS) {
+      const tr = table.appendChild(Xmod.node('tr'));
+      tr.dataset.param = field;
+      Xmod.cell(tr, label + (atBound.has(field) ? ' (at bound)' : ''));
+      Xmod.cell(tr, fit.params[key].toPrecision(4), 'num');
+      if (ci) {
+        Xmod.cell(
+            tr, `[${fit.ciLow[key].toPrecision(3)}, ${fit.ciHigh[key].toPrecision(3)}]`, 'num');
+      }
+    }
+    return table;
+  }
+
+  function cvTable(cv) {
+    const table = Xmod.node('table', 'cv');
+    const head = table.appendChild(Xmod.node('tr'));
+    for (const h of ['held-out group', 'runs', 'loss RMSE'])
+      head.appendChild(Xmod.node('th', '', h));
+    for (const g of cv) {
+      const tr = table.appendChild(Xmod.node('tr'));
+      Xmod.cell(tr, g.group);
+      Xmod.cell(tr, g.n, 'num');
+      Xmod.cell(tr, g.rmse.toFixed(4), 'num');
+    }
+    return table;
+  }
+
+  // `why`: the API's message when there is no usable fit (it names a failed attempt).
+  function renderFit(box, sweep, fit, why) {
+    if (!sweep.spec.fit.enabled) {
+      box.textContent = 'The law fit is off for this sweep (spec fit.enabled is false).';
+      return;
+    }
+    if (!fit) {
+      const failed = /latest attempt failed: (.*)/s.exec(why);
+      box.replaceChildren('No fit yet: it runs as Dense and sparse runs of the sweep succeed.');
+      if (failed) box.appendChild(Xmod.node('p', 'error', `Latest fit failed: ${failed[1]}`));
+      return;
+    }
+    const parts = [];
+    if (fit.error) {
+      parts.push(Xmod.node('p', 'error', `A newer fit attempt failed: ${fit.error}`));
+    }
+    if (fit.nObs > 0) {
+      parts.push(Xmod.node(
+          'p', 'summary',
+          `R²_Δ = ${fit.r2.toFixed(4)} · RMSE = ${fit.rmse.toFixed(4)} · ` +
+              `MAE = ${fit.mae.toFixed(4)} · ${fit.nObs} observations · ` +
+              `fitted ${Xmod.time(fit.createdUnixMs)}`));
+      const tables = Xmod.node('div', 'fit-tables');
+      tables.appendChild(paramsTable(fit));
+      if (fit.cv.length) tables.appendChild(cvTable(fit.cv));
+      parts.push(tables);
+    }
+    box.replaceChildren(...parts);
+  }
+
+  function buildForm(form, sweep, runs) {
+    const backbones = [...new Set(runs.map(r => r.spec.model.backbone.name))];
+    const sparse = runs.find(r => r.spec.model.arch !== 'DENSE') || runs[0];
+    const budget = Math.max(...runs.map(r => r.spec.training.flopBudget));
+    form.elements.flops.value = Xmod.flops(budget);
+    form.elements.seq_len.value = sparse ? sparse.spec.training.seqLen : '';
+    const select = form.elements.backbone;
+    select.replaceChildren(...backbones.map(b => new Option(b, b)));
+    document.getElementById('recommendation').replaceChildren();
+    form.onsubmit = event => {
+      event.preventDefault();
+      recommend(sweep.id, form);
+    };
+  }
+
+  async function recommend(sweepId, form) {
+    const out = document.getElementById('recommendation');
+    const query = new URLSearchParams({
+      flops: Number(form.elements.flops.value),
+      seq_len: form.elements.seq_len.value,
+      backbone: form.elements.backbone.value,
+    });
+    out.textContent = 'asking…';
+    try {
+      const answer = await Xmod.api(`/api/sweeps/${sweepId}/recommend?${query}`);
+      if (!answer) throw new Error('no fit to recommend from');
+      const best = Xmod.node('p', 'best');
+      best.append(
+          'Best: ', Xmod.node('b', '', `K* = ${answer.k}, A* = ${answer.a}`),
+          ` · predicted Δ = ${answer.delta.toFixed(4)} nats · ` +
+              `N = ${Xmod.count(answer.totalParams)}`);
+      const table = Xmod.node('table', 'candidates');
+      const head = table.appendChild(Xmod.node('tr'));
+      for (const h of ['K', 'A', 'Δ', 'loss', 'Δ interval'])
+        head.appendChild(Xmod.node('th', '', h));
+      for (const c of answer.candidates.slice(0, 8)) {
+        const tr = table.appendChild(Xmod.node('tr'));
+        Xmod.cell(tr, c.point.k, 'num');
+        Xmod.cell(tr, c.point.a, 'num');
+        Xmod.cell(tr, c.delta.toFixed(4), 'num');
+        Xmod.cell(tr, c.loss ? c.loss.toFixed(4) : '', 'num');
+        Xmod.cell(
+            tr,
+            c.deltaLow || c.deltaHigh ? `[${c.deltaLow.toFixed(4)}, ${c.deltaHigh.toFixed(4)}]` :
+                                        '',
+            'num');
+      }
+      out.replaceChildren(best, table);
+    } catch (error) {
+      out.replaceChildren(Xmod.node('p', 'error', error.message));
+    }
+  }
+
+  // Called on every refresh with the selected sweep and its runs.
+  async function update(sweep, runs) {
+    const key = `${sweep.id}|${sweep.state}|${JSON.stringify(sweep.runCounts)}`;
+    if (key === fetchedKey && Date.now() - fetchedAt < REFETCH_MS) return;
+    const enabled = sweep.spec.fit.enabled;
+    let why = '';
+    const fit = enabled ? await Xmod.api(`/api/sweeps/${sweep.id}/fit`, m => {
+      why = m;
+    }) : null;
+    fetchedKey = key;
+    fetchedAt = Date.now();
+    renderFit(document.getElementById('fit'), sweep, fit, why);
+    const form = document.getElementById('recommend');
+    form.hidden = !(fit && fit.nObs > 0);
+    if (!form.hidden && formSweep !== sweep.id) {
+      buildForm(form, sweep, runs);
+      formSweep = sweep.id;
+    }
+  }
+
+  return {update};
+})();

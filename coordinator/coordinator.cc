@@ -134,13 +134,16 @@ void Coordinator::Shutdown() {
   LOG(INFO) << "xmod-coordinator: shutting down";
   stop_ticker_.Notify();
   if (ticker_.joinable()) ticker_.join();
+  // Start() may have failed part way: stop only what exists.
   if (fit_trigger_) fit_trigger_->Shutdown();  // a running fit finishes and stores its row
-  scheduler_->Shutdown();
-  user_service_->Stop();
-  grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  if (scheduler_) scheduler_->Shutdown();
+  if (user_service_) user_service_->Stop();
+  if (grpc_server_) {
+    grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  }
   if (http_server_) http_server_->Stop();
   exposer_.reset();
-  store_->Close();  // every accepted write is committed
+  if (store_) store_->Close();  // every accepted write is committed
   LOG(INFO) << "xmod-coordinator: stopped";
 }
 

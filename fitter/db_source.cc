@@ -104,9 +104,11 @@ absl::StatusOr<std::vector<RunCurve>> LoadSweepRuns(const std::string& db_path, 
     auto it = index.find(sqlite3_column_int64(s, 0));
     if (it == index.end()) continue;
     // NULL or non-numeric values read as NaN so that they are reported, not hidden.
-    const double loss = sqlite3_column_type(s, 2) == SQLITE_NULL
-                            ? std::numeric_limits<double>::quiet_NaN()
-                            : sqlite3_column_double(s, 2);
+    // The coordinator stores NaN as the text 'NaN' (SQLite would turn a bound NaN into NULL).
+    const int type = sqlite3_column_type(s, 2);
+    const bool numeric = type == SQLITE_FLOAT || type == SQLITE_INTEGER;
+    const double loss =
+        numeric ? sqlite3_column_double(s, 2) : std::numeric_limits<double>::quiet_NaN();
     runs[it->second].points.push_back({sqlite3_column_double(s, 1), loss});
   }
   if (step_rc != SQLITE_DONE) {

@@ -27,7 +27,7 @@ struct AttentionOptions {
   int64_t n_heads = 0;
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
-  int64_t query_chunk = 256;  // rows per block of the causal block-skipping product
+  int64_t query_chunk = 256;  // most rows per block of the causal block-skipping product
 };
 
 class AttentionImpl : public torch::nn::Module {

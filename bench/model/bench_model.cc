@@ -32,6 +32,7 @@ struct BenchOptions {
   int tokens_per_step = 4096;
   int k = 4;
   double a = 1;
+  int n0 = -1;  // X-MoD dense prefix; -1 = the default (4)
   int threads = 1;
   int warmup = 1;
   int steps = 3;
@@ -56,6 +57,7 @@ xmod::v1::ModelSpec MakeSpec(const BenchOptions& o, bool sparse) {
   if (sparse) {
     spec.set_k(o.k);
     spec.set_a(o.a);
+    if (o.n0 >= 0) spec.set_n0(o.n0);
   }
   return spec;
 }
@@ -165,6 +167,7 @@ int Main(int argc, char** argv) {
   app.add_option("--tokens_per_step", o.tokens_per_step, "tokens per step (batch = this / L)");
   app.add_option("--k", o.k, "X-MoD token sparsity K");
   app.add_option("--a", o.a, "X-MoD anchor stride A");
+  app.add_option("--n0", o.n0, "X-MoD dense prefix N0 (-1 = default)");
   app.add_option("--threads", o.threads, "torch intra-op threads");
   app.add_option("--warmup", o.warmup, "untimed steps");
   app.add_option("--steps", o.steps, "timed steps");

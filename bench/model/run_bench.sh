@@ -5,30 +5,31 @@
 # speed-up of xmod over eager (target >= 1.3).
 #
 # Usage: bench/model/run_bench.sh [BUILD_DIR] — env: LS="1024 4096", THREADS="1 2", K=4, A=1,
-# STEPS=3, TOKENS=4096.
+# N0=-1 (default 4), STEPS=3, WARMUP=1, TOKENS=4096.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 build="${1:-$here/../../build/model}"
 bench="$build/bin/bench_model"
 [[ -x "$bench" ]] || { echo "no $bench: build the bench_model target first" >&2; exit 2; }
-LS="${LS:-1024 4096}"; THREADS="${THREADS:-1 2}"; K="${K:-4}"; A="${A:-1}"
-STEPS="${STEPS:-3}"; TOKENS="${TOKENS:-4096}"
+LS="${LS:-1024 4096}"; THREADS="${THREADS:-1 2}"; K="${K:-4}"; A="${A:-1}"; N0="${N0:--1}"
+STEPS="${STEPS:-3}"; WARMUP="${WARMUP:-1}"; TOKENS="${TOKENS:-4096}"
 
 field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" <<<"$2"; }
 
 for threads in $THREADS; do
   export OPENBLAS_NUM_THREADS="$threads" OMP_NUM_THREADS="$threads" MKL_NUM_THREADS="$threads"
   for L in $LS; do
-    common=(--seq_len "$L" --tokens_per_step "$TOKENS" --k "$K" --a "$A" --threads "$threads"
-            --steps "$STEPS")
+    common=(--seq_len "$L" --tokens_per_step "$TOKENS" --k "$K" --a "$A" --n0 "$N0"
+            --threads "$threads" --steps "$STEPS" --warmup "$WARMUP")
     ours="$("$bench" "${common[@]}" --arch both)"
     echo "$ours"
-    plans="$("$bench" --seq_len "$L" --k "$K" --a "$A" --arch plan)"
+    plans="$("$bench" --seq_len "$L" --k "$K" --a "$A" --n0 "$N0" --arch plan)"
     declare -A eager_tps=()
     for name in dense xmod; do
       line="$(grep "^$name " <<<"$plans")"
       out="$(/usr/bin/python3 "$here/eager_models.py" --name "$name" --seq_len "$L" \
         --tokens_per_step "$TOKENS" --k "$K" --threads "$threads" --steps "$STEPS" \
+        --warmup "$WARMUP" \
         --plan "$(field plan "$line")" --intervals "$(field intervals "$line")" \
         --train_flops_per_token "$(field train_flops_per_token "$line")")"
       echo "$out"

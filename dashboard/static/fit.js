@@ -99,6 +99,26 @@ const XmodFit = (() => {
     };
   }
 
+  // The best candidates of a recommendation; the loss column only where a dense curve
+  // covers C, the interval only where the fit was bootstrapped.
+  function candidatesTable(candidates) {
+    const withLoss = candidates.some(c => c.loss);
+    const withCi = candidates.some(c => c.deltaLow !== c.deltaHigh);
+    const table = Xmod.node('table', 'candidates');
+    const head = table.appendChild(Xmod.node('tr'));
+    const titles = ['K', 'A', 'Δ'].concat(withLoss ? ['loss'] : [], withCi ? ['Δ 95%'] : []);
+    for (const h of titles) head.appendChild(Xmod.node('th', 'num', h));
+    for (const c of candidates) {
+      const tr = table.appendChild(Xmod.node('tr'));
+      Xmod.cell(tr, c.point.k, 'num');
+      Xmod.cell(tr, c.point.a, 'num');
+      Xmod.cell(tr, c.delta.toFixed(4), 'num');
+      if (withLoss) Xmod.cell(tr, c.loss ? c.loss.toFixed(4) : '', 'num');
+      if (withCi) Xmod.cell(tr, `[${c.deltaLow.toFixed(4)}, ${c.deltaHigh.toFixed(4)}]`, 'num');
+    }
+    return table;
+  }
+
   async function recommend(sweepId, form) {
     const out = document.getElementById('recommendation');
     const query = new URLSearchParams({
@@ -106,32 +126,19 @@ const XmodFit = (() => {
       seq_len: form.elements.seq_len.value,
       backbone: form.elements.backbone.value,
     });
+    const cap = form.elements.max_total_params.value.trim();
+    if (cap) query.set('max_total_params', Number(cap));
     out.textContent = 'asking…';
     try {
       const answer = await Xmod.api(`/api/sweeps/${sweepId}/recommend?${query}`);
       if (!answer) throw new Error('no fit to recommend from');
       const best = Xmod.node('p', 'best');
+      best.dataset.totalParams = answer.totalParams;
       best.append(
           'Best: ', Xmod.node('b', '', `K* = ${answer.k}, A* = ${answer.a}`),
           ` · predicted Δ = ${answer.delta.toFixed(4)} nats · ` +
               `N = ${Xmod.count(answer.totalParams)}`);
-      const table = Xmod.node('table', 'candidates');
-      const head = table.appendChild(Xmod.node('tr'));
-      for (const h of ['K', 'A', 'Δ', 'loss', 'Δ interval'])
-        head.appendChild(Xmod.node('th', '', h));
-      for (const c of answer.candidates.slice(0, 8)) {
-        const tr = table.appendChild(Xmod.node('tr'));
-        Xmod.cell(tr, c.point.k, 'num');
-        Xmod.cell(tr, c.point.a, 'num');
-        Xmod.cell(tr, c.delta.toFixed(4), 'num');
-        Xmod.cell(tr, c.loss ? c.loss.toFixed(4) : '', 'num');
-        Xmod.cell(
-            tr,
-            c.deltaLow || c.deltaHigh ? `[${c.deltaLow.toFixed(4)}, ${c.deltaHigh.toFixed(4)}]` :
-                                        '',
-            'num');
-      }
-      out.replaceChildren(best, table);
+      out.replaceChildren(best, candidatesTable(answer.candidates.slice(0, 8)));
     } catch (error) {
       out.replaceChildren(Xmod.node('p', 'error', error.message));
     }

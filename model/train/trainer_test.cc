@@ -60,6 +60,13 @@ class TrainerTest : public ::testing::Test {
       spec.mutable_model()->set_a(1);
       spec.mutable_model()->set_n0(1);
     }
+    if (arch == xmod::v1::MOE) {  // 2 of 4 routed experts + 1 shared
+      xmod::v1::MoESpec* moe = spec.mutable_model()->mutable_moe();
+      moe->set_active_experts(2);
+      moe->set_total_experts(4);
+      moe->set_shared_experts(1);
+      moe->set_expert_dim(32);
+    }
     absl::StatusOr<Accounting> accounting = Account(spec.model(), kSeqLen);
     EXPECT_TRUE(accounting.ok()) << accounting.status();
     xmod::v1::TrainingSpec* t = spec.mutable_training();
@@ -232,7 +239,7 @@ TEST_P(ResumeTest, ResumedRunIsBitIdentical) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, ResumeTest,
-                         ::testing::Values(xmod::v1::DENSE, xmod::v1::XMOD));
+                         ::testing::Values(xmod::v1::DENSE, xmod::v1::XMOD, xmod::v1::MOE));
 
 TEST_F(TrainerTest, BadInputsAreRefusedWithTheField) {
   TrainerOptions options;

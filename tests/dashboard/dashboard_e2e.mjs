@@ -134,7 +134,17 @@ try {
     await page.waitForSelector('#recommendation .best, #recommendation .error');
     const answer = await page.textContent('#recommendation p');
     check(/K\* = \d+, A\* = /.test(answer), `recommendation shown (got "${answer}")`);
-    fitSummary = `R²_Δ ${fitBody.r2.toFixed(3)} on ${fitBody.nObs} observations; ${answer}`;
+    // Again under a cap on total parameters (paper B.3): the answer must respect it.
+    const cap = 150000;
+    await page.fill('#recommend input[name=max_total_params]', String(cap));
+    await page.locator('#recommend button').click();
+    await page.waitForFunction(
+        () => document.querySelector('#recommendation .best, #recommendation .error'));
+    const capped = await page.textContent('#recommendation p');
+    const cappedN = Number(await page.getAttribute('#recommendation .best', 'data-total-params'));
+    check(cappedN > 0 && cappedN <= cap, `capped recommendation has N <= ${cap} (${capped})`);
+    fitSummary = `R²_Δ ${fitBody.r2.toFixed(3)} on ${fitBody.nObs} observations; ${answer}; ` +
+        `with N <= ${cap}: ${capped}`;
   }
 
   await page.screenshot({path: screenshot, fullPage: true});

@@ -42,14 +42,16 @@ start_coordinator --dashboard_dir="$SRC/dashboard/static"
 start_worker w1
 start_worker w2
 
-# tiny-test at L = 64 costs ~5.9e5 training FLOPs per token: 5e9 is ~8.5k tokens, ~66 steps
-# of 128 tokens, a few seconds each on one core.
+# Dense and X-MoD (K = 2, 4, 8, 16; A = 1) on tiny-test at L = 64 and 128: ten runs, eight
+# sparse ones, the fewest the law fit's first stage accepts (fitter/two_stage.cc). tiny-test
+# costs ~6e5 training FLOPs per token, so 3e9 is ~5k tokens, ~40 steps of 128 tokens.
 cat >"$TEST_TMP/sweep.textpb" <<SPEC
 name: "dash-e2e"
 description: "dashboard end-to-end test"
-grids { label: "dense" archs: DENSE backbones: "tiny-test" seq_lens: 64 }
-grids { label: "xmod" archs: XMOD backbones: "tiny-test" seq_lens: 64 ks: [2, 4] as: 1 }
-training { flop_budget: 5e9 seq_len: 64 batch_tokens: 128 eval_marks: 4 eval_tokens: 2048
+grids { label: "dense" archs: DENSE backbones: "tiny-test" seq_lens: [64, 128] }
+grids { label: "xmod" archs: XMOD backbones: "tiny-test" seq_lens: [64, 128] ks: [2, 4, 8, 16]
+        as: 1 }
+training { flop_budget: 3e9 seq_len: 64 batch_tokens: 128 eval_marks: 4 eval_tokens: 2048
            seed: 1 }
 data { train_glob: "$corpus/gcide_train_*.bin" val_glob: "$corpus/gcide_val_*.bin" }
 fit { enabled: true }
@@ -57,7 +59,9 @@ max_attempts: 2
 SPEC
 "$XMOD_BIN_DIR/xmodctl" -o json sweep submit "$TEST_TMP/sweep.textpb" >"$TEST_TMP/submit.json"
 SWEEP=$(json_field "$TEST_TMP/submit.json" sweep_id)
-step "submitted sweep $SWEEP"
+RUNS=$(/usr/bin/python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["runs"]))' \
+  "$TEST_TMP/submit.json")
+step "submitted sweep $SWEEP with $RUNS runs"
 
 # Per-active-run Prometheus series, seen while a run is RUNNING.
 metrics_url="http://127.0.0.1:$COORD_METRICS/metrics"
@@ -104,5 +108,5 @@ done
 step "fit answered HTTP $code: $(head -c 200 "$TEST_TMP/fit.json")"
 
 node "$SRC/tests/dashboard/dashboard_e2e.mjs" "$PLAYWRIGHT" "http://127.0.0.1:$COORD_HTTP" \
-  "$SWEEP" 3 "$TEST_TMP/dashboard.png"
+  "$SWEEP" "$RUNS" "$TEST_TMP/dashboard.png"
 step "browser checks passed; screenshot $TEST_TMP/dashboard.png"

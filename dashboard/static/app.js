@@ -138,9 +138,8 @@ async function fetchMetrics(runs) {
   });
   await Promise.all(stale.map(async run => {
     const id = Number(run.id);
-    const data = await Xmod.api(
-        `/api/runs/${id}/metrics?names=${SERIES.join(',')}` +
-        '&max_points=400');
+    const url = `/api/runs/${id}/metrics?names=${SERIES.join(',')}&max_points=400`;
+    const data = await Xmod.api(url);
     const series = {};
     for (const s of (data ? data.series : [])) {
       series[s.name] = s.points.map(p => [p.flops, p.value]);
@@ -151,11 +150,10 @@ async function fetchMetrics(runs) {
 
 function renderCurves() {
   const svg = document.getElementById('curves');
-  const series =
-      state.runs.map(run => ({
-                       label: run.name,
-                       points: state.metrics.get(Number(run.id))?.series[state.series] || [],
-                     }));
+  const series = state.runs.map(run => {
+    const cached = state.metrics.get(Number(run.id));
+    return {label: run.name, points: cached?.series[state.series] || []};
+  });
   svg.dataset.series = state.series;
   document.getElementById('curves-title').textContent =
       `${SERIES_TITLE[state.series]} vs training FLOPs`;
@@ -202,10 +200,10 @@ async function refresh() {
 // a sweep selection refreshes at once (after the one in flight, if any).
 let inFlight = null;
 function refreshOnce() {
-  if (!inFlight)
-    inFlight = refresh().finally(() => {
-      inFlight = null;
-    });
+  if (inFlight) return inFlight;
+  inFlight = refresh().finally(() => {
+    inFlight = null;
+  });
   return inFlight;
 }
 async function loop() {
@@ -221,6 +219,7 @@ for (const input of document.querySelectorAll('input[name=series]')) {
   });
 }
 window.addEventListener('hashchange', () => {
+  state.metrics.clear();  // only the selected sweep's runs are kept
   (inFlight || Promise.resolve()).then(refreshOnce);
 });
 loop();

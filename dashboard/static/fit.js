@@ -150,9 +150,10 @@ const XmodFit = (() => {
     if (key === fetchedKey && Date.now() - fetchedAt < REFETCH_MS) return;
     const enabled = sweep.spec.fit.enabled;
     let why = '';
-    const fit = enabled ? await Xmod.api(`/api/sweeps/${sweep.id}/fit`, m => {
-      why = m;
-    }) : null;
+    const remember = message => {
+      why = message;
+    };
+    const fit = enabled ? await Xmod.api(`/api/sweeps/${sweep.id}/fit`, remember) : null;
     fetchedKey = key;
     fetchedAt = Date.now();
     renderFit(document.getElementById('fit'), sweep, fit, why);

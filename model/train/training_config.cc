@@ -35,8 +35,10 @@ absl::StatusOr<xmod::v1::TrainingSpec> ResolveTraining(const xmod::v1::TrainingS
   if (t.optimizer().empty()) t.set_optimizer("muon");
   if (t.lr() == 0) t.set_lr(kDefaultLr);
   if (t.adamw_lr() == 0) t.set_adamw_lr(t.lr());
-  if (t.warmup_fraction() == 0) t.set_warmup_fraction(0.02);
-  if (t.min_lr_ratio() == 0) t.set_min_lr_ratio(0.1);
+  if (!t.has_warmup_fraction()) t.set_warmup_fraction(0.02);
+  if (!t.has_min_lr_ratio()) t.set_min_lr_ratio(0.1);
+  if (!t.has_weight_decay()) t.set_weight_decay(0.1);  // paper Table 5
+  if (!t.has_grad_clip()) t.set_grad_clip(1.0);
   if (t.eval_marks() == 0) t.set_eval_marks(8);
   if (t.eval_tokens() == 0) t.set_eval_tokens(t.batch_tokens());
 

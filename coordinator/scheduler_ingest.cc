@@ -96,8 +96,13 @@ absl::StatusOr<xmod::v1::HeartbeatResponse> Scheduler::Heartbeat(
         order->set_action(xmod::v1::STOP);
       } else if (running.has_progress()) {
         xmod::v1::Progress progress = running.progress();
-        writes.push_back([run_id = running.run_id(), progress](Db& db) {
-          return UpdateProgress(db, run_id, progress);
+        // Losses come from durable metric points (ReportMetrics); a heartbeat's snapshot
+        // can predate the last evaluation, so it moves only the position and the rate.
+        xmod::v1::Progress position = progress;
+        position.clear_train_loss();
+        position.clear_val_loss();
+        writes.push_back([run_id = running.run_id(), position](Db& db) {
+          return UpdateProgress(db, run_id, position);
         });
         touched.push_back({run->second.sweep_id, running.run_id()});
         if (metrics_ != nullptr) {

@@ -4,7 +4,11 @@
 // efficiency ratio (t_xmod / t_dense) / (phi / phi_D), which must be <= 1.0 when the sparse
 // layers really skip the work.
 //
-// Each measurement runs in a forked child so that its peak RSS is its own. Thread budget:
+// Each measurement runs in a forked child so that its peak RSS is its own; with --arch both
+// the two models are built in one child and their steps alternate (dense, xmod, dense, ...)
+// so that load from other processes falls on both alike — the ratio is the figure that
+// matters — and the peak RSS printed is then that of both models together (use --arch dense
+// or --arch xmod for each model's own). Thread budget:
 // --threads sets torch's intra-op threads; set OPENBLAS_NUM_THREADS / OMP_NUM_THREADS to the
 // same value in the environment (run_bench.sh does).
 //
@@ -17,7 +21,9 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/accounting/accounting.h"
@@ -68,61 +74,104 @@ double PeakRssMiB() {
   return usage.ru_maxrss / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
-Result Measure(const BenchOptions& o, bool sparse) {
-  torch::set_num_threads(o.threads);
-  torch::manual_seed(0);
-  xmod::v1::ModelSpec spec = MakeSpec(o, sparse);
-  absl::StatusOr<Accounting> acc = Account(spec, o.seq_len);
-  if (!acc.ok()) {
-    std::fprintf(stderr, "%s\n", acc.status().ToString().c_str());
-    std::exit(2);
+// One model with its batch, ready to time training steps.
+class Subject {
+ public:
+  Subject(const BenchOptions& o, bool sparse) : o_(o), sparse_(sparse) {
+    xmod::v1::ModelSpec spec = MakeSpec(o, sparse);
+    absl::StatusOr<Accounting> acc = Account(spec, o.seq_len);
+    if (!acc.ok()) {
+      std::fprintf(stderr, "%s\n", acc.status().ToString().c_str());
+      std::exit(2);
+    }
+    acc_ = *acc;
+    model_ = Transformer(spec, acc_, o.seq_len);
+    model_->train();
+    batch_ = std::max(1, o.tokens_per_step / o.seq_len);
+    torch::Tensor tokens =
+        torch::randint(0, acc_.backbone.vocab_size, {batch_, o.seq_len + 1}, torch::kLong);
+    input_ = tokens.narrow(1, 0, o.seq_len).contiguous();   // (B, L)
+    target_ = tokens.narrow(1, 1, o.seq_len).contiguous();  // (B, L)
   }
-  Transformer model(spec, *acc, o.seq_len);
-  model->train();
-  const int64_t batch = std::max(1, o.tokens_per_step / o.seq_len);
-  torch::Tensor tokens =
-      torch::randint(0, acc->backbone.vocab_size, {batch, o.seq_len + 1}, torch::kLong);
-  torch::Tensor input = tokens.narrow(1, 0, o.seq_len).contiguous();
-  torch::Tensor target = tokens.narrow(1, 1, o.seq_len).contiguous();
-  Result r;
-  double total = 0;
-  for (int step = 0; step < o.warmup + o.steps; ++step) {
-    model->zero_grad();
+
+  // One forward + backward; returns its seconds.
+  double Step() {
+    model_->zero_grad();
     auto start = std::chrono::steady_clock::now();
-    ModelOutput out = model->forward(input, target, RoutingMode::kTopK);
+    ModelOutput out = model_->forward(input_, target_, RoutingMode::kTopK);
     (out.loss + out.aux_loss).backward();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (step >= o.warmup) total += seconds;
-    r.loss = out.loss.item<double>();
+    loss_ = out.loss.item<double>();
+    return seconds;
+  }
+
+  void Profile() {
+    torch::autograd::profiler::RecordProfile guard(o_.profile + (sparse_ ? ".xmod" : ".dense"));
+    Step();
+  }
+
+  Result Summarize(double total_seconds) const {
+    Result r;
+    const double tokens_per_step = static_cast<double>(batch_) * o_.seq_len;
+    r.step_seconds = total_seconds / o_.steps;
+    r.tokens_per_second = tokens_per_step / r.step_seconds;
+    r.train_flops_per_token = acc_.train_flops_per_token;
+    r.flops_per_second = r.tokens_per_second * acc_.train_flops_per_token;
+    r.peak_rss_mib = PeakRssMiB();
+    r.loss = loss_;
+    r.layers = acc_.layers;
+    return r;
+  }
+
+ private:
+  BenchOptions o_;
+  bool sparse_;
+  Accounting acc_;
+  Transformer model_{nullptr};
+  int batch_ = 1;
+  torch::Tensor input_, target_;
+  double loss_ = 0;
+};
+
+// Times the given models step by step, alternating between them so that load from other
+// processes falls on all of them alike. Returns one Result per model.
+std::vector<Result> Measure(const BenchOptions& o, const std::vector<bool>& sparse) {
+  torch::set_num_threads(o.threads);
+  torch::manual_seed(0);
+  std::vector<std::unique_ptr<Subject>> subjects;
+  for (bool s : sparse) subjects.push_back(std::make_unique<Subject>(o, s));
+  std::vector<double> total(subjects.size(), 0.0);
+  for (int step = 0; step < o.warmup + o.steps; ++step) {
+    for (size_t i = 0; i < subjects.size(); ++i) {
+      const double seconds = subjects[i]->Step();
+      if (step >= o.warmup) total[i] += seconds;
+    }
   }
   if (!o.profile.empty()) {
-    torch::autograd::profiler::RecordProfile guard(o.profile + (sparse ? ".xmod" : ".dense"));
-    model->zero_grad();
-    ModelOutput out = model->forward(input, target, RoutingMode::kTopK);
-    (out.loss + out.aux_loss).backward();
+    for (auto& subject : subjects) subject->Profile();
   }
-  const double tokens_per_step = static_cast<double>(batch) * o.seq_len;
-  r.step_seconds = total / o.steps;
-  r.tokens_per_second = tokens_per_step / r.step_seconds;
-  r.train_flops_per_token = acc->train_flops_per_token;
-  r.flops_per_second = r.tokens_per_second * acc->train_flops_per_token;
-  r.peak_rss_mib = PeakRssMiB();
-  r.layers = acc->layers;
-  return r;
+  std::vector<Result> results;
+  for (size_t i = 0; i < subjects.size(); ++i) results.push_back(subjects[i]->Summarize(total[i]));
+  return results;
 }
 
-// fp32 matrix-product peak at this thread count, FLOP/s.
+// fp32 matrix-product peak at this thread count, FLOP/s: the best of several short trials,
+// so that a burst of load from other processes does not lower it.
 double MeasurePeak(int threads) {
   torch::set_num_threads(threads);
   torch::Tensor a = torch::randn({1024, 1024}), b = torch::randn({1024, 1024});
   torch::matmul(a, b);
-  const int reps = 20;
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < reps; ++i) torch::matmul(a, b);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return reps * 2.0 * 1024 * 1024 * 1024 / seconds;
+  const int reps = 3;
+  double best = 0;
+  for (int trial = 0; trial < 10; ++trial) {
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < reps; ++i) torch::matmul(a, b);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::max(best, reps * 2.0 * 1024 * 1024 * 1024 / seconds);
+  }
+  return best;
 }
 
 // Runs fn in a child process and returns what it wrote.
@@ -190,14 +239,21 @@ int Main(int argc, char** argv) {
   }
   const double peak = InChild<double>([&] { return MeasurePeak(o.threads); });
   Result dense, sparse;
-  if (o.arch == "dense" || o.arch == "both") {
-    dense = InChild<Result>([&] { return Measure(o, false); });
-    Print("dense", o, dense, peak);
+  using Pair = std::pair<Result, Result>;
+  if (o.arch == "both") {  // interleaved in one process; peak RSS is that of both models
+    Pair both = InChild<Pair>([&] {
+      std::vector<Result> r = Measure(o, {false, true});
+      return Pair{r[0], r[1]};
+    });
+    dense = both.first;
+    sparse = both.second;
+  } else if (o.arch == "dense") {
+    dense = InChild<Result>([&] { return Measure(o, {false})[0]; });
+  } else if (o.arch == "xmod") {
+    sparse = InChild<Result>([&] { return Measure(o, {true})[0]; });
   }
-  if (o.arch == "xmod" || o.arch == "both") {
-    sparse = InChild<Result>([&] { return Measure(o, true); });
-    Print("xmod", o, sparse, peak);
-  }
+  if (o.arch != "xmod") Print("dense", o, dense, peak);
+  if (o.arch != "dense") Print("xmod", o, sparse, peak);
   if (o.arch == "both") {
     const double time_ratio = sparse.step_seconds / dense.step_seconds;
     const double flop_ratio = sparse.train_flops_per_token / dense.train_flops_per_token;

@@ -30,7 +30,7 @@ for threads in $THREADS; do
       out="$(/usr/bin/python3 "$here/eager_models.py" --name "$name" --seq_len "$L" \
         --tokens_per_step "$TOKENS" --k "$K" --threads "$threads" --steps "$STEPS" \
         --warmup "$WARMUP" \
-        --plan "$(field plan "$line")" --intervals "$(field intervals "$line")" \
+        --plan "$(field plan "$line")" --intervals="$(field intervals "$line")" \
         --train_flops_per_token "$(field train_flops_per_token "$line")")"
       echo "$out"
       eager_tps[$name]="$(field tokens_per_s "$out")"

@@ -105,6 +105,14 @@ void TrainLoader::AdvanceShard() {
   } while (shards_[order_[position_.shard]]->size() < static_cast<size_t>(seq_len_) + 1);
 }
 
+void TrainLoader::NextWindow() {
+  position_.offset += seq_len_;
+  if (static_cast<size_t>(position_.offset) + seq_len_ + 1 >
+      shards_[order_[position_.shard]]->size()) {
+    AdvanceShard();
+  }
+}
+
 absl::Status TrainLoader::Next(int n, std::vector<int64_t>* out) {
   const int64_t row = seq_len_ + 1;
   out->resize(static_cast<size_t>(n) * row);
@@ -113,10 +121,13 @@ absl::Status TrainLoader::Next(int n, std::vector<int64_t>* out) {
     absl::Status status =
         CopyWindow(shard, position_.offset, seq_len_, vocab_size_, out->data() + i * row);
     if (!status.ok()) return status;
-    position_.offset += seq_len_;
-    if (static_cast<size_t>(position_.offset) + seq_len_ + 1 > shard.size()) AdvanceShard();
+    NextWindow();
   }
   return absl::OkStatus();
+}
+
+void TrainLoader::Skip(int n) {
+  for (int i = 0; i < n; ++i) NextWindow();
 }
 
 absl::Status TrainLoader::SetPosition(const DataPosition& position) {

@@ -47,6 +47,9 @@ class TrainLoader {
   // Appends n x (seq_len + 1) tokens, row-major, to `out` (resized to exactly that) and
   // advances the position. DATA_LOSS naming the shard if a token >= vocab_size.
   absl::Status Next(int n, std::vector<int64_t>* out);
+  // Advances the position past n windows without reading them (a data-parallel rank skips
+  // the windows of the other ranks); the position afterwards equals that after Next(n).
+  void Skip(int n);
 
   const DataPosition& position() const { return position_; }
   // Restores a position saved from a loader over the same shards and seed.
@@ -62,6 +65,8 @@ class TrainLoader {
               uint64_t seed);
   // Moves to the next shard (and epoch) with room for a window.
   void AdvanceShard();
+  // Moves past the current window.
+  void NextWindow();
 
   std::vector<std::unique_ptr<ShardReader>> shards_;  // sorted by path
   int seq_len_;

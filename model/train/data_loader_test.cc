@@ -89,6 +89,24 @@ TEST_F(DataLoaderTest, RestoredPositionContinuesTheSameStream) {
   EXPECT_FALSE((*b)->SetPosition({0, 0, 1000}).ok());
 }
 
+TEST_F(DataLoaderTest, SkipLeavesTheSamePositionAsReading) {
+  // Over shard and epoch boundaries: 3 shards of 5 windows, 3 epochs' worth of windows.
+  for (int s = 0; s < 3; ++s) Write("train_" + std::to_string(s) + ".bin", s * 100, 23);
+  auto reader = TrainLoader::Open(Glob("train_*.bin"), "data.train_glob", 4, 1000, 3);
+  auto skipper = TrainLoader::Open(Glob("train_*.bin"), "data.train_glob", 4, 1000, 3);
+  ASSERT_TRUE(reader.ok() && skipper.ok());
+  std::vector<int64_t> all, part;
+  for (int n : {2, 7, 11, 25}) {
+    ASSERT_TRUE((*reader)->Next(n, &all).ok());
+    // The skipper reads the last window of each stretch only: it must be the same window.
+    (*skipper)->Skip(n - 1);
+    ASSERT_TRUE((*skipper)->Next(1, &part).ok());
+    EXPECT_TRUE(std::equal(part.begin(), part.end(), all.end() - 5)) << n;
+    EXPECT_EQ((*skipper)->position(), (*reader)->position()) << n;
+  }
+  EXPECT_GE((*reader)->position().epoch, 2);
+}
+
 TEST_F(DataLoaderTest, ShortShardsAreSkipped) {
   Write("train_0.bin", 0, 3);  // shorter than one window
   Write("train_1.bin", 50, 5);

@@ -2,6 +2,10 @@
 // contract in the team notes). Parses flags, applies the thread budget, installs the SIGTERM
 // handler and calls RunTrainer. Exit 0 = budget spent, 75 = stopped by SIGTERM after a
 // checkpoint, 1 = failure (the reason on the last line of stderr), 2 = bad flags.
+//
+// Data parallelism: start W processes with the same --spec and --rendezvous, --world_size W
+// and --rank 0..W-1 (each with its own --threads / --device); rank 0 alone writes events and
+// checkpoints. See trainer.h and distributed_options.h.
 #include <glog/logging.h>
 
 #include <atomic>
@@ -39,7 +43,19 @@ int main(int argc, char** argv) {
   options.log_every = 10;
   app.add_option("--log_every", options.log_every, "train/* metrics and a log line every N steps");
   app.add_option("--micro_batch_tokens", options.micro_batch_tokens,
-                 "tokens per forward/backward (0: the whole batch)");
+                 "tokens per forward/backward on each rank (0: the rank's whole share)");
+  xmod::DistributedOptions& dist = options.distributed;
+  app.add_option("--rank", dist.rank, "data-parallel rank of this process, 0..world_size-1");
+  app.add_option("--world_size", dist.world_size, "data-parallel processes of the run");
+  app.add_option("--rendezvous", dist.rendezvous,
+                 "where the ranks meet: a fresh c10d FileStore path all ranks see, or "
+                 "tcp://HOST:PORT (rank 0 serves a TCPStore there)");
+  app.add_option("--backend", dist.backend, "collectives: gloo (CPU) or nccl (CUDA builds)");
+  app.add_option("--dist_host", dist.host,
+                 "address/hostname this rank's Gloo transport binds to (default: the "
+                 "hostname if it resolves, else loopback)");
+  app.add_option("--dist_timeout_s", dist.timeout_s,
+                 "seconds a rank waits for the others at rendezvous and at each collective");
   CLI11_PARSE(app, argc, argv);
 
   FLAGS_logtostderr = true;
@@ -64,11 +80,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "xmod-train: %s\n", result.status().ToString().c_str());
     return 1;
   }
+  std::string rank;
+  if (dist.world_size > 1) {
+    rank = " [rank " + std::to_string(dist.rank) + "/" + std::to_string(dist.world_size) +
+           ", parameters sha256 " + result->parameters_sha256 + "]";
+  }
   std::fprintf(stderr,
                "xmod-train: %s after %lld steps, %.0f tokens/s, %.3g FLOP/s achieved, val/loss "
-               "%.4f, %.1f s\n",
+               "%.4f, %.1f s%s\n",
                result->preempted ? "stopped (SIGTERM)" : "done",
                static_cast<long long>(result->steps), result->tokens_per_second,
-               result->achieved_flops_per_second, result->final_val_loss, result->seconds);
+               result->achieved_flops_per_second, result->final_val_loss, result->seconds,
+               rank.c_str());
   return result->preempted ? kExitPreempted : 0;
 }

@@ -12,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/files.h"
@@ -19,6 +20,7 @@
 #include "model/routing_diagnostics.h"
 #include "model/train/adamw.h"
 #include "model/train/checkpoint.h"
+#include "model/train/communicator.h"
 #include "model/train/data_loader.h"
 #include "model/train/events.h"
 #include "model/train/muon.h"
@@ -44,6 +46,22 @@ double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
+// Whether a buffer is a per-rank counter that data-parallel ranks sum (MoE expert loads,
+// model/moe.h), as opposed to state every rank computes identically.
+bool IsPerRankCounter(const std::string& name) {
+  return name == "load" || absl::EndsWith(name, ".load");
+}
+
+// SHA-256 over the SHA-256s of each parameter's bytes, in the model's parameter order.
+std::string ParametersSha256(torch::nn::Module& model) {
+  std::string digests;
+  for (const auto& item : model.named_parameters(/*recurse=*/true)) {
+    torch::Tensor t = item.value().detach().to(torch::kCPU).contiguous();
+    digests += Sha256Hex(absl::string_view(static_cast<const char*>(t.data_ptr()), t.nbytes()));
+  }
+  return Sha256Hex(digests);
+}
+
 struct Evaluation {
   double loss = 0;       // threshold rule (the reported validation loss)
   double loss_topk = 0;  // routed models only
@@ -54,7 +72,11 @@ struct Evaluation {
 class Run {
  public:
   explicit Run(const TrainerOptions& options)
-      : options_(options), events_(options.events_fd), device_(torch::kCPU) {}
+      : options_(options),
+        events_(options.distributed.rank == 0 ? options.events_fd : -1),
+        device_(torch::kCPU),
+        rank_(options.distributed.rank),
+        world_size_(options.distributed.world_size) {}
 
   absl::StatusOr<TrainerResult> Train();
 
@@ -62,6 +84,8 @@ class Run {
   absl::Status Setup();
   absl::Status Step();
   absl::StatusOr<Evaluation> Evaluate();
+  // Fails unless every rank holds the same parameters and buffers.
+  absl::Status CheckRanksInSync();
   absl::Status WriteCheckpoint();
   absl::Status Metric(const std::string& name, double value) {
     return events_.Metric(state_.step, state_.tokens, state_.flops, name, value);
@@ -74,11 +98,16 @@ class Run {
   const TrainerOptions& options_;
   EventWriter events_;
   torch::Device device_;
+  const int rank_;
+  const int world_size_;
+  std::unique_ptr<Communicator> comm_;
+  std::vector<torch::Tensor> per_rank_counters_;  // buffers summed over ranks each step
   xmod::v1::TrainingSpec training_;
   Accounting accounting_;
   bool routed_ = false;
   int64_t steps_ = 0;
-  int64_t sequences_per_step_ = 0;
+  int64_t sequences_per_step_ = 0;  // windows of the global batch
+  int64_t sequences_per_rank_ = 0;  // this rank's share of them
   int64_t sequences_per_micro_ = 0;
   double flops_per_step_ = 0;
   std::unique_ptr<LrSchedule> schedule_;
@@ -102,6 +131,8 @@ class Run {
 
 absl::Status Run::Setup() {
   const xmod::v1::RunSpec& spec = options_.spec;
+  absl::Status valid = ValidateDistributedOptions(options_.distributed);
+  if (!valid.ok()) return valid;
   absl::StatusOr<xmod::v1::TrainingSpec> training = ResolveTraining(spec.training());
   if (!training.ok()) return training.status();
   training_ = *std::move(training);
@@ -120,9 +151,16 @@ absl::Status Run::Setup() {
   steps_ = *steps;
   flops_per_step_ = accounting_.train_flops_per_token * training_.batch_tokens();
   sequences_per_step_ = training_.batch_tokens() / seq_len;
+  if (sequences_per_step_ % world_size_ != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "training.batch_tokens: ", training_.batch_tokens(), " tokens are ", sequences_per_step_,
+        " windows of seq_len ", seq_len, " per step, which do not split evenly over ", world_size_,
+        " data-parallel ranks (--world_size)"));
+  }
+  sequences_per_rank_ = sequences_per_step_ / world_size_;
   const int64_t micro_tokens =
       options_.micro_batch_tokens > 0 ? options_.micro_batch_tokens : training_.batch_tokens();
-  sequences_per_micro_ = std::clamp<int64_t>(micro_tokens / seq_len, 1, sequences_per_step_);
+  sequences_per_micro_ = std::clamp<int64_t>(micro_tokens / seq_len, 1, sequences_per_rank_);
   schedule_ =
       std::make_unique<LrSchedule>(steps_, training_.warmup_fraction(), training_.min_lr_ratio());
 
@@ -145,6 +183,20 @@ absl::Status Run::Setup() {
   if (device_.is_cuda() && !torch::cuda::is_available()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "--device ", options_.device, ": this LibTorch has no CUDA or no GPU is visible"));
+  }
+  // After every local check, so a bad spec fails at once instead of after the rendezvous.
+  absl::StatusOr<std::unique_ptr<Communicator>> comm =
+      Communicator::Connect(options_.distributed, device_);
+  if (!comm.ok()) return comm.status();
+  comm_ = *std::move(comm);
+  {
+    // The ranks must run the same spec: compare a fingerprint of it before any collective
+    // sized by the model.
+    const std::string digest = Sha256Hex(spec.SerializeAsString());
+    const auto fingerprint = static_cast<int64_t>(std::stoull(digest.substr(0, 15), nullptr, 16));
+    absl::Status same = comm_->CheckIdentical(
+        {{"the run spec", torch::tensor({fingerprint}, torch::kInt64)}}, "--spec files");
+    if (!same.ok()) return same;
   }
   torch::manual_seed(training_.seed());
   model_ = Transformer(spec.model(), accounting_, seq_len);
@@ -179,10 +231,15 @@ absl::Status Run::Setup() {
   start_step_ = state_.step;
   start_tokens_ = state_.tokens;
   start_flops_ = state_.flops;
-  if (!spec.checkpoint_dir().empty()) {
+  if (!spec.checkpoint_dir().empty() && rank_ == 0) {
     absl::Status status = MakeDirs(spec.checkpoint_dir());
     if (!status.ok()) return status;
   }
+  for (const auto& item : model_->named_buffers(/*recurse=*/true)) {
+    if (IsPerRankCounter(item.key())) per_rank_counters_.push_back(item.value());
+  }
+  absl::Status in_sync = CheckRanksInSync();
+  if (!in_sync.ok()) return in_sync;
 
   xmod::v1::TrainerEvent event;
   xmod::v1::TrainerStarted* started = event.mutable_started();
@@ -193,7 +250,10 @@ absl::Status Run::Setup() {
   LOG(INFO) << "run " << spec.run_id() << ": " << accounting_.plan.notation << ", "
             << accounting_.layers << " layers, N = " << accounting_.total_params
             << ", train FLOPs/token = " << accounting_.train_flops_per_token << ", " << steps_
-            << " steps of " << training_.batch_tokens() << " tokens on " << device_;
+            << " steps of " << training_.batch_tokens() << " tokens on " << device_
+            << (world_size_ > 1 ? absl::StrCat(", rank ", rank_, " of ", world_size_, " (",
+                                               options_.distributed.backend, ")")
+                                : std::string());
   return events_.Write(event);
 }
 
@@ -210,21 +270,34 @@ absl::Status Run::Step() {
       (training_.optimizer() == "muon" ? training_.adamw_lr() : training_.lr()) * multiplier;
   const int64_t seq_len = training_.seq_len();
 
-  absl::Status status = loader_->Next(static_cast<int>(sequences_per_step_), &buffer_);
+  // This rank's windows of the step: [rank n/W, (rank + 1) n/W) of the global n.
+  loader_->Skip(static_cast<int>(rank_ * sequences_per_rank_));
+  absl::Status status = loader_->Next(static_cast<int>(sequences_per_rank_), &buffer_);
   if (!status.ok()) return status;
-  torch::Tensor batch = ToDevice(buffer_, sequences_per_step_);  // (B, T + 1)
-  double loss = 0, aux = 0;
-  for (int64_t b = 0; b < sequences_per_step_; b += sequences_per_micro_) {
-    const int64_t n = std::min(sequences_per_micro_, sequences_per_step_ - b);
+  loader_->Skip(static_cast<int>((world_size_ - 1 - rank_) * sequences_per_rank_));
+  torch::Tensor batch = ToDevice(buffer_, sequences_per_rank_);  // (B / W, T + 1)
+  double loss = 0, aux = 0;                                      // this rank's means
+  for (int64_t b = 0; b < sequences_per_rank_; b += sequences_per_micro_) {
+    const int64_t n = std::min(sequences_per_micro_, sequences_per_rank_ - b);
     torch::Tensor chunk = batch.slice(/*dim=*/0, b, b + n);
     torch::Tensor inputs = chunk.slice(/*dim=*/1, 0, seq_len).contiguous();       // (n, T)
     torch::Tensor targets = chunk.slice(/*dim=*/1, 1, seq_len + 1).contiguous();  // (n, T)
     ModelOutput out = model_->forward(inputs, targets, RoutingMode::kTopK);
-    const double weight = static_cast<double>(n) / static_cast<double>(sequences_per_step_);
+    const double weight = static_cast<double>(n) / static_cast<double>(sequences_per_rank_);
     torch::Tensor total = out.aux_loss.defined() ? out.loss + out.aux_loss : out.loss;
     (total * weight).backward();
     loss += out.loss.item<double>() * weight;
     if (out.aux_loss.defined()) aux += out.aux_loss.item<double>() * weight;
+  }
+  if (world_size_ > 1) {
+    // The global batch's gradient and losses are the means of the ranks'.
+    status = comm_->AverageGradients(model_->parameters());
+    if (!status.ok()) return status;
+    std::vector<double> losses = {loss, aux};
+    status = comm_->SumScalars(&losses);
+    if (!status.ok()) return status;
+    loss = losses[0] / world_size_;
+    aux = losses[1] / world_size_;
   }
   if (!std::isfinite(loss)) {
     return absl::InternalError(
@@ -235,6 +308,8 @@ absl::Status Run::Step() {
   }
   muon_->Step(lr);
   adamw_->Step(adamw_lr);
+  status = comm_->SumTensors(per_rank_counters_);
+  if (!status.ok()) return status;
   model_->AfterOptimizerStep();
   for (torch::Tensor& p : model_->parameters()) {
     if (p.grad().defined()) p.mutable_grad() = torch::Tensor();
@@ -246,7 +321,7 @@ absl::Status Run::Step() {
   last_loss_ = loss;
   train_seconds_ += Seconds(std::chrono::steady_clock::now() - begin);
 
-  if (state_.step % options_.log_every == 0 || state_.step == steps_) {
+  if (rank_ == 0 && (state_.step % options_.log_every == 0 || state_.step == steps_)) {
     for (auto [name, value] : {std::pair<const char*, double>{"train/loss", loss},
                                {"train/aux_loss", aux},
                                {"train/lr", lr}}) {
@@ -279,9 +354,17 @@ absl::Status Run::MaybeProgress(bool force) {
 }
 
 absl::StatusOr<Evaluation> Run::Evaluate() {
+  Evaluation result;
+  if (rank_ != 0) {
+    std::vector<double> losses = {0, 0};
+    absl::Status status = comm_->BroadcastFromRankZero(&losses);
+    if (!status.ok()) return status;
+    result.loss = losses[0];
+    result.loss_topk = losses[1];
+    return result;
+  }
   torch::NoGradGuard no_grad;
   model_->eval();
-  Evaluation result;
   RoutingDiagnosticsAccumulator diagnostics;
   const int64_t seq_len = training_.seq_len();
   const int64_t total = validation_->size();
@@ -306,11 +389,27 @@ absl::StatusOr<Evaluation> Run::Evaluate() {
   result.loss /= static_cast<double>(total);
   result.loss_topk /= static_cast<double>(total);
   if (routed_) result.routing = diagnostics.Result();
+  std::vector<double> losses = {result.loss, result.loss_topk};
+  absl::Status status = comm_->BroadcastFromRankZero(&losses);
+  if (!status.ok()) return status;
   return result;
 }
 
+absl::Status Run::CheckRanksInSync() {
+  if (world_size_ == 1) return absl::OkStatus();
+  std::vector<std::pair<std::string, torch::Tensor>> named;
+  for (const auto& item : model_->named_parameters(/*recurse=*/true)) {
+    named.emplace_back(item.key(), item.value());
+  }
+  for (const auto& item : model_->named_buffers(/*recurse=*/true)) {
+    named.emplace_back(item.key(), item.value());
+  }
+  return comm_->CheckIdentical(named, absl::StrCat("model tensors after step ", state_.step));
+}
+
 absl::Status Run::WriteCheckpoint() {
-  if (options_.spec.checkpoint_dir().empty() || last_checkpoint_step_ == state_.step) {
+  if (rank_ != 0 || options_.spec.checkpoint_dir().empty() ||
+      last_checkpoint_step_ == state_.step) {
     return absl::OkStatus();
   }
   absl::StatusOr<CheckpointInfo> info =
@@ -349,6 +448,8 @@ absl::StatusOr<TrainerResult> Run::Train() {
       absl::StatusOr<Evaluation> evaluation = Evaluate();
       if (!evaluation.ok()) return evaluation.status();
       last_val_loss_ = evaluation->loss;
+      status = CheckRanksInSync();
+      if (!status.ok()) return status;
       std::vector<std::pair<std::string, double>> metrics = {
           {"val/loss", evaluation->loss},
           {"perf/tokens_per_second", (state_.tokens - start_tokens_) / TrainSeconds()},
@@ -379,7 +480,15 @@ absl::StatusOr<TrainerResult> Run::Train() {
       status = WriteCheckpoint();
       if (!status.ok()) return status;
     }
-    if (state_.step < steps_ && options_.stop_requested && options_.stop_requested(state_.step)) {
+    bool stop = false;
+    if (state_.step < steps_) {
+      // Every rank stops after the same step if any was asked to.
+      absl::StatusOr<bool> any =
+          comm_->Any(options_.stop_requested != nullptr && options_.stop_requested(state_.step));
+      if (!any.ok()) return any.status();
+      stop = *any;
+    }
+    if (stop) {
       status = WriteCheckpoint();
       if (!status.ok()) return status;
       result.preempted = true;
@@ -396,6 +505,7 @@ absl::StatusOr<TrainerResult> Run::Train() {
   result.tokens_per_second = (state_.tokens - start_tokens_) / TrainSeconds();
   result.achieved_flops_per_second = (state_.flops - start_flops_) / TrainSeconds();
   result.last_checkpoint = last_checkpoint_;
+  if (world_size_ > 1) result.parameters_sha256 = ParametersSha256(*model_);
   if (!result.preempted) {
     xmod::v1::TrainerEvent event;
     xmod::v1::TrainerFinished* finished = event.mutable_finished();

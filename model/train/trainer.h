@@ -11,9 +11,20 @@
 // checkpoint_every_steps), the last two kept. Events go to the EventWriter: `started`, then
 // metric / progress / checkpoint events, `finished` last.
 //
-// Data parallelism is not implemented; a rank would all-reduce the flattened gradients
-// between backward and clipping (ProcessGroupGloo), each rank reading its own slice of the
-// step's windows.
+// Data parallelism (options.distributed, world_size W > 1): W processes ("ranks") train one
+// run with the same global batch as one process would. Each rank reads its own disjoint
+// slice of every step's windows (rank r takes windows [r n/W, (r+1) n/W) of the step's n;
+// W must divide n, else INVALID_ARGUMENT naming training.batch_tokens), runs
+// forward/backward on it, and the gradients are all-reduced and averaged (communicator.h)
+// before clipping; Muon and AdamW are deterministic given equal gradients, so the ranks stay
+// bit-identical (checked by a parameter checksum all-reduce after setup and at every
+// evaluation; a mismatch fails the run). Per-rank counters the model keeps in buffers named
+// `load` (MoE expert loads) are summed before the aux-loss-free bias update. train/loss and
+// train/aux_loss are the global means; tokens and FLOPs count the global batch. Evaluation
+// runs on rank 0 only (the routing diagnostics do not merge across ranks) and its results
+// are broadcast. Only rank 0 writes events and checkpoints; the checkpoint holds the global
+// data position, so every rank resumes from the same file. A stop request on any rank stops
+// all ranks after the same step.
 //
 // Not thread-safe: one run per process (it sets the torch CPU generator and thread count).
 #ifndef XMOD_MODEL_TRAIN_TRAINER_H_
@@ -26,6 +37,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/clock.h"
+#include "model/train/distributed_options.h"
 #include "xmod/v1/spec.pb.h"
 
 namespace xmod {
@@ -40,7 +52,8 @@ struct TrainerOptions {
   // Polled after every step with the step count; true = write a checkpoint and return with
   // `preempted` set (the SIGTERM path).
   std::function<bool(int64_t step)> stop_requested;
-  Clock* clock = Clock::Real();  // throttles progress events (~1/s)
+  Clock* clock = Clock::Real();    // throttles progress events (~1/s)
+  DistributedOptions distributed;  // rank / world size / rendezvous; default one process
 };
 
 struct TrainerResult {
@@ -52,7 +65,9 @@ struct TrainerResult {
   double seconds = 0;                    // wall time of this call
   double tokens_per_second = 0;          // training tokens / training seconds (no eval, no ckpt)
   double achieved_flops_per_second = 0;  // counted training FLOPs / training seconds
-  std::string last_checkpoint;           // empty if none written
+  std::string last_checkpoint;           // empty if none written (always on ranks > 0)
+  // Data-parallel runs only: SHA-256 (hex) of the final parameters' bytes, equal on all ranks.
+  std::string parameters_sha256;
 };
 
 // Trains. Errors: INVALID_ARGUMENT for a bad spec (field named), NOT_FOUND / DATA_LOSS /

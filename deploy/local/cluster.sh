@@ -46,13 +46,19 @@ state_dir=$(cd "$state_dir" && pwd)
 pid_dir=$state_dir/pids
 log_dir=$state_dir/logs
 
-# alive PIDFILE BINARY: the process in PIDFILE runs and is still BINARY (not a reused pid).
+# alive PIDFILE [BINARY]: the process in PIDFILE runs and, when BINARY is given, its command
+# line names BINARY (so a pid reused by another program is never signalled). Just after `&`
+# the child may not have exec'ed its binary yet: startup checks pass no BINARY.
 alive() {
-  local pidfile=$1 binary=$2 pid
+  local pidfile=$1 binary=${2:-} pid cmdline
   [[ -f $pidfile ]] || return 1
   pid=$(<"$pidfile")
   [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$binary"
+  # An exited child of this shell lingers as a zombie until reaped: not alive.
+  [[ $(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) != Z ]] || return 1
+  [[ -z $binary ]] && return 0
+  cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+  [[ $cmdline == *"$binary"* ]]
 }
 
 # stop_one PIDFILE BINARY GRACE_SECONDS: SIGTERM, wait, then SIGKILL.
@@ -74,23 +80,25 @@ stop_one() {
 }
 
 stop_cluster() {
-  local pidfile
+  local pidfile stoppers=()
   shopt -s nullglob
+  # Workers drain in parallel; wait for those stoppers only (not for our own children).
   for pidfile in "$pid_dir"/worker-*.pid; do
     stop_one "$pidfile" xmod-worker 30 &
+    stoppers+=($!)
   done
-  wait
+  [[ ${#stoppers[@]} -eq 0 ]] || wait "${stoppers[@]}"
   stop_one "$pid_dir/coordinator.pid" xmod-coordinator 20
   shopt -u nullglob
   rm -f "$state_dir/env"
 }
 
-# wait_for_file FILE PIDFILE BINARY NAME: until FILE exists; fails if the process died.
+# wait_for_file FILE PIDFILE NAME: until FILE exists; fails if the process died.
 wait_for_file() {
-  local file=$1 pidfile=$2 binary=$3 name=$4 i
+  local file=$1 pidfile=$2 name=$3 i
   for ((i = 0; i < 300; i++)); do
     [[ -s $file ]] && return 0
-    if ! alive "$pidfile" "$binary"; then
+    if ! alive "$pidfile"; then
       echo "cluster.sh: $name exited during startup; last lines of its log:" >&2
       tail -n 20 "$log_dir/$name.log" >&2 || true
       return 1
@@ -133,7 +141,7 @@ start_cluster() {
     --db "$state_dir/xmod.db" --checkpoint_root "$state_dir/checkpoints" \
     "${token_flag[@]}" >"$log_dir/coordinator.log" 2>&1 &
   echo $! >"$pid_dir/coordinator.pid"
-  wait_for_file "$state_dir/ports.json" "$pid_dir/coordinator.pid" xmod-coordinator coordinator
+  wait_for_file "$state_dir/ports.json" "$pid_dir/coordinator.pid" coordinator
   local grpc http metrics
   grpc=$(json_port "$state_dir/ports.json" grpc)
   http=$(json_port "$state_dir/ports.json" http)
@@ -153,8 +161,7 @@ start_cluster() {
     echo $! >"$pid_dir/$name.pid"
   done
   for ((i = 1; i <= workers; i++)); do
-    wait_for_file "$state_dir/workers/worker-$i/ports.json" "$pid_dir/worker-$i.pid" \
-      xmod-worker "worker-$i"
+    wait_for_file "$state_dir/workers/worker-$i/ports.json" "$pid_dir/worker-$i.pid" "worker-$i"
   done
 
   {
@@ -171,6 +178,10 @@ start_cluster() {
 status_cluster() {
   local pidfile code=0
   shopt -s nullglob
+  if [[ ! -f $pid_dir/coordinator.pid ]]; then
+    echo "no cluster under $state_dir"
+    code=1
+  fi
   for pidfile in "$pid_dir"/*.pid; do
     local name binary
     name=$(basename "$pidfile" .pid)

@@ -261,4 +261,12 @@ absl::StatusOr<xmod::v1::SweepSpec> LoadSweepSpec(const std::string& path) {
   return spec;
 }
 
+void AbsolutizeDataGlobs(const std::string& base_dir, xmod::v1::SweepSpec* spec) {
+  auto absolutize = [&base_dir](std::string* glob) {
+    if (!glob->empty() && glob->front() != '/') *glob = base_dir + "/" + *glob;
+  };
+  absolutize(spec->mutable_data()->mutable_train_glob());
+  absolutize(spec->mutable_data()->mutable_val_glob());
+}
+
 }  // namespace xmod::cli

@@ -27,6 +27,10 @@ absl::Status ParseSpecText(absl::string_view contents, SpecSyntax syntax, absl::
 // Reads and parses a sweep spec file. NOT_FOUND when the file cannot be read.
 absl::StatusOr<xmod::v1::SweepSpec> LoadSweepSpec(const std::string& path);
 
+// Makes relative data globs absolute against `base_dir` (the user's working directory), so
+// that a spec means the same files whatever directory the coordinator runs in.
+void AbsolutizeDataGlobs(const std::string& base_dir, xmod::v1::SweepSpec* spec);
+
 }  // namespace xmod::cli
 
 #endif  // XMOD_CLI_SPEC_FILE_H_

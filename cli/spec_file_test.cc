@@ -166,5 +166,14 @@ TEST(SpecFileTest, BundledDemoSpecsParseAndAccount) {
   }
 }
 
+TEST(SpecFileTest, RelativeDataGlobsBecomeAbsolute) {
+  xmod::v1::SweepSpec spec;
+  spec.mutable_data()->set_train_glob("var/demo/corpus/*_train_*.bin");
+  spec.mutable_data()->set_val_glob("/data/val_*.bin");
+  AbsolutizeDataGlobs("/home/me", &spec);
+  EXPECT_EQ(spec.data().train_glob(), "/home/me/var/demo/corpus/*_train_*.bin");
+  EXPECT_EQ(spec.data().val_glob(), "/data/val_*.bin");
+}
+
 }  // namespace
 }  // namespace xmod::cli

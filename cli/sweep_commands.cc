@@ -1,6 +1,7 @@
 // xmodctl sweep submit | list | show | cancel | retry | watch (see commands.h).
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
@@ -29,6 +30,7 @@ std::vector<xmod::v1::Run> Runs(const google::protobuf::RepeatedPtrField<xmod::v
 absl::Status SweepSubmit(const Context& ctx, const std::string& file, bool dry_run) {
   auto spec = LoadSweepSpec(file);
   if (!spec.ok()) return spec.status();
+  AbsolutizeDataGlobs(std::filesystem::current_path().string(), &*spec);
   xmod::v1::SubmitSweepRequest request;
   *request.mutable_spec() = *spec;
   request.set_dry_run(dry_run);

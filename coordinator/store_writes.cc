@@ -96,23 +96,24 @@ absl::Status MarkRunStarted(Db& db, int64_t run_id, int64_t now_ms) {
 }
 
 absl::Status UpdateProgress(Db& db, int64_t run_id, const xmod::v1::Progress& p) {
+  // The position only moves forward: heartbeat snapshots and metric batches can arrive out
+  // of order, and a resumed attempt re-covers ground the run already reached.
   absl::StatusOr<Stmt> stmt = db.Prepare(
-      "UPDATE runs SET step = ?, tokens = ?, flops_done = ?,"
-      " train_loss = CASE WHEN ? > 0 THEN ? ELSE train_loss END,"
-      " val_loss = CASE WHEN ? > 0 THEN ? ELSE val_loss END,"
-      " tokens_per_second = CASE WHEN ? > 0 THEN ? ELSE tokens_per_second END"
-      " WHERE id = ?");
+      "UPDATE runs SET step = CASE WHEN ?3 >= flops_done THEN ?1 ELSE step END,"
+      " tokens = CASE WHEN ?3 >= flops_done THEN ?2 ELSE tokens END,"
+      " flops_done = MAX(flops_done, ?3),"
+      " train_loss = CASE WHEN ?4 > 0 THEN ?4 ELSE train_loss END,"
+      " val_loss = CASE WHEN ?5 > 0 THEN ?5 ELSE val_loss END,"
+      " tokens_per_second = CASE WHEN ?6 > 0 THEN ?6 ELSE tokens_per_second END"
+      " WHERE id = ?7");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, p.step())
       .Bind(2, p.tokens())
       .Bind(3, p.flops())
       .Bind(4, p.train_loss())
-      .Bind(5, p.train_loss())
-      .Bind(6, p.val_loss())
-      .Bind(7, p.val_loss())
-      .Bind(8, p.tokens_per_second())
-      .Bind(9, p.tokens_per_second())
-      .Bind(10, run_id);
+      .Bind(5, p.val_loss())
+      .Bind(6, p.tokens_per_second())
+      .Bind(7, run_id);
   return stmt->Run();
 }
 

@@ -16,6 +16,13 @@ namespace xmod {
 
 using xmod::v1::RunState;
 
+namespace {
+
+// Slots a run occupies on one worker: its data-parallel ranks (training.ranks, 0 = 1).
+int SlotsNeeded(const xmod::v1::RunSpec& spec) { return std::max(1, spec.training().ranks()); }
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(Store* store, Clock* clock,
                                                              ChangeFeed* feed,
                                                              CoordinatorMetrics* metrics,
@@ -351,13 +358,26 @@ absl::StatusOr<std::optional<xmod::v1::Assignment>> Scheduler::Acquire(
       if (shutdown_) return std::optional<xmod::v1::Assignment>();
       const int64_t now = clock_->NowMillis();
       int64_t next_ready = -1;
+      // Multi-rank policy (no backfill): the first ready run in queue order that fits the
+      // free slots is leased. A ready run that needs more slots than are free now but no
+      // more than the worker has reserves the worker: nothing queued behind it is leased
+      // here, so the worker's slots drain until it fits, and a multi-rank run cannot starve
+      // behind a stream of single-slot runs. A run needing more slots than the worker has
+      // is skipped (it waits for a bigger worker).
+      const int free_slots = request.free_slots_size();
+      const int capacity = std::max(free_slots, static_cast<int>(worker->second.slots.size()));
       for (const QueueKey& key : queue_) {
         const RunEntry& run = runs_.at(std::get<2>(key));
-        if (run.not_before_ms <= now) {
+        if (run.not_before_ms > now) {
+          next_ready = next_ready < 0 ? run.not_before_ms : std::min(next_ready, run.not_before_ms);
+          continue;
+        }
+        const int needed = SlotsNeeded(run.spec);
+        if (needed <= free_slots) {
           run_id = std::get<2>(key);
           break;
         }
-        next_ready = next_ready < 0 ? run.not_before_ms : std::min(next_ready, run.not_before_ms);
+        if (needed <= capacity) break;  // reserved: wait for this worker's slots to drain
       }
       if (run_id != 0) break;
       if (absl::Now() >= deadline) return std::optional<xmod::v1::Assignment>();
@@ -389,7 +409,8 @@ absl::StatusOr<std::optional<xmod::v1::Assignment>> Scheduler::Acquire(
     assignment.mutable_spec()->set_run_id(run_id);
     assignment.mutable_spec()->set_attempt(run.attempts);
     assignment.mutable_spec()->set_checkpoint_dir(checkpoint_dir);
-    assignment.add_slots(request.free_slots(0));
+    const int needed = SlotsNeeded(run.spec);
+    for (int i = 0; i < needed; ++i) assignment.add_slots(request.free_slots(i));
     int64_t resumed_from = 0;
     if (run.latest_checkpoint) {
       resumed_from = run.latest_checkpoint->step;
@@ -402,7 +423,7 @@ absl::StatusOr<std::optional<xmod::v1::Assignment>> Scheduler::Acquire(
     start.attempt = run.attempts;
     start.worker_id = request.worker_id();
     start.worker = worker->second.name;
-    start.slots = absl::StrCat(request.free_slots(0));
+    start.slots = absl::StrJoin(assignment.slots(), ",");
     start.started_ms = now;
     start.resumed_from_step = resumed_from;
     start.lease_expires_ms = attempt.lease_expires_ms;

@@ -79,7 +79,10 @@ class Scheduler {
   absl::StatusOr<xmod::v1::RegisterResponse> Register(const xmod::v1::RegisterRequest& request);
   absl::StatusOr<xmod::v1::HeartbeatResponse> Heartbeat(const xmod::v1::HeartbeatRequest& request);
   // Waits up to request.wait_ms (real time) for a queued run whose backoff has passed and
-  // leases it to the worker in its first free slot. nullopt when nothing came.
+  // that fits the worker's free slots, and leases it in the first W free slots (W =
+  // training.ranks, 0 = 1). A ready run that needs more slots than are free but no more than
+  // the worker has reserves the worker (nothing behind it is leased there), so multi-rank
+  // runs do not starve behind single-slot ones. nullopt when nothing came.
   // FAILED_PRECONDITION for an unknown worker (it should register again).
   absl::StatusOr<std::optional<xmod::v1::Assignment>> Acquire(
       const xmod::v1::AcquireRunRequest& request);

@@ -40,10 +40,11 @@ class SchedulerTest : public testing::Test {
     Open();
   }
 
-  // Submits TinySweep with max_attempts; returns the run ids.
-  std::vector<int64_t> Submit(int max_attempts = 3) {
+  // Submits TinySweep with max_attempts and training.ranks; returns the run ids.
+  std::vector<int64_t> Submit(int max_attempts = 3, int ranks = 0) {
     xmod::v1::SweepSpec spec = TinySweep(dir_);
     spec.set_max_attempts(max_attempts);
+    spec.mutable_training()->set_ranks(ranks);
     absl::StatusOr<std::vector<xmod::v1::Run>> runs = ExpandSweep(spec);
     EXPECT_TRUE(runs.ok()) << runs.status();
     absl::StatusOr<int64_t> sweep = scheduler_->SubmitSweep(spec, &*runs);
@@ -53,10 +54,10 @@ class SchedulerTest : public testing::Test {
     return ids;
   }
 
-  int64_t RegisterWorker(const std::string& name) {
+  int64_t RegisterWorker(const std::string& name, int slots = 2) {
     xmod::v1::RegisterRequest request;
     request.set_worker_name(name);
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < slots; ++i) {
       xmod::v1::Slot* slot = request.add_slots();
       slot->set_index(i);
       slot->set_kind(xmod::v1::CPU);
@@ -68,10 +69,11 @@ class SchedulerTest : public testing::Test {
     return r->worker_id();
   }
 
-  std::optional<xmod::v1::Assignment> Acquire(int64_t worker) {
+  std::optional<xmod::v1::Assignment> Acquire(int64_t worker,
+                                              const std::vector<int32_t>& free_slots = {1}) {
     xmod::v1::AcquireRunRequest request;
     request.set_worker_id(worker);
-    request.add_free_slots(1);
+    for (int32_t slot : free_slots) request.add_free_slots(slot);
     request.set_wait_ms(0);
     absl::StatusOr<std::optional<xmod::v1::Assignment>> a = scheduler_->Acquire(request);
     EXPECT_TRUE(a.ok()) << a.status();
@@ -352,6 +354,32 @@ TEST_F(SchedulerTest, RestartRebuildsQueueLeasesAndWorkers) {
   clock_.Advance(10001);
   EXPECT_EQ(scheduler_->ExpireLeases(), 3);
   EXPECT_EQ(Load(a->run_id()).state(), xmod::v1::QUEUED);
+}
+
+TEST_F(SchedulerTest, MultiRankRunWaitsForAWorkerWithEnoughFreeSlots) {
+  const std::vector<int64_t> wide = Submit(/*max_attempts=*/3, /*ranks=*/2);
+  const std::vector<int64_t> narrow = Submit(/*max_attempts=*/3, /*ranks=*/0);
+  // A one-slot worker can never host a 2-rank run: it skips them and takes a 1-slot run.
+  const int64_t small = RegisterWorker("small", /*slots=*/1);
+  std::optional<xmod::v1::Assignment> a = Acquire(small, {0});
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->run_id(), narrow[0]);
+  EXPECT_EQ(a->slots_size(), 1);
+  // A two-slot worker with one slot busy is reserved for the 2-rank run at the head of the
+  // queue: the 1-slot runs behind it are not leased there (no starvation by backfill).
+  const int64_t big = RegisterWorker("big", /*slots=*/2);
+  EXPECT_FALSE(Acquire(big, {1}).has_value());
+  EXPECT_EQ(Load(narrow[1]).state(), xmod::v1::QUEUED);
+  // Once both slots are free it gets the 2-rank run on both.
+  a = Acquire(big, {0, 1});
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->run_id(), wide[0]);
+  EXPECT_EQ(a->spec().training().ranks(), 2);
+  EXPECT_EQ(a->slots_size(), 2);
+  EXPECT_EQ(a->slots(0), 0);
+  EXPECT_EQ(a->slots(1), 1);
+  EXPECT_EQ(Load(wide[0]).state(), xmod::v1::RUNNING);
+  EXPECT_EQ(Load(wide[0]).worker(), "big");
 }
 
 TEST_F(SchedulerTest, UnknownWorkerIsToldToRegister) {

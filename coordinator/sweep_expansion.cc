@@ -129,6 +129,7 @@ absl::Status ValidateTraining(const xmod::v1::TrainingSpec& t) {
     return Invalid("training.checkpoint_every_steps", "must be >= 0");
   }
   if (t.threads() < 0) return Invalid("training.threads", "must be >= 0");
+  if (t.ranks() < 0) return Invalid("training.ranks", "must be >= 0 (0 = 1 rank)");
   return absl::OkStatus();
 }
 
@@ -342,6 +343,7 @@ absl::StatusOr<std::vector<xmod::v1::Run>> ExpandSweep(const SweepSpec& spec,
   const bool multiple_budgets = budgets.size() > 1;
   const int max_attempts = spec.max_attempts() > 0 ? spec.max_attempts() : kDefaultMaxAttempts;
   const int64_t batch_tokens = spec.training().batch_tokens();
+  const int64_t ranks = std::max(1, spec.training().ranks());
 
   std::vector<xmod::v1::Run> runs;
   std::set<std::string> seen_specs;
@@ -364,6 +366,14 @@ absl::StatusOr<std::vector<xmod::v1::Run>> ExpandSweep(const SweepSpec& spec,
                                                 " tokens per step is not a "
                                                 "multiple of L = ",
                                                 l.value, " (", l.path, ")"));
+                  }
+                  // Each data-parallel rank takes an equal share of the step's windows.
+                  const int64_t windows = batch_tokens / l.value;
+                  if (windows % ranks != 0) {
+                    return Invalid("training.ranks",
+                                   absl::StrCat(ranks, " ranks do not divide the ", windows,
+                                                " windows of a step (batch_tokens / L = ",
+                                                batch_tokens, " / ", l.value, ", ", l.path, ")"));
                   }
                   absl::StatusOr<Accounting> acc = Account(run_spec.model(), l.value);
                   if (!acc.ok()) return MapModelError(acc.status(), combo, g);

@@ -116,6 +116,11 @@ TEST(SweepExpansionTest, BadInputNamesTheField) {
       {"A*K", [](auto* s) { s->mutable_grids(0)->set_as(0, 0.3); }, "grids[0].as[0]: A*K"},
       {"batch", [](auto* s) { s->mutable_training()->set_batch_tokens(100); },
        "training.batch_tokens: 100 tokens per step is not a multiple of L = 64"},
+      {"ranks<0", [](auto* s) { s->mutable_training()->set_ranks(-1); },
+       "training.ranks: must be >= 0"},
+      {"ranks split", [](auto* s) { s->mutable_training()->set_ranks(3); },
+       "training.ranks: 3 ranks do not divide the 2 windows of a step (batch_tokens / L = "
+       "128 / 64, training.seq_len)"},
       {"arch",
        [](auto* s) { s->mutable_grids(0)->set_archs(0, xmod::v1::ARCHITECTURE_UNSPECIFIED); },
        "grids[0].archs[0]:"},
@@ -131,6 +136,16 @@ TEST(SweepExpansionTest, BadInputNamesTheField) {
     EXPECT_EQ(runs.status().code(), absl::StatusCode::kInvalidArgument) << c.name;
     EXPECT_THAT(std::string(runs.status().message()), StartsWith(c.expected_prefix)) << c.name;
   }
+}
+
+TEST(SweepExpansionTest, CarriesRanksIntoEveryRun) {
+  const std::string dir = NewTestDir("ranks");
+  xmod::v1::SweepSpec spec = TinySweep(dir);
+  spec.mutable_training()->set_ranks(2);  // 128 tokens / L 64 = 2 windows: one per rank
+  absl::StatusOr<std::vector<xmod::v1::Run>> runs = ExpandSweep(spec);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  ASSERT_FALSE(runs->empty());
+  for (const xmod::v1::Run& run : *runs) EXPECT_EQ(run.spec().training().ranks(), 2);
 }
 
 TEST(SweepExpansionTest, FormatsFlops) {

@@ -3,6 +3,8 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +12,7 @@
 #include "absl/time/time.h"
 #include "common/files.h"
 #include "glog/logging.h"
+#include "worker/rank_group.h"
 
 namespace xmod {
 namespace {
@@ -222,25 +225,29 @@ void Agent::StartAttempt(const v1::Assignment& assignment) {
   refusal.set_attempt(key.attempt);
   refusal.set_worker_id(worker_id());
 
-  // Slots: the assigned ones if they are free here, else the first free slot.
+  // Slots: W = training.ranks (0 = 1); the assigned ones that are free here, topped up with
+  // other free slots.
+  const int ranks = std::max(1, assignment.spec().training().ranks());
   std::vector<int32_t> slots;
   {
     absl::MutexLock lock(&mu_);
+    auto usable = [&](int32_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return slot >= 0 && slot < static_cast<int32_t>(busy_.size()) && !busy_[slot] &&
+             std::find(slots.begin(), slots.end(), slot) == slots.end();
+    };
     for (int32_t slot : assignment.slots()) {
-      if (slot >= 0 && slot < static_cast<int32_t>(busy_.size()) && !busy_[slot]) {
-        slots.push_back(slot);
-      }
+      if (static_cast<int>(slots.size()) < ranks && usable(slot)) slots.push_back(slot);
     }
-    if (slots.empty()) {
-      for (size_t i = 0; i < busy_.size() && slots.empty(); ++i) {
-        if (!busy_[i]) slots.push_back(static_cast<int32_t>(i));
-      }
+    for (int32_t i = 0; i < static_cast<int32_t>(busy_.size()); ++i) {
+      if (static_cast<int>(slots.size()) < ranks && usable(i)) slots.push_back(i);
     }
-    if (draining_ || slots.empty()) {
+    if (draining_ || static_cast<int>(slots.size()) < ranks) {
       refusal.set_outcome(v1::OUTCOME_PREEMPTED);
-      refusal.set_error(draining_ ? "worker is draining" : "no free slot on the worker");
+      refusal.set_error(draining_ ? "worker is draining"
+                                  : absl::StrCat("the run needs ", ranks, " free slots, ",
+                                                 slots.size(), " are free on the worker"));
     } else {
-      for (int32_t slot : slots) busy_[slot] = true;  // reserved while the child starts
+      for (int32_t slot : slots) busy_[slot] = true;  // reserved while the children start
       UpdateSlotGaugesLocked();
     }
   }
@@ -250,7 +257,7 @@ void Agent::StartAttempt(const v1::Assignment& assignment) {
     return;
   }
 
-  // Folder, spec and command line.
+  // Folder, spec and command lines.
   const std::string dir = absl::StrCat(options_.work_dir, "/run-", key.run_id, "-a", key.attempt);
   v1::RunSpec spec = assignment.spec();
   spec.set_run_id(key.run_id);
@@ -262,41 +269,58 @@ void Agent::StartAttempt(const v1::Assignment& assignment) {
   absl::Status status = MakeDirs(dir);
   if (status.ok()) status = MakeDirs(spec.checkpoint_dir());
   if (status.ok()) status = WriteFileAtomic(spec_path, spec.SerializeAsString());
+  const std::string rendezvous = dir + "/rdzv";
+  if (status.ok() && ranks > 1) {
+    // A FileStore must be fresh: a file left by an earlier start holds its keys.
+    std::error_code error;
+    std::filesystem::remove(rendezvous, error);
+    if (error) {
+      status = absl::InternalError(
+          absl::StrCat("cannot remove the stale rendezvous ", rendezvous, ": ", error.message()));
+    }
+  }
 
-  int threads = 0;
-  std::vector<std::string> cuda_devices;
-  for (int32_t slot : slots) {
-    threads += slots_[slot].cores();
-    if (slots_[slot].kind() == v1::CUDA)
-      cuda_devices.push_back(absl::StrCat(slots_[slot].device()));
+  std::vector<LaunchOptions> launches;
+  int threads = 0;  // per rank, for the log line
+  for (int rank = 0; rank < ranks; ++rank) {
+    const v1::Slot& slot = slots_[slots[rank]];
+    threads = spec.training().threads() > 0 ? spec.training().threads() : slot.cores();
+    threads = std::max(threads, 1);
+    LaunchOptions launch;
+    launch.argv = {options_.train_bin,
+                   "--spec",
+                   spec_path,
+                   "--events_fd",
+                   rank == 0 ? absl::StrCat(options_.events_fd) : "-1",
+                   "--threads",
+                   absl::StrCat(threads)};
+    if (assignment.has_resume() && !assignment.resume().path().empty()) {
+      launch.argv.push_back("--resume");
+      launch.argv.push_back(assignment.resume().path());
+    }
+    if (ranks > 1) {
+      launch.argv.insert(launch.argv.end(), {"--rank", absl::StrCat(rank), "--world_size",
+                                             absl::StrCat(ranks), "--rendezvous", rendezvous});
+    }
+    if (slot.kind() == v1::CUDA) {
+      launch.argv.push_back("--device");
+      launch.argv.push_back("cuda:0");
+      if (ranks > 1) {
+        launch.argv.push_back("--backend");
+        launch.argv.push_back("nccl");
+      }
+      launch.env.emplace_back("CUDA_VISIBLE_DEVICES", absl::StrCat(slot.device()));
+    }
+    launch.env.emplace_back("OMP_NUM_THREADS", absl::StrCat(threads));
+    launch.env.emplace_back("OPENBLAS_NUM_THREADS", absl::StrCat(threads));
+    launch.log_path =
+        rank == 0 ? dir + "/train.log" : absl::StrCat(dir, "/train.rank", rank, ".log");
+    launch.events_fd = options_.events_fd;
+    launches.push_back(std::move(launch));
   }
-  if (spec.training().threads() > 0) threads = spec.training().threads();
-  threads = std::max(threads, 1);
-  LaunchOptions launch;
-  launch.argv = {options_.train_bin,
-                 "--spec",
-                 spec_path,
-                 "--events_fd",
-                 absl::StrCat(options_.events_fd),
-                 "--threads",
-                 absl::StrCat(threads)};
-  if (assignment.has_resume() && !assignment.resume().path().empty()) {
-    launch.argv.push_back("--resume");
-    launch.argv.push_back(assignment.resume().path());
-  }
-  if (!cuda_devices.empty()) {
-    launch.argv.push_back("--device");
-    launch.argv.push_back("cuda:0");
-    launch.env.emplace_back("CUDA_VISIBLE_DEVICES", absl::StrJoin(cuda_devices, ","));
-  }
-  launch.env.emplace_back("OMP_NUM_THREADS", absl::StrCat(threads));
-  launch.env.emplace_back("OPENBLAS_NUM_THREADS", absl::StrCat(threads));
-  launch.log_path = dir + "/train.log";
-  launch.events_fd = options_.events_fd;
 
   absl::StatusOr<std::unique_ptr<ChildProcess>> child =
-      status.ok() ? launcher_->Start(launch)
-                  : absl::StatusOr<std::unique_ptr<ChildProcess>>(status);
+      status.ok() ? StartRanks(launches) : absl::StatusOr<std::unique_ptr<ChildProcess>>(status);
   if (!child.ok()) {
     LOG(ERROR) << "run " << key.run_id << " attempt " << key.attempt
                << ": cannot start the trainer: " << child.status();
@@ -315,7 +339,8 @@ void Agent::StartAttempt(const v1::Assignment& assignment) {
   }
   LOG(INFO) << "run " << key.run_id << " attempt " << key.attempt << ": started pid "
             << (*child)->pid() << " on slots " << absl::StrJoin(slots, ",") << " with " << threads
-            << " threads" << (assignment.has_resume() ? ", resuming" : "");
+            << " threads" << (ranks > 1 ? absl::StrCat(" per rank, ", ranks, " ranks") : "")
+            << (assignment.has_resume() ? ", resuming" : "");
   if (metrics_ != nullptr) metrics_->children_started.Increment();
   relay_.Open(key);
 
@@ -330,6 +355,26 @@ void Agent::StartAttempt(const v1::Assignment& assignment) {
   raw->thread = std::thread([this, raw] { Supervise(raw); });
   // A drain that began while the child was starting preempts it too.
   if (draining_) StopLocked(*raw, v1::OUTCOME_PREEMPTED);
+}
+
+absl::StatusOr<std::unique_ptr<ChildProcess>> Agent::StartRanks(
+    const std::vector<LaunchOptions>& launches) {
+  if (launches.size() == 1) return launcher_->Start(launches[0]);
+  std::vector<std::unique_ptr<ChildProcess>> ranks;
+  for (const LaunchOptions& launch : launches) {
+    absl::StatusOr<std::unique_ptr<ChildProcess>> rank = launcher_->Start(launch);
+    if (!rank.ok()) {
+      // The ranks already started would wait for this one until their timeout.
+      for (std::unique_ptr<ChildProcess>& started : ranks) {
+        started->Signal(SIGKILL);
+        started->Wait();
+      }
+      return absl::Status(rank.status().code(),
+                          absl::StrCat("rank ", ranks.size(), ": ", rank.status().message()));
+    }
+    ranks.push_back(*std::move(rank));
+  }
+  return std::make_unique<RankGroup>(std::move(ranks));
 }
 
 void Agent::Supervise(Attempt* attempt) {

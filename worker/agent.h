@@ -4,8 +4,10 @@
 //   │            STOP / PREEMPT orders, re-registers when told to, escalates SIGTERM to
 //   │            SIGKILL after the grace period (on the injected Clock)
 //   ├──▶ acquire thread: long-polls AcquireRun with the free slots; per assignment writes
-//   │    <work_dir>/run-<id>-a<attempt>/spec.pb and starts one xmod-train child
-//   ├──▶ one supervisor thread per child: reads its TrainerEvents into the MetricRelay,
+//   │    <work_dir>/run-<id>-a<attempt>/spec.pb and starts one xmod-train child per rank
+//   │    (training.ranks = W, one slot each; W > 1: --rank r --world_size W --rendezvous
+//   │    <that folder>/rdzv, supervised as one RankGroup, see rank_group.h)
+//   ├──▶ one supervisor thread per attempt: reads its TrainerEvents into the MetricRelay,
 //   │    waits for it to exit, waits until its points are acknowledged, then FinishRun
 //   └──▶ relay thread: MetricRelay::RunPumpLoop
 //
@@ -13,7 +15,8 @@
 // exits 75), report each attempt PREEMPTED, then Wait() returns.
 // Outcome of an attempt: an order or drain decides it (CANCELLED / PREEMPTED) unless the
 // child still finished its budget; otherwise exit 0 is SUCCEEDED and anything else FAILED
-// with the exit code and the last ~4 KB of the child's stderr.
+// with the exit code and the last ~4 KB of the child's stderr (for a multi-rank attempt:
+// the first failing rank's, after the other ranks were killed).
 //
 // Thread-safety: all public methods are thread-safe.
 #ifndef XMOD_WORKER_AGENT_H_
@@ -106,6 +109,10 @@ class Agent {
   absl::Status RegisterOnce();
   // Writes the spec and starts the child; reports FAILED itself when that is impossible.
   void StartAttempt(const v1::Assignment& assignment);
+  // One child for one launch; a RankGroup of W children for W > 1 launches (rank r =
+  // launches[r]); if a rank cannot start, those already started are killed.
+  absl::StatusOr<std::unique_ptr<ChildProcess>> StartRanks(
+      const std::vector<LaunchOptions>& launches);
   void Supervise(Attempt* attempt);
   // Sends SIGTERM once and arms the grace period.
   void StopLocked(Attempt& attempt, v1::Outcome outcome) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

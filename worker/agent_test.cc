@@ -292,5 +292,113 @@ TEST_F(AgentTest, AStaleAttemptIsStopped) {
   EXPECT_TRUE(gateway_.Checkpoints().empty());  // dropped with the stale buffer
 }
 
+// A 2-rank assignment of run `run_id` on slots 0 and 1.
+v1::Assignment TwoRankAssignment(int64_t run_id) {
+  v1::Assignment assignment = MakeAssignment(run_id, 1, 0);
+  assignment.add_slots(1);
+  assignment.mutable_spec()->mutable_training()->set_ranks(2);
+  return assignment;
+}
+
+TEST_F(AgentTest, AMultiRankRunStartsOneChildPerRankAndReadsRankZero) {
+  StartAgent();
+  const std::string attempt_dir = dir_ + "/run-30-a1";
+  ASSERT_TRUE(MakeDirs(attempt_dir).ok());
+  ASSERT_TRUE(WriteFileAtomic(attempt_dir + "/rdzv", "keys of an earlier start").ok());
+  v1::Assignment assignment = TwoRankAssignment(30);
+  assignment.mutable_resume()->set_path("/ckpt/step-5.pt");
+  gateway_.QueueAssignment(assignment);
+  std::shared_ptr<FakeChild> rank0 = launcher_.WaitForChild(0);
+  std::shared_ptr<FakeChild> rank1 = launcher_.WaitForChild(1);
+  ASSERT_NE(rank1, nullptr);
+
+  // Each rank: its slot's cores, its rank, the same spec, resume point and rendezvous;
+  // events only from rank 0.
+  const std::string spec_path = attempt_dir + "/spec.pb";
+  const std::string rendezvous = attempt_dir + "/rdzv";
+  EXPECT_THAT(rank0->options().argv,
+              ElementsAre("/opt/xmod/xmod-train", "--spec", spec_path, "--events_fd", "3",
+                          "--threads", "2", "--resume", "/ckpt/step-5.pt", "--rank", "0",
+                          "--world_size", "2", "--rendezvous", rendezvous));
+  EXPECT_THAT(rank1->options().argv,
+              ElementsAre("/opt/xmod/xmod-train", "--spec", spec_path, "--events_fd", "-1",
+                          "--threads", "3", "--resume", "/ckpt/step-5.pt", "--rank", "1",
+                          "--world_size", "2", "--rendezvous", rendezvous));
+  EXPECT_THAT(rank1->options().env,
+              ::testing::Contains(std::pair<std::string, std::string>("OMP_NUM_THREADS", "3")));
+  EXPECT_EQ(rank0->options().log_path, attempt_dir + "/train.log");
+  EXPECT_EQ(rank1->options().log_path, attempt_dir + "/train.rank1.log");
+  EXPECT_FALSE(ReadFile(rendezvous).ok());  // the stale FileStore was removed
+  EXPECT_TRUE(agent_->FreeSlots().empty());
+
+  rank1->EmitMetric(1, "train/loss", 9.0);  // ranks > 0 write no events; never read
+  rank0->EmitMetric(1, "train/loss", 4.0);
+  rank0->EmitMetric(2, "train/loss", 3.0);
+  rank1->Exit(0);
+  rank0->Exit(0);
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  v1::FinishRunRequest finish = gateway_.Finishes()[0];
+  EXPECT_EQ(finish.outcome(), v1::OUTCOME_SUCCEEDED);
+  auto points = gateway_.Points({30, 1});
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[0].value(), 4.0);
+  EXPECT_TRUE(rank0->signals().empty());
+  EXPECT_TRUE(rank1->signals().empty());
+  while (agent_->FreeSlots().size() < 2) absl::SleepFor(absl::Milliseconds(1));
+}
+
+TEST_F(AgentTest, AFailingRankKillsTheOtherRanksAndFailsTheRun) {
+  StartAgent();
+  gateway_.QueueAssignment(TwoRankAssignment(31));
+  std::shared_ptr<FakeChild> rank0 = launcher_.WaitForChild(0);
+  std::shared_ptr<FakeChild> rank1 = launcher_.WaitForChild(1);
+  ASSERT_NE(rank1, nullptr);
+  rank0->EmitMetric(1, "train/loss", 4.0);
+  rank1->Exit(1, "step 2\nxmod-train: INTERNAL: non-finite loss\n");
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  EXPECT_THAT(rank0->signals(), ElementsAre(SIGKILL));  // it would block in a collective
+  v1::FinishRunRequest finish = gateway_.Finishes()[0];
+  EXPECT_EQ(finish.outcome(), v1::OUTCOME_FAILED);
+  EXPECT_EQ(finish.exit_code(), 1);
+  EXPECT_THAT(finish.error(), HasSubstr("rank 1 of 2: step 2\nxmod-train: INTERNAL: non-finite"));
+  EXPECT_EQ(finish.last_acked_seq(), 1);
+}
+
+TEST_F(AgentTest, AStopOrderStopsEveryRank) {
+  launcher_.set_on_start([](FakeChild& child) { child.set_on_signal(CheckpointOnTerm); });
+  StartAgent();
+  gateway_.QueueAssignment(TwoRankAssignment(32));
+  std::shared_ptr<FakeChild> rank0 = launcher_.WaitForChild(0);
+  std::shared_ptr<FakeChild> rank1 = launcher_.WaitForChild(1);
+  ASSERT_NE(rank1, nullptr);
+  v1::Order order;
+  order.set_run_id(32);
+  order.set_attempt(1);
+  order.set_action(v1::STOP);
+  gateway_.QueueOrder(order);
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  EXPECT_THAT(rank0->signals(), ElementsAre(SIGTERM));
+  EXPECT_THAT(rank1->signals(), ElementsAre(SIGTERM));  // exit 75 is no failure: no SIGKILL
+  v1::FinishRunRequest finish = gateway_.Finishes()[0];
+  EXPECT_EQ(finish.outcome(), v1::OUTCOME_CANCELLED);
+  EXPECT_EQ(finish.exit_code(), 75);
+  ASSERT_EQ(gateway_.Checkpoints().size(), 1u);  // rank 0's only
+}
+
+TEST_F(AgentTest, AMultiRankRunNeedsAsManyFreeSlots) {
+  StartAgent();
+  gateway_.QueueAssignment(MakeAssignment(33, 1, 0));
+  std::shared_ptr<FakeChild> single = launcher_.WaitForChild(0);
+  ASSERT_NE(single, nullptr);
+  gateway_.QueueAssignment(TwoRankAssignment(34));  // only slot 1 is free
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  v1::FinishRunRequest finish = gateway_.Finishes()[0];
+  EXPECT_EQ(finish.run_id(), 34);
+  EXPECT_EQ(finish.outcome(), v1::OUTCOME_PREEMPTED);
+  EXPECT_THAT(finish.error(), HasSubstr("needs 2 free slots, 1 are free"));
+  EXPECT_EQ(launcher_.started(), 1u);
+  single->Exit(0);
+}
+
 }  // namespace
 }  // namespace xmod

@@ -128,15 +128,15 @@ absl::Status Cluster::StartCoordinator(const std::vector<std::string>& extra_fla
   return absl::OkStatus();
 }
 
-absl::Status Cluster::StartWorker(const std::string& name) {
+absl::Status Cluster::StartWorker(const std::string& name, int cpu_slots) {
   const std::string work_dir = absl::StrCat(dir_, "/", name);
   if (absl::Status status = MakeDirs(work_dir); !status.ok()) return status;
   absl::StatusOr<std::unique_ptr<ChildProcess>> child = Launch(
       name, {BinaryPath("xmod-worker", "XMOD_WORKER_BIN"),
              absl::StrCat("--coordinator=127.0.0.1:", grpc_port_), "--name=" + name,
              "--work_dir=" + work_dir, "--train_bin=" + BinaryPath("xmod-train", "XMOD_TRAIN_BIN"),
-             "--cpu_slots=1", "--cores_per_slot=1", "--gpus=false", "--metrics_listen=127.0.0.1:0",
-             "--acquire_wait_ms=1000", "--kill_grace_ms=20000"});
+             absl::StrCat("--cpu_slots=", cpu_slots), "--cores_per_slot=1", "--gpus=false",
+             "--metrics_listen=127.0.0.1:0", "--acquire_wait_ms=1000", "--kill_grace_ms=20000"});
   if (!child.ok()) return child.status();
   workers_[name] = *std::move(child);
   return absl::OkStatus();

@@ -42,8 +42,8 @@ class Cluster {
 
   // Starts xmod-coordinator with `extra_flags` and waits for its ports file.
   absl::Status StartCoordinator(const std::vector<std::string>& extra_flags);
-  // Starts a worker named `name` with one 1-core CPU slot.
-  absl::Status StartWorker(const std::string& name);
+  // Starts a worker named `name` with `cpu_slots` 1-core CPU slots.
+  absl::Status StartWorker(const std::string& name, int cpu_slots = 1);
   // SIGKILLs the worker process itself (its trainer is left orphaned, as on a lost machine).
   absl::Status KillWorker(const std::string& name);
   // SIGTERMs every worker, then the coordinator, and waits for them to exit.

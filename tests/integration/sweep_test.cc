@@ -6,6 +6,11 @@
 //      val/loss is below ln(V), the loss of a uniform predictor.
 //   2. A worker SIGKILLed mid-run: its lease expires, the run is retried on the other worker
 //      from its latest checkpoint and still finishes, with a gap-free canonical curve.
+//   3. A 2-rank run (training.ranks = 2) on a worker with two CPU slots: the worker starts
+//      two data-parallel xmod-train ranks, the run SUCCEEDS with a curve like a 1-rank
+//      run's (strictly increasing steps, no gaps, every planned step), both ranks end with
+//      the same parameters, and a 1-rank run of the same spec logs the same train/loss
+//      curve (within 0.1%: only the order of floating-point sums differs).
 #include <sqlite3.h>
 
 #include <cmath>
@@ -277,6 +282,87 @@ TEST_F(SweepTest, RunOfAKilledWorkerIsRetriedElsewhereAndFinishes) {
   EXPECT_GT(std::stoll(last[3]), 0) << "the retry did not resume from a checkpoint";
   ExpectCleanCurves(db, run_id);
   ExpectLearned(db, run_id);
+}
+
+TEST_F(SweepTest, TwoRankRunOnOneWorkerFinishesLikeAOneRankRun) {
+  ASSERT_TRUE(
+      cluster_.StartCoordinator({"--lease_ttl_ms=15000", "--heartbeat_interval_ms=500"}).ok())
+      << cluster_.Logs();
+  ASSERT_TRUE(cluster_.StartWorker("w1", /*cpu_slots=*/2).ok());
+  constexpr int kSteps = 40;
+  v1::SweepSpec spec = MakeSweep(data_dir_, DenseBudget(kSteps), 0);
+  spec.mutable_training()->set_ranks(2);  // 512 / 64 = 8 windows a step, 4 per rank
+  AddGrid(&spec, {v1::DENSE}, {1});
+  const absl::Time start = absl::Now();
+  const int64_t sweep_id = Submit(spec, 1);
+  absl::StatusOr<v1::Sweep> sweep = cluster_.WaitForSweep(sweep_id, absl::Seconds(480));
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  std::cout << "2-rank run took " << seconds << " s\n";
+  // The same run as one rank, for reference (same seed, same global batch per step).
+  spec.mutable_training()->set_ranks(1);
+  const int64_t reference_id = Submit(spec, 1);
+  absl::StatusOr<v1::Sweep> reference = cluster_.WaitForSweep(reference_id, absl::Seconds(480));
+  ASSERT_TRUE(reference.ok()) << reference.status() << "\n" << cluster_.Logs();
+  EXPECT_EQ(reference->state(), v1::SWEEP_DONE) << cluster_.Logs();
+  RecordProperty("two_rank_seconds", std::to_string(seconds));
+  ASSERT_TRUE(sweep.ok()) << sweep.status() << "\n" << cluster_.Logs();
+  EXPECT_EQ(sweep->state(), v1::SWEEP_DONE) << sweep->ShortDebugString() << "\n" << cluster_.Logs();
+  cluster_.Stop();
+
+  ReadOnlyDb db(cluster_.db_path());
+  auto runs = db.Rows(absl::StrCat("SELECT id, state, step FROM runs WHERE sweep_id = ", sweep_id));
+  ASSERT_EQ(runs.size(), 1u);
+  const std::string run_id = runs[0][0];
+  EXPECT_EQ(runs[0][1], "SUCCEEDED");
+  // Every planned step (the budget buys kSteps, give or take the floor of a rounding).
+  EXPECT_GE(std::stoll(runs[0][2]), kSteps - 1);
+  EXPECT_LE(std::stoll(runs[0][2]), kSteps);
+  auto attempts =
+      db.Rows(absl::StrCat("SELECT outcome, slots FROM attempts WHERE run_id = ", run_id));
+  ASSERT_EQ(attempts.size(), 1u);
+  EXPECT_EQ(attempts[0][0], "succeeded");
+  EXPECT_EQ(attempts[0][1], "0,1");
+  ExpectCleanCurves(db, run_id);
+  ExpectLearned(db, run_id);
+  // Its train/loss curve is the 1-rank run's: the same steps, and the same values up to the
+  // order of floating-point sums (the gradient is averaged across ranks instead of summed in
+  // one process).
+  auto reference_runs =
+      db.Rows(absl::StrCat("SELECT id FROM runs WHERE sweep_id = ", reference_id));
+  ASSERT_EQ(reference_runs.size(), 1u);
+  auto losses = [&db](const std::string& run) {
+    std::vector<std::pair<int64_t, double>> out;
+    for (const auto& row :
+         db.Rows(absl::StrCat("SELECT step, value FROM canonical_metrics WHERE run_id = ", run,
+                              " AND name = 'train/loss' ORDER BY step"))) {
+      out.emplace_back(std::stoll(row[0]), std::stod(row[1]));
+    }
+    return out;
+  };
+  const auto two_ranks = losses(run_id);
+  const auto one_rank = losses(reference_runs[0][0]);
+  ASSERT_EQ(two_ranks.size(), one_rank.size());
+  for (size_t i = 0; i < two_ranks.size(); ++i) {
+    EXPECT_EQ(two_ranks[i].first, one_rank[i].first);
+    EXPECT_NEAR(two_ranks[i].second, one_rank[i].second, 1e-3 * one_rank[i].second)
+        << "train/loss at step " << one_rank[i].first;
+    std::cout << "step " << one_rank[i].first << ": train/loss " << one_rank[i].second
+              << " (1 rank) vs " << two_ranks[i].second << " (2 ranks)\n";
+  }
+
+  // Both ranks trained to the end and agree on the final parameters.
+  const std::string attempt_dir = absl::StrCat(cluster_.dir(), "/w1/run-", run_id, "-a1");
+  std::string digests[2];
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string log = attempt_dir + (rank == 0 ? "/train.log" : "/train.rank1.log");
+    absl::StatusOr<std::string> text = ReadFile(log);
+    ASSERT_TRUE(text.ok()) << text.status();
+    const std::string marker = absl::StrCat("[rank ", rank, "/2, parameters sha256 ");
+    const size_t at = text->find(marker);
+    ASSERT_NE(at, std::string::npos) << log << ":\n" << *text;
+    digests[rank] = text->substr(at + marker.size(), 64);
+  }
+  EXPECT_EQ(digests[0], digests[1]);
 }
 
 }  // namespace

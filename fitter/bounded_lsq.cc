@@ -30,7 +30,6 @@ BoundedLsqResult SolveBoundedLsq(const Eigen::MatrixXd& x, const Eigen::VectorXd
   const Eigen::VectorXd qty = qr.householderQ().transpose() * y;
   const Eigen::MatrixXd r = qr.matrixQR().topRows(m).triangularView<Eigen::Upper>();  // (m, p)
   const Eigen::VectorXd c = qty.head(m);
-  const double rest = qty.size() > m ? qty.tail(qty.size() - m).squaredNorm() : 0.0;
 
   std::vector<int> bounded;
   for (int j = 0; j < p; ++j) {
@@ -70,7 +69,11 @@ BoundedLsqResult SolveBoundedLsq(const Eigen::MatrixXd& x, const Eigen::VectorXd
       }
       if (!feasible) continue;
     }
-    const double sse = (r * b - c).squaredNorm() + rest;
+    // The residual in the original space, not ||R b − c||² + rest: when the features are
+    // nearly collinear (an exponent near 0 with a huge coefficient), the reduced form can
+    // report a tiny SSE for a solution whose real predictions are far off, and the
+    // exponent search would then chase that artefact.
+    const double sse = (xs * b - y).squaredNorm();
     if (sse < best.sse) {
       best.sse = sse;
       best.coef = b;

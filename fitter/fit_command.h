@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "fitter/de_search.h"
 
 namespace xmod::fitter {
 
@@ -25,9 +26,9 @@ struct FitCommandOptions {
   int bootstrap = 0;                   // bootstrap refits (0 = none)
   int threads = 2;
   bool cross_validate = true;
-  int population = 32;    // DE population
-  int generations = 400;  // DE generations at most
-  double ftol = 1e-7;     // DE stop: best and worst SSE/SST differ by less
+  int population = 32;                 // DE population
+  int generations = 400;               // DE generations at most
+  double ftol = SearchOptions{}.ftol;  // DE stop: best and worst fitness differ by less
 };
 
 // Reads the input, fits, validates, recommends and prints. INVALID_ARGUMENT for bad

@@ -23,7 +23,10 @@ namespace xmod::fitter {
 // Boxes of the exponents. The paper's estimates (Table 8) lie well inside.
 struct ExponentBounds {
   double eta_lo = 0, eta_hi = 2;  // η_N, η_L
-  double rho_lo = 0, rho_hi = 3;  // ρ_N, ρ_L, ρ_K, ρ_A
+  // ρ ≥ 0.05: as ρ → 0 the features (K^ρ − 1), 1 − (N/N_act)^−ρ vanish and their
+  // coefficient explodes (w → ∞), a degenerate log-law limit that fits A = 1 data and
+  // extrapolates wildly to other anchor strides. Table 8's exponents are all ≥ 0.078.
+  double rho_lo = 0.05, rho_hi = 3;  // ρ_N, ρ_L, ρ_K, ρ_A
 };
 
 struct FitOptions {

@@ -11,17 +11,16 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "common/files.h"
-#include "data/shard.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "model/accounting/accounting.h"
 #include "model/train/events.h"
+#include "model/train/test_corpus.h"
 #include "xmod/v1/spec.pb.h"
 #include "xmod/v1/trainer.pb.h"
 
@@ -45,21 +44,10 @@ class DistributedTest : public ::testing::Test {
     const char* bin = std::getenv("XMOD_BIN_DIR");
     ASSERT_NE(bin, nullptr) << "run through ctest (XMOD_BIN_DIR)";
     binary_ = std::string(bin) + "/xmod-train";
-    dir_ = (std::filesystem::path(::testing::TempDir()) /
-            ("distributed_test_" + std::to_string(::getpid())))
-               .string();
-    std::filesystem::create_directories(dir_);
-    // A learnable stream: each token a fixed function of the previous one, 1 in 8 random.
-    std::mt19937 rng(3);
-    for (const char* name : {"train_0.bin", "train_1.bin", "val_0.bin"}) {
-      std::vector<uint16_t> tokens(2000);
-      uint16_t t = 1;
-      for (uint16_t& out : tokens) {
-        t = rng() % 8 == 0 ? rng() % kVocab : (t * 5 + 3) % kVocab;
-        out = t;
-      }
-      ASSERT_TRUE(WriteShard(dir_ + "/" + name, tokens).ok());
-    }
+    dir_ = MakeTestDir("distributed_test");
+    ASSERT_TRUE(WriteLearnableShards(dir_, {"train_0.bin", "train_1.bin", "val_0.bin"},
+                                     /*tokens=*/2000, kVocab, /*seed=*/3)
+                    .ok());
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 

@@ -8,14 +8,13 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <random>
 
 #include "common/files.h"
-#include "data/shard.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/accounting/accounting.h"
 #include "model/train/events.h"
+#include "model/train/test_corpus.h"
 #include "model/train/threads.h"
 
 namespace xmod {
@@ -31,22 +30,10 @@ class TrainerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ApplyThreadBudget(1);
-    dir_ = (std::filesystem::path(::testing::TempDir()) /
-            ("trainer_test_" + std::to_string(::getpid())))
-               .string();
-    std::filesystem::create_directories(dir_);
-    // A learnable stream: each token is a fixed function of the previous one, 1 time in 8
-    // replaced by a random token.
-    std::mt19937 rng(11);
-    for (const char* name : {"train_0.bin", "train_1.bin", "val_0.bin"}) {
-      std::vector<uint16_t> tokens(3000);
-      uint16_t t = 1;
-      for (uint16_t& out : tokens) {
-        t = rng() % 8 == 0 ? rng() % kVocab : (t * 5 + 3) % kVocab;
-        out = t;
-      }
-      ASSERT_TRUE(WriteShard(dir_ + "/" + name, tokens).ok());
-    }
+    dir_ = MakeTestDir("trainer_test");
+    ASSERT_TRUE(WriteLearnableShards(dir_, {"train_0.bin", "train_1.bin", "val_0.bin"},
+                                     /*tokens=*/3000, kVocab, /*seed=*/11)
+                    .ok());
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 

@@ -18,12 +18,8 @@
 namespace xmod {
 namespace {
 
-// The fitter's roles (fitter/observations.h): DENSE runs and X-MoD K = 1 are dense
-// references; X-MoD runs with K >= 2 are observations; other architectures are not fitted.
-bool IsDenseReference(const fitter::RunCurve& run) {
-  return run.arch == xmod::v1::DENSE || (run.arch == xmod::v1::XMOD && run.k == 1);
-}
-bool IsObservation(const fitter::RunCurve& run) { return run.arch == xmod::v1::XMOD && run.k >= 2; }
+using fitter::IsDenseReference;
+using fitter::IsObservation;
 
 // A defect no later run can repair: a succeeded run of the fit with no val/loss point, or
 // with a value that is not finite and positive (a NaN, which the store keeps as text

@@ -9,11 +9,14 @@
 #include "fitter/backbones.h"
 
 namespace xmod::fitter {
-namespace {
 
 bool IsDenseReference(const RunCurve& run) {
   return run.arch == xmod::v1::DENSE || (run.arch == xmod::v1::XMOD && run.k == 1);
 }
+
+bool IsObservation(const RunCurve& run) { return run.arch == xmod::v1::XMOD && run.k >= 2; }
+
+namespace {
 
 std::string RunLabel(const RunCurve& run) {
   return absl::StrCat("run '", run.name, "' (", DenseGroupName(run.seq_len, run.backbone),
@@ -113,7 +116,7 @@ absl::StatusOr<std::vector<Observation>> BuildObservations(const std::vector<Run
 
   std::vector<Observation> out;
   for (const RunCurve& run : runs) {
-    if (run.arch != xmod::v1::XMOD || run.k < 2) continue;
+    if (!IsObservation(run)) continue;
     if (absl::Status s = CheckFinite(run); !s.ok()) return s;
     absl::StatusOr<LossCurve> sparse = LossCurve::Create(run.points, RunLabel(run));
     if (!sparse.ok()) return sparse.status();

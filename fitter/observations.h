@@ -57,6 +57,11 @@ struct ObservationOptions {
   double end_tolerance = 0.02;
 };
 
+// The roles of runs in a fit: DENSE runs and X-MoD K = 1 are dense references; X-MoD runs
+// with K >= 2 are observations; other architectures (MoD, MoE, controls) are not fitted.
+bool IsDenseReference(const RunCurve& run);
+bool IsObservation(const RunCurve& run);
+
 // Observations from run curves. DENSE runs (and K = 1) are references; X-MoD runs with
 // K >= 2 become observations; other architectures (MoD, MoE, controls) are not part of the
 // law and are skipped. INVALID_ARGUMENT naming the run and its (L, backbone) group for a

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "cli/commands.h"
+#include "common/credentials.h"
 
 namespace xmod::cli {
 namespace {
@@ -18,10 +19,17 @@ namespace {
 // Global options, filled by CLI11 then turned into a Context.
 struct Globals {
   std::string addr = kDefaultAddr;
-  std::string token;
+  std::string token_flag;  // refused: secrets never come from argv
+  std::string token_file;
+  ClientTlsFiles tls;
   std::string output = "table";
   double timeout_s = 30;
 };
+
+// Overwrites `value` with environment variable `name` when it is set and not empty.
+void FromEnv(const char* name, std::string* value) {
+  if (const char* env = std::getenv(name); env != nullptr && *env) *value = env;
+}
 
 // Binds the subcommands to `action`; every value they parse lives in `state`.
 struct State {
@@ -199,11 +207,24 @@ int RunXmodctl(const std::vector<std::string>& args, const Io& io) {
   app.require_subcommand(1);
   State s;
   Action action;
-  if (const char* addr = std::getenv("XMOD_ADDR"); addr != nullptr && *addr) s.globals.addr = addr;
-  if (const char* token = std::getenv("XMOD_TOKEN"); token != nullptr) s.globals.token = token;
+  FromEnv("XMOD_ADDR", &s.globals.addr);
+  FromEnv("XMOD_TOKEN_FILE", &s.globals.token_file);
+  FromEnv("XMOD_TLS_CA", &s.globals.tls.ca_file);
+  FromEnv("XMOD_TLS_CERT", &s.globals.tls.cert_file);
+  FromEnv("XMOD_TLS_KEY", &s.globals.tls.key_file);
   app.add_option("--addr", s.globals.addr, "Coordinator host:port (env XMOD_ADDR)")
       ->capture_default_str();
-  app.add_option("--token", s.globals.token, "Bearer token (env XMOD_TOKEN)");
+  app.add_option("--token_file", s.globals.token_file,
+                 "File holding the bearer token (env XMOD_TOKEN_FILE; else env XMOD_TOKEN "
+                 "holds the token itself)");
+  app.add_option("--token", s.globals.token_flag,
+                 "Removed: a token on the command line is visible in ps; use --token_file");
+  app.add_flag("--tls", s.globals.tls.enabled, "Use TLS with the system's root CAs");
+  app.add_option("--tls_ca", s.globals.tls.ca_file,
+                 "PEM CA to verify the coordinator with; implies --tls (env XMOD_TLS_CA)");
+  app.add_option("--tls_cert", s.globals.tls.cert_file,
+                 "PEM client certificate for mutual TLS (env XMOD_TLS_CERT)");
+  app.add_option("--tls_key", s.globals.tls.key_file, "PEM key of --tls_cert (env XMOD_TLS_KEY)");
   app.add_option("--output,-o", s.globals.output, "table, json or csv")->capture_default_str();
   app.add_option("--timeout", s.globals.timeout_s, "Seconds to wait for each call")
       ->capture_default_str();
@@ -224,8 +245,18 @@ int RunXmodctl(const std::vector<std::string>& args, const Io& io) {
             << " (see xmodctl --help)\n";
     return 2;
   }
+  if (!s.globals.token_flag.empty()) {
+    *io.err << "xmodctl: --token is no longer accepted (a token on the command line is visible "
+               "in ps); put it in a file and pass --token_file, or set XMOD_TOKEN\n";
+    return 2;
+  }
+  absl::StatusOr<std::string> token = ReadToken(s.globals.token_file, "XMOD_TOKEN");
+  if (!token.ok()) {
+    *io.err << "xmodctl: --token_file: " << token.status().message() << "\n";
+    return 2;
+  }
   Context ctx;
-  ctx.client = ClientOptions{s.globals.addr, s.globals.token, s.globals.timeout_s};
+  ctx.client = ClientOptions{s.globals.addr, *token, s.globals.tls, s.globals.timeout_s};
   ctx.out = io.out;
   ctx.out_is_tty = io.out_is_tty;
   ctx.tty_columns = io.tty_columns;

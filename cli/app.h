@@ -6,7 +6,8 @@
 // a parameter or spec refused with INVALID_ARGUMENT, locally or by the coordinator);
 // 1 any other failure (coordinator unreachable, run or sweep not found, a watched sweep that
 // ended with failed or cancelled runs). Every failure prints one line "xmodctl: ..." on err.
-// Thread-compatible; reads XMOD_ADDR and XMOD_TOKEN from the environment.
+// Thread-compatible; reads XMOD_ADDR, XMOD_TOKEN_FILE or XMOD_TOKEN, and XMOD_TLS_CA /
+// XMOD_TLS_CERT / XMOD_TLS_KEY from the environment. Secrets never come from argv.
 #ifndef XMOD_CLI_APP_H_
 #define XMOD_CLI_APP_H_
 

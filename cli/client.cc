@@ -9,13 +9,17 @@
 
 namespace xmod::cli {
 
-CoordinatorClient::CoordinatorClient(const ClientOptions& options) : options_(options) {
-  grpc::ChannelArguments args;
-  // Query results and metric series can be large.
-  args.SetMaxReceiveMessageSize(256 << 20);
-  channel_ = grpc::CreateCustomChannel(options_.addr, grpc::InsecureChannelCredentials(), args);
-  stub_ = xmod::v1::Coordinator::NewStub(channel_);
+absl::StatusOr<CoordinatorClient> CoordinatorClient::Connect(const ClientOptions& options) {
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = NewChannel(options.addr, options.tls);
+  if (!channel.ok()) return channel.status();
+  return CoordinatorClient(options, *std::move(channel));
 }
+
+CoordinatorClient::CoordinatorClient(const ClientOptions& options,
+                                     std::shared_ptr<grpc::Channel> channel)
+    : options_(options),
+      channel_(std::move(channel)),
+      stub_(xmod::v1::Coordinator::NewStub(channel_)) {}
 
 std::unique_ptr<grpc::ClientContext> CoordinatorClient::NewContext(bool with_deadline) const {
   auto context = std::make_unique<grpc::ClientContext>();
@@ -38,9 +42,9 @@ absl::Status CoordinatorClient::Error(const grpc::Status& status) const {
                                                       " did not answer within ", options_.timeout_s,
                                                       " s (--timeout)"));
     case grpc::StatusCode::UNAUTHENTICATED:
-      return absl::UnauthenticatedError(
-          absl::StrCat("the coordinator at ", options_.addr,
-                       " refused the token (--token or XMOD_TOKEN): ", status.error_message()));
+      return absl::UnauthenticatedError(absl::StrCat(
+          "the coordinator at ", options_.addr,
+          " refused the token (--token_file or XMOD_TOKEN): ", status.error_message()));
     default:
       return FromGrpcStatus(status);
   }

@@ -1,6 +1,6 @@
 // CoordinatorClient: xmodctl's connection to xmod-coordinator's user API. Owns the channel
-// and stub, attaches the bearer token and the deadline to every call, and turns failures into
-// one-line absl::Status messages that name the address tried.
+// (TLS when configured) and stub, attaches the bearer token and the deadline to every call,
+// and turns failures into one-line absl::Status messages that name the address tried.
 // Thread-safe after construction (gRPC stubs are).
 #ifndef XMOD_CLI_CLIENT_H_
 #define XMOD_CLI_CLIENT_H_
@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/transport.h"
 #include "xmod/v1/coordinator.grpc.pb.h"
 
 namespace xmod::cli {
@@ -19,12 +20,15 @@ namespace xmod::cli {
 struct ClientOptions {
   std::string addr;       // host:port of the coordinator
   std::string token;      // bearer token; empty = none
+  ClientTlsFiles tls;     // TLS (and client certificate); off = plaintext
   double timeout_s = 30;  // deadline of unary calls; <= 0 = none
 };
 
 class CoordinatorClient {
  public:
-  explicit CoordinatorClient(const ClientOptions& options);
+  // A client over a channel to options.addr (common/transport.h); INVALID_ARGUMENT naming the
+  // flag when a TLS file cannot be read.
+  static absl::StatusOr<CoordinatorClient> Connect(const ClientOptions& options);
 
   const ClientOptions& options() const { return options_; }
   xmod::v1::Coordinator::Stub& stub() { return *stub_; }
@@ -49,6 +53,8 @@ class CoordinatorClient {
   }
 
  private:
+  CoordinatorClient(const ClientOptions& options, std::shared_ptr<grpc::Channel> channel);
+
   ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<xmod::v1::Coordinator::Stub> stub_;

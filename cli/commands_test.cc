@@ -6,12 +6,16 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <sstream>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "cli/app.h"
 #include "common/files.h"
+#include "common/test_certs.h"
+#include "common/transport.h"
 #include "xmod/v1/coordinator.grpc.pb.h"
 
 namespace xmod::cli {
@@ -307,7 +311,8 @@ constexpr char kSpec[] = R"pb(
 )pb";
 
 TEST_F(CommandsTest, SubmitPrintsSweepIdAndRuns) {
-  Result r = Xmodctl({"--token", "s3cret", "sweep", "submit", WriteSpec("demo.textpb", kSpec)});
+  Result r = Xmodctl({"--token_file", WriteSpec("token", "s3cret\n"), "sweep", "submit",
+                      WriteSpec("demo.textpb", kSpec)});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("Submitted sweep 7 (\"demo\") with 2 runs"));
   EXPECT_THAT(r.out, HasSubstr("xmod-cpu-d128-L256-K4-A1"));
@@ -320,6 +325,25 @@ TEST_F(CommandsTest, SubmitPrintsSweepIdAndRuns) {
   EXPECT_EQ(fake_.last_authorization(), "Bearer s3cret");
 }
 
+TEST_F(CommandsTest, SecretsNeverComeFromTheCommandLine) {
+  Result r = Xmodctl({"--token", "s3cret", "sweep", "list"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--token is no longer accepted"));
+  EXPECT_EQ(fake_.last_authorization(), "");
+  setenv("XMOD_TOKEN", "from-env", 1);
+  r = Xmodctl({"sweep", "list"});
+  unsetenv("XMOD_TOKEN");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(fake_.last_authorization(), "Bearer from-env");
+  r = Xmodctl({"--token_file", "/nonexistent/token", "sweep", "list"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("/nonexistent/token"));
+  // TLS to a plaintext server fails to connect; a missing CA file is a usage error.
+  r = Xmodctl({"--tls_ca", "/nonexistent/ca.pem", "sweep", "list"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--tls_ca: cannot read /nonexistent/ca.pem"));
+}
+
 TEST_F(CommandsTest, SubmitJsonDryRun) {
   Result r = Xmodctl({"sweep", "submit", "--dry_run",
                       WriteSpec("demo.json", R"({"name": "j", "grids": [{"ks": [2]}]})")});
@@ -327,6 +351,9 @@ TEST_F(CommandsTest, SubmitJsonDryRun) {
   EXPECT_TRUE(fake_.last_submit().dry_run());
   EXPECT_EQ(fake_.last_submit().spec().grids(0).ks(0), 2);
   EXPECT_THAT(r.out, HasSubstr("Dry run: sweep \"j\" expands to 2 runs (nothing stored)"));
+  // Tokens the budget buys, 3e12 / (3 x 1.5e6), and per active-equivalent parameter.
+  EXPECT_THAT(r.out, HasSubstr("tokens/N_act"));
+  EXPECT_THAT(r.out, HasSubstr("667k"));
   EXPECT_EQ(fake_.last_authorization(), "");
 }
 
@@ -548,6 +575,48 @@ TEST_F(CommandsTest, WatchStreamEndingEarlyIsAnError) {
   Result r = Xmodctl({"sweep", "watch", "7"});
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.err, HasSubstr("ended before the sweep did"));
+}
+
+// xmodctl against a coordinator that requires TLS and client certificates (made with openssl
+// for this test): only the right CA plus a client certificate connects.
+TEST(CommandsTlsTest, TlsFlagsReachAMutualTlsServer) {
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/xmodctl-tls");
+  ASSERT_EQ(std::system(absl::StrCat("rm -rf '", dir, "' && mkdir -p '", dir, "'").c_str()), 0);
+  ASSERT_TRUE(MakeTestCa(dir, "ca").ok());
+  ASSERT_TRUE(MakeTestCert(dir, "ca", "server", "IP:127.0.0.1").ok());
+  ASSERT_TRUE(MakeTestCert(dir, "ca", "client", "").ok());
+  ServerTlsFiles tls;
+  tls.cert_file = dir + "/server.pem";
+  tls.key_file = dir + "/server.key";
+  tls.client_ca_file = dir + "/ca.pem";
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = NewServerCredentials(tls);
+  ASSERT_TRUE(credentials.ok()) << credentials.status();
+  FakeCoordinator fake;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", *credentials, &port);
+  builder.RegisterService(&fake);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_GT(port, 0);
+  const auto xmodctl = [&](std::vector<std::string> flags) {
+    std::vector<std::string> args = {"xmodctl", "--addr", absl::StrCat("127.0.0.1:", port),
+                                     "--timeout", "10"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), {"sweep", "list"});
+    std::ostringstream out, err;
+    const int code = RunXmodctl(args, Io{&out, &err, false, 0});
+    return std::make_pair(code, out.str() + err.str());
+  };
+  auto [code, text] = xmodctl({"--tls_ca", dir + "/ca.pem", "--tls_cert", dir + "/client.pem",
+                               "--tls_key", dir + "/client.key"});
+  EXPECT_EQ(code, 0) << text;
+  EXPECT_THAT(text, HasSubstr("demo, small"));
+  std::tie(code, text) = xmodctl({});
+  EXPECT_EQ(code, 1);
+  EXPECT_THAT(text, HasSubstr("cannot reach the coordinator"));
+  std::tie(code, text) = xmodctl({"--tls_ca", dir + "/ca.pem"});
+  EXPECT_EQ(code, 1) << "no client certificate";
+  server->Shutdown();
 }
 
 TEST(CommandsNoServerTest, ConnectionFailureNamesTheAddress) {

@@ -18,8 +18,9 @@ using xmod::v1::Coordinator;
 absl::Status FitShow(const Context& ctx, int64_t sweep_id) {
   xmod::v1::GetFitRequest request;
   request.set_sweep_id(sweep_id);
-  CoordinatorClient client(ctx.client);
-  auto fit = client.Call(&Coordinator::Stub::GetFit, request);
+  absl::StatusOr<CoordinatorClient> client = CoordinatorClient::Connect(ctx.client);
+  if (!client.ok()) return client.status();
+  auto fit = client->Call(&Coordinator::Stub::GetFit, request);
   if (!fit.ok()) return fit.status();
   if (ctx.format == OutputFormat::kJson) {
     *ctx.out << ProtoJson(*fit);
@@ -52,8 +53,9 @@ absl::Status FitPredict(const Context& ctx, const PredictOptions& options) {
       }
     }
   }
-  CoordinatorClient client(ctx.client);
-  auto response = client.Call(&Coordinator::Stub::Predict, request);
+  absl::StatusOr<CoordinatorClient> client = CoordinatorClient::Connect(ctx.client);
+  if (!client.ok()) return client.status();
+  auto response = client->Call(&Coordinator::Stub::Predict, request);
   if (!response.ok()) return response.status();
   *ctx.out << Render(
       PredictionsTable({response->predictions().begin(), response->predictions().end()}),
@@ -78,8 +80,9 @@ absl::Status FitRecommend(const Context& ctx, const RecommendOptions& options) {
       return absl::InvalidArgumentError(absl::StrCat("--max_params: ", cap.status().message()));
     request.set_max_total_params(*cap);
   }
-  CoordinatorClient client(ctx.client);
-  auto response = client.Call(&Coordinator::Stub::Recommend, request);
+  absl::StatusOr<CoordinatorClient> client = CoordinatorClient::Connect(ctx.client);
+  if (!client.ok()) return client.status();
+  auto response = client->Call(&Coordinator::Stub::Recommend, request);
   if (!response.ok()) return response.status();
   if (ctx.format == OutputFormat::kJson) {
     *ctx.out << ProtoJson(*response);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "google/protobuf/util/json_util.h"
+#include "model/accounting/accounting.h"
 
 namespace xmod::cli {
 namespace {
@@ -155,18 +156,28 @@ Table RunsTable(const std::vector<Run>& runs) {
 Table PlannedRunsTable(const std::vector<Run>& runs) {
   Table t;
   t.columns = {"id",       "name",   "arch",          "K",           "A",      "L",
-               "backbone", "params", "fwd_flops/tok", "flop_budget", "tokens", "held_out"};
+               "backbone", "params", "fwd_flops/tok", "flop_budget", "tokens", "tokens/N_act",
+               "held_out"};
   for (const auto& r : runs) {
     const auto& m = r.spec().model();
-    double budget = RunBudget(r);
-    double fwd = r.forward_flops_per_token();
-    Cell tokens =
-        fwd > 0 ? Cell::Num(budget / (3 * fwd), FormatParams(budget / (3 * fwd))) : Cell::Null();
+    const double budget = RunBudget(r);
+    const double fwd = r.forward_flops_per_token();
+    // C = multiplier x forward FLOPs/token x tokens (TrainingSpec.train_flops_multiplier).
+    const double n_tokens =
+        fwd > 0 ? budget / (TrainFlopsMultiplier(r.spec().training()) * fwd) : 0;
+    Cell tokens = fwd > 0 ? Cell::Num(n_tokens, FormatParams(n_tokens)) : Cell::Null();
+    // Tokens per active-equivalent parameter (N_act with embeddings, the paper's size axis).
+    Cell per_param = Cell::Null();
+    absl::StatusOr<Accounting> acc = Account(m, r.spec().training().seq_len());
+    if (fwd > 0 && acc.ok() && acc->active_params > 0) {
+      const double ratio = n_tokens / (acc->active_params + acc->embedding_params);
+      per_param = Cell::Num(ratio, absl::StrFormat("%.3g", ratio));
+    }
     t.AddRow({r.id() ? Cell::Int(r.id()) : Cell::Null(), Cell::Str(r.name()),
               Cell::Str(ArchName(m.arch())), KCell(r), ACell(r),
               Cell::Int(r.spec().training().seq_len()), Cell::Str(m.backbone().name()),
               ParamsCell(r.total_params()), fwd > 0 ? FlopsCell(fwd) : Cell::Null(),
-              FlopsCell(budget), tokens, Cell::Bool(r.held_out())});
+              FlopsCell(budget), tokens, per_param, Cell::Bool(r.held_out())});
   }
   return t;
 }

@@ -31,7 +31,8 @@ Table SweepSummaryTable(const xmod::v1::Sweep& sweep);
 // Queue and progress view: id, name, state, arch, K, A, L, backbone, progress, step, losses.
 Table RunsTable(const std::vector<xmod::v1::Run>& runs);
 // As planned by SubmitSweep: name, arch, K, A, L, backbone, params, FLOPs/token, budget,
-// tokens the budget buys.
+// tokens the budget buys (budget / (train_flops_multiplier x FLOPs/token)) and those tokens
+// per active-equivalent parameter (N_act, embeddings included).
 Table PlannedRunsTable(const std::vector<xmod::v1::Run>& runs);
 Table RunSummaryTable(const xmod::v1::Run& run);
 Table AttemptsTable(const xmod::v1::GetRunResponse& response);

@@ -43,8 +43,9 @@ absl::Status RunsList(const Context& ctx, int64_t sweep_id, const std::vector<st
     if (!state.ok()) return state.status();
     request.add_states(static_cast<xmod::v1::RunState>(*state));
   }
-  CoordinatorClient client(ctx.client);
-  auto response = client.Call(&Coordinator::Stub::ListRuns, request);
+  absl::StatusOr<CoordinatorClient> client = CoordinatorClient::Connect(ctx.client);
+  if (!client.ok()) return client.status();
+  auto response = client->Call(&Coordinator::Stub::ListRuns, request);
   if (!response.ok()) return response.status();
   *ctx.out << Render(RunsTable({response->runs().begin(), response->runs().end()}), ctx.format);
   return absl::OkStatus();
@@ -53,8 +54,9 @@ absl::Status RunsList(const Context& ctx, int64_t sweep_id, const std::vector<st
 absl::Status RunShow(const Context& ctx, int64_t run_id) {
   xmod::v1::GetRunRequest request;
   request.set_run_id(run_id);
-  CoordinatorClient client(ctx.client);
-  auto response = client.Call(&Coordinator::Stub::GetRun, request);
+  absl::StatusOr<CoordinatorClient> client = CoordinatorClient::Connect(ctx.client);
+  if (!client.ok()) return client.status();
+  auto response = client->Call(&Coordinator::Stub::GetRun, request);
   if (!response.ok()) return response.status();
   if (ctx.format == OutputFormat::kJson) {
     *ctx.out << ProtoJson(*response);
@@ -69,8 +71,9 @@ absl::Status RunShow(const Context& ctx, int64_t run_id) {
 absl::Status RunResume(const Context& ctx, int64_t run_id) {
   xmod::v1::ResumeRunRequest request;
   request.set_run_id(run_id);
-  CoordinatorClient client(ctx.client);
-  auto run = client.Call(&Coordinator::Stub::ResumeRun, request);
+  absl::StatusOr<CoordinatorClient> client = CoordinatorClient::Connect(ctx.client);
+  if (!client.ok()) return client.status();
+  auto run = client->Call(&Coordinator::Stub::ResumeRun, request);
   if (!run.ok()) return run.status();
   return PrintRun(ctx, *run);
 }
@@ -78,8 +81,9 @@ absl::Status RunResume(const Context& ctx, int64_t run_id) {
 absl::Status RunCancel(const Context& ctx, int64_t run_id) {
   xmod::v1::CancelRunRequest request;
   request.set_run_id(run_id);
-  CoordinatorClient client(ctx.client);
-  auto run = client.Call(&Coordinator::Stub::CancelRun, request);
+  absl::StatusOr<CoordinatorClient> client = CoordinatorClient::Connect(ctx.client);
+  if (!client.ok()) return client.status();
+  auto run = client->Call(&Coordinator::Stub::CancelRun, request);
   if (!run.ok()) return run.status();
   return PrintRun(ctx, *run);
 }
@@ -90,8 +94,9 @@ absl::Status Metrics(const Context& ctx, int64_t run_id, const std::vector<std::
   request.set_run_id(run_id);
   for (const auto& name : names) request.add_names(name);
   request.set_max_points(max_points);
-  CoordinatorClient client(ctx.client);
-  auto response = client.Call(&Coordinator::Stub::GetMetrics, request);
+  absl::StatusOr<CoordinatorClient> client = CoordinatorClient::Connect(ctx.client);
+  if (!client.ok()) return client.status();
+  auto response = client->Call(&Coordinator::Stub::GetMetrics, request);
   if (!response.ok()) return response.status();
   *ctx.out << Render(MetricsTable(*response), ctx.format);
   return absl::OkStatus();
@@ -101,8 +106,9 @@ absl::Status Query(const Context& ctx, const std::string& sql, int max_rows) {
   xmod::v1::QueryRequest request;
   request.set_sql(sql);
   request.set_max_rows(max_rows);
-  CoordinatorClient client(ctx.client);
-  auto response = client.Call(&Coordinator::Stub::Query, request);
+  absl::StatusOr<CoordinatorClient> client = CoordinatorClient::Connect(ctx.client);
+  if (!client.ok()) return client.status();
+  auto response = client->Call(&Coordinator::Stub::Query, request);
   if (!response.ok()) return response.status();
   Table table = QueryTable(*response);
   *ctx.out << Render(table, ctx.format);

@@ -34,8 +34,9 @@ absl::Status SweepSubmit(const Context& ctx, const std::string& file, bool dry_r
   xmod::v1::SubmitSweepRequest request;
   *request.mutable_spec() = *spec;
   request.set_dry_run(dry_run);
-  CoordinatorClient client(ctx.client);
-  auto response = client.Call(&Coordinator::Stub::SubmitSweep, request);
+  absl::StatusOr<CoordinatorClient> client = CoordinatorClient::Connect(ctx.client);
+  if (!client.ok()) return client.status();
+  auto response = client->Call(&Coordinator::Stub::SubmitSweep, request);
   if (!response.ok()) return response.status();
   std::ostream& out = *ctx.out;
   if (ctx.format == OutputFormat::kJson) {
@@ -56,8 +57,9 @@ absl::Status SweepSubmit(const Context& ctx, const std::string& file, bool dry_r
 absl::Status SweepList(const Context& ctx, int limit) {
   xmod::v1::ListSweepsRequest request;
   request.set_limit(limit);
-  CoordinatorClient client(ctx.client);
-  auto response = client.Call(&Coordinator::Stub::ListSweeps, request);
+  absl::StatusOr<CoordinatorClient> client = CoordinatorClient::Connect(ctx.client);
+  if (!client.ok()) return client.status();
+  auto response = client->Call(&Coordinator::Stub::ListSweeps, request);
   if (!response.ok()) return response.status();
   *ctx.out << Render(SweepsTable({response->sweeps().begin(), response->sweeps().end()}),
                      ctx.format);
@@ -65,10 +67,11 @@ absl::Status SweepList(const Context& ctx, int limit) {
 }
 
 absl::Status SweepShow(const Context& ctx, int64_t sweep_id) {
-  CoordinatorClient client(ctx.client);
+  absl::StatusOr<CoordinatorClient> client = CoordinatorClient::Connect(ctx.client);
+  if (!client.ok()) return client.status();
   xmod::v1::GetSweepRequest get;
   get.set_sweep_id(sweep_id);
-  auto sweep = client.Call(&Coordinator::Stub::GetSweep, get);
+  auto sweep = client->Call(&Coordinator::Stub::GetSweep, get);
   if (!sweep.ok()) return sweep.status();
   if (ctx.format == OutputFormat::kJson) {
     *ctx.out << ProtoJson(*sweep);
@@ -76,7 +79,7 @@ absl::Status SweepShow(const Context& ctx, int64_t sweep_id) {
   }
   xmod::v1::ListRunsRequest list;
   list.set_sweep_id(sweep_id);
-  auto runs = client.Call(&Coordinator::Stub::ListRuns, list);
+  auto runs = client->Call(&Coordinator::Stub::ListRuns, list);
   if (!runs.ok()) return runs.status();
   Table runs_table = RunsTable(Runs(runs->runs()));
   runs_table.title = "Runs";
@@ -87,8 +90,9 @@ absl::Status SweepShow(const Context& ctx, int64_t sweep_id) {
 absl::Status SweepCancel(const Context& ctx, int64_t sweep_id) {
   xmod::v1::CancelSweepRequest request;
   request.set_sweep_id(sweep_id);
-  CoordinatorClient client(ctx.client);
-  auto sweep = client.Call(&Coordinator::Stub::CancelSweep, request);
+  absl::StatusOr<CoordinatorClient> client = CoordinatorClient::Connect(ctx.client);
+  if (!client.ok()) return client.status();
+  auto sweep = client->Call(&Coordinator::Stub::CancelSweep, request);
   if (!sweep.ok()) return sweep.status();
   *ctx.out << Render(SweepsTable({*sweep}), ctx.format);
   return absl::OkStatus();
@@ -97,8 +101,9 @@ absl::Status SweepCancel(const Context& ctx, int64_t sweep_id) {
 absl::Status SweepRetry(const Context& ctx, int64_t sweep_id) {
   xmod::v1::RetryFailedRequest request;
   request.set_sweep_id(sweep_id);
-  CoordinatorClient client(ctx.client);
-  auto response = client.Call(&Coordinator::Stub::RetryFailed, request);
+  absl::StatusOr<CoordinatorClient> client = CoordinatorClient::Connect(ctx.client);
+  if (!client.ok()) return client.status();
+  auto response = client->Call(&Coordinator::Stub::RetryFailed, request);
   if (!response.ok()) return response.status();
   Table t;
   t.title = absl::StrCat("Requeued ", response->run_ids_size(), " failed runs of sweep ", sweep_id);
@@ -109,7 +114,8 @@ absl::Status SweepRetry(const Context& ctx, int64_t sweep_id) {
 }
 
 absl::Status SweepWatch(const Context& ctx, int64_t sweep_id) {
-  CoordinatorClient client(ctx.client);
+  absl::StatusOr<CoordinatorClient> client = CoordinatorClient::Connect(ctx.client);
+  if (!client.ok()) return client.status();
   xmod::v1::WatchSweepRequest request;
   request.set_sweep_id(sweep_id);
   WatchView view;
@@ -118,8 +124,8 @@ absl::Status SweepWatch(const Context& ctx, int64_t sweep_id) {
   int retries = 0;
   while (true) {
     // No deadline: a sweep runs for as long as it takes.
-    auto context = client.NewContext(/*with_deadline=*/false);
-    auto reader = client.stub().WatchSweep(context.get(), request);
+    auto context = client->NewContext(/*with_deadline=*/false);
+    auto reader = client->stub().WatchSweep(context.get(), request);
     xmod::v1::WatchSweepEvent event;
     while (reader->Read(&event)) {
       connected_once = true;
@@ -141,7 +147,7 @@ absl::Status SweepWatch(const Context& ctx, int64_t sweep_id) {
       ++retries;
       continue;
     }
-    if (!status.ok()) return client.Error(status);
+    if (!status.ok()) return client->Error(status);
     return absl::UnavailableError(
         absl::StrCat("the watch stream of sweep ", sweep_id, " ended before the sweep did"));
   }

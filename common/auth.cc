@@ -1,24 +1,54 @@
+// See auth.h.
 #include "common/auth.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace xmod {
 
-absl::Status CheckBearerToken(const std::string& expected,
-                              const std::optional<std::string>& header) {
-  if (expected.empty()) return absl::OkStatus();
-  if (!header.has_value()) return absl::UnauthenticatedError("missing authorization metadata");
-  if (*header != absl::StrCat("Bearer ", expected)) {
-    return absl::UnauthenticatedError("bad bearer token");
+bool ScopeAllows(Scope scope, Access access) {
+  switch (access) {
+    case Access::kRead:
+      return scope == Scope::kUser || scope == Scope::kRead;
+    case Access::kWrite:
+      return scope == Scope::kUser;
+    case Access::kWorker:
+      return scope == Scope::kWorker;
   }
-  return absl::OkStatus();
+  return false;
 }
 
-absl::Status CheckBearerToken(const std::string& expected, const grpc::ServerContext& context) {
+absl::StatusOr<Principal> Authorize(const CredentialSet& credentials,
+                                    const std::optional<std::string>& header, Access access,
+                                    absl::string_view method) {
+  if (credentials.empty()) return *credentials.Authenticate("");
+  constexpr absl::string_view kBearer = "Bearer ";
+  if (!header.has_value()) return absl::UnauthenticatedError("missing authorization metadata");
+  if (!absl::StartsWith(*header, kBearer)) {
+    return absl::UnauthenticatedError("authorization is not \"Bearer <token>\"");
+  }
+  std::optional<Principal> principal =
+      credentials.Authenticate(absl::string_view(*header).substr(kBearer.size()));
+  if (!principal.has_value()) return absl::UnauthenticatedError("unknown bearer token");
+  if (!ScopeAllows(principal->scope, access)) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(method, ": credential \"", principal->name, "\" has scope ",
+                     ScopeName(principal->scope), ", which does not allow ",
+                     access == Access::kWorker  ? "worker calls"
+                     : access == Access::kWrite ? "changes (read-only)"
+                                                : "user calls"));
+  }
+  return *principal;
+}
+
+absl::StatusOr<Principal> Authorize(const CredentialSet& credentials,
+                                    const grpc::ServerContext& context, Access access,
+                                    absl::string_view method) {
   const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");
-  if (it == metadata.end()) return CheckBearerToken(expected, std::nullopt);
-  return CheckBearerToken(expected, std::string(it->second.data(), it->second.size()));
+  std::optional<std::string> header;
+  if (it != metadata.end()) header = std::string(it->second.data(), it->second.size());
+  return Authorize(credentials, header, access, method);
 }
 
 void AttachBearerToken(const std::string& token, grpc::ClientContext* context) {

@@ -1,5 +1,10 @@
-// Bearer-token authentication for both gRPC services (ARCHITECTURE.md, "Protocol").
-// A server started with a token refuses calls without "authorization: Bearer <token>".
+// Bearer-token authentication and scope checks for both gRPC services and the HTTP API
+// (credentials.h has the scopes). A call carries "authorization: Bearer <token>"; the server
+// maps the token to a Principal and checks that its scope allows what the call does:
+//   kRead    Coordinator reads          user, read
+//   kWrite   Coordinator changes        user
+//   kWorker  every WorkerGateway call   worker
+// Without configured credentials every caller is the anonymous principal and allowed.
 #ifndef XMOD_COMMON_AUTH_H_
 #define XMOD_COMMON_AUTH_H_
 
@@ -9,16 +14,28 @@
 #include <optional>
 #include <string>
 
-#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/credentials.h"
 
 namespace xmod {
 
-// OK when `expected` is empty or `header` is "Bearer <expected>"; UNAUTHENTICATED otherwise.
-absl::Status CheckBearerToken(const std::string& expected,
-                              const std::optional<std::string>& header);
+enum class Access { kRead, kWrite, kWorker };
 
-// Reads the authorization header of a call and checks it.
-absl::Status CheckBearerToken(const std::string& expected, const grpc::ServerContext& context);
+// The principal of "Bearer <token>" in `header`: UNAUTHENTICATED when the header is missing,
+// malformed or carries an unknown token; PERMISSION_DENIED naming `method` and the
+// credential when its scope does not allow `access`.
+absl::StatusOr<Principal> Authorize(const CredentialSet& credentials,
+                                    const std::optional<std::string>& header, Access access,
+                                    absl::string_view method);
+
+// The same for a gRPC call's "authorization" metadata.
+absl::StatusOr<Principal> Authorize(const CredentialSet& credentials,
+                                    const grpc::ServerContext& context, Access access,
+                                    absl::string_view method);
+
+// Whether `scope` allows `access`.
+bool ScopeAllows(Scope scope, Access access);
 
 // Attaches the token to an outgoing call (nothing when empty).
 void AttachBearerToken(const std::string& token, grpc::ClientContext* context);

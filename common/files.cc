@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,6 +37,31 @@ std::string HexDigest(const unsigned char* digest, unsigned int size) {
 
 using DigestContext = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
 
+// `path`.tmp.<host>.<pid>.<random>: unique among writers on every host that shares the
+// folder (a pid alone repeats across hosts, and on one host across restarts).
+std::string TempName(const std::string& path) {
+  char host[256] = {0};
+  if (::gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  for (char* c = host; *c != '\0'; ++c) {
+    if (*c == '/') *c = '_';
+  }
+  unsigned char nonce[8] = {0};
+  RAND_bytes(nonce, sizeof(nonce));
+  return absl::StrCat(path, ".tmp.", host, ".", getpid(), ".", HexDigest(nonce, sizeof(nonce)));
+}
+
+// fsync of the folder holding `path`, so that a rename into it survives a crash.
+absl::Status SyncParent(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  const std::string dir =
+      slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus("cannot open folder", dir);
+  absl::Status status = ::fsync(fd) == 0 ? absl::OkStatus() : ErrnoStatus("cannot sync", dir);
+  ::close(fd);
+  return status;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
@@ -48,7 +74,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 }
 
 absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents) {
-  std::string temp = absl::StrCat(path, ".tmp.", getpid());
+  const std::string temp = TempName(path);
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus("cannot create", temp);
   const char* data = contents.data();
@@ -75,7 +101,7 @@ absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents
     ::unlink(temp.c_str());
     return status;
   }
-  return absl::OkStatus();
+  return SyncParent(path);
 }
 
 std::string Sha256Hex(absl::string_view bytes) {
@@ -105,7 +131,8 @@ absl::StatusOr<std::string> Sha256File(const std::string& path) {
 absl::Status MakeDirs(const std::string& path) {
   std::error_code error;
   std::filesystem::create_directories(path, error);
-  if (error) return absl::InternalError(absl::StrCat("cannot create ", path, ": ", error.message()));
+  if (error)
+    return absl::InternalError(absl::StrCat("cannot create ", path, ": ", error.message()));
   return absl::OkStatus();
 }
 

@@ -14,7 +14,10 @@ namespace xmod {
 // The whole file. NotFound if it does not exist.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
-// Writes `contents` to `path` atomically: readers see the old file or the whole new one.
+// Writes `contents` to `path` atomically and durably: readers see the old file or the whole
+// new one. A temporary `path`.tmp.<host>.<pid>.<random> (unique across hosts sharing the
+// folder) is written, fsynced and renamed onto `path`, then the folder is fsynced so the
+// rename survives a crash.
 absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents);
 
 // Lower-case hex SHA-256 of a file's bytes / of a buffer.

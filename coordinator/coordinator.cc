@@ -7,6 +7,7 @@
 
 #include <map>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
 #include "coordinator/coordinator_service.h"
@@ -18,7 +19,44 @@
 
 namespace xmod {
 
+namespace {
+
+// Whether `address` (host:port, as for --listen) is a loopback address.
+bool IsLoopback(const std::string& address) {
+  absl::StatusOr<std::pair<std::string, int>> split = SplitHostPort(address, "");
+  if (!split.ok()) return false;
+  const std::string& host = split->first;
+  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
+}
+
+// Without credentials only loopback listeners, unless --insecure; a warning either way.
+absl::Status CheckExposure(const CoordinatorOptions& options) {
+  if (!options.credentials->empty()) return absl::OkStatus();
+  for (const auto& [flag, address] :
+       {std::pair<const char*, std::string>{"--listen", options.listen},
+        {"--http_listen", options.http_listen}}) {
+    if (address.empty() || IsLoopback(address)) continue;
+    if (!options.insecure) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": ", address,
+                       " is not a loopback address and no credentials are configured "
+                       "(--credentials_file); pass --insecure to serve it unauthenticated anyway"));
+    }
+    LOG(WARNING) << "--insecure: no credentials configured and " << flag << "=" << address
+                 << " is not loopback: anyone who can reach it has full access";
+  }
+  LOG(WARNING) << "no credentials configured (--credentials_file): every client that can "
+                  "connect has full access, workers included";
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const CoordinatorOptions& options) {
+  if (absl::Status s = CheckExposure(options); !s.ok()) return s;
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> transport =
+      NewServerCredentials(options.tls);
+  if (!transport.ok()) return transport.status();
   std::unique_ptr<Coordinator> c(new Coordinator);
   c->options_ = options;
   Clock* clock = options.clock != nullptr ? options.clock : Clock::Real();
@@ -45,17 +83,19 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
                                                  FitTriggerOptions());
 
   CoordinatorServiceOptions user_options;
-  user_options.token = options.token;
+  user_options.credentials = options.credentials;
   user_options.check_data_paths = options.check_data_paths;
+  user_options.fit_trigger = c->fit_trigger_.get();
   c->user_service_ = std::make_unique<CoordinatorService>(c->store_.get(), c->scheduler_.get(),
                                                           &c->feed_, metrics, user_options);
   WorkerGatewayOptions worker_options;
-  worker_options.token = options.token;
-  c->worker_service_ =
-      std::make_unique<WorkerGatewayService>(c->scheduler_.get(), metrics, worker_options);
+  worker_options.credentials = options.credentials;
+  c->worker_service_ = std::make_unique<WorkerGatewayService>(c->scheduler_.get(), c->store_.get(),
+                                                              metrics, worker_options);
 
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &c->ports_.grpc);
+  builder.AddListeningPort(options.listen, *transport, &c->ports_.grpc);
+  SetServerMessageLimits(&builder);
   builder.RegisterService(c->user_service_.get());
   builder.RegisterService(c->worker_service_.get());
   c->grpc_server_ = builder.BuildAndStart();
@@ -67,7 +107,9 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
     HttpServerOptions http;
     http.listen = options.http_listen;
     http.dashboard_dir = options.dashboard_dir;
-    http.token = options.token;
+    http.credentials = options.credentials;
+    http.tls_cert_file = options.tls.cert_file;
+    http.tls_key_file = options.tls.key_file;
     absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start(c->store_.get(), http);
     if (!server.ok()) return server.status();
     c->http_server_ = *std::move(server);
@@ -94,9 +136,14 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
     }
   });
 
-  LOG(INFO) << "xmod-coordinator: gRPC on port " << c->ports_.grpc << ", HTTP on port "
-            << c->ports_.http << ", metrics on port " << c->ports_.metrics << ", database "
-            << options.db_path;
+  LOG(INFO) << "xmod-coordinator: gRPC" << (options.tls.enabled() ? " (TLS" : "")
+            << (!options.tls.client_ca_file.empty() ? ", client certificates required)"
+                : options.tls.enabled()             ? ")"
+                                                    : "")
+            << " on port " << c->ports_.grpc << ", HTTP" << (options.tls.enabled() ? "S" : "")
+            << " on port " << c->ports_.http << ", metrics on port " << c->ports_.metrics
+            << ", database " << options.db_path << ", " << options.credentials->size()
+            << " credentials";
   if (!options.ports_file.empty()) {
     const std::string json =
         absl::StrCat("{\"grpc\":", c->ports_.grpc, ",\"http\":", c->ports_.http,
@@ -135,7 +182,7 @@ void Coordinator::Shutdown() {
   stop_ticker_.Notify();
   if (ticker_.joinable()) ticker_.join();
   // Start() may have failed part way: stop only what exists.
-  if (fit_trigger_) fit_trigger_->Shutdown();  // a running fit finishes and stores its row
+  if (fit_trigger_) fit_trigger_->Shutdown();  // a running fit is cancelled, stores nothing
   if (scheduler_) scheduler_->Shutdown();
   if (user_service_) user_service_->Stop();
   if (grpc_server_) {

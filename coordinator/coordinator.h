@@ -17,6 +17,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "common/clock.h"
+#include "common/credentials.h"
+#include "common/transport.h"
 #include "coordinator/change_feed.h"
 #include "coordinator/coordinator_metrics.h"
 #include "coordinator/scheduler.h"
@@ -37,7 +39,12 @@ struct CoordinatorOptions {
   std::string listen = "127.0.0.1:7070";  // gRPC host:port; port 0 picks a free one
   std::string db_path = "xmod.db";
   std::string checkpoint_root = "checkpoints";
-  std::string token;                           // bearer token; empty = none
+  // Who may call (common/credentials.h); empty = no authentication, and then only loopback
+  // addresses may be listened on unless `insecure`. Never null.
+  std::shared_ptr<const CredentialSet> credentials = std::make_shared<CredentialSet>();
+  bool insecure = false;  // allow non-loopback listeners without credentials
+  // gRPC TLS (and mTLS with client_ca_file); cert and key also serve the HTTP API as HTTPS.
+  ServerTlsFiles tls;
   std::string http_listen = "127.0.0.1:0";     // empty = no HTTP server
   std::string metrics_listen = "127.0.0.1:0";  // empty = no Prometheus exposer
   std::string dashboard_dir;
@@ -59,6 +66,8 @@ struct Ports {
 class Coordinator {
  public:
   // Opens the store, rebuilds the scheduler, binds every listener and starts serving.
+  // INVALID_ARGUMENT naming the flag when a listener is not on loopback while no credentials
+  // are configured and `insecure` is off, or when a TLS file cannot be loaded.
   static absl::StatusOr<std::unique_ptr<Coordinator>> Start(const CoordinatorOptions& options);
   ~Coordinator();
 

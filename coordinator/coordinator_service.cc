@@ -1,11 +1,13 @@
 // See coordinator_service.h.
 #include "coordinator/coordinator_service.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "coordinator/fit_queries.h"
+#include "coordinator/fit_trigger.h"
 #include "coordinator/service_util.h"
 #include "coordinator/store_reads.h"
 #include "coordinator/sweep_expansion.h"
@@ -32,25 +34,28 @@ void CoordinatorService::Stop() {
 grpc::Status CoordinatorService::SubmitSweep(ServerContext* context,
                                              const xmod::v1::SubmitSweepRequest* request,
                                              xmod::v1::SubmitSweepResponse* response) {
-  return Serve("SubmitSweep", options_.token, context, metrics_, [&]() -> absl::Status {
-    ExpansionOptions expansion;
-    expansion.check_data_paths = options_.check_data_paths;
-    absl::StatusOr<std::vector<xmod::v1::Run>> runs = ExpandSweep(request->spec(), expansion);
-    if (!runs.ok()) return runs.status();
-    if (!request->dry_run()) {
-      absl::StatusOr<int64_t> id = scheduler_->SubmitSweep(request->spec(), &*runs);
-      if (!id.ok()) return id.status();
-      response->set_sweep_id(*id);
-    }
-    for (xmod::v1::Run& run : *runs) *response->add_runs() = std::move(run);
-    return absl::OkStatus();
-  });
+  return Serve("SubmitSweep", request->dry_run() ? Access::kRead : Access::kWrite,
+               *options_.credentials, context, metrics_, [&]() -> absl::Status {
+                 ExpansionOptions expansion;
+                 expansion.check_data_paths = options_.check_data_paths;
+                 expansion.limits = options_.spec_limits;
+                 absl::StatusOr<std::vector<xmod::v1::Run>> runs =
+                     ExpandSweep(request->spec(), expansion);
+                 if (!runs.ok()) return runs.status();
+                 if (!request->dry_run()) {
+                   absl::StatusOr<int64_t> id = scheduler_->SubmitSweep(request->spec(), &*runs);
+                   if (!id.ok()) return id.status();
+                   response->set_sweep_id(*id);
+                 }
+                 for (xmod::v1::Run& run : *runs) *response->add_runs() = std::move(run);
+                 return absl::OkStatus();
+               });
 }
 
 grpc::Status CoordinatorService::GetSweep(ServerContext* context,
                                           const xmod::v1::GetSweepRequest* request,
                                           xmod::v1::Sweep* response) {
-  return Serve("GetSweep", options_.token, context, metrics_, [&] {
+  return Serve("GetSweep", Access::kRead, *options_.credentials, context, metrics_, [&] {
     return store_->Read([&](Db& db) {
       absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, request->sweep_id());
       if (!sweep.ok()) return sweep.status();
@@ -63,7 +68,7 @@ grpc::Status CoordinatorService::GetSweep(ServerContext* context,
 grpc::Status CoordinatorService::ListSweeps(ServerContext* context,
                                             const xmod::v1::ListSweepsRequest* request,
                                             xmod::v1::ListSweepsResponse* response) {
-  return Serve("ListSweeps", options_.token, context, metrics_, [&] {
+  return Serve("ListSweeps", Access::kRead, *options_.credentials, context, metrics_, [&] {
     return store_->Read([&](Db& db) {
       absl::StatusOr<std::vector<xmod::v1::Sweep>> sweeps = LoadSweeps(db, request->limit());
       if (!sweeps.ok()) return sweeps.status();
@@ -76,11 +81,12 @@ grpc::Status CoordinatorService::ListSweeps(ServerContext* context,
 grpc::Status CoordinatorService::CancelSweep(ServerContext* context,
                                              const xmod::v1::CancelSweepRequest* request,
                                              xmod::v1::Sweep* response) {
-  return Serve("CancelSweep", options_.token, context, metrics_, [&] {
+  return Serve("CancelSweep", Access::kWrite, *options_.credentials, context, metrics_, [&] {
     absl::Status exists =
         store_->Read([&](Db& db) { return LoadSweep(db, request->sweep_id()).status(); });
     if (!exists.ok()) return exists;
     if (absl::Status s = scheduler_->CancelSweep(request->sweep_id()); !s.ok()) return s;
+    if (options_.fit_trigger != nullptr) options_.fit_trigger->CancelFit(request->sweep_id());
     return store_->Read([&](Db& db) {
       absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, request->sweep_id());
       if (!sweep.ok()) return sweep.status();
@@ -93,18 +99,20 @@ grpc::Status CoordinatorService::CancelSweep(ServerContext* context,
 grpc::Status CoordinatorService::RetryFailed(ServerContext* context,
                                              const xmod::v1::RetryFailedRequest* request,
                                              xmod::v1::RetryFailedResponse* response) {
-  return Serve("RetryFailed", options_.token, context, metrics_, [&]() -> absl::Status {
-    absl::StatusOr<std::vector<int64_t>> ids = scheduler_->RetryFailed(request->sweep_id());
-    if (!ids.ok()) return ids.status();
-    for (int64_t id : *ids) response->add_run_ids(id);
-    return absl::OkStatus();
-  });
+  return Serve("RetryFailed", Access::kWrite, *options_.credentials, context, metrics_,
+               [&]() -> absl::Status {
+                 absl::StatusOr<std::vector<int64_t>> ids =
+                     scheduler_->RetryFailed(request->sweep_id());
+                 if (!ids.ok()) return ids.status();
+                 for (int64_t id : *ids) response->add_run_ids(id);
+                 return absl::OkStatus();
+               });
 }
 
 grpc::Status CoordinatorService::ListRuns(ServerContext* context,
                                           const xmod::v1::ListRunsRequest* request,
                                           xmod::v1::ListRunsResponse* response) {
-  return Serve("ListRuns", options_.token, context, metrics_, [&] {
+  return Serve("ListRuns", Access::kRead, *options_.credentials, context, metrics_, [&] {
     RunFilter filter;
     filter.sweep_id = request->sweep_id();
     for (int s : request->states()) filter.states.push_back(static_cast<xmod::v1::RunState>(s));
@@ -121,7 +129,7 @@ grpc::Status CoordinatorService::ListRuns(ServerContext* context,
 grpc::Status CoordinatorService::GetRun(ServerContext* context,
                                         const xmod::v1::GetRunRequest* request,
                                         xmod::v1::GetRunResponse* response) {
-  return Serve("GetRun", options_.token, context, metrics_, [&] {
+  return Serve("GetRun", Access::kRead, *options_.credentials, context, metrics_, [&] {
     return store_->Read([&](Db& db) {
       absl::StatusOr<xmod::v1::Run> run = LoadRun(db, request->run_id());
       if (!run.ok()) return run.status();
@@ -154,7 +162,7 @@ absl::Status ReadRun(Store* store, int64_t run_id, xmod::v1::Run* out) {
 grpc::Status CoordinatorService::ResumeRun(ServerContext* context,
                                            const xmod::v1::ResumeRunRequest* request,
                                            xmod::v1::Run* response) {
-  return Serve("ResumeRun", options_.token, context, metrics_, [&] {
+  return Serve("ResumeRun", Access::kWrite, *options_.credentials, context, metrics_, [&] {
     if (absl::Status s = scheduler_->ResumeRun(request->run_id()); !s.ok()) return s;
     return ReadRun(store_, request->run_id(), response);
   });
@@ -163,7 +171,7 @@ grpc::Status CoordinatorService::ResumeRun(ServerContext* context,
 grpc::Status CoordinatorService::CancelRun(ServerContext* context,
                                            const xmod::v1::CancelRunRequest* request,
                                            xmod::v1::Run* response) {
-  return Serve("CancelRun", options_.token, context, metrics_, [&] {
+  return Serve("CancelRun", Access::kWrite, *options_.credentials, context, metrics_, [&] {
     if (absl::Status s = scheduler_->CancelRun(request->run_id()); !s.ok()) return s;
     return ReadRun(store_, request->run_id(), response);
   });
@@ -172,59 +180,61 @@ grpc::Status CoordinatorService::CancelRun(ServerContext* context,
 grpc::Status CoordinatorService::WatchSweep(ServerContext* context,
                                             const xmod::v1::WatchSweepRequest* request,
                                             grpc::ServerWriter<xmod::v1::WatchSweepEvent>* writer) {
-  return Serve("WatchSweep", options_.token, context, metrics_, [&]() -> absl::Status {
-    const int64_t sweep_id = request->sweep_id();
-    // Take the version before the snapshot: a change racing with it is sent again, not lost.
-    int64_t since = feed_->Version();
-    RunFilter filter;
-    filter.sweep_id = sweep_id;
-    xmod::v1::WatchSweepEvent event;
-    absl::Status read = store_->Read([&](Db& db) {
-      absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, sweep_id);
-      if (!sweep.ok()) return sweep.status();
-      *event.mutable_sweep() = *std::move(sweep);
-      absl::StatusOr<std::vector<xmod::v1::Run>> runs = LoadRuns(db, filter);
-      if (!runs.ok()) return runs.status();
-      for (auto& r : *runs) *event.add_runs() = std::move(r);
-      return absl::OkStatus();
-    });
-    if (!read.ok()) return read;
-    event.set_snapshot(true);
-    if (!writer->Write(event)) return absl::CancelledError("the watcher went away");
-    while (event.sweep().state() == xmod::v1::SWEEP_ACTIVE) {
-      if (context->IsCancelled()) return absl::CancelledError("the watcher went away");
-      if (stopping_) return absl::UnavailableError("the coordinator is shutting down");
-      ChangeFeed::Changes changes = feed_->WaitForChanges(sweep_id, since, absl::Seconds(1));
-      since = changes.version;
-      if (changes.run_ids.empty()) continue;
-      event.Clear();
-      filter.run_ids.clear();
-      for (int64_t id : changes.run_ids) {
-        if (id > 0) filter.run_ids.push_back(id);
-      }
-      read = store_->Read([&](Db& db) {
-        absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, sweep_id);
-        if (!sweep.ok()) return sweep.status();
-        *event.mutable_sweep() = *std::move(sweep);
-        if (filter.run_ids.empty()) return absl::OkStatus();
-        absl::StatusOr<std::vector<xmod::v1::Run>> runs = LoadRuns(db, filter);
-        if (!runs.ok()) return runs.status();
-        for (auto& r : *runs) *event.add_runs() = std::move(r);
+  return Serve(
+      "WatchSweep", Access::kRead, *options_.credentials, context, metrics_, [&]() -> absl::Status {
+        const int64_t sweep_id = request->sweep_id();
+        // Take the version before the snapshot: a change racing with it is sent again, not lost.
+        int64_t since = feed_->Version();
+        RunFilter filter;
+        filter.sweep_id = sweep_id;
+        xmod::v1::WatchSweepEvent event;
+        absl::Status read = store_->Read([&](Db& db) {
+          absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, sweep_id);
+          if (!sweep.ok()) return sweep.status();
+          *event.mutable_sweep() = *std::move(sweep);
+          absl::StatusOr<std::vector<xmod::v1::Run>> runs = LoadRuns(db, filter);
+          if (!runs.ok()) return runs.status();
+          for (auto& r : *runs) *event.add_runs() = std::move(r);
+          return absl::OkStatus();
+        });
+        if (!read.ok()) return read;
+        event.set_snapshot(true);
+        if (!writer->Write(event)) return absl::CancelledError("the watcher went away");
+        while (event.sweep().state() == xmod::v1::SWEEP_ACTIVE) {
+          if (context->IsCancelled()) return absl::CancelledError("the watcher went away");
+          if (stopping_) return absl::UnavailableError("the coordinator is shutting down");
+          ChangeFeed::Changes changes = feed_->WaitForChanges(sweep_id, since, absl::Seconds(1));
+          since = changes.version;
+          if (changes.run_ids.empty()) continue;
+          event.Clear();
+          filter.run_ids.clear();
+          for (int64_t id : changes.run_ids) {
+            if (id > 0) filter.run_ids.push_back(id);
+          }
+          read = store_->Read([&](Db& db) {
+            absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, sweep_id);
+            if (!sweep.ok()) return sweep.status();
+            *event.mutable_sweep() = *std::move(sweep);
+            if (filter.run_ids.empty()) return absl::OkStatus();
+            absl::StatusOr<std::vector<xmod::v1::Run>> runs = LoadRuns(db, filter);
+            if (!runs.ok()) return runs.status();
+            for (auto& r : *runs) *event.add_runs() = std::move(r);
+            return absl::OkStatus();
+          });
+          if (!read.ok()) return read;
+          if (!writer->Write(event)) return absl::CancelledError("the watcher went away");
+        }
         return absl::OkStatus();
       });
-      if (!read.ok()) return read;
-      if (!writer->Write(event)) return absl::CancelledError("the watcher went away");
-    }
-    return absl::OkStatus();
-  });
 }
 
 grpc::Status CoordinatorService::GetMetrics(ServerContext* context,
                                             const xmod::v1::GetMetricsRequest* request,
                                             xmod::v1::GetMetricsResponse* response) {
-  return Serve("GetMetrics", options_.token, context, metrics_, [&] {
+  return Serve("GetMetrics", Access::kRead, *options_.credentials, context, metrics_, [&] {
     const std::vector<std::string> names(request->names().begin(), request->names().end());
-    const int max_points = request->max_points() > 0 ? request->max_points() : 500;
+    int max_points = request->max_points() > 0 ? request->max_points() : 500;
+    max_points = std::min(max_points, options_.max_metric_points);
     return store_->Read([&](Db& db) {
       if (absl::Status s = LoadRun(db, request->run_id()).status(); !s.ok()) return s;
       absl::StatusOr<std::vector<xmod::v1::MetricSeries>> series =
@@ -239,22 +249,22 @@ grpc::Status CoordinatorService::GetMetrics(ServerContext* context,
 grpc::Status CoordinatorService::Query(ServerContext* context,
                                        const xmod::v1::QueryRequest* request,
                                        xmod::v1::QueryResponse* response) {
-  return Serve("Query", options_.token, context, metrics_, [&]() -> absl::Status {
-    const int max_rows = request->max_rows() > 0 ? request->max_rows() : 10000;
-    absl::StatusOr<QueryResult> result =
-        store_->Query(request->sql(), max_rows, options_.query_time_limit_ms);
-    if (!result.ok()) return result.status();
-    for (const std::string& c : result->columns) response->add_columns(c);
-    for (size_t i = 0; i < result->rows.size(); ++i) {
-      xmod::v1::QueryRow* row = response->add_rows();
-      for (size_t c = 0; c < result->rows[i].size(); ++c) {
-        row->add_values(result->rows[i][c]);
-        row->add_is_null(result->nulls[i][c]);
-      }
-    }
-    response->set_truncated(result->truncated);
-    return absl::OkStatus();
-  });
+  return Serve("Query", Access::kRead, *options_.credentials, context, metrics_,
+               [&]() -> absl::Status {
+                 absl::StatusOr<QueryResult> result =
+                     store_->Query(request->sql(), request->max_rows(), options_.query_limits);
+                 if (!result.ok()) return result.status();
+                 for (const std::string& c : result->columns) response->add_columns(c);
+                 for (size_t i = 0; i < result->rows.size(); ++i) {
+                   xmod::v1::QueryRow* row = response->add_rows();
+                   for (size_t c = 0; c < result->rows[i].size(); ++c) {
+                     row->add_values(result->rows[i][c]);
+                     row->add_is_null(result->nulls[i][c]);
+                   }
+                 }
+                 response->set_truncated(result->truncated);
+                 return absl::OkStatus();
+               });
 }
 
 // The fit calls answer from the latest stored fit (fit_queries.h); fits are written in the
@@ -262,55 +272,60 @@ grpc::Status CoordinatorService::Query(ServerContext* context,
 grpc::Status CoordinatorService::GetFit(ServerContext* context,
                                         const xmod::v1::GetFitRequest* request,
                                         xmod::v1::Fit* response) {
-  return Serve("GetFit", options_.token, context, metrics_, [&]() -> absl::Status {
-    absl::StatusOr<xmod::v1::Fit> fit = LatestUsableFit(*store_, request->sweep_id());
-    if (!fit.ok()) return fit.status();
-    *response = *std::move(fit);
-    return absl::OkStatus();
-  });
+  return Serve("GetFit", Access::kRead, *options_.credentials, context, metrics_,
+               [&]() -> absl::Status {
+                 absl::StatusOr<xmod::v1::Fit> fit = LatestUsableFit(*store_, request->sweep_id());
+                 if (!fit.ok()) return fit.status();
+                 *response = *std::move(fit);
+                 return absl::OkStatus();
+               });
 }
 
 grpc::Status CoordinatorService::Predict(ServerContext* context,
                                          const xmod::v1::PredictRequest* request,
                                          xmod::v1::PredictResponse* response) {
-  return Serve("Predict", options_.token, context, metrics_, [&]() -> absl::Status {
-    absl::StatusOr<xmod::v1::PredictResponse> predicted = PredictWithLatestFit(*store_, *request);
-    if (!predicted.ok()) return predicted.status();
-    *response = *std::move(predicted);
-    return absl::OkStatus();
-  });
+  return Serve("Predict", Access::kRead, *options_.credentials, context, metrics_,
+               [&]() -> absl::Status {
+                 absl::StatusOr<xmod::v1::PredictResponse> predicted =
+                     PredictWithLatestFit(*store_, *request);
+                 if (!predicted.ok()) return predicted.status();
+                 *response = *std::move(predicted);
+                 return absl::OkStatus();
+               });
 }
 
 grpc::Status CoordinatorService::Recommend(ServerContext* context,
                                            const xmod::v1::RecommendRequest* request,
                                            xmod::v1::RecommendResponse* response) {
-  return Serve("Recommend", options_.token, context, metrics_, [&]() -> absl::Status {
-    absl::StatusOr<xmod::v1::RecommendResponse> recommended =
-        RecommendWithLatestFit(*store_, *request);
-    if (!recommended.ok()) return recommended.status();
-    *response = *std::move(recommended);
-    return absl::OkStatus();
-  });
+  return Serve("Recommend", Access::kRead, *options_.credentials, context, metrics_,
+               [&]() -> absl::Status {
+                 absl::StatusOr<xmod::v1::RecommendResponse> recommended =
+                     RecommendWithLatestFit(*store_, *request);
+                 if (!recommended.ok()) return recommended.status();
+                 *response = *std::move(recommended);
+                 return absl::OkStatus();
+               });
 }
 
 grpc::Status CoordinatorService::Plan(ServerContext* context, const xmod::v1::PlanRequest* request,
                                       xmod::v1::PlanResponse* response) {
-  return Serve("Plan", options_.token, context, metrics_, [&]() -> absl::Status {
-    absl::StatusOr<Accounting> acc = Account(request->model(), request->seq_len());
-    if (!acc.ok()) {
-      // Account names fields relative to ModelSpec; the request nests it under "model".
-      const std::string message(acc.status().message());
-      return absl::InvalidArgumentError(
-          absl::StartsWith(message, "seq_len") ? message : absl::StrCat("model.", message));
-    }
-    response->set_layers(acc->layers);
-    response->set_layer_plan(acc->plan.notation);
-    response->set_total_params(acc->total_params);
-    response->set_active_params(acc->active_params);
-    response->set_forward_flops_per_token(acc->forward_flops_per_token);
-    response->set_train_flops_per_token(acc->train_flops_per_token);
-    return absl::OkStatus();
-  });
+  return Serve(
+      "Plan", Access::kRead, *options_.credentials, context, metrics_, [&]() -> absl::Status {
+        absl::StatusOr<Accounting> acc = Account(request->model(), request->seq_len());
+        if (!acc.ok()) {
+          // Account names fields relative to ModelSpec; the request nests it under "model".
+          const std::string message(acc.status().message());
+          return absl::InvalidArgumentError(
+              absl::StartsWith(message, "seq_len") ? message : absl::StrCat("model.", message));
+        }
+        response->set_layers(acc->layers);
+        response->set_layer_plan(acc->plan.notation);
+        response->set_total_params(acc->total_params);
+        response->set_active_params(acc->active_params);
+        response->set_forward_flops_per_token(acc->forward_flops_per_token);
+        response->set_train_flops_per_token(acc->train_flops_per_token);
+        return absl::OkStatus();
+      });
 }
 
 }  // namespace xmod

@@ -1,24 +1,37 @@
 // CoordinatorService: the user API (xmod.v1.Coordinator, proto/xmod/v1/coordinator.proto)
-// over the store and the scheduler. Every RPC checks the bearer token when one is set.
-// Thread-safe (gRPC calls handlers concurrently).
+// over the store and the scheduler. Every RPC authenticates its caller (common/auth.h): reads
+// need the user or read scope, changes (SubmitSweep without dry_run, Cancel*, Retry*,
+// Resume*) the user scope. Query and GetMetrics are bounded on the server whatever the client
+// asks for (QueryLimits, max_metric_points). Thread-safe (gRPC calls handlers concurrently).
 #ifndef XMOD_COORDINATOR_COORDINATOR_SERVICE_H_
 #define XMOD_COORDINATOR_COORDINATOR_SERVICE_H_
 
 #include <atomic>
+#include <memory>
 #include <string>
 
+#include "common/credentials.h"
 #include "coordinator/change_feed.h"
 #include "coordinator/coordinator_metrics.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/store.h"
+#include "coordinator/store_reads.h"
+#include "coordinator/sweep_expansion.h"
 #include "xmod/v1/coordinator.grpc.pb.h"
 
 namespace xmod {
 
+class FitTrigger;
+
 struct CoordinatorServiceOptions {
-  std::string token;             // empty = no authentication
-  bool check_data_paths = true;  // see ExpansionOptions
-  int query_time_limit_ms = 10000;
+  // Who may call; empty = everyone (anonymous). Never null.
+  std::shared_ptr<const CredentialSet> credentials = std::make_shared<CredentialSet>();
+  bool check_data_paths = true;              // see ExpansionOptions
+  SpecLimits spec_limits;                    // sizes a submitted sweep may have
+  QueryLimits query_limits;                  // ceilings of Query, whatever max_rows asks for
+  int max_metric_points = kMaxMetricPoints;  // GetMetrics: points per series at most
+  // CancelSweep also stops the sweep's running fit. May be null (no fits).
+  FitTrigger* fit_trigger = nullptr;
 };
 
 class CoordinatorService final : public xmod::v1::Coordinator::Service {

@@ -23,7 +23,8 @@ using ::testing::HasSubstr;
 
 class ServiceTest : public testing::Test {
  protected:
-  void Start(const std::string& token = "") {
+  // `credentials`: lines of a credentials file ("" = none); `token`: what Context() sends.
+  void Start(const std::string& credentials = "", const std::string& token = "") {
     dir_ = NewTestDir("svc");
     CoordinatorOptions options;
     options.listen = "127.0.0.1:0";
@@ -33,7 +34,9 @@ class ServiceTest : public testing::Test {
     options.checkpoint_root = dir_ + "/ckpt";
     options.ports_file = dir_ + "/ports.json";
     options.dashboard_dir = dir_;
-    options.token = token;
+    absl::StatusOr<CredentialSet> set = CredentialSet::Parse(credentials, "test");
+    ASSERT_TRUE(set.ok()) << set.status();
+    options.credentials = std::make_shared<const CredentialSet>(*std::move(set));
     token_ = token;
     absl::StatusOr<std::unique_ptr<Coordinator>> c = Coordinator::Start(options);
     ASSERT_TRUE(c.ok()) << c.status();
@@ -236,7 +239,7 @@ TEST_F(ServiceTest, SweepRunsToCompletionThroughBothApis) {
 }
 
 TEST_F(ServiceTest, TokenIsRequiredWhenSet) {
-  Start("s3cret");
+  Start("user alice s3cret-s3cret-s3cret\n", "s3cret-s3cret-s3cret");
   xmod::v1::ListSweepsResponse sweeps;
   grpc::ClientContext bare;
   EXPECT_EQ(user_->ListSweeps(&bare, {}, &sweeps).error_code(), grpc::StatusCode::UNAUTHENTICATED);
@@ -249,9 +252,250 @@ TEST_F(ServiceTest, TokenIsRequiredWhenSet) {
   auto res = http.Get("/api/sweeps");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 401);
-  res = http.Get("/api/sweeps", {{"Authorization", "Bearer s3cret"}});
+  res = http.Get("/api/sweeps", {{"Authorization", "Bearer s3cret-s3cret-s3cret"}});
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
+}
+
+constexpr char kCredentials[] =
+    "user alice alice-secret-0123456789\n"
+    "read viewer viewer-secret-0123456789\n"
+    "worker w1 w1-secret-0123456789abcdef\n"
+    "worker w2 w2-secret-0123456789abcdef\n";
+
+std::unique_ptr<grpc::ClientContext> As(const std::string& token) {
+  auto context = std::make_unique<grpc::ClientContext>();
+  AttachBearerToken(token, context.get());
+  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  return context;
+}
+
+TEST_F(ServiceTest, ScopesSeparateUsersReadersAndWorkers) {
+  Start(kCredentials, "alice-secret-0123456789");
+  const std::string viewer = "viewer-secret-0123456789";
+  const std::string w1 = "w1-secret-0123456789abcdef";
+  xmod::v1::SubmitSweepRequest submit;
+  *submit.mutable_spec() = TinySweep(dir_);
+  xmod::v1::SubmitSweepResponse submitted;
+
+  // Read-only: reads and dry runs yes, changes PERMISSION_DENIED, nothing stored.
+  xmod::v1::ListSweepsResponse sweeps;
+  EXPECT_TRUE(user_->ListSweeps(As(viewer).get(), {}, &sweeps).ok());
+  grpc::Status status = user_->SubmitSweep(As(viewer).get(), submit, &submitted);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(status.error_message(), HasSubstr("credential \"viewer\" has scope read"));
+  submit.set_dry_run(true);
+  EXPECT_TRUE(user_->SubmitSweep(As(viewer).get(), submit, &submitted).ok());
+  submit.set_dry_run(false);
+  ASSERT_TRUE(user_->SubmitSweep(Context().get(), submit, &submitted).ok());
+  xmod::v1::CancelSweepRequest cancel;
+  cancel.set_sweep_id(submitted.sweep_id());
+  xmod::v1::Sweep sweep;
+  EXPECT_EQ(user_->CancelSweep(As(viewer).get(), cancel, &sweep).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  xmod::v1::CancelRunRequest cancel_run;
+  cancel_run.set_run_id(submitted.runs(0).id());
+  xmod::v1::Run run;
+  EXPECT_EQ(user_->CancelRun(As(viewer).get(), cancel_run, &run).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  xmod::v1::QueryRequest query;
+  query.set_sql("SELECT COUNT(*) FROM runs WHERE state = 'QUEUED'");
+  xmod::v1::QueryResponse rows;
+  ASSERT_TRUE(user_->Query(As(viewer).get(), query, &rows).ok());
+  EXPECT_EQ(rows.rows(0).values(0), "3");
+
+  // A worker credential reaches only the WorkerGateway; a user one never does.
+  EXPECT_EQ(user_->ListSweeps(As(w1).get(), {}, &sweeps).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  xmod::v1::RegisterRequest reg;
+  reg.set_worker_name("w1");
+  reg.add_slots()->set_index(0);
+  xmod::v1::RegisterResponse registered;
+  EXPECT_EQ(worker_->Register(Context().get(), reg, &registered).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(worker_->Register(As(viewer).get(), reg, &registered).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(worker_->Register(As(w1).get(), reg, &registered).ok());
+  // Unknown or missing tokens: UNAUTHENTICATED.
+  EXPECT_EQ(user_->ListSweeps(As("nope-nope-nope-nope").get(), {}, &sweeps).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(worker_->Register(As("").get(), reg, &registered).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+}
+
+TEST_F(ServiceTest, AWorkerCredentialIsBoundToItsWorker) {
+  Start(kCredentials, "alice-secret-0123456789");
+  const std::string w1 = "w1-secret-0123456789abcdef";
+  const std::string w2 = "w2-secret-0123456789abcdef";
+  xmod::v1::SubmitSweepRequest submit;
+  *submit.mutable_spec() = TinySweep(dir_);
+  xmod::v1::SubmitSweepResponse submitted;
+  ASSERT_TRUE(user_->SubmitSweep(Context().get(), submit, &submitted).ok());
+
+  // w2's credential cannot register as w1.
+  xmod::v1::RegisterRequest reg;
+  reg.set_worker_name("w1");
+  reg.add_slots()->set_index(0);
+  xmod::v1::RegisterResponse r1;
+  grpc::Status status = worker_->Register(As(w2).get(), reg, &r1);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(status.error_message(), "worker credential \"w2\" may not register as worker \"w1\"");
+  ASSERT_TRUE(worker_->Register(As(w1).get(), reg, &r1).ok());
+  reg.set_worker_name("w2");
+  xmod::v1::RegisterResponse r2;
+  ASSERT_TRUE(worker_->Register(As(w2).get(), reg, &r2).ok());
+
+  xmod::v1::AcquireRunRequest acquire;
+  acquire.set_worker_id(r1.worker_id());
+  acquire.add_free_slots(0);
+  acquire.set_wait_ms(5000);
+  xmod::v1::AcquireRunResponse assignment;
+  // w2 cannot acquire (or heartbeat) as w1's worker id.
+  EXPECT_EQ(worker_->AcquireRun(As(w2).get(), acquire, &assignment).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  xmod::v1::HeartbeatRequest beat;
+  beat.set_worker_id(r1.worker_id());
+  xmod::v1::HeartbeatResponse orders;
+  EXPECT_EQ(worker_->Heartbeat(As(w2).get(), beat, &orders).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  ASSERT_TRUE(worker_->AcquireRun(As(w1).get(), acquire, &assignment).ok());
+  ASSERT_TRUE(assignment.has_assignment());
+  const int64_t run_id = assignment.assignment().run_id();
+
+  // w2, under its own worker id, cannot report for or finish w1's attempt.
+  xmod::v1::ReportCheckpointRequest checkpoint;
+  checkpoint.set_worker_id(r2.worker_id());
+  checkpoint.set_run_id(run_id);
+  checkpoint.set_attempt(1);
+  checkpoint.set_step(1);
+  checkpoint.set_path("/dev/zero");
+  xmod::v1::ReportCheckpointResponse recorded;
+  status = worker_->ReportCheckpoint(As(w2).get(), checkpoint, &recorded);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(status.error_message(),
+            absl::StrCat("attempt 1 of run ", run_id, " is held by worker \"w1\", not \"w2\""));
+  xmod::v1::ReportMetricsRequest metrics;
+  metrics.set_worker_id(r2.worker_id());
+  metrics.set_run_id(run_id);
+  metrics.set_attempt(1);
+  metrics.add_points()->set_name("train/loss");
+  xmod::v1::ReportMetricsResponse ack;
+  EXPECT_EQ(worker_->ReportMetrics(As(w2).get(), metrics, &ack).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  xmod::v1::FinishRunRequest finish;
+  finish.set_worker_id(r2.worker_id());
+  finish.set_run_id(run_id);
+  finish.set_attempt(1);
+  finish.set_outcome(xmod::v1::OUTCOME_FAILED);
+  xmod::v1::FinishRunResponse finished;
+  EXPECT_EQ(worker_->FinishRun(As(w2).get(), finish, &finished).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  // Nothing changed: the run still runs, with no checkpoint.
+  xmod::v1::GetRunRequest get_run;
+  get_run.set_run_id(run_id);
+  xmod::v1::GetRunResponse shown;
+  ASSERT_TRUE(user_->GetRun(Context().get(), get_run, &shown).ok());
+  EXPECT_EQ(shown.run().state(), xmod::v1::RUNNING);
+  EXPECT_EQ(shown.checkpoints_size(), 0);
+  // The holder itself may.
+  finish.set_worker_id(r1.worker_id());
+  finish.set_outcome(xmod::v1::OUTCOME_SUCCEEDED);
+  EXPECT_TRUE(worker_->FinishRun(As(w1).get(), finish, &finished).ok());
+}
+
+TEST_F(ServiceTest, DashboardLogsInWithACookieNeverATokenInTheUrl) {
+  Start(kCredentials, "alice-secret-0123456789");
+  httplib::Client http("127.0.0.1", coordinator_->ports().http);
+  auto res = http.Get("/api/session");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_THAT(res->body, HasSubstr("\"authenticated\":false,\"required\":true"));
+  // A token in the URL is not accepted (it would end up in logs and history).
+  res = http.Get("/api/sweeps?token=viewer-secret-0123456789");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401);
+  res = http.Post("/api/login", "wrong-wrong-wrong-wrong", "text/plain");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401);
+  EXPECT_FALSE(res->has_header("Set-Cookie"));
+  res = http.Post("/api/login", "w1-secret-0123456789abcdef", "text/plain");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 403);  // a worker credential does not open the dashboard
+
+  res = http.Post("/api/login", "viewer-secret-0123456789", "text/plain");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  const std::string cookie = res->get_header_value("Set-Cookie");
+  EXPECT_THAT(cookie, HasSubstr("; HttpOnly"));
+  EXPECT_THAT(cookie, HasSubstr("; SameSite=Strict"));
+  EXPECT_THAT(cookie, ::testing::Not(HasSubstr("viewer-secret")));
+  const std::string session = cookie.substr(0, cookie.find(';'));
+  EXPECT_THAT(session, ::testing::StartsWith("xmod_session="));
+  res = http.Get("/api/sweeps", {{"Cookie", session}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  res = http.Get("/api/session", {{"Cookie", session}});
+  ASSERT_TRUE(res);
+  EXPECT_THAT(res->body, HasSubstr("\"authenticated\":true"));
+  EXPECT_THAT(res->body, HasSubstr("\"name\":\"viewer\",\"scope\":\"read\""));
+  res = http.Get("/api/sweeps", {{"Cookie", "xmod_session=00ff"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401);
+  res = http.Post("/api/logout", {{"Cookie", session}}, "", "text/plain");
+  ASSERT_TRUE(res);
+  res = http.Get("/api/sweeps", {{"Cookie", session}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401);
+  // Bearer headers still work for scripts; a worker credential is refused.
+  res = http.Get("/api/sweeps", {{"Authorization", "Bearer viewer-secret-0123456789"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  res = http.Get("/api/sweeps", {{"Authorization", "Bearer w1-secret-0123456789abcdef"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 403);
+}
+
+TEST_F(ServiceTest, QueriesAndSpecsAreBoundedOnTheServer) {
+  Start();
+  xmod::v1::QueryRequest query;
+  query.set_sql(
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i<10000) "
+      "SELECT zeroblob(1000000) FROM n");
+  query.set_max_rows(1000000);
+  xmod::v1::QueryResponse rows;
+  grpc::Status status = user_->Query(Context().get(), query, &rows);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("exceeds the limit of 16777216 bytes per response"));
+  // The client's max_rows cannot lift the server's row ceiling.
+  query.set_sql(
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i<20000) "
+      "SELECT i FROM n");
+  ASSERT_TRUE(user_->Query(Context().get(), query, &rows).ok());
+  EXPECT_EQ(rows.rows_size(), 10000);
+  EXPECT_TRUE(rows.truncated());
+
+  // Spec limits: refused naming the field, nothing stored.
+  xmod::v1::SubmitSweepRequest submit;
+  *submit.mutable_spec() = TinySweep(dir_);
+  submit.mutable_spec()->mutable_fit()->set_bootstrap_samples(1000000);
+  xmod::v1::SubmitSweepResponse submitted;
+  status = user_->SubmitSweep(Context().get(), submit, &submitted);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(), "fit.bootstrap_samples: 1000000 refits, at most 10000");
+  *submit.mutable_spec() = TinySweep(dir_);
+  for (int i = 0; i < 5000; ++i) submit.mutable_spec()->mutable_grids(0)->add_ks(2);
+  status = user_->SubmitSweep(Context().get(), submit, &submitted);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(), "grids[0].ks: 5003 values, at most 1000");
+  // A request past the message limit never reaches the handler.
+  *submit.mutable_spec() = TinySweep(dir_);
+  submit.mutable_spec()->set_description(std::string(20 << 20, 'd'));
+  status = user_->SubmitSweep(Context().get(), submit, &submitted);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  xmod::v1::ListSweepsResponse sweeps;
+  ASSERT_TRUE(user_->ListSweeps(Context().get(), {}, &sweeps).ok());
+  EXPECT_EQ(sweeps.sweeps_size(), 0);
 }
 
 }  // namespace

@@ -21,10 +21,17 @@ TEST(ExamplesTest, EveryBundledSpecExpands) {
   const char* source = std::getenv("XMOD_SOURCE_DIR");
   ASSERT_NE(source, nullptr) << "run through ctest (XMOD_SOURCE_DIR)";
   const std::map<std::string, Expected> expected = {
-      {"examples/demo.textpb", {6, 0}},          {"examples/tiny.textpb", {4, 0}},
-      {"examples/cpu_b4.textpb", {34, 5}},       {"examples/paper/b3_pilot.textpb", {37, 0}},
-      {"examples/paper/b4_kxl.textpb", {42, 6}}, {"examples/paper/b4_nact.textpb", {33, 5}},
-      {"examples/paper/b4_axk.textpb", {25, 0}}, {"examples/paper/table1_main.textpb", {18, 0}},
+      {"examples/demo.textpb", {6, 0}},
+      {"examples/tiny.textpb", {4, 0}},
+      {"examples/cpu_b4.textpb", {34, 5}},
+      {"examples/paper/b3_pilot.textpb", {37, 0}},
+      {"examples/paper/b4_kxl.textpb", {42, 6}},
+      {"examples/paper/b4_nact.textpb", {33, 5}},
+      {"examples/paper/b4_axk.textpb", {25, 0}},
+      {"examples/paper/table1_main.textpb", {18, 0}},
+      {"examples/paper/table2_controls.textpb", {8, 0}},
+      {"examples/paper/table3_ablations.textpb", {6, 0}},
+      {"examples/paper/table9_deep.textpb", {5, 0}},
   };
   for (const auto& [path, want] : expected) {
     SCOPED_TRACE(path);

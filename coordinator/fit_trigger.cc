@@ -86,6 +86,7 @@ void FitTrigger::Shutdown() {
     queue_.clear();
     queued_.clear();
     running_pending_ = false;
+    cancel_running_ = true;
   }
   if (thread_.joinable()) thread_.join();
 }
@@ -102,6 +103,17 @@ void FitTrigger::RequestFit(int64_t sweep_id) {
     running_pending_ = true;
   } else if (queued_.insert(sweep_id).second) {
     queue_.push_back(sweep_id);
+  }
+}
+
+void FitTrigger::CancelFit(int64_t sweep_id) {
+  absl::MutexLock lock(&mu_);
+  if (queued_.erase(sweep_id) > 0) {
+    queue_.erase(std::find(queue_.begin(), queue_.end(), sweep_id));
+  }
+  if (running_ == sweep_id) {
+    running_pending_ = false;
+    cancel_running_ = true;
   }
 }
 
@@ -128,6 +140,7 @@ void FitTrigger::Loop() {
       queued_.erase(sweep_id);
       running_ = sweep_id;
       running_pending_ = false;
+      cancel_running_ = false;
     }
     if (options_.TEST_before_fit) options_.TEST_before_fit(sweep_id);
     FitOnce(sweep_id);
@@ -230,11 +243,21 @@ void FitTrigger::FitOnce(int64_t sweep_id) {
 
   fitter::SweepFitOptions options = options_.fit;
   options.fit.search.seed = plan.seed();
-  options.bootstrap_samples = plan.bootstrap_samples();
+  options.fit.search.cancel = &cancel_running_;
+  options.bootstrap_samples =
+      std::clamp(plan.bootstrap_samples(), 0, options_.max_bootstrap_samples);
+  if (options.bootstrap_samples != plan.bootstrap_samples()) {
+    LOG(WARNING) << "sweep " << sweep_id << ": fit.bootstrap_samples " << plan.bootstrap_samples()
+                 << " clamped to " << options.bootstrap_samples;
+  }
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<fitter::FitReport> report = fitter::FitSweep(*runs, options);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (absl::IsCancelled(report.status())) {
+    LOG(INFO) << "sweep " << sweep_id << ": fit cancelled after " << seconds << " s";
+    return;
+  }
 
   xmod::v1::Fit fit;
   if (report.ok()) {

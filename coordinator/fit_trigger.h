@@ -33,11 +33,20 @@
 // A failure to read or write the database is logged and counted as result="error".
 // A failed fit never writes a successful row, so GetFit keeps serving the previous fit.
 //
-// Thread-safe. Shutdown() (or the destructor) lets a running fit finish and store its row,
-// drops queued requests and joins the thread; the store must outlive the trigger.
+// Bounds. A fit runs at most max_bootstrap_samples bootstrap refits whatever the stored spec
+// says (specs stored before the limit existed are clamped, with a warning), so no spec makes
+// the fit thread allocate without bound, after a restart neither.
+//
+// Cancellation. CancelFit(sweep) (CancelSweep calls it) drops a queued fit of the sweep and
+// stops a running one within moments: the fitter's search and bootstrap check a cancel flag
+// (fitter/de_search.h); a cancelled fit stores nothing and counts as nothing.
+//
+// Thread-safe. Shutdown() (or the destructor) cancels a running fit, drops queued requests
+// and joins the thread; the store must outlive the trigger.
 #ifndef XMOD_COORDINATOR_FIT_TRIGGER_H_
 #define XMOD_COORDINATOR_FIT_TRIGGER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -50,6 +59,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "coordinator/store.h"
+#include "coordinator/sweep_expansion.h"
 #include "fitter/sweep_fit.h"
 #include "prometheus/counter.h"
 #include "prometheus/histogram.h"
@@ -61,6 +71,8 @@ struct FitTriggerOptions {
   // DE sizes, exponent bounds, cross-validation, bootstrap threads. The seed
   // (fit.search.seed) and bootstrap_samples are replaced by each sweep's FitPlan.
   fitter::SweepFitOptions fit;
+  // Most bootstrap refits of one fit (the spec limit, see sweep_expansion.h).
+  int max_bootstrap_samples = SpecLimits().max_bootstrap_samples;
   // Test hook: called on the fit thread before each fit attempt (the sweep id), outside any
   // lock; a test may block in it to hold a fit "running".
   std::function<void(int64_t sweep_id)> TEST_before_fit;
@@ -84,10 +96,13 @@ class FitTrigger {
   // not exist or whose spec has no fit.enabled is skipped when its turn comes.
   void RequestFit(int64_t sweep_id);
 
+  // Drops a queued fit of `sweep_id` and cancels its running fit, if any (see top of file).
+  void CancelFit(int64_t sweep_id);
+
   // Blocks until no fit is queued or running. For tests and orderly shutdown.
   void WaitIdle();
 
-  // Drops queued requests, waits for a running fit and joins the thread. Idempotent.
+  // Drops queued requests, cancels a running fit and joins the thread. Idempotent.
   void Shutdown();
 
   // Fit attempts made (each call of the fitter), for tests and diagnostics.
@@ -118,6 +133,8 @@ class FitTrigger {
   int64_t running_ ABSL_GUARDED_BY(mu_) = 0;           // sweep being fitted, 0 = none
   bool running_pending_ ABSL_GUARDED_BY(mu_) = false;  // requested again while running
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Set to stop the running fit; cleared (under mu_) before each fit starts.
+  std::atomic<bool> cancel_running_{false};
   int attempts_ ABSL_GUARDED_BY(mu_) = 0;
 
   absl::Mutex poll_mu_;  // serializes Poll()

@@ -67,6 +67,7 @@ int64_t AddSweep(Store& store, const xmod::v1::SweepSpec& spec,
     for (const fitter::RunCurve& curve : runs) {
       xmod::v1::Run run;
       run.set_name(curve.name);
+      run.set_label(curve.label);
       run.set_held_out(curve.held_out);
       run.set_max_attempts(5);
       xmod::v1::ModelSpec* model = run.mutable_spec()->mutable_model();
@@ -163,6 +164,34 @@ class FitTriggerTest : public testing::Test {
   prometheus::Registry registry_;
   std::unique_ptr<Store> store_;
 };
+
+// One sweep whose grids are labelled kxl, nact and axk (the B.4 design in one spec) is
+// fitted by sweep (paper B.5): the grid labels stored with the runs name each run's sweep.
+// Its N_act = 165M fold then holds the 11 nact runs only, not the axk sweep's A = 1 runs.
+TEST_F(FitTriggerTest, GridLabelsNameTheSweepsOfTheFit) {
+  fitter::SyntheticOptions options;
+  options.seed = 5;
+  options.sweep_roles = true;
+  options.axk_shift = 0.03;
+  const std::vector<fitter::RunCurve> runs =
+      fitter::RunCurvesFor(*fitter::PaperSweepObservations(options));
+  std::vector<int64_t> ids;
+  const int64_t sweep = AddSweep(*store_, FitSpec(true), runs, &ids);
+  SetState(*store_, ids, xmod::v1::SUCCEEDED, 2000);
+  FitTriggerOptions fit_options = FastOptions();
+  fit_options.fit.cross_validate = true;
+  FitTrigger trigger(store_.get(), &clock_, &registry_, fit_options);
+  trigger.RequestFit(sweep);
+  trigger.WaitIdle();
+  absl::StatusOr<xmod::v1::Fit> fit = LatestUsableFit(*store_, sweep);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_EQ(fit->n_obs(), 113);
+  int n_165m = -1;
+  for (const xmod::v1::GroupError& g : fit->cv()) {
+    if (g.group() == "N_act=165M") n_165m = g.n();
+  }
+  EXPECT_EQ(n_165m, 11);
+}
 
 TEST_F(FitTriggerTest, NanLossStoresAnErrorAndNoSuccessfulFit) {
   std::vector<fitter::RunCurve> runs = PaperRuns(/*k_by_l_only=*/true);
@@ -331,6 +360,53 @@ TEST_F(FitTriggerTest, CompletionsDuringAFitCoalesceIntoOneMoreFit) {
   EXPECT_EQ(CountFits(*store_, a, /*failed=*/false), 2);
   EXPECT_EQ(CountFits(*store_, b, /*failed=*/false), 1);
   EXPECT_EQ(CounterValue(registry_, "ok"), 3);
+}
+
+// A fit with a long bootstrap (10000 refits, minutes) is stopped by CancelFit, and by
+// Shutdown; a cancelled fit stores nothing.
+TEST_F(FitTriggerTest, CancelFitAndShutdownStopARunningBootstrap) {
+  xmod::v1::SweepSpec spec = FitSpec(true);
+  spec.mutable_fit()->set_bootstrap_samples(10000);
+  std::vector<int64_t> ids;
+  const int64_t a = AddSweep(*store_, spec, PaperRuns(true), &ids);
+  SetState(*store_, ids, xmod::v1::SUCCEEDED, 2000);
+  for (const bool by_shutdown : {false, true}) {
+    absl::Notification entered;
+    FitTriggerOptions options = FastOptions();
+    options.TEST_before_fit = [&](int64_t) {
+      if (!entered.HasBeenNotified()) entered.Notify();
+    };
+    FitTrigger trigger(store_.get(), &clock_, nullptr, options);
+    trigger.RequestFit(a);
+    entered.WaitForNotification();  // the fit is running
+    if (by_shutdown) {
+      trigger.Shutdown();
+    } else {
+      trigger.CancelFit(a);
+      trigger.WaitIdle();
+    }
+    EXPECT_EQ(trigger.attempts(), 1);
+    EXPECT_EQ(CountFits(*store_, a, /*failed=*/false), 0) << by_shutdown;
+    EXPECT_EQ(CountFits(*store_, a, /*failed=*/true), 0) << by_shutdown;
+  }
+}
+
+// A stored spec from before the bootstrap limit, asking for 2e9 refits: clamped, not
+// allocated.
+TEST_F(FitTriggerTest, BootstrapSamplesOfAStoredSpecAreClamped) {
+  xmod::v1::SweepSpec spec = FitSpec(true);
+  spec.mutable_fit()->set_bootstrap_samples(2000000000);
+  std::vector<int64_t> ids;
+  const int64_t a = AddSweep(*store_, spec, PaperRuns(true), &ids);
+  SetState(*store_, ids, xmod::v1::SUCCEEDED, 2000);
+  FitTriggerOptions options = FastOptions();
+  options.max_bootstrap_samples = 4;
+  FitTrigger trigger(store_.get(), &clock_, nullptr, options);
+  trigger.RequestFit(a);
+  trigger.WaitIdle();
+  absl::StatusOr<xmod::v1::Fit> fit = LatestUsableFit(*store_, a);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_TRUE(fit->has_ci_low());
 }
 
 TEST_F(FitTriggerTest, PollRefitsOnSuccessesAndAfterARestartOnlyWhatIsOwed) {

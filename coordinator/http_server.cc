@@ -3,12 +3,15 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <filesystem>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/auth.h"
 #include "coordinator/fit_queries.h"
 #include "coordinator/store_reads.h"
 #include "glog/logging.h"
@@ -16,6 +19,8 @@
 
 namespace xmod {
 namespace {
+
+constexpr size_t kMaxRequestBodyBytes = 64 << 10;
 
 void SendJson(const google::protobuf::Message& message, httplib::Response& res) {
   std::string json;
@@ -54,6 +59,9 @@ void SendError(const absl::Status& status, httplib::Response& res) {
       break;
     case absl::StatusCode::kUnauthenticated:
       res.status = 401;
+      break;
+    case absl::StatusCode::kPermissionDenied:
+      res.status = 403;
       break;
     default:
       res.status = 500;
@@ -140,7 +148,22 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(Store* store,
       SplitHostPort(options.listen, "--http_listen");
   if (!address.ok()) return address.status();
   std::unique_ptr<HttpServer> server(new HttpServer);
-  server->server_ = std::make_unique<httplib::Server>();
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key must be given together");
+  }
+  if (!options.tls_cert_file.empty()) {
+    auto https = std::make_unique<httplib::SSLServer>(options.tls_cert_file.c_str(),
+                                                      options.tls_key_file.c_str());
+    if (!https->is_valid()) {
+      return absl::InvalidArgumentError(absl::StrCat("--tls_cert/--tls_key: cannot load ",
+                                                     options.tls_cert_file, " and ",
+                                                     options.tls_key_file, " for HTTPS"));
+    }
+    server->server_ = std::move(https);
+  } else {
+    server->server_ = std::make_unique<httplib::Server>();
+  }
+  server->server_->set_payload_max_length(kMaxRequestBodyBytes);  // only logins post bodies
   server->Route(store, options);
   const auto& [host, port] = *address;
   server->port_ = port == 0 ? server->server_->bind_to_any_port(host)
@@ -154,18 +177,69 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(Store* store,
 }
 
 void HttpServer::Route(Store* store, const HttpServerOptions& options) {
-  const std::string token = options.token;
-  server_->set_pre_routing_handler([token](const httplib::Request& req, httplib::Response& res) {
-    if (token.empty() || req.path.rfind("/api/", 0) != 0) {
+  std::shared_ptr<const CredentialSet> credentials = options.credentials;
+  HttpSessions* sessions = &sessions_;
+  const bool secure = !options.tls_cert_file.empty();
+  // The caller of a request: a bearer token, else the session cookie.
+  const auto caller = [credentials, sessions](const httplib::Request& req,
+                                              const char* route) -> absl::StatusOr<Principal> {
+    if (req.has_header("Authorization")) {
+      return Authorize(*credentials, req.get_header_value("Authorization"), Access::kRead, route);
+    }
+    if (credentials->empty()) return *credentials->Authenticate("");
+    std::optional<std::string> id = CookieValue(req.get_header_value("Cookie"), kSessionCookie);
+    std::optional<Principal> principal;
+    if (id.has_value()) principal = sessions->Find(*id);
+    if (!principal.has_value()) {
+      return absl::UnauthenticatedError("log in first (POST /api/login) or send a bearer token");
+    }
+    return *principal;
+  };
+  server_->set_pre_routing_handler([caller](const httplib::Request& req, httplib::Response& res) {
+    if (req.path.rfind("/api/", 0) != 0 || req.path == "/api/login" || req.path == "/api/session" ||
+        req.path == "/api/logout") {
       return httplib::Server::HandlerResponse::Unhandled;
     }
-    if (req.get_header_value("Authorization") == absl::StrCat("Bearer ", token) ||
-        req.get_param_value("token") == token) {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-    SendError(absl::UnauthenticatedError("bad or missing bearer token"), res);
+    absl::StatusOr<Principal> principal = caller(req, "GET /api/");
+    if (principal.ok()) return httplib::Server::HandlerResponse::Unhandled;
+    SendError(principal.status(), res);
     return httplib::Server::HandlerResponse::Handled;
   });
+
+  server_->Post("/api/login", [credentials, sessions, secure](const httplib::Request& req,
+                                                              httplib::Response& res) {
+    const std::string token(absl::StripAsciiWhitespace(req.body));
+    absl::StatusOr<Principal> principal =
+        Authorize(*credentials, absl::StrCat("Bearer ", token), Access::kRead, "login");
+    if (!principal.ok()) {
+      SendError(principal.status(), res);
+      return;
+    }
+    const std::string id = sessions->Create(*principal);
+    res.set_header("Set-Cookie",
+                   absl::StrCat(kSessionCookie, "=", id, "; Path=/; HttpOnly; SameSite=Strict",
+                                secure ? "; Secure" : ""));
+    res.set_content(absl::StrCat("{\"name\":", JsonString(principal->name), ",\"scope\":\"",
+                                 ScopeName(principal->scope), "\"}"),
+                    "application/json");
+  });
+  server_->Post("/api/logout", [sessions](const httplib::Request& req, httplib::Response& res) {
+    std::optional<std::string> id = CookieValue(req.get_header_value("Cookie"), kSessionCookie);
+    if (id.has_value()) sessions->Remove(*id);
+    res.set_header("Set-Cookie",
+                   absl::StrCat(kSessionCookie, "=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"));
+    res.set_content("{}", "application/json");
+  });
+  server_->Get(
+      "/api/session", [caller, credentials](const httplib::Request& req, httplib::Response& res) {
+        absl::StatusOr<Principal> principal = caller(req, "GET /api/session");
+        res.set_content(
+            absl::StrCat("{\"authenticated\":", principal.ok() ? "true" : "false",
+                         ",\"required\":", credentials->empty() ? "false" : "true",
+                         ",\"name\":", JsonString(principal.ok() ? principal->name : ""),
+                         ",\"scope\":\"", principal.ok() ? ScopeName(principal->scope) : "", "\"}"),
+            "application/json");
+      });
 
   server_->Get("/api/sweeps", [store](const httplib::Request&, httplib::Response& res) {
     xmod::v1::ListSweepsResponse out;
@@ -208,6 +282,7 @@ void HttpServer::Route(Store* store, const HttpServerOptions& options) {
           SendError(absl::InvalidArgumentError("max_points: must be a number >= 1"), res);
           return;
         }
+        max_points = std::min(max_points, kMaxMetricPoints);
         xmod::v1::GetMetricsResponse out;
         absl::Status s = store->Read([&](Db& db) {
           if (absl::Status e = LoadRun(db, run_id).status(); !e.ok()) return e;

@@ -7,8 +7,14 @@
 //                                                      has a successful fit)
 //   GET /api/sweeps/{id}/recommend?flops=C&seq_len=L&backbone=B[&max_total_params=N]
 //       [&ks=1,2,4][&as=1,2]                           RecommendResponse (404 without a fit)
-// JSON is protobuf's mapping (MessageToJsonString). With a token, /api/ needs
-// "Authorization: Bearer <token>" or ?token=<token>. Thread-safe.
+//   GET /api/session                                   {"authenticated","required","name","scope"}
+//   POST /api/login   (body: the token, text/plain)    sets the session cookie (http_sessions.h)
+//   POST /api/logout                                   ends the session
+// JSON is protobuf's mapping (MessageToJsonString). With credentials, the other /api/ routes
+// need a user or read credential: "Authorization: Bearer <token>" or the session cookie of a
+// login (401 without, 403 for a worker credential); a token in the URL is never accepted.
+// With a certificate and key the server speaks HTTPS only (and the cookie is Secure).
+// Thread-safe.
 #ifndef XMOD_COORDINATOR_HTTP_SERVER_H_
 #define XMOD_COORDINATOR_HTTP_SERVER_H_
 
@@ -17,6 +23,8 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "common/credentials.h"
+#include "coordinator/http_sessions.h"
 #include "coordinator/store.h"
 
 namespace httplib {
@@ -28,13 +36,17 @@ namespace xmod {
 struct HttpServerOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free one
   std::string dashboard_dir;           // served at /; not served when empty or missing
-  std::string token;
+  // Who may read; empty = everyone. Never null.
+  std::shared_ptr<const CredentialSet> credentials = std::make_shared<CredentialSet>();
+  std::string tls_cert_file;  // PEM; with tls_key_file: HTTPS
+  std::string tls_key_file;
 };
 
 class HttpServer {
  public:
   // Binds and starts serving. `store` must outlive the server. UNAVAILABLE when the address
-  // cannot be bound, INVALID_ARGUMENT when it is not host:port.
+  // cannot be bound, INVALID_ARGUMENT when it is not host:port or the certificate or key
+  // cannot be loaded.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(Store* store,
                                                            const HttpServerOptions& options);
   ~HttpServer();
@@ -45,6 +57,7 @@ class HttpServer {
   HttpServer() = default;
   void Route(Store* store, const HttpServerOptions& options);
 
+  HttpSessions sessions_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int port_ = 0;

@@ -1,6 +1,10 @@
 // xmod-coordinator: parses flags into CoordinatorOptions and runs the coordinator until
 // SIGTERM or SIGINT (then shuts down gracefully, draining the database writer).
+#include <sys/stat.h>
+
+#include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -17,8 +21,22 @@ ABSL_FLAG(std::string, db, "xmod.db", "SQLite database file (WAL mode); created 
 ABSL_FLAG(std::string, checkpoint_root, "checkpoints",
           "directory, shared with every worker, under which each run gets "
           "sweep-<S>/run-<R>/ for its checkpoints");
+ABSL_FLAG(std::string, credentials_file, "",
+          "file of credentials, one \"SCOPE NAME SECRET\" per line (scopes user, read, "
+          "worker; docs/security.md); when empty, the lines are read from the environment "
+          "variable XMOD_CREDENTIALS, and when that is unset too there is no authentication "
+          "and only loopback addresses may be listened on (see --insecure)");
+ABSL_FLAG(bool, insecure, false,
+          "allow --listen / --http_listen beyond loopback without credentials (anyone who "
+          "can connect gets full access)");
 ABSL_FLAG(std::string, token, "",
-          "bearer token every RPC (and /api/ request) must carry; empty = no authentication");
+          "removed: a secret on the command line is visible to every local user (ps); "
+          "use --credentials_file");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate (chain) of the server: gRPC over TLS and the HTTP API over HTTPS");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA: gRPC clients must present a certificate it signed (mutual TLS)");
 ABSL_FLAG(std::string, http_listen, "127.0.0.1:0",
           "host:port of the web dashboard and its JSON API (/api/...); port 0 picks a free "
           "port; empty disables");
@@ -44,7 +62,8 @@ int main(int argc, char** argv) {
       "API, a web dashboard and Prometheus metrics.\n"
       "Example: xmod-coordinator --listen=0.0.0.0:7070 --db=/var/lib/xmod/xmod.db "
       "--checkpoint_root=/shared/xmod/checkpoints --http_listen=0.0.0.0:8080 "
-      "--metrics_listen=0.0.0.0:9464");
+      "--metrics_listen=0.0.0.0:9464 --credentials_file=/etc/xmod/credentials "
+      "--tls_cert=/etc/xmod/tls/server.pem --tls_key=/etc/xmod/tls/server.key");
   absl::FlagsUsageConfig usage;
   // --help lists this file's flags (absl's default looks for <program>.cc).
   usage.contains_help_flags = [](absl::string_view path) {
@@ -59,7 +78,32 @@ int main(int argc, char** argv) {
   options.listen = absl::GetFlag(FLAGS_listen);
   options.db_path = absl::GetFlag(FLAGS_db);
   options.checkpoint_root = absl::GetFlag(FLAGS_checkpoint_root);
-  options.token = absl::GetFlag(FLAGS_token);
+  if (!absl::GetFlag(FLAGS_token).empty()) {
+    std::cerr << "--token is no longer accepted (a secret on the command line is visible in "
+                 "ps): put credentials in --credentials_file (docs/security.md)\n";
+    return 2;
+  }
+  absl::StatusOr<xmod::CredentialSet> credentials;
+  if (const std::string file = absl::GetFlag(FLAGS_credentials_file); !file.empty()) {
+    credentials = xmod::CredentialSet::Load(file);
+    struct stat info;
+    if (stat(file.c_str(), &info) == 0 && (info.st_mode & 077) != 0) {
+      LOG(WARNING) << "--credentials_file " << file << " is readable by other users (chmod 600 it)";
+    }
+  } else if (const char* lines = std::getenv("XMOD_CREDENTIALS"); lines != nullptr) {
+    credentials = xmod::CredentialSet::Parse(lines, "XMOD_CREDENTIALS");
+  } else {
+    credentials = xmod::CredentialSet();
+  }
+  if (!credentials.ok()) {
+    std::cerr << "--credentials_file: " << credentials.status().message() << "\n";
+    return 2;
+  }
+  options.credentials = std::make_shared<const xmod::CredentialSet>(*std::move(credentials));
+  options.insecure = absl::GetFlag(FLAGS_insecure);
+  options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
+  options.tls.key_file = absl::GetFlag(FLAGS_tls_key);
+  options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
   options.http_listen = absl::GetFlag(FLAGS_http_listen);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   options.dashboard_dir = absl::GetFlag(FLAGS_dashboard_dir);

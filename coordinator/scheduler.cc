@@ -11,6 +11,7 @@
 #include "coordinator/store_reads.h"
 #include "coordinator/store_writes.h"
 #include "glog/logging.h"
+#include "model/train/exit_codes.h"
 
 namespace xmod {
 
@@ -55,22 +56,80 @@ void Scheduler::Publish(const std::vector<Touched>& touched) {
   for (const Touched& t : touched) feed_->Publish(t.sweep_id, t.run_id);
 }
 
+void Scheduler::SaveLocked(Change& change, int64_t run_id) {
+  if (change.runs.count(run_id) > 0) return;
+  auto it = runs_.find(run_id);
+  change.runs[run_id] = it == runs_.end() ? std::nullopt : std::optional<RunEntry>(it->second);
+}
+
+void Scheduler::SaveLocked(Change& change, const AttemptKey& key) {
+  if (change.attempts.count(key) > 0) return;
+  auto it = attempts_.find(key);
+  change.attempts[key] =
+      it == attempts_.end() ? std::nullopt : std::optional<AttemptEntry>(it->second);
+}
+
+absl::Status Scheduler::CommitLocked(std::vector<Store::WriteFn> writes, const Change& change) {
+  absl::Status status = writes.empty() ? absl::OkStatus() : Submit(std::move(writes)).get();
+  if (status.ok()) {
+    if (metrics_ != nullptr) {
+      for (const std::string& name : change.ended_runs) metrics_->RunEnded(name);
+    }
+    return status;
+  }
+  // Put memory back as the database still has it. A run is in queue_ exactly when it is in
+  // runs_ in state QUEUED, and its queue key never changes.
+  for (const auto& [run_id, saved] : change.runs) {
+    auto it = runs_.find(run_id);
+    if (it != runs_.end()) {
+      queue_.erase({-it->second.priority, it->second.sweep_id, run_id});
+      runs_.erase(it);
+    }
+    if (saved) {
+      runs_[run_id] = *saved;
+      if (saved->state == xmod::v1::QUEUED) {
+        queue_.insert({-saved->priority, saved->sweep_id, run_id});
+        queue_changed_.SignalAll();
+      }
+    }
+  }
+  for (const auto& [key, saved] : change.attempts) {
+    if (saved) {
+      attempts_[key] = *saved;
+    } else {
+      attempts_.erase(key);
+    }
+  }
+  LOG(WARNING) << "scheduler: a commit failed, memory left as stored: " << status;
+  return status;
+}
+
 absl::Status Scheduler::Rebuild() {
   SchedulerSnapshot snap;
-  absl::Status read = store_->Read([&snap](Db& db) {
+  std::map<int64_t, xmod::v1::Checkpoint> previous;  // by run: the fallback of its latest
+  absl::Status read = store_->Read([&snap, &previous](Db& db) {
     absl::StatusOr<SchedulerSnapshot> s = LoadSchedulerSnapshot(db);
     if (!s.ok()) return s.status();
     snap = *std::move(s);
+    for (const RunQueueEntry& e : snap.runs) {
+      absl::StatusOr<std::vector<xmod::v1::Checkpoint>> all = LoadCheckpoints(db, e.run_id);
+      if (!all.ok()) return all.status();
+      // Ordered by step: the one before the last is the fallback.
+      if (all->size() >= 2) previous[e.run_id] = (*all)[all->size() - 2];
+    }
     return absl::OkStatus();
   });
   if (!read.ok()) return read;
 
+  // The database holds wall-clock times; memory keeps monotonic ones.
   const int64_t now = clock_->NowMillis();
+  const int64_t mono = clock_->MonotonicMillis();
   std::vector<Store::WriteFn> writes;
   {
     absl::MutexLock lock(&mu_);
     for (const WorkerRow& w : snap.workers) {
-      workers_[w.id] = WorkerEntry{w.name, w.slots, w.last_seen_ms, 0};
+      workers_[w.id] =
+          WorkerEntry{w.name, w.slots, mono - std::max<int64_t>(0, now - w.last_seen_ms), 0};
     }
     for (const RunQueueEntry& e : snap.runs) {
       RunEntry& run = runs_[e.run_id];
@@ -80,12 +139,16 @@ absl::Status Scheduler::Rebuild() {
       run.attempts = e.attempts;
       run.failures = e.failures;
       run.max_attempts = e.max_attempts;
-      run.not_before_ms = e.not_before_ms;
+      run.not_before_ms = mono + std::max<int64_t>(0, e.not_before_ms - now);
       run.name = e.name;
       run.spec = e.spec;
       if (e.latest_checkpoint) {
         run.latest_checkpoint = Checkpoint{e.latest_checkpoint->step(), e.latest_checkpoint->path(),
                                            e.latest_checkpoint->sha256()};
+      }
+      if (auto p = previous.find(e.run_id); p != previous.end()) {
+        run.previous_checkpoint =
+            Checkpoint{p->second.step(), p->second.path(), p->second.sha256()};
       }
     }
     for (const OpenAttempt& a : snap.open_attempts) {
@@ -94,7 +157,7 @@ absl::Status Scheduler::Rebuild() {
       AttemptEntry entry;
       entry.worker_id = a.worker_id;
       // Keep the lease, with one TTL of grace from the restart for workers to reattach.
-      entry.lease_expires_ms = std::max(a.lease_expires_ms, now + options_.lease_ttl_ms);
+      entry.lease_expires_ms = mono + std::max(a.lease_expires_ms - now, options_.lease_ttl_ms);
       entry.acked_seq = a.max_seq;
       entry.worker = worker == workers_.end() ? "" : worker->second.name;
       attempts_[{a.run_id, a.attempt}] = entry;
@@ -177,7 +240,7 @@ absl::Status Scheduler::CancelRun(int64_t run_id) {
     return s;
   }
   const int64_t now = clock_->NowMillis();
-  std::future<absl::Status> done;
+  absl::Status status;
   {
     absl::MutexLock lock(&mu_);
     auto it = runs_.find(run_id);
@@ -186,13 +249,16 @@ absl::Status Scheduler::CancelRun(int64_t run_id) {
       return absl::FailedPreconditionError(absl::StrCat("run ", run_id, " already ended ",
                                                         xmod::v1::RunState_Name(stored->state())));
     }
+    Change change;
+    SaveLocked(change, run_id);
     RunEntry& run = it->second;
     queue_.erase({-run.priority, run.sweep_id, run_id});
     run.state = xmod::v1::CANCELLED;
-    if (metrics_ != nullptr) metrics_->RunEnded(run.name);
+    change.ended_runs.push_back(run.name);
     const int64_t sweep_id = run.sweep_id;
     if (run.current_attempt == 0) runs_.erase(it);  // else kept until its attempt ends
-    done = store_->Write([run_id, sweep_id, now](Db& db) {
+    std::vector<Store::WriteFn> writes;
+    writes.push_back([run_id, sweep_id, now](Db& db) {
       RunUpdate u;
       u.run_id = run_id;
       u.state = xmod::v1::CANCELLED;
@@ -200,9 +266,9 @@ absl::Status Scheduler::CancelRun(int64_t run_id) {
       if (absl::Status s = UpdateRun(db, u); !s.ok()) return s;
       return InsertEvent(db, now, "run_cancelled", sweep_id, run_id, "");
     });
+    status = CommitLocked(std::move(writes), change);
   }
-  absl::Status status = done.get();
-  feed_->Publish(stored->sweep_id(), run_id);
+  if (status.ok()) feed_->Publish(stored->sweep_id(), run_id);
   return status;
 }
 
@@ -210,9 +276,10 @@ absl::Status Scheduler::CancelSweep(int64_t sweep_id) {
   const int64_t now = clock_->NowMillis();
   std::vector<Store::WriteFn> writes;
   std::vector<Touched> touched;
-  std::future<absl::Status> done;
+  absl::Status status;
   {
     absl::MutexLock lock(&mu_);
+    Change change;
     for (auto it = runs_.begin(); it != runs_.end();) {
       RunEntry& run = it->second;
       const int64_t run_id = it->first;
@@ -220,9 +287,10 @@ absl::Status Scheduler::CancelSweep(int64_t sweep_id) {
         ++it;
         continue;
       }
+      SaveLocked(change, run_id);
       queue_.erase({-run.priority, run.sweep_id, run_id});
       run.state = xmod::v1::CANCELLED;
-      if (metrics_ != nullptr) metrics_->RunEnded(run.name);
+      change.ended_runs.push_back(run.name);
       touched.push_back({sweep_id, run_id});
       writes.push_back([run_id, now](Db& db) {
         RunUpdate u;
@@ -238,9 +306,9 @@ absl::Status Scheduler::CancelSweep(int64_t sweep_id) {
       return InsertEvent(db, now, "sweep_cancelled", sweep_id, 0,
                          absl::StrCat(n, " runs cancelled"));
     });
-    done = Submit(std::move(writes));
+    status = CommitLocked(std::move(writes), change);
   }
-  absl::Status status = done.get();
+  if (!status.ok()) return status;
   Publish(touched);
   feed_->Publish(sweep_id, 0);
   return status;
@@ -254,25 +322,30 @@ absl::Status Scheduler::Requeue(const xmod::v1::Run& stored, std::optional<Check
                      "; only FAILED or CANCELLED runs can be resumed"));
   }
   const int64_t now = clock_->NowMillis();
-  std::future<absl::Status> done;
+  absl::Status status;
   {
     absl::MutexLock lock(&mu_);
     if (runs_.count(run_id) > 0) {
       return absl::FailedPreconditionError(absl::StrCat(
           "run ", run_id, " is still stopping its last attempt; resume it once that ended"));
     }
+    Change change;
+    SaveLocked(change, run_id);
     RunEntry& run = runs_[run_id];
     run.sweep_id = stored.sweep_id();
     run.priority = stored.priority();
     run.attempts = stored.attempts();
     run.failures = 0;
+    run.oom_failures = 0;
+    run.lost = 0;
     run.max_attempts = stored.max_attempts();
     run.not_before_ms = 0;
     run.name = stored.name();
     run.spec = stored.spec();
     run.latest_checkpoint = std::move(checkpoint);
     EnqueueLocked(run_id, run);
-    done = store_->Write([run_id, sweep_id = stored.sweep_id(), now](Db& db) {
+    std::vector<Store::WriteFn> writes;
+    writes.push_back([run_id, sweep_id = stored.sweep_id(), now](Db& db) {
       RunUpdate u;
       u.run_id = run_id;
       u.state = xmod::v1::QUEUED;
@@ -283,9 +356,9 @@ absl::Status Scheduler::Requeue(const xmod::v1::Run& stored, std::optional<Check
       if (absl::Status s = UpdateRun(db, u); !s.ok()) return s;
       return InsertEvent(db, now, "run_resumed", sweep_id, run_id, "");
     });
+    status = CommitLocked(std::move(writes), change);
   }
-  absl::Status status = done.get();
-  feed_->Publish(stored.sweep_id(), run_id);
+  if (status.ok()) feed_->Publish(stored.sweep_id(), run_id);
   return status;
 }
 
@@ -342,7 +415,8 @@ absl::StatusOr<std::optional<xmod::v1::Assignment>> Scheduler::Acquire(
     const xmod::v1::AcquireRunRequest& request) {
   const absl::Time deadline =
       absl::Now() + absl::Milliseconds(std::max<int64_t>(0, request.wait_ms()));
-  std::future<absl::Status> done;
+  // The lease lasts lease_ttl_ms from its grant; the worker counts from its request.
+  const int64_t arrived = clock_->MonotonicMillis();
   xmod::v1::Assignment assignment;
   int64_t sweep_id = 0;
   {
@@ -356,7 +430,7 @@ absl::StatusOr<std::optional<xmod::v1::Assignment>> Scheduler::Acquire(
     int64_t run_id = 0;
     while (true) {
       if (shutdown_) return std::optional<xmod::v1::Assignment>();
-      const int64_t now = clock_->NowMillis();
+      const int64_t now = clock_->MonotonicMillis();
       int64_t next_ready = -1;
       // Multi-rank policy (no backfill): the first ready run in queue order that fits the
       // free slots is leased. A ready run that needs more slots than are free now but no
@@ -386,9 +460,13 @@ absl::StatusOr<std::optional<xmod::v1::Assignment>> Scheduler::Acquire(
         wake = std::min(wake, absl::Now() + absl::Milliseconds(next_ready - now));
       queue_changed_.WaitWithDeadline(&mu_, wake);
     }
-    // Lease it.
+    // Lease it: memory changes are kept only once the database holds them.
     const int64_t now = clock_->NowMillis();
+    const int64_t mono = clock_->MonotonicMillis();
+    Change change;
+    SaveLocked(change, run_id);
     RunEntry& run = runs_.at(run_id);
+    SaveLocked(change, AttemptKey{run_id, run.attempts + 1});
     queue_.erase({-run.priority, run.sweep_id, run_id});
     run.state = xmod::v1::RUNNING;
     run.attempts += 1;
@@ -398,7 +476,7 @@ absl::StatusOr<std::optional<xmod::v1::Assignment>> Scheduler::Acquire(
     attempt.worker_id = request.worker_id();
     attempt.worker = worker->second.name;
     attempt.worker_epoch = worker->second.epoch;
-    attempt.lease_expires_ms = now + options_.lease_ttl_ms;
+    attempt.lease_expires_ms = mono + options_.lease_ttl_ms;
     attempts_[{run_id, run.attempts}] = attempt;
 
     const std::string checkpoint_dir =
@@ -412,11 +490,18 @@ absl::StatusOr<std::optional<xmod::v1::Assignment>> Scheduler::Acquire(
     const int needed = SlotsNeeded(run.spec);
     for (int i = 0; i < needed; ++i) assignment.add_slots(request.free_slots(i));
     int64_t resumed_from = 0;
+    assignment.set_lease_ttl_ms(attempt.lease_expires_ms - arrived);
     if (run.latest_checkpoint) {
       resumed_from = run.latest_checkpoint->step;
       assignment.mutable_resume()->set_path(run.latest_checkpoint->path);
       assignment.mutable_resume()->set_sha256(run.latest_checkpoint->sha256);
       assignment.mutable_resume()->set_step(run.latest_checkpoint->step);
+      if (run.previous_checkpoint) {
+        xmod::v1::ResumePoint* fallback = assignment.add_fallbacks();
+        fallback->set_path(run.previous_checkpoint->path);
+        fallback->set_sha256(run.previous_checkpoint->sha256);
+        fallback->set_step(run.previous_checkpoint->step);
+      }
     }
     AttemptStart start;
     start.run_id = run_id;
@@ -426,8 +511,9 @@ absl::StatusOr<std::optional<xmod::v1::Assignment>> Scheduler::Acquire(
     start.slots = absl::StrJoin(assignment.slots(), ",");
     start.started_ms = now;
     start.resumed_from_step = resumed_from;
-    start.lease_expires_ms = attempt.lease_expires_ms;
-    done = store_->Write([start, sweep_id, attempts = run.attempts](Db& db) {
+    start.lease_expires_ms = now + options_.lease_ttl_ms;
+    std::vector<Store::WriteFn> writes;
+    writes.push_back([start, sweep_id, attempts = run.attempts](Db& db) {
       if (absl::Status s = InsertAttempt(db, start); !s.ok()) return s;
       RunUpdate u;
       u.run_id = start.run_id;
@@ -441,8 +527,8 @@ absl::StatusOr<std::optional<xmod::v1::Assignment>> Scheduler::Acquire(
                                           ? absl::StrCat(" from step ", start.resumed_from_step)
                                           : ""));
     });
+    if (absl::Status s = CommitLocked(std::move(writes), change); !s.ok()) return s;
   }
-  if (absl::Status s = done.get(); !s.ok()) return s;
   if (absl::Status s = MakeDirs(assignment.spec().checkpoint_dir()); !s.ok()) {
     LOG(WARNING) << "cannot create " << assignment.spec().checkpoint_dir() << " here (" << s
                  << "); the worker must";
@@ -451,11 +537,39 @@ absl::StatusOr<std::optional<xmod::v1::Assignment>> Scheduler::Acquire(
   return std::optional<xmod::v1::Assignment>(std::move(assignment));
 }
 
-void Scheduler::EndAttemptLocked(const AttemptKey& key, const std::string& outcome, bool failure,
-                                 int exit_code, const std::string& error, int64_t now,
-                                 std::vector<Store::WriteFn>* writes,
-                                 std::vector<Touched>* touched) {
+Scheduler::Retry Scheduler::RetryOfFailure(RunEntry& run, int exit_code) {
+  switch (RetryPolicyOf(exit_code)) {
+    case ExitRetry::kNever:
+      return Retry::kNever;
+    case ExitRetry::kRetryOnce:
+      run.oom_failures += 1;
+      return run.oom_failures > 1 ? Retry::kNever : Retry::kFailure;
+    case ExitRetry::kRequeue:
+      return Retry::kRequeue;
+    case ExitRetry::kRetry:
+      break;
+  }
+  return Retry::kFailure;
+}
+
+Scheduler::Retry Scheduler::LostRetryLocked(const AttemptKey& key, Change* change) {
+  SaveLocked(*change, key.first);
+  auto run = runs_.find(key.first);
+  if (run == runs_.end() || run->second.current_attempt != key.second) return Retry::kRequeue;
+  run->second.lost += 1;
+  if (run->second.lost <= options_.max_lost_attempts) return Retry::kRequeue;
+  LOG(WARNING) << "run " << key.first << " lost " << run->second.lost
+               << " leases: failing it instead of requeueing";
+  return Retry::kNever;
+}
+
+void Scheduler::EndAttemptLocked(const AttemptKey& key, const std::string& outcome, Retry retry,
+                                 int exit_code, const std::string& error, int64_t now, int64_t mono,
+                                 std::vector<Store::WriteFn>* writes, std::vector<Touched>* touched,
+                                 Change* change) {
   const auto [run_id, attempt] = key;
+  SaveLocked(*change, key);
+  SaveLocked(*change, run_id);
   attempts_.erase(key);
   writes->push_back([run_id = run_id, attempt = attempt, outcome, exit_code, error, now](Db& db) {
     return EndAttempt(db, run_id, attempt, outcome, exit_code, error, now);
@@ -465,13 +579,18 @@ void Scheduler::EndAttemptLocked(const AttemptKey& key, const std::string& outco
   RunEntry& run = it->second;
   run.current_attempt = 0;
   touched->push_back({run.sweep_id, run_id});
-  if (metrics_ != nullptr) metrics_->RunEnded(run.name);
+  change->ended_runs.push_back(run.name);
   const int64_t sweep_id = run.sweep_id;
-  const std::string event_text =
-      absl::StrCat("attempt ", attempt, " ", outcome, error.empty() ? "" : ": ", error);
+  const std::string reason = ExitReason(exit_code);
+  const std::string event_text = absl::StrCat(
+      "attempt ", attempt, " ", outcome,
+      reason.empty() || outcome != "failed" ? ""
+                                            : absl::StrCat(" (", reason, ", exit ", exit_code, ")"),
+      error.empty() ? "" : ": ", error);
   RunUpdate u;
   u.run_id = run_id;
   std::string kind = absl::StrCat("attempt_", outcome);
+  const bool failure = retry != Retry::kRequeue;
   if (run.state == xmod::v1::CANCELLED) {
     runs_.erase(it);  // its cancellation is already stored
   } else if (outcome == "succeeded") {
@@ -489,17 +608,26 @@ void Scheduler::EndAttemptLocked(const AttemptKey& key, const std::string& outco
       u.failures = run.failures;
       u.error = event_text;
     }
-    if (failure && run.failures >= run.max_attempts) {
+    if (retry == Retry::kNever || (failure && run.failures >= run.max_attempts)) {
       u.state = xmod::v1::FAILED;
       u.finished_ms = now;
-      u.error = absl::StrCat(event_text, " (", run.failures, " of ", run.max_attempts,
-                             " attempts failed)");
+      if (retry != Retry::kNever) {
+        u.error = absl::StrCat(event_text, " (", run.failures, " of ", run.max_attempts,
+                               " attempts failed)");
+      } else if (outcome == "lost") {
+        u.error = absl::StrCat(event_text, " (", run.lost, " leases lost: not requeued again)");
+      } else if (exit_code == kExitOutOfMemory) {
+        u.error = absl::StrCat(event_text, " (out of memory again: not retried)");
+      } else {
+        u.error = absl::StrCat(event_text, " (not retried: a retry would fail the same way)");
+      }
       kind = "run_failed";
       runs_.erase(it);
     } else {
-      run.not_before_ms = failure ? now + BackoffMillis(run.failures) : now;
+      const int64_t backoff = failure ? BackoffMillis(run.failures) : 0;
+      run.not_before_ms = mono + backoff;
       u.state = xmod::v1::QUEUED;
-      u.not_before_ms = run.not_before_ms;
+      u.not_before_ms = now + backoff;
       EnqueueLocked(run_id, run);
     }
   }
@@ -511,14 +639,12 @@ void Scheduler::EndAttemptLocked(const AttemptKey& key, const std::string& outco
 
 absl::Status Scheduler::FinishRun(const xmod::v1::FinishRunRequest& request) {
   std::string outcome;
-  bool failure = false;
   switch (request.outcome()) {
     case xmod::v1::OUTCOME_SUCCEEDED:
       outcome = "succeeded";
       break;
     case xmod::v1::OUTCOME_FAILED:
       outcome = "failed";
-      failure = true;
       break;
     case xmod::v1::OUTCOME_CANCELLED:
       outcome = "cancelled";
@@ -529,10 +655,12 @@ absl::Status Scheduler::FinishRun(const xmod::v1::FinishRunRequest& request) {
     default:
       return absl::InvalidArgumentError("outcome: must be set");
   }
+  if (request.last_seq() < 0) return absl::InvalidArgumentError("last_seq: must be >= 0");
   const int64_t now = clock_->NowMillis();
+  const int64_t mono = clock_->MonotonicMillis();
   std::vector<Store::WriteFn> writes;
   std::vector<Touched> touched;
-  std::future<absl::Status> done;
+  absl::Status status;
   {
     absl::MutexLock lock(&mu_);
     const AttemptKey key{request.run_id(), request.attempt()};
@@ -543,48 +671,71 @@ absl::Status Scheduler::FinishRun(const xmod::v1::FinishRunRequest& request) {
                                                         request.run_id(), " belongs to worker ",
                                                         it->second.worker));
     }
-    if (request.outcome() == xmod::v1::OUTCOME_SUCCEEDED && request.last_acked_seq() > 0 &&
-        it->second.acked_seq < request.last_acked_seq()) {
-      LOG(WARNING) << "run " << request.run_id() << " attempt " << request.attempt()
-                   << " finished with last_acked_seq " << request.last_acked_seq() << " but only "
-                   << it->second.acked_seq << " is stored";
+    Change change;
+    std::string error = request.error();
+    Retry retry = Retry::kRequeue;
+    if (request.outcome() == xmod::v1::OUTCOME_SUCCEEDED && request.last_seq() > 0 &&
+        it->second.acked_seq < request.last_seq()) {
+      // Points the trainer produced are missing: not a success. The retry resumes from the
+      // latest checkpoint, before which every point is durable, and produces the rest again.
+      outcome = "failed";
+      retry = Retry::kFailure;
+      error = absl::StrCat("metrics incomplete: durable up to seq ",
+                           std::max<int64_t>(it->second.acked_seq, 0), " of ", request.last_seq(),
+                           "; retrying from the latest checkpoint");
+      LOG(WARNING) << "run " << request.run_id() << " attempt " << request.attempt() << ": "
+                   << error;
+    } else if (request.outcome() == xmod::v1::OUTCOME_FAILED) {
+      auto run = runs_.find(request.run_id());
+      if (run != runs_.end()) {
+        SaveLocked(change, request.run_id());
+        retry = RetryOfFailure(run->second, request.exit_code());
+      } else {
+        retry = Retry::kFailure;
+      }
     }
-    EndAttemptLocked(key, outcome, failure, request.exit_code(), request.error(), now, &writes,
-                     &touched);
-    done = Submit(std::move(writes));
+    EndAttemptLocked(key, outcome, retry, request.exit_code(), error, now, mono, &writes, &touched,
+                     &change);
+    status = CommitLocked(std::move(writes), change);
   }
-  absl::Status status = done.get();
-  Publish(touched);
+  if (status.ok()) Publish(touched);
   return status;
 }
 
 int Scheduler::ExpireLeases() {
   const int64_t now = clock_->NowMillis();
+  const int64_t mono = clock_->MonotonicMillis();
   std::vector<Store::WriteFn> writes;
   std::vector<Touched> touched;
-  std::future<absl::Status> done;
   int expired = 0;
   {
     absl::MutexLock lock(&mu_);
     std::vector<AttemptKey> lapsed;
     for (const auto& [key, attempt] : attempts_) {
-      if (attempt.lease_expires_ms < now) lapsed.push_back(key);
+      if (attempt.lease_expires_ms < mono) lapsed.push_back(key);
     }
+    Change change;
     for (const AttemptKey& key : lapsed) {
       LOG(WARNING) << "lease of run " << key.first << " attempt " << key.second << " on "
                    << attempts_.at(key).worker << " expired";
-      EndAttemptLocked(key, "lost", /*failure=*/true, 0, "lease expired", now, &writes, &touched);
+      const Retry retry = LostRetryLocked(key, &change);
+      EndAttemptLocked(key, "lost", retry, 0, "lease expired", now, mono, &writes, &touched,
+                       &change);
     }
-    expired = static_cast<int>(lapsed.size());
     int connected = 0;
     for (const auto& [id, worker] : workers_) {
-      if (now - worker.last_seen_ms <= options_.lease_ttl_ms) ++connected;
+      if (mono - worker.last_seen_ms <= options_.lease_ttl_ms) ++connected;
     }
     if (metrics_ != nullptr) metrics_->SetWorkersConnected(connected);
-    if (!writes.empty()) done = Submit(std::move(writes));
+    if (!lapsed.empty()) {
+      if (absl::Status s = CommitLocked(std::move(writes), change); !s.ok()) {
+        LOG(ERROR) << "storing expired leases failed; will retry: " << s;
+        return 0;
+      }
+      expired = static_cast<int>(lapsed.size());
+    }
   }
   if (expired > 0) {
-    if (absl::Status s = done.get(); !s.ok()) LOG(ERROR) << "storing expired leases: " << s;
     if (metrics_ != nullptr) metrics_->AddLeasesExpired(expired);
     Publish(touched);
   }

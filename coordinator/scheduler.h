@@ -1,18 +1,41 @@
-// Scheduler: the run queue, worker registry and attempt leases (ARCHITECTURE.md,
-// "Scheduling and faults"), and metric / checkpoint ingest of running attempts.
+// Scheduler: the run queue, worker registry and attempt leases, and metric / checkpoint
+// ingest of running attempts.
 //
 // Pull model: workers long-poll Acquire(); each attempt holds a lease that Heartbeat()
 // renews; ExpireLeases() ends attempts whose lease lapsed as "lost" and requeues their run
-// with exponential backoff, until a run has failed max_attempts times (then FAILED). A retry
-// resumes from the run's latest checkpoint (any attempt). Cancelled runs get STOP orders in
-// heartbeat replies.
+// at once: a lost lease is not the run's failure and does not use up an attempt (the bound
+// is max_lost_attempts, kept in memory). Failed attempts requeue with exponential backoff,
+// until a run has failed max_attempts times (then FAILED). A retry resumes from the run's
+// latest recorded checkpoint (any attempt), with the one before it as a fallback
+// (Assignment.fallbacks); a checkpoint the trainer refuses (ReportCheckpoint{rejected}: its
+// digest does not match, it is missing, or it does not load) is deleted from the
+// checkpoints table so it is never offered again, and the attempt's resumed_from_step and
+// error note the fallback (shown by `xmodctl run show`) with a "checkpoint_rejected" event.
+// Replies carry lease_ttl_ms so the worker can fence its trainers (worker/agent.h).
+// Cancelled runs get STOP orders in heartbeat replies; attempts that are no longer current
+// get KILL orders (never a SIGTERM that would let them checkpoint). A trainer that hangs is
+// the worker's to kill (its stall timeout, worker/agent.h), so a heartbeat keeps a lease only
+// while the worker's trainer makes step progress.
+//
+// Failures: FinishRun's exit code (model/train/exit_codes.h) decides the retry. Invalid
+// configuration and a diverged loss fail the run at once; out of memory is retried once and
+// fails the run the second time; anything else is retried with backoff. A run is SUCCEEDED
+// only when every metric point the attempt produced (FinishRunRequest.last_seq) is durable;
+// otherwise the attempt counts as a retryable failure and the retry re-produces the missing
+// points from the latest checkpoint (whose earlier points are durable by construction).
 //
 // State: the database is the truth. The scheduler keeps a memory copy of the live part
 // (queued and running runs, open attempts, workers), rebuilt by Create() from the database
 // after a restart; open attempts then keep their leases, extended by one TTL from the
-// restart, so reattaching workers continue. Every change is applied to memory and queued to
-// the store's writer under one lock (so memory and database change in the same order), and
-// each call returns only once its writes committed. Time comes from the injected Clock.
+// restart, so reattaching workers continue. Memory follows the database: an operation that
+// changes the queue, a run or an attempt commits its writes while holding the lock and
+// keeps its memory change only when the commit succeeded (a failed commit, e.g. a full disk,
+// puts the memory back and returns the store's error: RESOURCE_EXHAUSTED or UNAVAILABLE);
+// lease renewals and progress are applied once their commit returned. Each call returns only
+// once its writes committed.
+// Time: leases, backoff and worker liveness run on the Clock's monotonic reading; the wall
+// clock only stamps stored times (the database holds wall-clock lease and backoff deadlines,
+// converted back to the monotonic clock by Create()).
 // Thread-safe.
 #ifndef XMOD_COORDINATOR_SCHEDULER_H_
 #define XMOD_COORDINATOR_SCHEDULER_H_
@@ -48,6 +71,10 @@ struct SchedulerOptions {
   int64_t backoff_max_ms = 120000;
   // Each run checkpoints into <checkpoint_root>/sweep-<S>/run-<R>.
   std::string checkpoint_root = "checkpoints";
+  // Lost leases (lease expiry, a worker re-registering without the attempt) requeue the run
+  // at once without counting against max_attempts; past this many since the scheduler
+  // started or the run was resumed, the run FAILs instead, so it cannot loop forever.
+  int max_lost_attempts = 20;
 };
 
 class Scheduler {
@@ -94,9 +121,11 @@ class Scheduler {
   // Records a checkpoint of the current attempt (a resume point). FAILED_PRECONDITION for a
   // stale attempt.
   absl::Status ReportCheckpoint(const xmod::v1::ReportCheckpointRequest& request);
-  // Ends an attempt. Succeeded -> SUCCEEDED; failed -> requeued with backoff or FAILED;
-  // preempted -> requeued at once without counting as a failure; cancelled -> CANCELLED.
-  // Finishing an attempt that already ended is a no-op.
+  // Ends an attempt. Succeeded -> SUCCEEDED when every point up to last_seq is durable (else
+  // a retryable failure); failed -> by the exit code's retry policy (exit_codes.h): requeued
+  // with backoff, or FAILED at once or when out of attempts; preempted -> requeued at once
+  // without counting as a failure; cancelled -> CANCELLED. Finishing an attempt that
+  // already ended is a no-op.
   absl::Status FinishRun(const xmod::v1::FinishRunRequest& request);
 
   // --- Time ---------------------------------------------------------------------------
@@ -108,7 +137,7 @@ class Scheduler {
   void Shutdown();
 
   const SchedulerOptions& options() const { return options_; }
-  // Lease deadline of an open attempt, for tests and diagnostics.
+  // Lease deadline of an open attempt on the monotonic clock, for tests and diagnostics.
   std::optional<int64_t> LeaseExpiry(int64_t run_id, int attempt);
   int64_t BackoffMillis(int failures) const;
 
@@ -125,24 +154,29 @@ class Scheduler {
     int attempts = 0;
     int failures = 0;
     int max_attempts = 0;
-    int64_t not_before_ms = 0;
-    int current_attempt = 0;  // open attempt, 0 = none
+    int oom_failures = 0;       // out-of-memory failures since submission or the last resume
+    int64_t not_before_ms = 0;  // monotonic
+    int current_attempt = 0;    // open attempt, 0 = none
     std::string name;
     xmod::v1::RunSpec spec;
     std::optional<Checkpoint> latest_checkpoint;
+    // The good recorded checkpoint just older than latest_checkpoint: the fallback of a
+    // resume (Assignment.fallbacks) should the newest fail verification.
+    std::optional<Checkpoint> previous_checkpoint;
+    int lost = 0;  // lost leases since the scheduler started or the run was resumed
   };
   struct AttemptEntry {
     int64_t worker_id = 0;
-    int64_t lease_expires_ms = 0;
-    int64_t acked_seq = -1;    // highest seq with every earlier point durable (-1 = none)
-    int64_t worker_epoch = 0;  // the worker's registration count when the attempt began
+    int64_t lease_expires_ms = 0;  // monotonic
+    int64_t acked_seq = -1;        // highest seq with every earlier point durable (-1 = none)
+    int64_t worker_epoch = 0;      // the worker's registration count when the attempt began
     std::string worker;
   };
   struct WorkerEntry {
     std::string name;
     std::vector<xmod::v1::Slot> slots;
-    int64_t last_seen_ms = 0;
-    int64_t epoch = 0;  // registrations seen by this coordinator process
+    int64_t last_seen_ms = 0;  // monotonic
+    int64_t epoch = 0;         // registrations seen by this coordinator process
   };
   using QueueKey = std::tuple<int, int64_t, int64_t>;  // (-priority, sweep, run)
   using AttemptKey = std::pair<int64_t, int>;          // (run, attempt)
@@ -156,14 +190,41 @@ class Scheduler {
             const SchedulerOptions& options);
   absl::Status Rebuild();
 
-  // Ends the open attempt `key` with `outcome` and moves its run on: requeue (counting a
-  // failure when `failure`), FAILED when out of attempts, or leave a cancelled run alone.
-  // Appends the database writes to `writes`.
-  void EndAttemptLocked(const AttemptKey& key, const std::string& outcome, bool failure,
-                        int exit_code, const std::string& error, int64_t now,
-                        std::vector<Store::WriteFn>* writes, std::vector<Touched>* touched)
+  // The memory an operation changed, saved before the change so that a failed commit can put
+  // it back, and what to do once the commit succeeded.
+  struct Change {
+    std::map<int64_t, std::optional<RunEntry>> runs;  // nullopt: the run was not in memory
+    std::map<AttemptKey, std::optional<AttemptEntry>> attempts;
+    std::vector<std::string> ended_runs;  // for the running-runs gauge
+  };
+  // How an ended attempt moves its run on.
+  enum class Retry {
+    kRequeue,  // at once, not counted as a failure (preempted)
+    kFailure,  // with backoff, counted; FAILED once max_attempts failures are reached
+    kNever,    // FAILED now: a retry would fail the same way
+  };
+  // Save the entry (present or not) into `change` the first time it is named.
+  void SaveLocked(Change& change, int64_t run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SaveLocked(Change& change, const AttemptKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Commits `writes` as one transaction and waits, holding mu_. On success publishes the
+  // change's side effects; on failure restores the saved memory and returns the error.
+  absl::Status CommitLocked(std::vector<Store::WriteFn> writes, const Change& change)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Ends the open attempt `key` with `outcome` and moves its run on by `retry`: requeue,
+  // FAILED, or leave a cancelled run alone. Saves what it changes into `change` and appends
+  // the database writes to `writes`. `now` is the wall clock, `mono` the monotonic one.
+  void EndAttemptLocked(const AttemptKey& key, const std::string& outcome, Retry retry,
+                        int exit_code, const std::string& error, int64_t now, int64_t mono,
+                        std::vector<Store::WriteFn>* writes, std::vector<Touched>* touched,
+                        Change* change) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EnqueueLocked(int64_t run_id, RunEntry& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The retry policy of a FAILED outcome with `exit_code` for `run`; counts an
+  // out-of-memory failure on the run.
+  Retry RetryOfFailure(RunEntry& run, int exit_code) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The retry of attempt `key` lost with its lease: a requeue that is not a failure, until
+  // the run lost max_lost_attempts leases. Counts the loss on the run (saved in `change`).
+  Retry LostRetryLocked(const AttemptKey& key, Change* change) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Requeues a terminal run loaded from the database (ResumeRun / RetryFailed).
   absl::Status Requeue(const xmod::v1::Run& run, std::optional<Checkpoint> checkpoint);
   // Queues `writes` as one closure (one transaction) and returns its future.

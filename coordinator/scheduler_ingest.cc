@@ -1,10 +1,12 @@
 // See scheduler.h. This file: worker registration, heartbeats (lease renewal, orders,
 // progress) and ingest of metric points and checkpoints.
 #include <algorithm>
+#include <memory>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/scheduler.h"
+#include "coordinator/store_reads.h"
 #include "coordinator/store_writes.h"
 #include "glog/logging.h"
 
@@ -39,7 +41,7 @@ absl::StatusOr<xmod::v1::RegisterResponse> Scheduler::Register(
     WorkerEntry& worker = workers_[worker_id];
     worker.name = request.worker_name();
     worker.slots.assign(request.slots().begin(), request.slots().end());
-    worker.last_seen_ms = now;
+    worker.last_seen_ms = clock_->MonotonicMillis();
     // Attempts begun before this registration are lost unless the next heartbeat lists them.
     worker.epoch += 1;
   }
@@ -55,20 +57,26 @@ absl::StatusOr<xmod::v1::RegisterResponse> Scheduler::Register(
 absl::StatusOr<xmod::v1::HeartbeatResponse> Scheduler::Heartbeat(
     const xmod::v1::HeartbeatRequest& request) {
   const int64_t now = clock_->NowMillis();
+  const int64_t mono = clock_->MonotonicMillis();
   xmod::v1::HeartbeatResponse response;
   std::vector<Store::WriteFn> writes;
   std::vector<Touched> touched;
+  std::vector<AttemptKey> renewed;  // leases to extend once the renewal is stored
+  std::vector<std::pair<std::string, xmod::v1::Progress>> progress_gauges;
   std::future<absl::Status> done;
+  absl::Status status;
+  bool committed = false;
+  const int64_t worker_id = request.worker_id();
   {
     absl::MutexLock lock(&mu_);
-    auto worker = workers_.find(request.worker_id());
+    auto worker = workers_.find(worker_id);
     if (worker == workers_.end()) {
       response.set_reregister(true);
       return response;
     }
-    worker->second.last_seen_ms = now;
-    const int64_t worker_id = request.worker_id();
     writes.push_back([worker_id, now](Db& db) { return TouchWorker(db, worker_id, now); });
+    // Renewals are kept in memory after the commit: lease_ttl_ms from later than the arrival.
+    response.set_lease_ttl_ms(options_.lease_ttl_ms);
 
     std::set<AttemptKey> listed;
     for (const xmod::v1::RunningAttempt& running : request.running()) {
@@ -78,15 +86,16 @@ absl::StatusOr<xmod::v1::HeartbeatResponse> Scheduler::Heartbeat(
       auto run = runs_.find(running.run_id());
       if (attempt == attempts_.end() || attempt->second.worker_id != worker_id ||
           run == runs_.end() || run->second.current_attempt != running.attempt()) {
-        // Lost, finished or someone else's: the child must stop.
+        // Lost, finished or someone else's: the child must stop at once, writing nothing
+        // (another attempt may own the run now).
         xmod::v1::Order* order = response.add_orders();
         order->set_run_id(running.run_id());
         order->set_attempt(running.attempt());
-        order->set_action(xmod::v1::STOP);
+        order->set_action(xmod::v1::KILL);
         continue;
       }
-      attempt->second.lease_expires_ms = now + options_.lease_ttl_ms;
-      writes.push_back([key, expires = attempt->second.lease_expires_ms](Db& db) {
+      renewed.push_back(key);
+      writes.push_back([key, expires = now + options_.lease_ttl_ms](Db& db) {
         return RenewLease(db, key.first, key.second, expires);
       });
       if (run->second.state == xmod::v1::CANCELLED) {
@@ -105,13 +114,12 @@ absl::StatusOr<xmod::v1::HeartbeatResponse> Scheduler::Heartbeat(
           return UpdateProgress(db, run_id, position);
         });
         touched.push_back({run->second.sweep_id, running.run_id()});
-        if (metrics_ != nullptr) {
-          metrics_->SetRunProgress(run->second.name, progress.flops(), progress.train_loss());
-        }
+        progress_gauges.emplace_back(run->second.name, progress);
       }
     }
     // After a re-registration, attempts begun earlier that the worker no longer lists ended
-    // with the worker's previous life.
+    // with the worker's previous life. Ending them changes the queue: committed under the
+    // lock, memory kept only if the commit succeeds.
     std::vector<AttemptKey> orphaned;
     for (const auto& [key, attempt] : attempts_) {
       if (attempt.worker_id == worker_id && attempt.worker_epoch < worker->second.epoch &&
@@ -119,20 +127,42 @@ absl::StatusOr<xmod::v1::HeartbeatResponse> Scheduler::Heartbeat(
         orphaned.push_back(key);
       }
     }
-    for (const AttemptKey& key : orphaned) {
-      EndAttemptLocked(key, "lost", /*failure=*/true, 0, "worker re-registered without it", now,
-                       &writes, &touched);
+    if (!orphaned.empty()) {
+      Change change;
+      for (const AttemptKey& key : orphaned) {
+        const Retry retry = LostRetryLocked(key, &change);
+        EndAttemptLocked(key, "lost", retry, 0, "worker re-registered without it", now, mono,
+                         &writes, &touched, &change);
+      }
+      status = CommitLocked(std::move(writes), change);
+      committed = true;
+    } else {
+      done = Submit(std::move(writes));
     }
-    // Listed attempts now belong to the current registration.
-    for (const AttemptKey& key : listed) {
-      auto attempt = attempts_.find(key);
-      if (attempt != attempts_.end() && attempt->second.worker_id == worker_id) {
+  }
+  if (!committed) status = done.get();
+  if (!status.ok()) return status;
+  {
+    // Renewals take effect once stored. An attempt that ended meanwhile stays ended.
+    absl::MutexLock lock(&mu_);
+    auto worker = workers_.find(worker_id);
+    if (worker != workers_.end()) {
+      worker->second.last_seen_ms = std::max(worker->second.last_seen_ms, mono);
+      for (const AttemptKey& key : renewed) {
+        auto attempt = attempts_.find(key);
+        if (attempt == attempts_.end() || attempt->second.worker_id != worker_id) continue;
+        attempt->second.lease_expires_ms =
+            std::max(attempt->second.lease_expires_ms, mono + options_.lease_ttl_ms);
+        // Listed attempts now belong to the current registration.
         attempt->second.worker_epoch = worker->second.epoch;
       }
     }
-    done = Submit(std::move(writes));
   }
-  if (absl::Status s = done.get(); !s.ok()) return s;
+  if (metrics_ != nullptr) {
+    for (const auto& [name, progress] : progress_gauges) {
+      metrics_->SetRunProgress(name, progress.flops(), progress.train_loss());
+    }
+  }
   Publish(touched);
   return response;
 }
@@ -214,6 +244,8 @@ absl::Status Scheduler::ReportCheckpoint(const xmod::v1::ReportCheckpointRequest
   if (request.step() < 0) return absl::InvalidArgumentError("step: must be >= 0");
   const int64_t now = clock_->NowMillis();
   std::future<absl::Status> done;
+  // After a refusal: the run's recorded checkpoints left, by step (read in the transaction).
+  auto remaining = std::make_shared<std::vector<xmod::v1::Checkpoint>>();
   {
     absl::MutexLock lock(&mu_);
     const AttemptKey key{request.run_id(), request.attempt()};
@@ -225,24 +257,78 @@ absl::Status Scheduler::ReportCheckpoint(const xmod::v1::ReportCheckpointRequest
       return absl::FailedPreconditionError(absl::StrCat("attempt ", request.attempt(), " of run ",
                                                         request.run_id(), " is not current"));
     }
-    RunEntry& r = run->second;
-    if (!r.latest_checkpoint || request.step() >= r.latest_checkpoint->step) {
-      r.latest_checkpoint = Checkpoint{request.step(), request.path(), request.sha256()};
+    if (!request.rejected().empty()) {
+      // The trainer refused a resume candidate and goes on to the next one offered: the
+      // newest recorded checkpoint older than it, or a fresh start when none is left.
+      const RunEntry& r = run->second;
+      int64_t next = 0;
+      for (const std::optional<Checkpoint>* c : {&r.latest_checkpoint, &r.previous_checkpoint}) {
+        if (c->has_value() && (*c)->path != request.path() && (*c)->step < request.step()) {
+          next = std::max(next, (*c)->step);
+        }
+      }
+      const std::string note =
+          absl::StrCat("checkpoint at step ", request.step(), " (", request.path(),
+                       ") refused at resume: ", request.rejected(), "; ",
+                       next > 0 ? absl::StrCat("resumed from step ", next)
+                                : std::string("no older checkpoint, started from scratch"));
+      LOG(WARNING) << "run " << key.first << " attempt " << key.second << ": " << note;
+      done = store_->Write([key, path = request.path(), next, note, now, sweep_id = r.sweep_id,
+                            remaining](Db& db) {
+        if (absl::Status s = DeleteCheckpoint(db, key.first, path); !s.ok()) return s;
+        if (absl::Status s = NoteResumeFallback(db, key.first, key.second, next, note); !s.ok()) {
+          return s;
+        }
+        absl::StatusOr<std::vector<xmod::v1::Checkpoint>> left = LoadCheckpoints(db, key.first);
+        if (!left.ok()) return left.status();
+        *remaining = *std::move(left);
+        return InsertEvent(db, now, "checkpoint_rejected", sweep_id, key.first,
+                           absl::StrCat("attempt ", key.second, ": ", note));
+      });
+    } else {
+      xmod::v1::Checkpoint c;
+      c.set_step(request.step());
+      c.set_tokens(request.tokens());
+      c.set_flops(request.flops());
+      c.set_path(request.path());
+      c.set_sha256(request.sha256());
+      c.set_bytes(request.bytes());
+      done = store_->Write([key, c, now, sweep_id = run->second.sweep_id](Db& db) {
+        if (absl::Status s = InsertCheckpoint(db, key.first, key.second, c, now); !s.ok()) return s;
+        return InsertEvent(
+            db, now, "checkpoint", sweep_id, key.first,
+            absl::StrCat("attempt ", key.second, " step ", c.step(), ": ", c.path()));
+      });
     }
-    xmod::v1::Checkpoint c;
-    c.set_step(request.step());
-    c.set_tokens(request.tokens());
-    c.set_flops(request.flops());
-    c.set_path(request.path());
-    c.set_sha256(request.sha256());
-    c.set_bytes(request.bytes());
-    done = store_->Write([key, c, now, sweep_id = r.sweep_id](Db& db) {
-      if (absl::Status s = InsertCheckpoint(db, key.first, key.second, c, now); !s.ok()) return s;
-      return InsertEvent(db, now, "checkpoint", sweep_id, key.first,
-                         absl::StrCat("attempt ", key.second, " step ", c.step(), ": ", c.path()));
-    });
   }
-  return done.get();
+  if (absl::Status s = done.get(); !s.ok()) return s;
+  // The resume point and its fallback move once the database holds the change.
+  absl::MutexLock lock(&mu_);
+  auto run = runs_.find(request.run_id());
+  if (run == runs_.end()) return absl::OkStatus();
+  RunEntry& r = run->second;
+  if (!request.rejected().empty()) {
+    // The next retry's candidates: the two newest checkpoints still recorded.
+    r.latest_checkpoint.reset();
+    r.previous_checkpoint.reset();
+    const size_t n = remaining->size();
+    auto memory = [](const xmod::v1::Checkpoint& c) {
+      return Checkpoint{c.step(), c.path(), c.sha256()};
+    };
+    if (n >= 1) r.latest_checkpoint = memory((*remaining)[n - 1]);
+    if (n >= 2) r.previous_checkpoint = memory((*remaining)[n - 2]);
+    return absl::OkStatus();
+  }
+  const Checkpoint recorded{request.step(), request.path(), request.sha256()};
+  if (!r.latest_checkpoint || request.step() >= r.latest_checkpoint->step) {
+    if (r.latest_checkpoint && r.latest_checkpoint->step < request.step()) {
+      r.previous_checkpoint = r.latest_checkpoint;
+    }
+    r.latest_checkpoint = recorded;
+  } else if (!r.previous_checkpoint || request.step() > r.previous_checkpoint->step) {
+    r.previous_checkpoint = recorded;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace xmod

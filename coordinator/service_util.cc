@@ -2,15 +2,10 @@
 #include "coordinator/service_util.h"
 
 #include "absl/strings/ascii.h"
-#include "common/auth.h"
 #include "common/grpc_status.h"
 #include "glog/logging.h"
 
 namespace xmod {
-
-absl::Status CheckToken(const std::string& token, grpc::ServerContext* context) {
-  return CheckBearerToken(token, *context);
-}
 
 grpc::Status Finish(const char* method, const absl::Status& status, CoordinatorMetrics* metrics) {
   if (metrics != nullptr) {
@@ -18,7 +13,8 @@ grpc::Status Finish(const char* method, const absl::Status& status, CoordinatorM
   }
   if (!status.ok() && status.code() != absl::StatusCode::kInvalidArgument &&
       status.code() != absl::StatusCode::kNotFound &&
-      status.code() != absl::StatusCode::kFailedPrecondition) {
+      status.code() != absl::StatusCode::kFailedPrecondition &&
+      status.code() != absl::StatusCode::kResourceExhausted) {
     LOG(WARNING) << method << ": " << status;
   }
   return ToGrpcStatus(status);

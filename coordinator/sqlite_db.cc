@@ -4,6 +4,24 @@
 #include "absl/strings/str_cat.h"
 
 namespace xmod {
+namespace {
+
+// The status code for a failed sqlite call with (extended) result code `rc`.
+absl::StatusCode CodeOf(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_FULL:
+      return absl::StatusCode::kResourceExhausted;
+    case SQLITE_IOERR:
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_CANTOPEN:
+      return absl::StatusCode::kUnavailable;
+    default:
+      return absl::StatusCode::kInternal;
+  }
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Db>> Db::Open(const std::string& path, int flags,
                                              int busy_timeout_ms) {
@@ -22,14 +40,16 @@ absl::StatusOr<std::unique_ptr<Db>> Db::Open(const std::string& path, int flags,
 Db::~Db() { sqlite3_close_v2(db_); }
 
 absl::Status Db::Error(absl::string_view what) const {
-  return absl::InternalError(absl::StrCat(what, ": ", sqlite3_errmsg(db_)));
+  return absl::Status(CodeOf(sqlite3_extended_errcode(db_)),
+                      absl::StrCat(what, ": ", sqlite3_errmsg(db_)));
 }
 
 absl::Status Db::Exec(absl::string_view sql) {
   char* message = nullptr;
   const std::string text(sql);
-  if (sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
-    absl::Status status = absl::InternalError(
+  if (const int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &message); rc != SQLITE_OK) {
+    absl::Status status = absl::Status(
+        CodeOf(rc),
         absl::StrCat("sqlite: ", message ? message : "error", " in: ", text.substr(0, 120)));
     sqlite3_free(message);
     return status;

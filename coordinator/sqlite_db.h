@@ -27,14 +27,17 @@ class Db {
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;
 
-  // Runs one or more statements without results. INTERNAL with sqlite's message on error.
+  // Errors carry sqlite's message with the code of its cause: RESOURCE_EXHAUSTED when the
+  // database or the disk is full (SQLITE_FULL), UNAVAILABLE for I/O errors, a busy or locked
+  // database or a file that cannot be opened, INTERNAL for the rest.
+  // Runs one or more statements without results.
   absl::Status Exec(absl::string_view sql);
   // Prepares one statement.
   absl::StatusOr<Stmt> Prepare(absl::string_view sql);
   int64_t LastInsertRowId() const;
   int Changes() const;
   sqlite3* raw() const { return db_; }
-  // An INTERNAL status carrying `what` and the connection's last error message.
+  // A status carrying `what` and the connection's last error message, coded as above.
   absl::Status Error(absl::string_view what) const;
 
  private:

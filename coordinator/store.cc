@@ -1,11 +1,10 @@
-// See store.h. The writer thread, the reader pool and the user query path.
+// See store.h. The writer thread and the reader pool (user queries: store_query.cc).
 #include "coordinator/store.h"
 
 #include <chrono>
 #include <utility>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "coordinator/schema.h"
 #include "glog/logging.h"
@@ -94,13 +93,22 @@ void Store::CommitBatch(std::vector<PendingWrite>& batch) {
     txn = db.Exec("SAVEPOINT w");
     if (!txn.ok()) break;
     results[i] = batch[i].fn(db);
+    if (!results[i].ok() && sqlite3_get_autocommit(db.raw()) != 0) {
+      // sqlite rolled the whole transaction back itself (SQLITE_FULL, SQLITE_IOERR, ...):
+      // the writes before this one are gone too.
+      txn = results[i];
+      break;
+    }
     if (!results[i].ok()) txn = db.Exec("ROLLBACK TO w");
     if (txn.ok()) txn = db.Exec("RELEASE w");
   }
-  if (txn.ok()) txn = db.Exec("COMMIT");
+  if (txn.ok()) {
+    absl::Status injected = TEST_CommitFailure();
+    txn = injected.ok() ? db.Exec("COMMIT") : injected;
+  }
   if (!txn.ok()) {
     LOG(ERROR) << "store: transaction of " << batch.size() << " writes failed: " << txn;
-    db.Exec("ROLLBACK").IgnoreError();
+    if (sqlite3_get_autocommit(db.raw()) == 0) db.Exec("ROLLBACK").IgnoreError();
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -108,6 +116,16 @@ void Store::CommitBatch(std::vector<PendingWrite>& batch) {
   for (size_t i = 0; i < batch.size(); ++i) {
     batch[i].done.set_value(txn.ok() ? results[i] : txn);
   }
+}
+
+void Store::TEST_FailCommits(absl::Status status) {
+  std::lock_guard<std::mutex> lock(fail_mu_);
+  fail_commits_ = std::move(status);
+}
+
+absl::Status Store::TEST_CommitFailure() {
+  std::lock_guard<std::mutex> lock(fail_mu_);
+  return fail_commits_;
 }
 
 absl::StatusOr<std::unique_ptr<Db>> Store::TakeReader() {
@@ -138,97 +156,6 @@ absl::Status Store::Read(const ReadFn& fn) {
   }
   ReturnReader(*std::move(db));
   return status;
-}
-
-namespace {
-
-// Skips whitespace and SQL comments; returns the first keyword, upper-cased.
-std::string FirstKeyword(absl::string_view sql) {
-  size_t i = 0;
-  while (i < sql.size()) {
-    if (absl::ascii_isspace(static_cast<unsigned char>(sql[i]))) {
-      ++i;
-    } else if (sql.substr(i, 2) == "--") {
-      const size_t end = sql.find('\n', i);
-      i = end == absl::string_view::npos ? sql.size() : end + 1;
-    } else if (sql.substr(i, 2) == "/*") {
-      const size_t end = sql.find("*/", i + 2);
-      i = end == absl::string_view::npos ? sql.size() : end + 2;
-    } else {
-      break;
-    }
-  }
-  size_t j = i;
-  while (j < sql.size() && absl::ascii_isalpha(static_cast<unsigned char>(sql[j]))) ++j;
-  return absl::AsciiStrToUpper(sql.substr(i, j - i));
-}
-
-struct Deadline {
-  std::chrono::steady_clock::time_point at;
-};
-
-int InterruptAfterDeadline(void* arg) {
-  return std::chrono::steady_clock::now() > static_cast<Deadline*>(arg)->at ? 1 : 0;
-}
-
-}  // namespace
-
-absl::StatusOr<QueryResult> Store::Query(const std::string& sql, int max_rows, int time_limit_ms) {
-  const std::string keyword = FirstKeyword(sql);
-  if (keyword != "SELECT" && keyword != "WITH") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("sql: only SELECT or WITH queries are allowed, not \"", keyword, "\""));
-  }
-  // A separate connection opened read-only: even a statement sqlite misjudges cannot write.
-  absl::StatusOr<std::unique_ptr<Db>> db =
-      Db::Open(path_, SQLITE_OPEN_READONLY, options_.busy_timeout_ms);
-  if (!db.ok()) return db.status();
-  sqlite3* raw = (*db)->raw();
-  sqlite3_stmt* stmt = nullptr;
-  const char* tail = nullptr;
-  if (sqlite3_prepare_v2(raw, sql.c_str(), static_cast<int>(sql.size()), &stmt, &tail) !=
-      SQLITE_OK) {
-    return absl::InvalidArgumentError(absl::StrCat("sql: ", sqlite3_errmsg(raw)));
-  }
-  Stmt owned(db->get(), stmt);
-  if (tail != nullptr && !FirstKeyword(tail).empty()) {
-    return absl::InvalidArgumentError("sql: exactly one statement is allowed");
-  }
-  if (!sqlite3_stmt_readonly(stmt)) {
-    return absl::InvalidArgumentError("sql: the statement would write; queries are read-only");
-  }
-  Deadline deadline{std::chrono::steady_clock::now() + std::chrono::milliseconds(time_limit_ms)};
-  sqlite3_progress_handler(raw, 10000, InterruptAfterDeadline, &deadline);
-
-  QueryResult result;
-  for (int c = 0; c < owned.ColumnCount(); ++c) {
-    result.columns.push_back(sqlite3_column_name(stmt, c));
-  }
-  while (true) {
-    const int rc = sqlite3_step(stmt);
-    if (rc == SQLITE_DONE) break;
-    if (rc != SQLITE_ROW) {
-      if (rc == SQLITE_INTERRUPT) {
-        return absl::DeadlineExceededError(
-            absl::StrCat("sql: query ran past its limit of ", time_limit_ms, " ms"));
-      }
-      return absl::InvalidArgumentError(absl::StrCat("sql: ", sqlite3_errmsg(raw)));
-    }
-    if (static_cast<int>(result.rows.size()) >= max_rows) {
-      result.truncated = true;
-      break;
-    }
-    std::vector<std::string> row;
-    std::vector<bool> nulls;
-    for (int c = 0; c < owned.ColumnCount(); ++c) {
-      nulls.push_back(owned.IsNull(c));
-      row.push_back(owned.Text(c));
-    }
-    result.rows.push_back(std::move(row));
-    result.nulls.push_back(std::move(nulls));
-  }
-  sqlite3_progress_handler(raw, 0, nullptr, nullptr);
-  return result;
 }
 
 }  // namespace xmod

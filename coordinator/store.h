@@ -38,6 +38,19 @@ struct StoreOptions {
   std::function<void(double seconds, int batch_size)> on_commit;
 };
 
+// Server-side ceilings of a user's SQL query, whatever the client asks for. Memory per query
+// is bounded by max_response_bytes plus one cell, and by max_concurrent queries at once.
+struct QueryLimits {
+  int max_rows = 10000;                   // more rows are cut off (truncated = true)
+  int max_cell_bytes = 1 << 20;           // any string or blob the query makes (sqlite3_limit)
+  int64_t max_response_bytes = 16 << 20;  // column names and cells together
+  int time_limit_ms = 10000;              // execution time (progress handler)
+  // SQLite heap the query may add (sorts, temporary tables: kept in memory, never spilled to
+  // disk), checked by the progress handler against sqlite3_memory_used().
+  int64_t max_memory_bytes = 256 << 20;
+  int max_concurrent = 2;  // queries at once; others wait up to time_limit_ms
+};
+
 // Result of a user's read-only SQL query.
 struct QueryResult {
   std::vector<std::string> columns;
@@ -63,7 +76,9 @@ class Store {
 
   // Enqueues `fn` to run on the writer thread inside a transaction. The future yields fn's
   // status once the transaction committed (or the commit's error). After Close(),
-  // UNAVAILABLE at once.
+  // UNAVAILABLE at once. A full disk or database fails the write with RESOURCE_EXHAUSTED
+  // (an I/O error with UNAVAILABLE) and nothing of it is stored; the writer keeps going, so
+  // writes succeed again once space returns.
   std::future<absl::Status> Write(WriteFn fn);
   // Write() and wait.
   absl::Status WriteAndWait(WriteFn fn) { return Write(std::move(fn)).get(); }
@@ -72,12 +87,22 @@ class Store {
   absl::Status Read(const ReadFn& fn);
 
   // A user's SQL: one SELECT or WITH statement, run on a read-only connection
-  // (SQLITE_OPEN_READONLY), at most `max_rows` rows (then truncated = true), at most
-  // `time_limit_ms` of execution. INVALID_ARGUMENT for anything else or a SQL error.
-  absl::StatusOr<QueryResult> Query(const std::string& sql, int max_rows, int time_limit_ms);
+  // (SQLITE_OPEN_READONLY) that serves one query at a time, with at most
+  // min(max_rows, limits.max_rows) rows (then truncated = true; max_rows <= 0 = the limit).
+  // INVALID_ARGUMENT for anything else or a SQL error; RESOURCE_EXHAUSTED naming the limit
+  // when a value is longer than max_cell_bytes, the result outgrows max_response_bytes, the
+  // query runs past time_limit_ms or needs more than max_memory_bytes, or max_concurrent
+  // queries keep it waiting that long.
+  absl::StatusOr<QueryResult> Query(const std::string& sql, int max_rows,
+                                    const QueryLimits& limits);
 
   // Stops accepting writes, commits what is queued and joins the writer. Idempotent.
   void Close();
+
+  // Test hook: while `status` is not OK, every transaction is rolled back instead of
+  // committed and its writes fail with `status` (e.g. RESOURCE_EXHAUSTED, a full disk).
+  // OkStatus() lets commits through again.
+  void TEST_FailCommits(absl::Status status);
 
   const std::string& path() const { return path_; }
 
@@ -91,6 +116,7 @@ class Store {
   Store(std::string path, StoreOptions options, std::unique_ptr<Db> writer);
   void WriterLoop();
   void CommitBatch(std::vector<PendingWrite>& batch);
+  absl::Status TEST_CommitFailure();
   absl::StatusOr<std::unique_ptr<Db>> TakeReader();
   void ReturnReader(std::unique_ptr<Db> db);
 
@@ -104,9 +130,17 @@ class Store {
   bool closing_ = false;            // guarded by queue_mu_
   std::thread writer_thread_;
   std::once_flag close_once_;
+  std::mutex fail_mu_;
+  absl::Status fail_commits_;  // guarded by fail_mu_; see TEST_FailCommits
 
   std::mutex readers_mu_;
   std::vector<std::unique_ptr<Db>> idle_readers_;  // guarded by readers_mu_
+
+  // Connections of user queries, each used by one query at a time (store_query.cc).
+  std::mutex query_mu_;
+  std::condition_variable query_cv_;
+  int queries_running_ = 0;                          // guarded by query_mu_
+  std::vector<std::unique_ptr<Db>> idle_query_dbs_;  // guarded by query_mu_
 };
 
 }  // namespace xmod

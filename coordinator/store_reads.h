@@ -38,6 +38,9 @@ absl::StatusOr<std::vector<xmod::v1::Checkpoint>> LoadCheckpoints(Db& db, int64_
 // The run's checkpoint with the highest step over all its attempts, if any.
 absl::StatusOr<std::optional<xmod::v1::Checkpoint>> LatestCheckpoint(Db& db, int64_t run_id);
 
+// The most points per series a client may ask LoadMetrics for (GetMetrics, the HTTP API).
+inline constexpr int kMaxMetricPoints = 100000;
+
 // Canonical metric series of a run (canonical_metrics view), each ordered by flops and
 // downsampled to at most max_points (evenly by index, the last point always kept). A value
 // stored as NaN (see InsertMetrics) reads as NaN.

@@ -57,8 +57,15 @@ std::vector<xmod::v1::MetricPoint> Points(const std::string& name, int from_step
   return points;
 }
 
+// The default server-side query limits with a 1 s time limit.
+QueryLimits Limits() {
+  QueryLimits limits;
+  limits.time_limit_ms = 1000;
+  return limits;
+}
+
 int64_t Count(Store& store, const std::string& sql) {
-  absl::StatusOr<QueryResult> r = store.Query(sql, 10, 1000);
+  absl::StatusOr<QueryResult> r = store.Query(sql, 10, Limits());
   EXPECT_TRUE(r.ok()) << r.status();
   return r.ok() ? std::stoll(r->rows[0][0]) : -1;
 }
@@ -67,7 +74,7 @@ TEST(StoreTest, CreatesVersionedSchemaInWalMode) {
   const std::string dir = NewTestDir("schema");
   auto store = OpenStore(dir + "/x.db");
   ASSERT_NE(store, nullptr);
-  absl::StatusOr<QueryResult> mode = store->Query("SELECT * FROM pragma_journal_mode", 1, 1000);
+  absl::StatusOr<QueryResult> mode = store->Query("SELECT * FROM pragma_journal_mode", 1, Limits());
   ASSERT_TRUE(mode.ok()) << mode.status();
   EXPECT_EQ(mode->rows[0][0], "wal");
   EXPECT_EQ(Count(*store, "SELECT user_version FROM pragma_user_version"), kSchemaVersion);
@@ -166,7 +173,7 @@ TEST(StoreTest, CanonicalViewDropsSupersededRowsAfterResume) {
   EXPECT_EQ(Count(*store, "SELECT MAX(step) FROM canonical_metrics WHERE attempt = 1"), 6);
   EXPECT_EQ(Count(*store, "SELECT COUNT(*) FROM flop_aligned_loss"), 12);
   absl::StatusOr<QueryResult> summary =
-      store->Query("SELECT final_val_loss FROM run_summary", 10, 1000);
+      store->Query("SELECT final_val_loss FROM run_summary", 10, Limits());
   ASSERT_TRUE(summary.ok());
   EXPECT_DOUBLE_EQ(std::stod(summary->rows[0][0]), 10.0 - 12 * 0.1);
 
@@ -213,7 +220,7 @@ TEST(StoreTest, UserQueriesAreReadOnly) {
         "INSERT INTO events (time_ms, kind) VALUES (1, 'x')", "PRAGMA user_version = 5",
         "ATTACH DATABASE '/tmp/x' AS y", "SELECT 1; DELETE FROM runs",
         "WITH x AS (SELECT 1) DELETE FROM runs", "SELECT * FROM no_such_table"}) {
-    absl::StatusOr<QueryResult> r = store->Query(sql, 10, 1000);
+    absl::StatusOr<QueryResult> r = store->Query(sql, 10, Limits());
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << sql;
   }
   EXPECT_EQ(Count(*store, "SELECT COUNT(*) FROM runs"), 1);
@@ -221,15 +228,84 @@ TEST(StoreTest, UserQueriesAreReadOnly) {
   absl::StatusOr<QueryResult> r = store->Query(
       "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50) "
       "SELECT i FROM n",
-      20, 1000);
+      20, Limits());
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->rows.size(), 20u);
   EXPECT_TRUE(r->truncated);
   // A runaway query hits the time limit.
+  QueryLimits quick = Limits();
+  quick.time_limit_ms = 50;
   r = store->Query(
       "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT COUNT(*) FROM n", 10,
-      50);
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+      quick);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(r.status().message(), "sql: the query ran past its time limit of 50 ms");
+}
+
+TEST(StoreTest, UserQueriesHaveServerSideCeilings) {
+  const std::string dir = NewTestDir("limits");
+  auto store = OpenStore(dir + "/x.db");
+  // Gigabytes of zeroblobs (the example): refused at the response limit, after
+  // copying at most that much.
+  const std::string blobs =
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i<10000) "
+      "SELECT zeroblob(1000000) FROM n";
+  absl::StatusOr<QueryResult> r = store->Query(blobs, 100000, Limits());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(r.status().message(),
+            "sql: the result exceeds the limit of 16777216 bytes per response after 16 rows; "
+            "select fewer rows or columns, or shorter values");
+  // The same sorted: the sort would hold every blob before the first row; stopped at the
+  // memory allowance.
+  r = store->Query(blobs + " ORDER BY random()", 10, Limits());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(r.status().message(),
+            "sql: the query needs more than its memory limit of 268435456 bytes (sorts and "
+            "temporary tables)");
+  // One value longer than a cell may be.
+  r = store->Query("SELECT zeroblob(2000000)", 10, Limits());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(r.status().message(), "sql: a value exceeds the limit of 1048576 bytes per cell");
+  // Intermediate values too: a 2 MB group_concat whose length alone is returned.
+  r = store->Query(
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i<1000) "
+      "SELECT length(group_concat(hex(zeroblob(1000)))) FROM n",
+      10, Limits());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  // The client's max_rows cannot lift the server's row ceiling.
+  QueryLimits few = Limits();
+  few.max_rows = 5;
+  r = store->Query(
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i<100) SELECT i FROM n",
+      1000000, few);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->rows.size(), 5u);
+  EXPECT_TRUE(r->truncated);
+  // Within every limit: answered.
+  r = store->Query("SELECT length(zeroblob(1000000))", 0, Limits());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->rows[0][0], "1000000");
+}
+
+TEST(StoreTest, UserQueriesRunAtMostMaxConcurrentAtOnce) {
+  const std::string dir = NewTestDir("concurrent");
+  auto store = OpenStore(dir + "/x.db");
+  QueryLimits one = Limits();
+  one.max_concurrent = 1;
+  one.time_limit_ms = 300;
+  // The first query occupies the only query connection for its whole time limit; a second
+  // one started meanwhile waits for it and gives up with RESOURCE_EXHAUSTED, or (if the
+  // first already ended) runs into the time limit itself. Either way it never runs beside it.
+  const std::string runaway =
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT COUNT(*) FROM n";
+  absl::StatusOr<QueryResult> first;
+  std::thread t([&] { first = store->Query(runaway, 1, one); });
+  absl::StatusOr<QueryResult> second = store->Query(runaway, 1, one);
+  t.join();
+  EXPECT_EQ(first.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kResourceExhausted);
+  // The connection went back to the pool: later queries run.
+  EXPECT_EQ(Count(*store, "SELECT 7"), 7);
 }
 
 }  // namespace

@@ -136,8 +136,9 @@ absl::Status InsertAttempt(Db& db, const AttemptStart& a) {
 absl::Status EndAttempt(Db& db, int64_t run_id, int attempt, const std::string& outcome,
                         int exit_code, const std::string& error, int64_t now_ms) {
   absl::StatusOr<Stmt> stmt = db.Prepare(
-      "UPDATE attempts SET ended_ms = ?, outcome = ?, exit_code = ?, error = ?"
-      " WHERE run_id = ? AND attempt = ? AND ended_ms = 0");
+      "UPDATE attempts SET ended_ms = ?1, outcome = ?2, exit_code = ?3,"
+      " error = CASE WHEN error = '' THEN ?4 WHEN ?4 = '' THEN error ELSE ?4 || '; ' || error END"
+      " WHERE run_id = ?5 AND attempt = ?6 AND ended_ms = 0");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, now_ms)
       .Bind(2, outcome)
@@ -204,6 +205,24 @@ absl::Status InsertCheckpoint(Db& db, int64_t run_id, int attempt, const xmod::v
       .Bind(7, c.sha256())
       .Bind(8, c.bytes())
       .Bind(9, now_ms);
+  return stmt->Run();
+}
+
+absl::Status DeleteCheckpoint(Db& db, int64_t run_id, const std::string& path) {
+  absl::StatusOr<Stmt> stmt = db.Prepare("DELETE FROM checkpoints WHERE run_id = ? AND path = ?");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, run_id).Bind(2, path);
+  return stmt->Run();
+}
+
+absl::Status NoteResumeFallback(Db& db, int64_t run_id, int attempt, int64_t resumed_from_step,
+                                const std::string& note) {
+  absl::StatusOr<Stmt> stmt = db.Prepare(
+      "UPDATE attempts SET resumed_from_step = ?1,"
+      " error = CASE WHEN error = '' THEN ?2 ELSE error || '; ' || ?2 END"
+      " WHERE run_id = ?3 AND attempt = ?4");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, resumed_from_step).Bind(2, note).Bind(3, run_id).Bind(4, attempt);
   return stmt->Run();
 }
 

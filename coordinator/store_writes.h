@@ -60,7 +60,8 @@ struct AttemptStart {
 };
 absl::Status InsertAttempt(Db& db, const AttemptStart& start);
 
-// Closes an open attempt (ended_ms = 0) with its outcome; a closed one is left alone.
+// Closes an open attempt (ended_ms = 0) with its outcome; a closed one is left alone. A note
+// already in its error (NoteResumeFallback) is kept after `error`.
 absl::Status EndAttempt(Db& db, int64_t run_id, int attempt, const std::string& outcome,
                         int exit_code, const std::string& error, int64_t now_ms);
 
@@ -74,6 +75,15 @@ absl::Status InsertMetrics(Db& db, int64_t run_id, int attempt, int64_t first_se
 
 absl::Status InsertCheckpoint(Db& db, int64_t run_id, int attempt,
                               const xmod::v1::Checkpoint& checkpoint, int64_t now_ms);
+
+// Forgets the recorded checkpoint of `run_id` at `path` (a resume candidate a trainer
+// refused: digest mismatch, missing, does not load), so it is never offered again.
+absl::Status DeleteCheckpoint(Db& db, int64_t run_id, const std::string& path);
+
+// Notes on attempt (run_id, attempt) that it resumes from `resumed_from_step` instead (0:
+// from scratch) and why: `note` is added to the attempt's error, which EndAttempt keeps.
+absl::Status NoteResumeFallback(Db& db, int64_t run_id, int attempt, int64_t resumed_from_step,
+                                const std::string& note);
 
 // Inserts or updates the worker named `request.worker_name`; returns its id (stable across
 // re-registrations).

@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/message.h"
 #include "model/accounting/accounting.h"
 
 namespace xmod {
@@ -130,6 +131,9 @@ absl::Status ValidateTraining(const xmod::v1::TrainingSpec& t) {
   }
   if (t.threads() < 0) return Invalid("training.threads", "must be >= 0");
   if (t.ranks() < 0) return Invalid("training.ranks", "must be >= 0 (0 = 1 rank)");
+  if (!(t.train_flops_multiplier() >= 0) || !std::isfinite(t.train_flops_multiplier())) {
+    return Invalid("training.train_flops_multiplier", "must be finite and > 0 (0 = default 3)");
+  }
   return absl::OkStatus();
 }
 
@@ -286,6 +290,82 @@ xmod::v1::RunSpec BuildRunSpec(const SweepSpec& spec, const GridSpec& grid, cons
   return run;
 }
 
+// Every repeated field of `message` has at most limits.max_values entries and every string at
+// most limits.max_string_bytes bytes; the error names the field path.
+absl::Status CheckSizes(const google::protobuf::Message& message, const std::string& prefix,
+                        const SpecLimits& limits) {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Reflection* reflection = message.GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const FieldDescriptor* field : fields) {
+    const std::string path = prefix + field->name();
+    if (field->is_repeated()) {
+      const int n = reflection->FieldSize(message, field);
+      if (n > limits.max_values) {
+        return Invalid(path, absl::StrCat(n, " values, at most ", limits.max_values));
+      }
+      for (int i = 0; i < n; ++i) {
+        const std::string item = absl::StrCat(path, "[", i, "]");
+        if (field->type() == FieldDescriptor::TYPE_STRING) {
+          const size_t bytes =
+              reflection->GetRepeatedStringReference(message, field, i, nullptr).size();
+          if (bytes > static_cast<size_t>(limits.max_string_bytes)) {
+            return Invalid(item, absl::StrCat(bytes, " bytes, at most ", limits.max_string_bytes));
+          }
+        } else if (field->type() == FieldDescriptor::TYPE_MESSAGE) {
+          if (absl::Status s =
+                  CheckSizes(reflection->GetRepeatedMessage(message, field, i), item + ".", limits);
+              !s.ok()) {
+            return s;
+          }
+        }
+      }
+    } else if (field->type() == FieldDescriptor::TYPE_STRING) {
+      std::string scratch;
+      const size_t bytes = reflection->GetStringReference(message, field, &scratch).size();
+      if (bytes > static_cast<size_t>(limits.max_string_bytes)) {
+        return Invalid(path, absl::StrCat(bytes, " bytes, at most ", limits.max_string_bytes));
+      }
+    } else if (field->type() == FieldDescriptor::TYPE_MESSAGE) {
+      if (absl::Status s = CheckSizes(reflection->GetMessage(message, field), path + ".", limits);
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The spec's sizes against `limits`, before any expansion: field sizes, bootstrap samples,
+// and the number of combinations its grids make.
+absl::Status CheckLimits(const SweepSpec& spec, const SpecLimits& limits) {
+  if (absl::Status s = CheckSizes(spec, "", limits); !s.ok()) return s;
+  const int samples = spec.fit().bootstrap_samples();
+  if (samples < 0) return Invalid("fit.bootstrap_samples", "must be >= 0 (0 = no bootstrap)");
+  if (samples > limits.max_bootstrap_samples) {
+    return Invalid("fit.bootstrap_samples",
+                   absl::StrCat(samples, " refits, at most ", limits.max_bootstrap_samples));
+  }
+  int64_t total = 0;
+  for (int g = 0; g < spec.grids_size(); ++g) {
+    const GridSpec& grid = spec.grids(g);
+    int64_t combos = 1;
+    for (int n : {grid.archs_size(), grid.backbones_size(), grid.seq_lens_size(), grid.ks_size(),
+                  grid.as_size(), grid.flop_budgets_size(), grid.moe_experts_size()}) {
+      combos *= std::max(n, 1);  // at most 1000^7 < 2^63
+      combos = std::min(combos, limits.max_runs + 1);
+    }
+    total += combos;
+    if (total > limits.max_runs) {
+      return Invalid(absl::StrCat("grids[", g, "]"),
+                     absl::StrCat("the grids expand to more than ", limits.max_runs,
+                                  " runs, the most one sweep may have"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::string DedupeKey(const xmod::v1::RunSpec& run) {
   std::string key;
   google::protobuf::io::StringOutputStream stream(&key);
@@ -315,6 +395,7 @@ std::string FormatFlops(double flops) {
 
 absl::StatusOr<std::vector<xmod::v1::Run>> ExpandSweep(const SweepSpec& spec,
                                                        const ExpansionOptions& options) {
+  if (absl::Status s = CheckLimits(spec, options.limits); !s.ok()) return s;
   if (spec.name().empty()) return Invalid("name", "a sweep needs a name");
   if (spec.grids_size() == 0) return Invalid("grids", "at least one grid is required");
   if (spec.max_attempts() < 0) return Invalid("max_attempts", "must be >= 0 (0 = default 5)");
@@ -375,7 +456,8 @@ absl::StatusOr<std::vector<xmod::v1::Run>> ExpandSweep(const SweepSpec& spec,
                                                 " windows of a step (batch_tokens / L = ",
                                                 batch_tokens, " / ", l.value, ", ", l.path, ")"));
                   }
-                  absl::StatusOr<Accounting> acc = Account(run_spec.model(), l.value);
+                  absl::StatusOr<Accounting> acc =
+                      Account(run_spec.model(), l.value, TrainFlopsMultiplier(run_spec.training()));
                   if (!acc.ok()) return MapModelError(acc.status(), combo, g);
                   const double step_flops =
                       acc->train_flops_per_token * static_cast<double>(batch_tokens);

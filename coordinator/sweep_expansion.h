@@ -5,6 +5,7 @@
 #ifndef XMOD_COORDINATOR_SWEEP_EXPANSION_H_
 #define XMOD_COORDINATOR_SWEEP_EXPANSION_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,10 +17,20 @@ namespace xmod {
 
 inline constexpr int kDefaultMaxAttempts = 5;
 
+// Sizes a sweep spec may have, so one request cannot make the coordinator expand, store or
+// fit without bound.
+struct SpecLimits {
+  int64_t max_runs = 10000;           // combinations of all grids (before deduplication)
+  int max_values = 1000;              // entries of any repeated field (grids, archs, ks, ...)
+  int max_string_bytes = 4096;        // any string field (names, globs, presets)
+  int max_bootstrap_samples = 10000;  // fit.bootstrap_samples (refits held by one fit)
+};
+
 struct ExpansionOptions {
   // Check that data.train_glob and data.val_glob match files on this machine (the
   // coordinator shares the data filesystem with its workers).
   bool check_data_paths = true;
+  SpecLimits limits;
 };
 
 // The runs of `spec` in expansion order (grid by grid; within a grid arch, backbone, L, K,
@@ -35,7 +46,9 @@ struct ExpansionOptions {
 //   - identical runs (same model, training and data) are kept once, first occurrence.
 // INVALID_ARGUMENT naming the field path ("grids[0].ks[2]: K must be >= 1", "data.train_glob:
 // no file matches ...", "training.flop_budget: 1e3 is too small for one step (one step costs
-// 2.1e9 FLOPs)") when any run is invalid; then no run is returned.
+// 2.1e9 FLOPs)", "grids[1].ks: 5000 values, at most 1000") when any run is invalid or the spec
+// exceeds options.limits (checked first, before anything is expanded); then no run is
+// returned.
 absl::StatusOr<std::vector<xmod::v1::Run>> ExpandSweep(const xmod::v1::SweepSpec& spec,
                                                        const ExpansionOptions& options = {});
 

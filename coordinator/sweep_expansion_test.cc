@@ -127,6 +127,44 @@ TEST(SweepExpansionTest, BadInputNamesTheField) {
       {"name", [](auto* s) { s->clear_name(); }, "name:"},
       {"moe", [](auto* s) { s->mutable_grids(0)->add_moe_experts("6x64"); },
        "grids[0].moe_experts[0]:"},
+      // Size limits (SpecLimits defaults), checked before anything is expanded.
+      {"grid size",
+       [](auto* s) {
+         for (int i = 0; i < 1001; ++i) s->mutable_grids(0)->add_seq_lens(64);
+       },
+       "grids[0].seq_lens: 1001 values, at most 1000"},
+      {"grids",
+       [](auto* s) {
+         for (int i = 0; i < 1000; ++i) *s->add_grids() = s->grids(0);
+       },
+       "grids: 1001 values, at most 1000"},
+      {"runs",
+       [](auto* s) {
+         for (int i = 0; i < 400; ++i) s->mutable_grids(0)->add_ks(i + 2);
+         for (int i = 0; i < 20; ++i) s->mutable_grids(0)->add_as(1 + i);
+       },
+       "grids[0]: the grids expand to more than 10000 runs, the most one sweep may have"},
+      {"runs across grids",
+       [](auto* s) {
+         for (int i = 0; i < 400; ++i) s->mutable_grids(0)->add_ks(i + 2);
+         for (int i = 0; i < 5; ++i) s->mutable_grids(0)->add_as(1 + i);
+         for (int g = 0; g < 5; ++g) *s->add_grids() = s->grids(0);
+       },
+       "grids[2]: the grids expand to more than 10000 runs"},
+      {"string", [](auto* s) { s->set_description(std::string(5000, 'd')); },
+       "description: 5000 bytes, at most 4096"},
+      {"nested string",
+       [](auto* s) { s->mutable_grids(0)->set_backbones(0, std::string(4097, 'b')); },
+       "grids[0].backbones[0]: 4097 bytes, at most 4096"},
+      {"deep string",
+       [](auto* s) {
+         s->mutable_grids(0)->mutable_base()->mutable_backbone()->set_name(std::string(9000, 'x'));
+       },
+       "grids[0].base.backbone.name: 9000 bytes, at most 4096"},
+      {"bootstrap", [](auto* s) { s->mutable_fit()->set_bootstrap_samples(2000000000); },
+       "fit.bootstrap_samples: 2000000000 refits, at most 10000"},
+      {"bootstrap<0", [](auto* s) { s->mutable_fit()->set_bootstrap_samples(-1); },
+       "fit.bootstrap_samples: must be >= 0"},
   };
   for (const BadCase& c : cases) {
     xmod::v1::SweepSpec spec = TinySweep(dir);

@@ -11,73 +11,112 @@ namespace xmod {
 
 using grpc::ServerContext;
 
-WorkerGatewayService::WorkerGatewayService(Scheduler* scheduler, CoordinatorMetrics* metrics,
+WorkerGatewayService::WorkerGatewayService(Scheduler* scheduler, Store* store,
+                                           CoordinatorMetrics* metrics,
                                            WorkerGatewayOptions options)
-    : scheduler_(scheduler), metrics_(metrics), options_(std::move(options)) {}
+    : scheduler_(scheduler), metrics_(metrics), options_(std::move(options)), identity_(store) {}
 
 grpc::Status WorkerGatewayService::Register(ServerContext* context,
                                             const xmod::v1::RegisterRequest* request,
                                             xmod::v1::RegisterResponse* response) {
-  return Serve("Register", options_.token, context, metrics_, [&]() -> absl::Status {
-    absl::StatusOr<xmod::v1::RegisterResponse> r = scheduler_->Register(*request);
-    if (!r.ok()) return r.status();
-    *response = *std::move(r);
-    return absl::OkStatus();
-  });
+  return Serve("Register", Access::kWorker, *options_.credentials, context, metrics_,
+               [&](const Principal& caller) -> absl::Status {
+                 if (absl::Status s = identity_.CheckRegister(caller, request->worker_name());
+                     !s.ok()) {
+                   return s;
+                 }
+                 absl::StatusOr<xmod::v1::RegisterResponse> r = scheduler_->Register(*request);
+                 if (!r.ok()) return r.status();
+                 identity_.Remember(r->worker_id(), request->worker_name());
+                 *response = *std::move(r);
+                 return absl::OkStatus();
+               });
 }
 
 grpc::Status WorkerGatewayService::Heartbeat(ServerContext* context,
                                              const xmod::v1::HeartbeatRequest* request,
                                              xmod::v1::HeartbeatResponse* response) {
-  return Serve("Heartbeat", options_.token, context, metrics_, [&]() -> absl::Status {
-    absl::StatusOr<xmod::v1::HeartbeatResponse> r = scheduler_->Heartbeat(*request);
-    if (!r.ok()) return r.status();
-    *response = *std::move(r);
-    return absl::OkStatus();
-  });
+  return Serve("Heartbeat", Access::kWorker, *options_.credentials, context, metrics_,
+               [&](const Principal& caller) -> absl::Status {
+                 if (absl::Status s = identity_.CheckWorker(caller, request->worker_id());
+                     !s.ok()) {
+                   return s;
+                 }
+                 absl::StatusOr<xmod::v1::HeartbeatResponse> r = scheduler_->Heartbeat(*request);
+                 if (!r.ok()) return r.status();
+                 *response = *std::move(r);
+                 return absl::OkStatus();
+               });
 }
 
 grpc::Status WorkerGatewayService::AcquireRun(ServerContext* context,
                                               const xmod::v1::AcquireRunRequest* request,
                                               xmod::v1::AcquireRunResponse* response) {
-  return Serve("AcquireRun", options_.token, context, metrics_, [&]() -> absl::Status {
-    xmod::v1::AcquireRunRequest bounded = *request;
-    int64_t wait_ms = std::min(request->wait_ms(), options_.max_wait_ms);
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        context->deadline() - std::chrono::system_clock::now());
-    // Answer a little before the caller's deadline so that an empty reply still arrives.
-    wait_ms = std::min<int64_t>(wait_ms, std::max<int64_t>(0, left.count() - 200));
-    bounded.set_wait_ms(wait_ms);
-    absl::StatusOr<std::optional<xmod::v1::Assignment>> a = scheduler_->Acquire(bounded);
-    if (!a.ok()) return a.status();
-    if (a->has_value()) *response->mutable_assignment() = std::move(**a);
-    return absl::OkStatus();
-  });
+  return Serve(
+      "AcquireRun", Access::kWorker, *options_.credentials, context, metrics_,
+      [&](const Principal& caller) -> absl::Status {
+        if (absl::Status s = identity_.CheckWorker(caller, request->worker_id()); !s.ok()) {
+          return s;
+        }
+        xmod::v1::AcquireRunRequest bounded = *request;
+        int64_t wait_ms = std::min(request->wait_ms(), options_.max_wait_ms);
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            context->deadline() - std::chrono::system_clock::now());
+        // Answer a little before the caller's deadline so that an empty reply still
+        // arrives.
+        wait_ms = std::min<int64_t>(wait_ms, std::max<int64_t>(0, left.count() - 200));
+        bounded.set_wait_ms(wait_ms);
+        absl::StatusOr<std::optional<xmod::v1::Assignment>> a = scheduler_->Acquire(bounded);
+        if (!a.ok()) return a.status();
+        if (a->has_value()) *response->mutable_assignment() = std::move(**a);
+        return absl::OkStatus();
+      });
 }
 
 grpc::Status WorkerGatewayService::ReportMetrics(ServerContext* context,
                                                  const xmod::v1::ReportMetricsRequest* request,
                                                  xmod::v1::ReportMetricsResponse* response) {
-  return Serve("ReportMetrics", options_.token, context, metrics_, [&]() -> absl::Status {
-    absl::StatusOr<xmod::v1::ReportMetricsResponse> r = scheduler_->ReportMetrics(*request);
-    if (!r.ok()) return r.status();
-    *response = *std::move(r);
-    return absl::OkStatus();
-  });
+  return Serve("ReportMetrics", Access::kWorker, *options_.credentials, context, metrics_,
+               [&](const Principal& caller) -> absl::Status {
+                 if (absl::Status s = identity_.CheckAttempt(caller, request->worker_id(),
+                                                             request->run_id(), request->attempt());
+                     !s.ok()) {
+                   return s;
+                 }
+                 absl::StatusOr<xmod::v1::ReportMetricsResponse> r =
+                     scheduler_->ReportMetrics(*request);
+                 if (!r.ok()) return r.status();
+                 *response = *std::move(r);
+                 return absl::OkStatus();
+               });
 }
 
 grpc::Status WorkerGatewayService::ReportCheckpoint(
     ServerContext* context, const xmod::v1::ReportCheckpointRequest* request,
     xmod::v1::ReportCheckpointResponse*) {
-  return Serve("ReportCheckpoint", options_.token, context, metrics_,
-               [&] { return scheduler_->ReportCheckpoint(*request); });
+  return Serve("ReportCheckpoint", Access::kWorker, *options_.credentials, context, metrics_,
+               [&](const Principal& caller) {
+                 if (absl::Status s = identity_.CheckAttempt(caller, request->worker_id(),
+                                                             request->run_id(), request->attempt());
+                     !s.ok()) {
+                   return s;
+                 }
+                 return scheduler_->ReportCheckpoint(*request);
+               });
 }
 
 grpc::Status WorkerGatewayService::FinishRun(ServerContext* context,
                                              const xmod::v1::FinishRunRequest* request,
                                              xmod::v1::FinishRunResponse*) {
-  return Serve("FinishRun", options_.token, context, metrics_,
-               [&] { return scheduler_->FinishRun(*request); });
+  return Serve("FinishRun", Access::kWorker, *options_.credentials, context, metrics_,
+               [&](const Principal& caller) {
+                 if (absl::Status s = identity_.CheckAttempt(caller, request->worker_id(),
+                                                             request->run_id(), request->attempt());
+                     !s.ok()) {
+                   return s;
+                 }
+                 return scheduler_->FinishRun(*request);
+               });
 }
 
 }  // namespace xmod

@@ -1,27 +1,35 @@
 // WorkerGatewayService: the worker API (xmod.v1.WorkerGateway, proto/xmod/v1/worker.proto),
 // a thin layer over the Scheduler. AcquireRun long-polls for at most min(wait_ms,
-// max_wait_ms, the call's deadline). Every RPC checks the bearer token when one is set.
-// Thread-safe.
+// max_wait_ms, the call's deadline). Every RPC needs a worker credential (common/auth.h)
+// and is bound to that worker's identity (worker_identity.h): a worker may register only
+// under its credential's name, and may heartbeat, acquire and report only as itself and only
+// for its own attempts (PERMISSION_DENIED otherwise). Thread-safe.
 #ifndef XMOD_COORDINATOR_WORKER_GATEWAY_SERVICE_H_
 #define XMOD_COORDINATOR_WORKER_GATEWAY_SERVICE_H_
 
+#include <memory>
 #include <string>
 
+#include "common/credentials.h"
 #include "coordinator/coordinator_metrics.h"
 #include "coordinator/scheduler.h"
+#include "coordinator/store.h"
+#include "coordinator/worker_identity.h"
 #include "xmod/v1/worker.grpc.pb.h"
 
 namespace xmod {
 
 struct WorkerGatewayOptions {
-  std::string token;
+  // Who may call; empty = everyone (anonymous). Never null.
+  std::shared_ptr<const CredentialSet> credentials = std::make_shared<CredentialSet>();
   int64_t max_wait_ms = 60000;  // longest AcquireRun long-poll
 };
 
 class WorkerGatewayService final : public xmod::v1::WorkerGateway::Service {
  public:
-  // `scheduler` must outlive the service; `metrics` may be null.
-  WorkerGatewayService(Scheduler* scheduler, CoordinatorMetrics* metrics,
+  // `scheduler` and `store` (for worker identities) must outlive the service; `metrics` may
+  // be null.
+  WorkerGatewayService(Scheduler* scheduler, Store* store, CoordinatorMetrics* metrics,
                        WorkerGatewayOptions options);
 
   grpc::Status Register(grpc::ServerContext* context, const xmod::v1::RegisterRequest* request,
@@ -43,6 +51,7 @@ class WorkerGatewayService final : public xmod::v1::WorkerGateway::Service {
   Scheduler* const scheduler_;
   CoordinatorMetrics* const metrics_;
   const WorkerGatewayOptions options_;
+  WorkerIdentity identity_;
 };
 
 }  // namespace xmod

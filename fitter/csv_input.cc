@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -71,6 +72,15 @@ absl::StatusOr<std::vector<Observation>> ParseDeltaCsv(const std::string& text) 
         obs->groups.push_back(Trimmed(g));
       }
     }
+    const std::string sweep_cell = cell("sweep");
+    for (absl::string_view name : absl::StrSplit(sweep_cell, ';', absl::SkipWhitespace())) {
+      const std::string trimmed = Trimmed(name);
+      std::optional<SweepRole> role = SweepRoleOfLabel(trimmed);
+      if (!role.has_value() || trimmed != SweepRoleName(*role)) {
+        return bad("sweep", absl::StrCat("unknown sweep '", trimmed, "' (kxl, nact or axk)"));
+      }
+      obs->sweeps.push_back(*role);
+    }
     const std::string held_out = cell("held_out");
     obs->held_out = held_out == "1" || held_out == "true";
     out.push_back(*std::move(obs));
@@ -80,11 +90,13 @@ absl::StatusOr<std::vector<Observation>> ParseDeltaCsv(const std::string& text) 
 }
 
 std::string WriteDeltaCsv(const std::vector<Observation>& observations) {
-  std::string out = "n_act,L,K,A,delta,group,held_out\n";
+  std::string out = "n_act,L,K,A,delta,group,held_out,sweep\n";
   for (const Observation& o : observations) {
+    std::vector<std::string> sweeps;
+    for (SweepRole role : o.sweeps) sweeps.push_back(SweepRoleName(role));
     absl::StrAppend(&out, o.n_act, ",", o.seq_len, ",", o.k, ",", o.a, ",",
                     absl::StrFormat("%.17g", o.delta), ",", absl::StrJoin(o.groups, ";"), ",",
-                    o.held_out ? 1 : 0, "\n");
+                    o.held_out ? 1 : 0, ",", absl::StrJoin(sweeps, ";"), "\n");
   }
   return out;
 }

@@ -48,10 +48,10 @@ absl::StatusOr<std::vector<RunCurve>> LoadSweepRuns(const std::string& db_path, 
   }
   sqlite3_busy_timeout(db.get(), 5000);
 
-  // Runs of the sweep, with their spec for N0.
+  // Runs of the sweep, with their spec for N0 and their grid label for the sweep role.
   absl::StatusOr<StmtPtr> runs_stmt =
       Prepare(db.get(),
-              "SELECT id, name, arch, k, a, seq_len, backbone, held_out, spec FROM runs "
+              "SELECT id, name, arch, k, a, seq_len, backbone, held_out, spec, label FROM runs "
               "WHERE sweep_id = ? AND state = 'SUCCEEDED' ORDER BY id");
   if (!runs_stmt.ok()) return runs_stmt.status();
   sqlite3_bind_int64(runs_stmt->get(), 1, sweep_id);
@@ -77,6 +77,7 @@ absl::StatusOr<std::vector<RunCurve>> LoadSweepRuns(const std::string& db_path, 
         spec.model().has_n0()) {
       run.n0 = spec.model().n0();
     }
+    run.label = Text(s, 9);
     index[run.run_id] = runs.size();
     runs.push_back(std::move(run));
   }

@@ -1,6 +1,7 @@
 // Reads a sweep's run curves from the coordinator's SQLite database, read-only, for
 // xmod-fit --db: the `flop_aligned_loss` view (val/loss against training FLOPs of the
-// canonical metric rows) joined with `runs` for state and the layer plan's N0.
+// canonical metric rows) joined with `runs` for state, the layer plan's N0 and the grid
+// label (which names the run's B.4 sweep, fitter/observations.h).
 // Only SUCCEEDED runs are read: a run still training has no final loss yet.
 // Thread-compatible; opens its own connection per call.
 #ifndef XMOD_FITTER_DB_SOURCE_H_

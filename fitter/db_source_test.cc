@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <sstream>
 
 #include "coordinator/schema.h"
@@ -40,11 +41,11 @@ void WriteSweep(const std::string& path, const std::vector<RunCurve>& runs) {
     absl::StatusOr<Stmt> ins = (*db)->Prepare(
         "INSERT INTO runs (id, sweep_id, name, arch, k, a, seq_len, backbone, flop_budget, "
         "forward_flops_per_token, total_params, held_out, state, max_attempts, spec, "
-        "created_ms) VALUES (?, 1, ?, ?, ?, ?, ?, ?, 1e19, 1, 1, ?, ?, 5, x'', 0)");
+        "created_ms, label) VALUES (?, 1, ?, ?, ?, ?, ?, ?, 1e19, 1, 1, ?, ?, 5, x'', 0, ?)");
     ASSERT_TRUE(ins.ok()) << ins.status();
     ins->Bind(1, r.run_id).Bind(2, r.name).Bind(3, xmod::v1::Architecture_Name(r.arch));
     ins->Bind(4, r.k).Bind(5, r.a).Bind(6, r.seq_len).Bind(7, r.backbone);
-    ins->Bind(8, r.held_out ? 1 : 0).Bind(9, state);
+    ins->Bind(8, r.held_out ? 1 : 0).Bind(9, state).Bind(10, r.label);
     ASSERT_TRUE(ins->Step().ok());
     for (size_t i = 0; i < r.points.size(); ++i) {
       absl::StatusOr<Stmt> m = (*db)->Prepare(
@@ -96,6 +97,31 @@ TEST(DbSourceTest, FitsASweepFromTheCoordinatorDatabase) {
   std::ostringstream out;
   ASSERT_TRUE(RunFitCommand(cmd, out).ok());
   EXPECT_THAT(out.str(), HasSubstr("\"loss\": "));  // a dense curve covers C
+}
+
+// The grid labels of the stored runs name their B.4 sweeps: one sweep with grids labelled
+// kxl, nact and axk is fitted by sweep (B.5), its axk rows with their own offset.
+TEST(DbSourceTest, GridLabelsNameTheSweepsOfTheFit) {
+  SyntheticOptions so;
+  so.seed = 4;
+  so.sweep_roles = true;
+  so.axk_shift = 0.03;
+  const std::vector<RunCurve> runs = RunCurvesFor(*PaperSweepObservations(so));
+  const std::string path = DbPath("roles");
+  WriteSweep(path, runs);
+  absl::StatusOr<std::vector<RunCurve>> loaded = LoadSweepRuns(path, 1);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  std::set<std::string> labels;
+  for (const RunCurve& r : *loaded) labels.insert(r.label);
+  EXPECT_EQ(labels, (std::set<std::string>{"", "kxl", "nact", "axk"}));  // "": dense runs
+
+  SweepFitOptions opt;
+  opt.cross_validate = false;
+  absl::StatusOr<FitReport> report = FitSweep(*loaded, opt);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->fit.by_sweep);
+  EXPECT_EQ(report->fit.n_stage2, 24);  // A x K, its A = 1 rows included
+  EXPECT_NEAR(report->fit.e_stage2 - report->fit.params.e, 0.03, 0.01);
 }
 
 TEST(DbSourceTest, MissingSweepAndMissingDenseReference) {

@@ -23,8 +23,12 @@ struct BoxProblem {
   std::shared_ptr<const Objective> f;
   std::vector<double> lower;
   std::vector<double> upper;
+  const std::atomic<bool>* cancel = nullptr;
 
   pagmo::vector_double fitness(const pagmo::vector_double& x) const {
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+      return {std::numeric_limits<double>::max()};
+    }
     const double v = (*f)(x);
     return {std::isfinite(v) ? v : std::numeric_limits<double>::max()};
   }
@@ -41,7 +45,7 @@ SearchResult MinimizeBox(const Objective& f, const std::vector<double>& lower,
                          const std::vector<double>& upper, const SearchOptions& options) {
   CHECK_EQ(lower.size(), upper.size());
   CHECK_GE(options.population, 5);
-  BoxProblem udp{std::make_shared<const Objective>(f), lower, upper};
+  BoxProblem udp{std::make_shared<const Objective>(f), lower, upper, options.cancel};
   pagmo::problem problem(udp);
 
   // pagmo seeds are unsigned; fold the 64-bit seed so nearby seeds stay distinct.

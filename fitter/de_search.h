@@ -7,6 +7,7 @@
 #ifndef XMOD_FITTER_DE_SEARCH_H_
 #define XMOD_FITTER_DE_SEARCH_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -23,7 +24,15 @@ struct SearchOptions {
   int polish_evaluations = 3000;
   // Points placed into the initial population (e.g. a previous fit), clipped to the box.
   std::vector<std::vector<double>> initial_points;
+  // When *cancel becomes true the search winds down at once (every later evaluation counts
+  // as +infinity, so the remaining generations cost next to nothing) and its result means
+  // nothing; callers check Cancelled(). Null = not cancellable.
+  const std::atomic<bool>* cancel = nullptr;
 };
+
+inline bool Cancelled(const SearchOptions& options) {
+  return options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed);
+}
 
 struct SearchResult {
   std::vector<double> x;

@@ -79,7 +79,11 @@ void PrintJson(const FitReport& r, const std::vector<Prediction>& recs, uint64_t
   out << "  \"n_obs\": " << r.fit.n_obs << ", \"n_stage1\": " << r.fit.n_stage1
       << ", \"n_stage2\": " << r.fit.n_stage2
       << ", \"stage2_fitted\": " << (r.fit.stage2_fitted ? "true" : "false")
+      << ", \"by_sweep\": " << (r.fit.by_sweep ? "true" : "false")
       << ", \"evaluations\": " << r.fit.evaluations << ",\n";
+  // Stage 2's own offset (nuisance, not part of the law): null unless fitted by sweep.
+  out << "  \"e_stage2\": "
+      << (r.fit.by_sweep && r.fit.stage2_fitted ? Num(r.fit.e_stage2) : "null") << ",\n";
   out << "  \"at_bound\": [";
   for (size_t i = 0; i < r.fit.at_bound.size(); ++i) {
     out << (i ? ", " : "") << Quote(r.fit.at_bound[i]);
@@ -124,10 +128,17 @@ void PrintJson(const FitReport& r, const std::vector<Prediction>& recs, uint64_t
 }
 
 void PrintTable(const FitReport& r, const std::vector<Prediction>& recs, std::ostream& out) {
-  out << absl::StrFormat(
-      "X-MoD law (Eq. 14), two-stage fit on %d observations "
-      "(stage 1: %d at A = 1; stage 2: %d at A != 1%s)\n",
-      r.fit.n_obs, r.fit.n_stage1, r.fit.n_stage2, r.fit.stage2_fitted ? "" : ", skipped");
+  if (r.fit.by_sweep) {
+    out << absl::StrFormat(
+        "X-MoD law (Eq. 14), two-stage fit on %d observations by sweep "
+        "(stage 1: %d A = 1 rows of kxl and nact; stage 2: %d rows of axk%s)\n",
+        r.fit.n_obs, r.fit.n_stage1, r.fit.n_stage2, r.fit.stage2_fitted ? "" : ", skipped");
+  } else {
+    out << absl::StrFormat(
+        "X-MoD law (Eq. 14), two-stage fit on %d observations "
+        "(stage 1: %d at A = 1; stage 2: %d at A != 1%s)\n",
+        r.fit.n_obs, r.fit.n_stage1, r.fit.n_stage2, r.fit.stage2_fitted ? "" : ", skipped");
+  }
   out << absl::StrFormat("  %-6s %14s", "param", "estimate");
   if (r.bootstrap.has_value()) out << absl::StrFormat(" %14s %14s", "ci 2.5%", "ci 97.5%");
   out << "\n";
@@ -138,6 +149,10 @@ void PrintTable(const FitReport& r, const std::vector<Prediction>& recs, std::os
                              ParamAt(r.bootstrap->high, i));
     }
     out << "\n";
+  }
+  if (r.fit.by_sweep && r.fit.stage2_fitted) {
+    out << absl::StrFormat("  %-6s %14.6g   (stage-2 offset of the axk sweep; not in the law)\n",
+                           "e_stage2", r.fit.e_stage2);
   }
   out << absl::StrFormat("R2_delta %.4f   RMSE %.5f   MAE %.5f   (fit %.3f s)\n", r.fit.r2,
                          r.fit.rmse, r.fit.mae, r.fit_seconds);

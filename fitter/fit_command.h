@@ -14,7 +14,7 @@
 namespace xmod::fitter {
 
 struct FitCommandOptions {
-  std::string csv;    // --csv FILE (n_act,L,K,A,delta[,group][,held_out])
+  std::string csv;    // --csv FILE (n_act,L,K,A,delta[,group][,held_out][,sweep])
   std::string db;     // --db FILE (the coordinator's SQLite database) ...
   int64_t sweep = 0;  // ... with --sweep ID
   uint64_t seed = 1;

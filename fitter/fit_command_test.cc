@@ -14,6 +14,7 @@ namespace xmod::fitter {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string TempPath(const std::string& name) {
   const char* dir = std::getenv("TEST_TMPDIR");
@@ -52,6 +53,46 @@ TEST(CsvTest, ErrorsNameLineAndColumn) {
               HasSubstr("L=2048 backbone=556M K=4 A=1 (line 2)"));
   EXPECT_THAT(ParseDeltaCsv("n_act,L,K,A,delta\n3e15,2048,4,1,0.1\n").status().message(),
               HasSubstr("no backbone preset"));
+}
+
+TEST(CsvTest, SweepColumnNamesTheSweeps) {
+  absl::StatusOr<std::vector<Observation>> obs = ParseDeltaCsv(
+      "n_act,L,K,A,delta,sweep\n556e6,2048,4,1,-0.02,kxl\n165e6,32768,4,1,-0.03,nact;axk\n"
+      "165e6,32768,4,2,-0.04,\n");
+  ASSERT_TRUE(obs.ok()) << obs.status();
+  EXPECT_EQ((*obs)[0].sweeps, std::vector<SweepRole>{SweepRole::kKxl});
+  EXPECT_EQ((*obs)[1].sweeps, (std::vector<SweepRole>{SweepRole::kNact, SweepRole::kAxk}));
+  EXPECT_TRUE((*obs)[2].sweeps.empty());
+  absl::StatusOr<std::vector<Observation>> back = ParseDeltaCsv(WriteDeltaCsv(*obs));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ((*back)[1].sweeps, (*obs)[1].sweeps);
+  const absl::Status bad =
+      ParseDeltaCsv("n_act,L,K,A,delta,sweep\n556e6,2048,4,1,0.1,kxl-64k\n").status();
+  EXPECT_THAT(bad.message(), HasSubstr("line 2, column sweep"));
+  EXPECT_THAT(bad.message(), HasSubstr("unknown sweep 'kxl-64k'"));
+}
+
+// xmod-fit --csv with a sweep column fits by sweep and reports stage 2's offset.
+TEST(FitCommandTest, SweepColumnFitsBySweep) {
+  SyntheticOptions so;
+  so.seed = 9;
+  so.sweep_roles = true;
+  so.axk_shift = 0.02;
+  const std::string path = WriteTemp("roles.csv", WriteDeltaCsv(*PaperSweepObservations(so)));
+  FitCommandOptions cmd;
+  cmd.csv = path;
+  cmd.output = "json";
+  cmd.cross_validate = false;
+  std::ostringstream json;
+  ASSERT_TRUE(RunFitCommand(cmd, json).ok());
+  EXPECT_THAT(json.str(), HasSubstr("\"by_sweep\": true"));
+  EXPECT_THAT(json.str(), HasSubstr("\"n_stage1\": 89, \"n_stage2\": 24"));
+  EXPECT_THAT(json.str(), Not(HasSubstr("\"e_stage2\": null")));
+  cmd.output = "table";
+  std::ostringstream table;
+  ASSERT_TRUE(RunFitCommand(cmd, table).ok());
+  EXPECT_THAT(table.str(), HasSubstr("by sweep"));
+  EXPECT_THAT(table.str(), HasSubstr("e_stage2"));
 }
 
 TEST(CsvTest, GroupColumnDefinesFolds) {

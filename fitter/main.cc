@@ -8,7 +8,10 @@
 int main(int argc, char** argv) {
   xmod::fitter::FitCommandOptions options;
   CLI::App app{"xmod-fit: fit the X-MoD scaling law (paper Eq. 14) and recommend (K, A)"};
-  app.add_option("--csv", options.csv, "CSV with header n_act,L,K,A,delta[,group][,held_out]");
+  app.add_option(
+      "--csv", options.csv,
+      "CSV with header n_act,L,K,A,delta[,group][,held_out][,sweep]; sweep: kxl, nact or axk "
+      "(fits the two stages by sweep, paper B.5)");
   app.add_option("--db", options.db, "the coordinator's SQLite database (read-only)");
   app.add_option("--sweep", options.sweep, "sweep id in --db");
   app.add_option("--seed", options.seed, "seed of differential evolution and bootstrap");

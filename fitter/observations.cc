@@ -5,10 +5,38 @@
 #include <map>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "fitter/backbones.h"
 
 namespace xmod::fitter {
+
+const char* SweepRoleName(SweepRole role) {
+  switch (role) {
+    case SweepRole::kKxl:
+      return "kxl";
+    case SweepRole::kNact:
+      return "nact";
+    case SweepRole::kAxk:
+      return "axk";
+  }
+  return "?";
+}
+
+std::optional<SweepRole> SweepRoleOfLabel(absl::string_view label) {
+  for (SweepRole role : {SweepRole::kKxl, SweepRole::kNact, SweepRole::kAxk}) {
+    const absl::string_view name = SweepRoleName(role);
+    if (label == name || absl::StartsWith(label, absl::StrCat(name, "-"))) return role;
+  }
+  return std::nullopt;
+}
+
+bool Observation::InSweep(SweepRole role) const {
+  for (SweepRole r : sweeps) {
+    if (r == role) return true;
+  }
+  return false;
+}
 
 bool IsDenseReference(const RunCurve& run) {
   return run.arch == xmod::v1::DENSE || (run.arch == xmod::v1::XMOD && run.k == 1);
@@ -158,6 +186,7 @@ absl::StatusOr<std::vector<Observation>> BuildObservations(const std::vector<Run
     obs->flops = c;
     obs->dense_loss = *dense_loss;
     obs->held_out = run.held_out;
+    if (std::optional<SweepRole> role = SweepRoleOfLabel(run.label)) obs->sweeps = {*role};
     out.push_back(*std::move(obs));
   }
   return out;

@@ -1,21 +1,37 @@
 // Observations of the law: one per sparse (X-MoD, K >= 2) run, Δ = L_sparse(C) − L̂_dense(C)
 // at the run's final logged training FLOPs C, the dense loss interpolated on the dense
 // curve of the same L and backbone (dense_interp.h; paper B.5). Also builds observations
-// directly from given Δ values (the CSV path of xmod-fit). Pure functions; thread-safe.
+// directly from given Δ values (the CSV path of xmod-fit), and names the sweep of the B.4
+// design each observation belongs to. Pure functions; thread-safe.
 #ifndef XMOD_FITTER_OBSERVATIONS_H_
 #define XMOD_FITTER_OBSERVATIONS_H_
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "fitter/dense_interp.h"
 #include "fitter/law.h"
 #include "xmod/v1/spec.pb.h"
 
 namespace xmod::fitter {
+
+// The sweeps of the paper's B.4 design, as the two-stage fit uses them (two_stage.h, B.5):
+// the K x L sweep (556M, A = 1) and the N_act sweep (L = 32k, A = 1) feed stage 1; every
+// row of the A x K sweep (165M, 32k; its A = 1 rows included) feeds stage 2.
+enum class SweepRole { kKxl, kNact, kAxk };
+
+// "kxl", "nact", "axk".
+const char* SweepRoleName(SweepRole role);
+
+// The role a run's grid label (GridSpec.label) names: the role's name, alone or followed by
+// '-' and anything ("kxl", "kxl-k3", "kxl-64k" are kxl; "nact-1.65B" is nact); nullopt for
+// any other label ("pilot", "xmod", "").
+std::optional<SweepRole> SweepRoleOfLabel(absl::string_view label);
 
 // One run's validation curve as the coordinator stores it.
 struct RunCurve {
@@ -28,6 +44,7 @@ struct RunCurve {
   double a = 1;                    // A (ignored for DENSE)
   int n0 = 4;                      // dense prefix N0 of the layer plan
   bool held_out = false;           // out-of-range: predicted, never fitted (FitPlan)
+  std::string label;               // the grid label; names its sweep role (SweepRoleOfLabel)
   std::vector<CurvePoint> points;  // val/loss against cumulative training FLOPs
 };
 
@@ -44,7 +61,12 @@ struct Observation {
   double delta = 0;                 // Δ
   bool held_out = false;            // excluded from the fit
   std::vector<std::string> groups;  // explicit CV groups; empty = automatic (validation.h)
+  // The B.4 sweeps the run belongs to (a run shared by two sweeps, e.g. the paper's 165M
+  // A = 1 runs of the N_act and A x K sweeps, names both). Empty: no design role; a fit
+  // whose observations have no roles assigns stages by A alone (two_stage.h).
+  std::vector<SweepRole> sweeps;
 
+  bool InSweep(SweepRole role) const;
   LawPoint point() const { return {n_act, capacity_ratio, double(seq_len), double(k), a}; }
   // "L=2048 N_act=556M K=4 A=1 (name)": how errors name an observation's group.
   std::string Describe() const;
@@ -63,10 +85,11 @@ bool IsDenseReference(const RunCurve& run);
 bool IsObservation(const RunCurve& run);
 
 // Observations from run curves. DENSE runs (and K = 1) are references; X-MoD runs with
-// K >= 2 become observations; other architectures (MoD, MoE, controls) are not part of the
-// law and are skipped. INVALID_ARGUMENT naming the run and its (L, backbone) group for a
-// non-finite loss or FLOP value, an empty curve, or a sparse run without a dense reference
-// whose FLOP range covers its C; errors from the accounting name the configuration.
+// K >= 2 become observations, in the sweep their label names (SweepRoleOfLabel); other
+// architectures (MoD, MoE, controls) are not part of the law and are skipped. INVALID_ARGUMENT
+// naming the run and its (L, backbone) group for a non-finite loss or FLOP value, an empty curve,
+// or a sparse run without a dense reference whose FLOP range covers its C; errors from the
+// accounting name the configuration.
 absl::StatusOr<std::vector<Observation>> BuildObservations(const std::vector<RunCurve>& runs,
                                                            const ObservationOptions& options = {});
 

@@ -115,5 +115,38 @@ TEST(ObservationsTest, DeltaObservationValidation) {
   EXPECT_FALSE(MakeDeltaObservation("row 5", "556M", 2048, 3, 0.5, 0.1).ok());  // A·K = 1.5
 }
 
+TEST(ObservationsTest, GridLabelsNameSweepRoles) {
+  EXPECT_EQ(SweepRoleOfLabel("kxl"), SweepRole::kKxl);
+  EXPECT_EQ(SweepRoleOfLabel("kxl-64k"), SweepRole::kKxl);
+  EXPECT_EQ(SweepRoleOfLabel("nact-1.65B"), SweepRole::kNact);
+  EXPECT_EQ(SweepRoleOfLabel("axk"), SweepRole::kAxk);
+  EXPECT_EQ(SweepRoleOfLabel("axkx"), std::nullopt);
+  EXPECT_EQ(SweepRoleOfLabel("pilot"), std::nullopt);
+  EXPECT_EQ(SweepRoleOfLabel(""), std::nullopt);
+
+  std::vector<RunCurve> runs;
+  RunCurve dense;
+  dense.name = "dense";
+  dense.arch = xmod::v1::DENSE;
+  dense.backbone = "165M";
+  dense.seq_len = 32768;
+  dense.points = {{1e18, 3.0}, {2e18, 2.9}};
+  runs.push_back(dense);
+  RunCurve sparse = dense;
+  sparse.name = "sparse";
+  sparse.arch = xmod::v1::XMOD;
+  sparse.k = 4;
+  sparse.a = 2;
+  sparse.label = "axk";
+  runs.push_back(sparse);
+  sparse.label = "other";
+  runs.push_back(sparse);
+  absl::StatusOr<std::vector<Observation>> obs = BuildObservations(runs);
+  ASSERT_TRUE(obs.ok()) << obs.status();
+  ASSERT_EQ(obs->size(), 2u);
+  EXPECT_TRUE((*obs)[0].InSweep(SweepRole::kAxk));
+  EXPECT_TRUE((*obs)[1].sweeps.empty());
+}
+
 }  // namespace
 }  // namespace xmod::fitter

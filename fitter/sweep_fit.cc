@@ -52,7 +52,7 @@ absl::StatusOr<FitReport> FitObservations(std::vector<Observation> observations,
   for (const Observation& o : observations) {
     if (o.held_out) held_out.push_back(o);
   }
-  report.out_of_range = Evaluate(report.fit.params, held_out);
+  report.out_of_range = EvaluateFit(report.fit, held_out);
 
   FitOptions warm = options.fit;
   warm.warm_start = &report.fit.params;
@@ -60,7 +60,8 @@ absl::StatusOr<FitReport> FitObservations(std::vector<Observation> observations,
     const std::vector<CvFold> folds = MakeCvFolds(observations);
     if (!folds.empty()) {
       start = std::chrono::steady_clock::now();
-      absl::StatusOr<std::vector<GroupError>> cv = CrossValidate(observations, folds, options.fit);
+      absl::StatusOr<std::vector<GroupError>> cv =
+          CrossValidate(observations, folds, options.fit, &report.fit);
       if (!cv.ok()) return cv.status();
       report.cv = *std::move(cv);
       report.cv_seconds = SecondsSince(start);

@@ -14,8 +14,8 @@ namespace {
 constexpr int kMaxContext = 32768;
 
 absl::Status Add(const std::string& backbone, int seq_len, int k, double a, bool held_out,
-                 const SyntheticOptions& options, std::mt19937_64& rng,
-                 std::vector<Observation>* out) {
+                 std::vector<SweepRole> sweeps, const SyntheticOptions& options,
+                 std::mt19937_64& rng, std::vector<Observation>* out) {
   absl::StatusOr<Observation> obs =
       MakeDeltaObservation(absl::StrCat("xmod-", backbone, "-L", seq_len, "-K", k, "-A", a),
                            backbone, seq_len, k, a, 0.0);
@@ -23,6 +23,10 @@ absl::Status Add(const std::string& backbone, int seq_len, int k, double a, bool
   std::normal_distribution<double> noise(0.0, options.sigma);
   obs->delta = PredictDelta(options.truth, obs->point()) + noise(rng);
   obs->held_out = held_out;
+  if (options.sweep_roles) {
+    obs->sweeps = std::move(sweeps);
+    if (obs->InSweep(SweepRole::kAxk)) obs->delta += options.axk_shift;
+  }
   out->push_back(*std::move(obs));
   return absl::OkStatus();
 }
@@ -39,36 +43,46 @@ const std::vector<int>& PaperSweepKs() {
 absl::StatusOr<std::vector<Observation>> PaperSweepObservations(const SyntheticOptions& options) {
   std::mt19937_64 rng(options.seed);
   std::vector<Observation> out;
-  // K×L sweep at 556M, A = 1 (B.4), with K = 3 at L = 2k only.
+  const std::vector<SweepRole> kxl = {SweepRole::kKxl};
+  const std::vector<SweepRole> nact = {SweepRole::kNact};
+  const std::vector<SweepRole> axk = {SweepRole::kAxk};
+  auto add = [&](const std::string& backbone, int seq_len, int k, double a, bool held_out,
+                 const std::vector<SweepRole>& sweeps) {
+    return Add(backbone, seq_len, k, a, held_out, sweeps, options, rng, &out);
+  };
+  // K×L sweep at 556M, A = 1 (B.4), with K = 3 at L = 2k only. Its L = 32k runs are the
+  // N_act sweep's 556M runs too.
   for (int seq_len : {2048, 4096, 8192, 16384, 32768}) {
+    const std::vector<SweepRole> roles =
+        seq_len == kMaxContext ? std::vector<SweepRole>{SweepRole::kKxl, SweepRole::kNact} : kxl;
     if (seq_len == 2048) {
-      if (absl::Status s = Add("556M", seq_len, 3, 1, false, options, rng, &out); !s.ok()) return s;
+      if (absl::Status s = add("556M", seq_len, 3, 1, false, roles); !s.ok()) return s;
     }
     for (int k : PaperSweepKs()) {
-      if (absl::Status s = Add("556M", seq_len, k, 1, false, options, rng, &out); !s.ok()) return s;
+      if (absl::Status s = add("556M", seq_len, k, 1, false, roles); !s.ok()) return s;
     }
   }
   // N_act sweep at 32k, A = 1 (556M is shared with the K×L sweep).
   for (const char* backbone : {"165M", "298M", "936M"}) {
     for (int k : PaperSweepKs()) {
-      if (absl::Status s = Add(backbone, kMaxContext, k, 1, false, options, rng, &out); !s.ok())
-        return s;
+      if (absl::Status s = add(backbone, kMaxContext, k, 1, false, nact); !s.ok()) return s;
     }
   }
-  // A×K sweep at 165M, 32k; A = 1 comes from the N_act sweep.
-  for (double a : {0.5, 2.0, 3.0, 4.0, 5.0}) {
+  // A×K sweep at 165M, 32k. Without roles its A = 1 runs are the N_act sweep's; with roles
+  // it has its own (three separate sweeps).
+  std::vector<double> anchors = {0.5, 2.0, 3.0, 4.0, 5.0};
+  if (options.sweep_roles) anchors.insert(anchors.begin() + 1, 1.0);
+  for (double a : anchors) {
     for (int k : {4, 8, 12, 16}) {
-      if (absl::Status s = Add("165M", kMaxContext, k, a, false, options, rng, &out); !s.ok())
-        return s;
+      if (absl::Status s = add("165M", kMaxContext, k, a, false, axk); !s.ok()) return s;
     }
   }
   if (options.out_of_range) {
     for (int k : {16, 18, 20, 22, 24}) {
-      if (absl::Status s = Add("556M", 65536, k, 1, true, options, rng, &out); !s.ok()) return s;
+      if (absl::Status s = add("556M", 65536, k, 1, true, kxl); !s.ok()) return s;
     }
     for (int k : {14, 16, 18, 20}) {
-      if (absl::Status s = Add("1.65B", kMaxContext, k, 1, true, options, rng, &out); !s.ok())
-        return s;
+      if (absl::Status s = add("1.65B", kMaxContext, k, 1, true, nact); !s.ok()) return s;
     }
   }
   return out;
@@ -104,6 +118,7 @@ std::vector<RunCurve> RunCurvesFor(const std::vector<Observation>& observations)
     sparse.k = o.k;
     sparse.a = o.a;
     sparse.held_out = o.held_out;
+    if (!o.sweeps.empty()) sparse.label = SweepRoleName(o.sweeps.front());
     for (const CurvePoint& p : dense_points) {
       // The gap closes towards the end; only the final point carries Δ exactly.
       sparse.points.push_back({p.flops, p.loss + o.delta * (0.5 + 0.5 * p.flops / 1e19)});

@@ -20,6 +20,12 @@ struct SyntheticOptions {
   double sigma = 0.003;  // Gaussian noise on Δ (nats)
   uint64_t seed = 1;
   bool out_of_range = false;  // add the held-out L = 64k and N_act = 1.65B runs
+  // Tag every row with its B.4 sweep (Observation::sweeps), as three separate sweeps would
+  // run it: the A x K sweep then has its own A = 1 runs at K ∈ {4, 8, 12, 16} (24 axk rows,
+  // 113 in range), and the 556M, 32k runs belong to both kxl and nact.
+  bool sweep_roles = false;
+  // Added to the Δ of every axk row (a baseline shift of that sweep); needs sweep_roles.
+  double axk_shift = 0;
 };
 
 // K grid of the K×L and N_act sweeps; K = 3 is added at L = 2k only (B.4).

@@ -1,7 +1,9 @@
-// The two-stage fit of Eq. 14 (Appendix B.5). See two_stage.h.
+// The two-stage fit of Eq. 14 (Appendix B.5), by sweep or by A. See two_stage.h.
 #include "fitter/two_stage.h"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <set>
 
@@ -55,11 +57,43 @@ Eigen::MatrixXd Stage1Design(const StageData& d, const std::vector<double>& x) {
   return m;
 }
 
-// Stage-2 design [−R_{A,K}] at exponents (ρ_K, ρ_A).  // (n, 1)
-Eigen::MatrixXd Stage2Design(const StageData& d, const std::vector<double>& x) {
-  Eigen::MatrixXd m(d.size(), 1);
-  m.col(0) = -(((x[0] * d.log_k.array()).exp() - 1.0) * ((x[1] * d.log_omega.array()).exp() - 1.0));
+// Stage-2 design [−R_{A,K}] at exponents (ρ_K, ρ_A), or [1, −R_{A,K}] with its own offset
+// (by sweep).  // (n, 1) or (n, 2)
+Eigen::MatrixXd Stage2Design(const StageData& d, const std::vector<double>& x, bool offset) {
+  Eigen::MatrixXd m(d.size(), offset ? 2 : 1);
+  if (offset) m.col(0).setOnes();
+  m.col(offset ? 1 : 0) =
+      -(((x[0] * d.log_k.array()).exp() - 1.0) * ((x[1] * d.log_omega.array()).exp() - 1.0));
   return m;
+}
+
+// Rows of stage 2 alone under a fit by sweep: axk, and neither kxl nor nact.
+bool Stage2Only(const Observation& o) {
+  return o.InSweep(SweepRole::kAxk) && !o.InSweep(SweepRole::kKxl) && !o.InSweep(SweepRole::kNact);
+}
+
+// The rows of each stage (see two_stage.h), or INVALID_ARGUMENT naming the observation.
+absl::Status AssignStages(const std::vector<Observation>& fitted, bool by_sweep,
+                          std::vector<const Observation*>* stage1,
+                          std::vector<const Observation*>* stage2) {
+  for (const Observation& o : fitted) {
+    if (!by_sweep) {
+      (o.a == 1.0 ? stage1 : stage2)->push_back(&o);
+      continue;
+    }
+    if (o.sweeps.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          o.Describe(), ": names no sweep (kxl, nact or axk) while other observations do"));
+    }
+    const bool base = o.InSweep(SweepRole::kKxl) || o.InSweep(SweepRole::kNact);
+    if (base && o.a != 1.0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          o.Describe(), ": the kxl and nact sweeps are at A = 1 (B.4); this row has A = ", o.a));
+    }
+    if (base) stage1->push_back(&o);
+    if (o.InSweep(SweepRole::kAxk)) stage2->push_back(&o);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CheckStage(const std::string& stage, const std::vector<const Observation*>& obs,
@@ -87,7 +121,17 @@ void AddBoundFlags(const SearchResult& r, const std::vector<const char*>& names,
 
 }  // namespace
 
-Goodness Evaluate(const LawParams& params, const std::vector<Observation>& observations) {
+bool UsesSweepRoles(const std::vector<Observation>& observations) {
+  for (const Observation& o : observations) {
+    if (!o.sweeps.empty()) return true;
+  }
+  return false;
+}
+
+namespace {
+
+Goodness Measure(const std::vector<Observation>& observations,
+                 const std::function<double(const Observation&)>& predict) {
   Goodness g;
   g.n = static_cast<int>(observations.size());
   if (g.n == 0) return g;
@@ -96,7 +140,7 @@ Goodness Evaluate(const LawParams& params, const std::vector<Observation>& obser
   mean /= g.n;
   double sse = 0, sst = 0, sae = 0;
   for (const Observation& o : observations) {
-    const double r = o.delta - PredictDelta(params, o.point());
+    const double r = o.delta - predict(o);
     sse += r * r;
     sae += std::fabs(r);
     sst += (o.delta - mean) * (o.delta - mean);
@@ -105,6 +149,25 @@ Goodness Evaluate(const LawParams& params, const std::vector<Observation>& obser
   g.rmse = std::sqrt(sse / g.n);
   g.mae = sae / g.n;
   return g;
+}
+
+}  // namespace
+
+Goodness Evaluate(const LawParams& params, const std::vector<Observation>& observations) {
+  return Measure(observations,
+                 [&params](const Observation& o) { return PredictDelta(params, o.point()); });
+}
+
+double FittedDelta(const FitResult& fit, const Observation& observation) {
+  const double law = PredictDelta(fit.params, observation.point());
+  if (fit.by_sweep && fit.stage2_fitted && Stage2Only(observation)) {
+    return law - fit.params.e + fit.e_stage2;
+  }
+  return law;
+}
+
+Goodness EvaluateFit(const FitResult& fit, const std::vector<Observation>& observations) {
+  return Measure(observations, [&fit](const Observation& o) { return FittedDelta(fit, o); });
 }
 
 absl::StatusOr<FitResult> FitTwoStage(const std::vector<Observation>& observations,
@@ -118,57 +181,83 @@ absl::StatusOr<FitResult> FitTwoStage(const std::vector<Observation>& observatio
     }
     fitted.push_back(o);
   }
-  for (const Observation& o : fitted) (o.a == 1.0 ? stage1 : stage2).push_back(&o);
-  if (absl::Status s = CheckStage("stage 1 (A = 1 runs)", stage1, 8); !s.ok()) return s;
+  const bool by_sweep = UsesSweepRoles(observations);
+  if (absl::Status s = AssignStages(fitted, by_sweep, &stage1, &stage2); !s.ok()) return s;
+  const std::string stage1_name =
+      by_sweep ? "stage 1 (A = 1 rows of the kxl and nact sweeps)" : "stage 1 (A = 1 runs)";
+  const std::string stage2_name =
+      by_sweep ? "stage 2 (rows of the axk sweep)" : "stage 2 (anchor-stride sweep, A != 1 runs)";
+  if (options.fixed_stage1 == nullptr) {
+    if (absl::Status s = CheckStage(stage1_name, stage1, 8); !s.ok()) return s;
+  }
   if (!stage2.empty()) {
-    if (absl::Status s = CheckStage("stage 2 (anchor-stride sweep, A != 1 runs)", stage2, 4);
-        !s.ok()) {
-      return s;
+    if (absl::Status s = CheckStage(stage2_name, stage2, 4); !s.ok()) return s;
+    if (by_sweep && std::all_of(stage2.begin(), stage2.end(),
+                                [](const Observation* o) { return o->a == 1.0; })) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(stage2_name,
+                       ": every row has A = 1, where R_{A,K} = 0; the anchor "
+                       "interaction needs rows with A != 1"));
     }
   }
   const ExponentBounds& b = options.bounds;
   FitResult result;
+  result.by_sweep = by_sweep;
   result.n_obs = static_cast<int>(fitted.size());
   result.n_stage1 = static_cast<int>(stage1.size());
   result.n_stage2 = static_cast<int>(stage2.size());
   LawParams& p = result.params;
 
-  // Stage 1: x = (η_N, ρ_N, η_L, ρ_L); coefficients (e, u, w).
-  StageData d1(stage1);
-  d1.SetTarget(d1.y);
-  const std::vector<double> lower1 = {kFree, 0.0, 0.0};
-  Objective f1 = [&d1, &lower1](const std::vector<double>& x) {
-    return SolveBoundedLsq(Stage1Design(d1, x), d1.y, lower1).sse / d1.sst;
-  };
-  SearchOptions search1 = options.search;
-  if (options.warm_start != nullptr) {
-    const LawParams& w = *options.warm_start;
-    search1.initial_points = {{w.eta_n, w.rho_n, w.eta_l, w.rho_l}};
+  if (options.fixed_stage1 != nullptr) {
+    const LawParams& f = *options.fixed_stage1;
+    p.e = f.e;
+    p.u = f.u;
+    p.eta_n = f.eta_n;
+    p.rho_n = f.rho_n;
+    p.w = f.w;
+    p.eta_l = f.eta_l;
+    p.rho_l = f.rho_l;
+  } else {
+    // Stage 1: x = (η_N, ρ_N, η_L, ρ_L); coefficients (e, u, w).
+    StageData d1(stage1);
+    d1.SetTarget(d1.y);
+    const std::vector<double> lower1 = {kFree, 0.0, 0.0};
+    Objective f1 = [&d1, &lower1](const std::vector<double>& x) {
+      return SolveBoundedLsq(Stage1Design(d1, x), d1.y, lower1).sse / d1.sst;
+    };
+    SearchOptions search1 = options.search;
+    if (options.warm_start != nullptr) {
+      const LawParams& w = *options.warm_start;
+      search1.initial_points = {{w.eta_n, w.rho_n, w.eta_l, w.rho_l}};
+    }
+    const SearchResult r1 = MinimizeBox(f1, {b.eta_lo, b.rho_lo, b.eta_lo, b.rho_lo},
+                                        {b.eta_hi, b.rho_hi, b.eta_hi, b.rho_hi}, search1);
+    if (Cancelled(options.search)) return absl::CancelledError("fit cancelled");
+    const BoundedLsqResult c1 = SolveBoundedLsq(Stage1Design(d1, r1.x), d1.y, lower1);
+    p.eta_n = r1.x[0];
+    p.rho_n = r1.x[1];
+    p.eta_l = r1.x[2];
+    p.rho_l = r1.x[3];
+    p.e = c1.coef(0);
+    p.u = c1.coef(1);
+    p.w = c1.coef(2);
+    result.evaluations += r1.evaluations;
+    AddBoundFlags(r1, {"eta_n", "rho_n", "eta_l", "rho_l"}, &result.at_bound);
   }
-  const SearchResult r1 = MinimizeBox(f1, {b.eta_lo, b.rho_lo, b.eta_lo, b.rho_lo},
-                                      {b.eta_hi, b.rho_hi, b.eta_hi, b.rho_hi}, search1);
-  const BoundedLsqResult c1 = SolveBoundedLsq(Stage1Design(d1, r1.x), d1.y, lower1);
-  p.eta_n = r1.x[0];
-  p.rho_n = r1.x[1];
-  p.eta_l = r1.x[2];
-  p.rho_l = r1.x[3];
-  p.e = c1.coef(0);
-  p.u = c1.coef(1);
-  p.w = c1.coef(2);
-  result.evaluations += r1.evaluations;
-  AddBoundFlags(r1, {"eta_n", "rho_n", "eta_l", "rho_l"}, &result.at_bound);
 
-  // Stage 2: x = (ρ_K, ρ_A); coefficient z on the stage-1 residual.
+  // Stage 2: x = (ρ_K, ρ_A); coefficient z on the stage-1 residual, and by sweep an offset
+  // of its own fitted to the residual of the stage-1 law without its offset e.
   if (!stage2.empty()) {
     StageData d2(stage2);
     Eigen::VectorXd residual(d2.size());
     for (int i = 0; i < d2.size(); ++i) {
-      residual(i) = stage2[i]->delta - PredictDelta(p, stage2[i]->point());
+      residual(i) = stage2[i]->delta - PredictDelta(p, stage2[i]->point()) + (by_sweep ? p.e : 0);
     }
     d2.SetTarget(residual);
-    const std::vector<double> lower2 = {0.0};
-    Objective f2 = [&d2, &lower2](const std::vector<double>& x) {
-      return SolveBoundedLsq(Stage2Design(d2, x), d2.y, lower2).sse / d2.sst;
+    const std::vector<double> lower2 =
+        by_sweep ? std::vector<double>{kFree, 0.0} : std::vector<double>{0.0};
+    Objective f2 = [&d2, &lower2, by_sweep](const std::vector<double>& x) {
+      return SolveBoundedLsq(Stage2Design(d2, x, by_sweep), d2.y, lower2).sse / d2.sst;
     };
     SearchOptions search2 = options.search;
     search2.seed = options.search.seed + 7919;
@@ -176,16 +265,18 @@ absl::StatusOr<FitResult> FitTwoStage(const std::vector<Observation>& observatio
       search2.initial_points = {{options.warm_start->rho_k, options.warm_start->rho_a}};
     }
     const SearchResult r2 = MinimizeBox(f2, {b.rho_lo, b.rho_lo}, {b.rho_hi, b.rho_hi}, search2);
-    const BoundedLsqResult c2 = SolveBoundedLsq(Stage2Design(d2, r2.x), d2.y, lower2);
+    if (Cancelled(options.search)) return absl::CancelledError("fit cancelled");
+    const BoundedLsqResult c2 = SolveBoundedLsq(Stage2Design(d2, r2.x, by_sweep), d2.y, lower2);
     p.rho_k = r2.x[0];
     p.rho_a = r2.x[1];
-    p.z = c2.coef(0);
+    if (by_sweep) result.e_stage2 = c2.coef(0);
+    p.z = c2.coef(by_sweep ? 1 : 0);
     result.stage2_fitted = true;
     result.evaluations += r2.evaluations;
     AddBoundFlags(r2, {"rho_k", "rho_a"}, &result.at_bound);
   }
 
-  const Goodness g = Evaluate(p, fitted);
+  const Goodness g = EvaluateFit(result, fitted);
   result.r2 = g.r2;
   result.rmse = g.rmse;
   result.mae = g.mae;

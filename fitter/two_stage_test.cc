@@ -5,6 +5,7 @@
 #include "fitter/two_stage.h"
 
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "fitter/backbones.h"
@@ -260,6 +261,166 @@ TEST(TwoStageBadInputTest, NonFiniteDeltaNamesTheObservation) {
   absl::StatusOr<FitResult> r = FitTwoStage(obs, FitOptions());
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr(obs[12].Describe()));
+}
+
+// B.5 by sweep: the A x K sweep (its A = 1 runs included) sits 0.04 nats above the law
+// that the K x L and N_act sweeps follow (a baseline shift of that sweep). Its own stage-2
+// offset absorbs the shift, and z, ρ_K, ρ_A come back; fitted by A without the offset,
+// the shift leaks into the interaction.
+constexpr double kAxkShift = 0.04;
+
+std::vector<Observation> ShiftedSweeps(double sigma) {
+  SyntheticOptions opt;
+  opt.sigma = sigma;
+  opt.seed = 21;
+  opt.sweep_roles = true;
+  opt.axk_shift = kAxkShift;
+  opt.out_of_range = true;
+  return *PaperSweepObservations(opt);
+}
+
+// max |z·R_{A,K}| error of `p` against Table 8 over the A x K design.
+double InteractionError(const LawParams& p) {
+  const LawParams t = Table8Params();
+  double worst = 0;
+  for (double a : {0.5, 1.0, 2.0, 3.0, 4.0, 5.0}) {
+    for (int k : {4, 8, 12, 16}) {
+      auto r = [&](const LawParams& q) {
+        return q.z * (std::pow(k, q.rho_k) - 1) * (std::pow(AnchorShare(a), q.rho_a) - 1);
+      };
+      worst = std::max(worst, std::fabs(r(p) - r(t)));
+    }
+  }
+  return worst;
+}
+
+TEST(BySweepTest, StageTwoOffsetAbsorbsABaselineShift) {
+  const std::vector<Observation> data = ShiftedSweeps(/*sigma=*/0.0005);
+  FitOptions opt;
+  opt.search.seed = 13;
+  absl::StatusOr<FitResult> r = FitTwoStage(data, opt);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->by_sweep);
+  EXPECT_TRUE(r->stage2_fitted);
+  EXPECT_EQ(r->n_obs, 113);
+  EXPECT_EQ(r->n_stage1, 89);  // A = 1 rows of kxl and nact (556M, 32k counted once)
+  EXPECT_EQ(r->n_stage2, 24);  // every axk row, A = 1 included
+  const LawParams t = Table8Params();
+  EXPECT_NEAR(r->e_stage2 - r->params.e, kAxkShift, 0.005);
+  EXPECT_NEAR(r->params.z, t.z, 0.3 * t.z);
+  EXPECT_NEAR(r->params.rho_k, t.rho_k, 0.1);
+  EXPECT_NEAR(r->params.rho_a, t.rho_a, 0.1);
+  EXPECT_LT(InteractionError(r->params), 0.003);
+  EXPECT_GE(r->r2, 0.99);
+  // The law predicts without e_stage2: the in-range kxl/nact rows and the out-of-range ones.
+  for (const Observation& o : data) {
+    if (o.InSweep(SweepRole::kAxk)) continue;
+    EXPECT_EQ(FittedDelta(*r, o), PredictDelta(r->params, o.point()));
+  }
+
+  // The same data fitted by A (sweeps forgotten): no offset of stage 2's own.
+  std::vector<Observation> by_a = data;
+  for (Observation& o : by_a) o.sweeps.clear();
+  absl::StatusOr<FitResult> old = FitTwoStage(by_a, opt);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_FALSE(old->by_sweep);
+  EXPECT_GT(InteractionError(old->params), 3 * InteractionError(r->params));
+}
+
+TEST(BySweepTest, GroupedFoldsFollowB5) {
+  const std::vector<Observation> data = ShiftedSweeps(kSigma);
+  const std::vector<CvFold> folds = MakeCvFolds(data);
+  std::map<std::string, const CvFold*> by_name;
+  for (const CvFold& f : folds) by_name[f.group] = &f;
+  EXPECT_EQ(folds.size(), 5u + 4u + 5u);
+  ASSERT_TRUE(by_name.count("L=32768"));
+  EXPECT_FALSE(by_name["L=32768"]->stage2_only);
+  EXPECT_EQ(by_name["L=32768"]->indices.size(), 11u);  // kxl rows at 32k (shared with nact)
+  ASSERT_TRUE(by_name.count("N_act=165M"));
+  EXPECT_EQ(by_name["N_act=165M"]->indices.size(), 11u);  // nact rows only, not axk's A = 1
+  ASSERT_TRUE(by_name.count("N_act=556M"));
+  for (const char* a : {"A=0.5", "A=2", "A=5"}) {
+    ASSERT_TRUE(by_name.count(a)) << a;
+    EXPECT_TRUE(by_name[a]->stage2_only) << a;
+    EXPECT_EQ(by_name[a]->indices.size(), 4u) << a;
+  }
+  EXPECT_EQ(by_name.count("A=1"), 0u);  // the zero-interaction baseline is never held out
+
+  SweepFitOptions opt;
+  opt.fit.search.seed = 11;
+  absl::StatusOr<FitReport> report = FitObservations(data, opt);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->cv.size(), folds.size());
+  for (const GroupError& g : report->cv) {
+    ASSERT_TRUE(g.error.empty()) << g.group << ": " << g.error;
+    // A held-out anchor group is predicted with the axk sweep's offset: near the noise.
+    EXPECT_LT(g.rmse, (g.group[0] == 'A' ? 8 : 3) * kSigma) << g.group;
+  }
+  EXPECT_EQ(report->out_of_range.n, 9);
+  EXPECT_LT(report->out_of_range.rmse, 4 * kSigma);
+}
+
+TEST(BySweepTest, LeaveOneAnchorOutKeepsStageOne) {
+  const std::vector<Observation> data = ShiftedSweeps(kSigma);
+  FitOptions opt;
+  absl::StatusOr<FitResult> full = FitTwoStage(data, opt);
+  ASSERT_TRUE(full.ok()) << full.status();
+  std::vector<CvFold> folds;
+  for (const CvFold& f : MakeCvFolds(data)) {
+    if (f.group == "A=3") folds.push_back(f);
+  }
+  ASSERT_EQ(folds.size(), 1u);
+  // With stage 1 fixed, the refit's stage 1 is the full fit's, bit for bit; the search
+  // costs only stage 2's evaluations.
+  std::vector<Observation> train = data;
+  for (int i : folds[0].indices) train[i].held_out = true;
+  FitOptions fixed = opt;
+  fixed.fixed_stage1 = &full->params;
+  absl::StatusOr<FitResult> refit = FitTwoStage(train, fixed);
+  ASSERT_TRUE(refit.ok()) << refit.status();
+  EXPECT_EQ(refit->params.e, full->params.e);
+  EXPECT_EQ(refit->params.rho_l, full->params.rho_l);
+  EXPECT_EQ(refit->n_stage2, 20);
+  EXPECT_LT(refit->evaluations, full->evaluations);
+  absl::StatusOr<std::vector<GroupError>> cv = CrossValidate(data, folds, opt, &*full);
+  ASSERT_TRUE(cv.ok()) << cv.status();
+  std::vector<Observation> test;
+  for (int i : folds[0].indices) test.push_back(data[i]);
+  EXPECT_DOUBLE_EQ((*cv)[0].rmse, EvaluateFit(*refit, test).rmse);
+}
+
+TEST(BySweepBadInputTest, RowsWithoutSweepOrOffDesign) {
+  std::vector<Observation> data = ShiftedSweeps(kSigma);
+  std::vector<Observation> missing = data;
+  missing[3].sweeps.clear();
+  absl::StatusOr<FitResult> r = FitTwoStage(missing, FitOptions());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr(missing[3].Describe()));
+  EXPECT_THAT(r.status().message(), HasSubstr("names no sweep"));
+
+  std::vector<Observation> off = data;
+  off[0].a = 2;  // a kxl row
+  r = FitTwoStage(off, FitOptions());
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("kxl and nact sweeps are at A = 1"));
+
+  std::vector<Observation> baseline_only;
+  for (const Observation& o : data) {
+    if (!o.InSweep(SweepRole::kAxk) || o.a == 1.0) baseline_only.push_back(o);
+  }
+  r = FitTwoStage(baseline_only, FitOptions());
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("stage 2 (rows of the axk sweep)"));
+  EXPECT_THAT(r.status().message(), HasSubstr("every row has A = 1"));
+
+  std::vector<Observation> axk_only;
+  for (const Observation& o : data) {
+    if (o.InSweep(SweepRole::kAxk)) axk_only.push_back(o);
+  }
+  r = FitTwoStage(axk_only, FitOptions());
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("stage 1 (A = 1 rows of the kxl and nact sweeps)"));
 }
 
 TEST(SweepFitTest, FromRunCurvesEndToEnd) {

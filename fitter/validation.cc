@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -21,6 +22,40 @@ double Quantile(std::vector<double> v, double q) {
   return v[lo] + (pos - lo) * (v[hi] - v[lo]);
 }
 
+// One fold per distinct key among the rows `member` accepts, when there are two or more.
+template <typename Key>
+void AddFolds(const std::vector<Observation>& observations,
+              const std::function<bool(const Observation&)>& member,
+              const std::function<Key(const Observation&)>& key,
+              const std::function<std::string(const Key&)>& name, bool stage2_only,
+              std::vector<CvFold>* folds) {
+  std::map<Key, std::vector<int>> by_key;
+  for (int i = 0; i < static_cast<int>(observations.size()); ++i) {
+    const Observation& o = observations[i];
+    if (!o.held_out && member(o)) by_key[key(o)].push_back(i);
+  }
+  if (by_key.size() < 2) return;
+  for (auto& [k, indices] : by_key) folds->push_back({name(k), std::move(indices), stage2_only});
+}
+
+// The folds of a fit by sweep (see validation.h).
+std::vector<CvFold> SweepFolds(const std::vector<Observation>& observations) {
+  std::vector<CvFold> folds;
+  AddFolds<int>(
+      observations, [](const Observation& o) { return o.InSweep(SweepRole::kKxl); },
+      [](const Observation& o) { return o.seq_len; },
+      [](const int& l) { return absl::StrCat("L=", l); }, false, &folds);
+  AddFolds<std::string>(
+      observations, [](const Observation& o) { return o.InSweep(SweepRole::kNact); },
+      [](const Observation& o) { return o.backbone; },
+      [](const std::string& b) { return absl::StrCat("N_act=", b); }, false, &folds);
+  AddFolds<double>(
+      observations, [](const Observation& o) { return o.InSweep(SweepRole::kAxk) && o.a != 1.0; },
+      [](const Observation& o) { return o.a; },
+      [](const double& a) { return absl::StrCat("A=", a); }, true, &folds);
+  return folds;
+}
+
 }  // namespace
 
 std::vector<CvFold> MakeCvFolds(const std::vector<Observation>& observations) {
@@ -36,6 +71,7 @@ std::vector<CvFold> MakeCvFolds(const std::vector<Observation>& observations) {
     for (auto& [label, indices] : by_label) folds.push_back({label, std::move(indices)});
     return folds;
   }
+  if (UsesSweepRoles(observations)) return SweepFolds(observations);
   // Context-sweep backbone and scale-sweep context among the A = 1 runs.
   std::map<std::string, std::set<int>> ls_of_backbone;
   std::map<int, std::set<std::string>> backbones_of_l;
@@ -97,7 +133,8 @@ std::vector<CvFold> MakeCvFolds(const std::vector<Observation>& observations) {
 
 absl::StatusOr<std::vector<GroupError>> CrossValidate(const std::vector<Observation>& observations,
                                                       const std::vector<CvFold>& folds,
-                                                      const FitOptions& options) {
+                                                      const FitOptions& options,
+                                                      const FitResult* full_fit) {
   if (folds.empty()) {
     return absl::FailedPreconditionError(
         "cross-validation: no held-out groups (need two or more values of L, N_act or A != 1)");
@@ -113,11 +150,14 @@ absl::StatusOr<std::vector<GroupError>> CrossValidate(const std::vector<Observat
     GroupError ge;
     ge.group = fold.group;
     ge.n = static_cast<int>(test.size());
-    absl::StatusOr<FitResult> fit = FitTwoStage(train, options);
+    FitOptions fold_options = options;
+    if (fold.stage2_only && full_fit != nullptr) fold_options.fixed_stage1 = &full_fit->params;
+    absl::StatusOr<FitResult> fit = FitTwoStage(train, fold_options);
+    if (absl::IsCancelled(fit.status())) return fit.status();
     if (!fit.ok()) {
       ge.error = absl::StrCat("refit without ", fold.group, ": ", fit.status().message());
     } else {
-      ge.rmse = Evaluate(fit->params, test).rmse;
+      ge.rmse = EvaluateFit(*fit, test).rmse;
     }
     out.push_back(std::move(ge));
   }
@@ -135,7 +175,7 @@ absl::StatusOr<BootstrapResult> Bootstrap(const std::vector<Observation>& observ
   }
   std::vector<absl::StatusOr<FitResult>> results(samples, absl::UnknownError("not run"));
   auto worker = [&](int first) {
-    for (int i = first; i < samples; i += std::max(threads, 1)) {
+    for (int i = first; i < samples && !Cancelled(options.search); i += std::max(threads, 1)) {
       FitOptions opt = options;
       opt.search.seed = options.search.seed + 1 + static_cast<uint64_t>(i);
       std::mt19937_64 rng(opt.search.seed);
@@ -150,6 +190,7 @@ absl::StatusOr<BootstrapResult> Bootstrap(const std::vector<Observation>& observ
   for (int t = 1; t < threads; ++t) pool.emplace_back(worker, t);
   worker(0);
   for (std::thread& t : pool) t.join();
+  if (Cancelled(options.search)) return absl::CancelledError("bootstrap cancelled");
 
   BootstrapResult out;
   for (const absl::StatusOr<FitResult>& r : results) {

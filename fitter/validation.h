@@ -2,16 +2,24 @@
 // leave-one-group-out refits and a bootstrap over runs.
 //
 // Groups. When observations carry explicit groups (Observation::groups, e.g. the CSV
-// `group` column), every distinct label is one fold. Otherwise the folds follow B.4/B.5:
-//  - leave-one-context-out "L=<L>": the A = 1 runs at that L on the context-sweep backbone
-//    (the backbone with the most distinct L values);
-//  - leave-one-scale-out "N_act=<backbone>": the A = 1 runs of that backbone at the
-//    scale-sweep context (the L with the most distinct backbones);
-//  - leave-one-anchor-stride-out "A=<A>": the runs with that A ≠ 1 (A = 1 is the
-//    zero-interaction baseline, never a held-out group).
-// Each fold refits both stages without its runs and reports the RMSE on loss of the held
-// out runs. Deterministic under the seed; the bootstrap spreads refits over threads, each
-// refit seeded by its index, so results do not depend on the thread count.
+// `group` column), every distinct label is one fold, refitting both stages. Otherwise the
+// folds follow B.4/B.5. When the observations name their sweeps (two_stage.h, by sweep):
+//  - leave-one-context-out "L=<L>": the kxl rows at that L; refits both stages;
+//  - leave-one-scale-out "N_act=<backbone>": the nact rows of that backbone; both stages;
+//  - leave-one-anchor-stride-out "A=<A>": the axk rows with that A ≠ 1; refits stage 2
+//    only, stage 1 staying the full fit's (its data do not change). The A = 1 rows are the
+//    zero-interaction baseline, never a held-out group.
+// Without sweeps (one sweep fitted by A):
+//  - "L=<L>": the A = 1 runs at that L on the context-sweep backbone (the backbone with
+//    the most distinct L values);
+//  - "N_act=<backbone>": the A = 1 runs of that backbone at the scale-sweep context (the
+//    L with the most distinct backbones);
+//  - "A=<A>": the runs with that A ≠ 1; each fold refits both stages.
+// A kind of fold exists when it has two or more groups. Each fold reports the RMSE on loss
+// of its held-out runs under the refit (FittedDelta: a held-out A group of the axk sweep
+// is predicted with that sweep's offset e_stage2). Deterministic under the seed; the bootstrap
+// spreads refits over threads, each refit seeded by its index, so results do not depend on the
+// thread count.
 #ifndef XMOD_FITTER_VALIDATION_H_
 #define XMOD_FITTER_VALIDATION_H_
 
@@ -28,6 +36,7 @@ namespace xmod::fitter {
 struct CvFold {
   std::string group;         // "L=2048", "N_act=165M", "A=2" or an explicit label
   std::vector<int> indices;  // into the observation vector
+  bool stage2_only = false;  // refit stage 2 only (leave-one-A-out by sweep)
 };
 
 // The folds over the observations that are not held out (see top of file).
@@ -41,10 +50,13 @@ struct GroupError {
 };
 
 // One refit per fold. Fails only if `folds` is empty; a fold whose refit fails (e.g. a
-// stage left with too few runs) carries its error.
+// stage left with too few runs) carries its error. A stage2_only fold keeps stage 1 of
+// `full_fit` (the fit on all observations); without it, that fold refits both stages
+// (the same stage 1 under the same seed, at the cost of a search).
 absl::StatusOr<std::vector<GroupError>> CrossValidate(const std::vector<Observation>& observations,
                                                       const std::vector<CvFold>& folds,
-                                                      const FitOptions& options);
+                                                      const FitOptions& options,
+                                                      const FitResult* full_fit = nullptr);
 
 struct BootstrapResult {
   int samples = 0;               // successful refits
@@ -56,7 +68,8 @@ struct BootstrapResult {
 
 // `samples` resamples (with replacement) of the fitted runs, each refit with seed
 // options.search.seed + 1 + i, spread over `threads` threads. FAILED_PRECONDITION when
-// fewer than half of the refits succeed.
+// fewer than half of the refits succeed; CANCELLED when options.search.cancel fired (so do
+// CrossValidate and FitTwoStage).
 absl::StatusOr<BootstrapResult> Bootstrap(const std::vector<Observation>& observations, int samples,
                                           int threads, const FitOptions& options);
 

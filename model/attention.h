@@ -1,6 +1,7 @@
-// Grouped-query causal self-attention with RoPE (paper B.1: GQA, Table 4), written with
-// batched matrix products, a boolean mask and softmax (LibTorch 1.13 has no public
-// scaled_dot_product_attention).
+// Grouped-query causal self-attention with RoPE (paper B.1: GQA, Table 4). Two kernels, the
+// same mathematics: fused scaled_dot_product_attention (options.fused; LibTorch >= 2.5, see
+// model/torch_compat.h: flash / memory-efficient kernels on GPU) and batched matrix products
+// with a boolean mask and softmax (every LibTorch).
 //
 // Three call shapes serve every layer kind of the paper:
 //  - dense: all T tokens, positions 0..T-1, plain causal mask;
@@ -8,17 +9,20 @@
 //    positions, causal by original position, padded entries (threshold rule) masked as keys;
 //  - selected-Q / full-KV control (Table 7): queries of the selected tokens, keys and values
 //    of all T tokens, key j visible to query i iff pos_j <= pos_i.
-// Efficiency: the G key/value heads are never copied to H heads — the R = H/G query heads of
-// a group are stacked along the row dimension and share one (B, G, R*Tq, Tk) product; plain
-// causal attention skips the key blocks above the diagonal, query chunk by query chunk.
-// Legend: B = batch, T/Tq/Tk = tokens, D = d_model, H = query heads, G = key/value heads,
-// R = H/G, E = head_dim. Thread-compatible.
+// The routed layer keeps its selected tokens in sequence order, so causal attention among
+// them is an ordinary causal mask over k tokens and takes the fused causal kernel too.
+// Efficiency of the matmul kernel: the G key/value heads are never copied to H heads — the R = H/G
+// query heads of a group are stacked along the row dimension and share one (B, G, R*Tq, Tk)
+// product; plain causal attention skips the key blocks above the diagonal, query chunk by query
+// chunk. Legend: B = batch, T/Tq/Tk = tokens, D = d_model, H = query heads, G = key/value heads, R
+// = H/G, E = head_dim. Thread-compatible.
 #ifndef XMOD_MODEL_ATTENTION_H_
 #define XMOD_MODEL_ATTENTION_H_
 
 #include <torch/torch.h>
 
 #include "model/rope.h"
+#include "model/torch_compat.h"
 
 namespace xmod {
 
@@ -28,6 +32,7 @@ struct AttentionOptions {
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
   int64_t query_chunk = 256;  // most rows per block of the causal block-skipping product
+  bool fused = false;         // scaled_dot_product_attention (requires HasFusedAttention())
 };
 
 class AttentionImpl : public torch::nn::Module {

@@ -11,8 +11,10 @@ Selection RouterImpl::forward(const torch::Tensor& h, const torch::Tensor& bias,
                               RoutingMode mode) {
   const int64_t b = h.size(0), t = h.size(1);
   Selection sel;
-  torch::Tensor z = torch::matmul(h, weight) - tau_ * bias;  // (B, T) s - tau*b
-  torch::Tensor r = torch::sigmoid(z);                       // (B, T)
+  // Scores as a product and a sum rather than a matrix product, so that they stay in the
+  // residual stream's float32 under bf16 autocast: top-k ties and the gate need the bits.
+  torch::Tensor z = (h * weight).sum(/*dim=*/-1) - tau_ * bias;  // (B, T) s - tau*b
+  torch::Tensor r = torch::sigmoid(z);                           // (B, T)
   {
     torch::NoGradGuard no_grad;
     torch::Tensor top = std::get<1>(z.topk(k, /*dim=*/1));  // (B, k)
@@ -36,7 +38,7 @@ Selection RouterImpl::forward(const torch::Tensor& h, const torch::Tensor& bias,
   if (sel.valid.defined()) sel.gate = sel.gate * sel.valid;
 
   // B.7 router loss: p from detached inputs, q = top-k membership.
-  torch::Tensor logit_p = torch::matmul(h.detach(), weight) - tau_ * bias;  // (B, T)
+  torch::Tensor logit_p = (h.detach() * weight).sum(/*dim=*/-1) - tau_ * bias;  // (B, T)
   sel.aux_loss =
       torch::binary_cross_entropy_with_logits(logit_p, sel.topk_mask.to(logit_p.scalar_type()));
   return sel;

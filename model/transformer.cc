@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "model/layer_checkpoint.h"
+
 namespace xmod {
 namespace {
 
@@ -18,7 +20,7 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 }  // namespace
 
 TransformerImpl::TransformerImpl(const xmod::v1::ModelSpec& spec, const Accounting& accounting,
-                                 int seq_len) {
+                                 int seq_len, const ModelRuntimeOptions& runtime) {
   const Backbone& bb = accounting.backbone;
   const xmod::v1::Architecture arch = spec.arch();
   head_dim_ = bb.head_dim;
@@ -31,6 +33,7 @@ TransformerImpl::TransformerImpl(const xmod::v1::ModelSpec& spec, const Accounti
               accounting.plan.layers.size(), " layers");
 
   AttentionOptions attention{bb.d_model, bb.n_heads, bb.n_kv_heads, bb.head_dim};
+  attention.fused = runtime.fused_attention;
   DenseBlockOptions dense;
   dense.attention = attention;
   dense.ffn_dim = bb.ffn_dim;
@@ -87,9 +90,9 @@ TransformerImpl::TransformerImpl(const xmod::v1::ModelSpec& spec, const Accounti
         break;
     }
     layers_.push_back(register_module("layer" + std::to_string(l), block));
-    if (auto* d = dynamic_cast<DenseBlockImpl*>(block.get()); d != nullptr && d->moe) {
-      moe_layers_.push_back(d->moe);
-    }
+    const auto* d = dynamic_cast<DenseBlockImpl*>(block.get());
+    if (d != nullptr && d->moe) moe_layers_.push_back(d->moe);
+    checkpointable_.push_back(runtime.activation_checkpointing && (d == nullptr || !d->moe));
   }
   norm_f = register_module("norm_f", RMSNorm(bb.d_model));
   lm_head = register_module(
@@ -128,7 +131,11 @@ torch::Tensor TransformerImpl::Body(const torch::Tensor& tokens, RoutingMode mod
       ctx->bias = torch::Tensor();  // b_i restarts at every sparse interval (§2.3)
       ctx->interval = interval;
     }
-    x = layers_[l]->forward(x, ctx);
+    if (checkpointable_[l] && trace == nullptr && torch::GradMode::is_enabled()) {
+      x = CheckpointedForward(layers_[l].get(), x, ctx);
+    } else {
+      x = layers_[l]->forward(x, ctx);
+    }
   }
   return norm_f->forward(x);  // (B, T, D)
 }

@@ -31,6 +31,12 @@
 
 namespace xmod {
 
+// How the model computes, as opposed to what it is (the ModelSpec): kernels and memory.
+struct ModelRuntimeOptions {
+  bool fused_attention = false;           // scaled_dot_product_attention (HasFusedAttention())
+  bool activation_checkpointing = false;  // recompute layers in backward (layer_checkpoint.h)
+};
+
 struct ModelOutput {
   torch::Tensor loss;      // () mean next-token cross-entropy, nats
   torch::Tensor aux_loss;  // () weighted auxiliary losses (router BCE, MoE balance); 0 if none
@@ -39,7 +45,8 @@ struct ModelOutput {
 class TransformerImpl : public torch::nn::Module {
  public:
   // `accounting` comes from Account(spec, seq_len) and fixes the layer plan.
-  TransformerImpl(const xmod::v1::ModelSpec& spec, const Accounting& accounting, int seq_len);
+  TransformerImpl(const xmod::v1::ModelSpec& spec, const Accounting& accounting, int seq_len,
+                  const ModelRuntimeOptions& runtime = {});
 
   // tokens, targets: (B, T) int64. Returns losses; fills `trace` when non-null.
   ModelOutput forward(const torch::Tensor& tokens, const torch::Tensor& targets, RoutingMode mode,
@@ -73,6 +80,7 @@ class TransformerImpl : public torch::nn::Module {
 
   std::vector<std::shared_ptr<BlockImpl>> layers_;
   std::vector<int> interval_of_layer_;
+  std::vector<bool> checkpointable_;  // per layer: activation checkpointing applies
   std::vector<MoE> moe_layers_;
   Rope rope_;
   int64_t head_dim_ = 0;

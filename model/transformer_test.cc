@@ -9,23 +9,10 @@
 #include <set>
 
 #include "model/accounting/accounting.h"
+#include "model/test_specs.h"
 
 namespace xmod {
 namespace {
-
-xmod::v1::ModelSpec Spec(xmod::v1::Architecture arch, int k = 0, double a = 0) {
-  xmod::v1::ModelSpec spec;
-  spec.set_arch(arch);
-  spec.mutable_backbone()->set_name("tiny-test");  // d 32, 6 layers, 4 heads, 2 KV heads
-  spec.set_k(k);
-  spec.set_a(a);
-  if (arch == xmod::v1::MOE) {
-    spec.mutable_moe()->set_active_experts(2);
-    spec.mutable_moe()->set_total_experts(8);
-    spec.mutable_moe()->set_shared_experts(1);
-  }
-  return spec;
-}
 
 Transformer Build(const xmod::v1::ModelSpec& spec, int seq_len) {
   absl::StatusOr<Accounting> acc = Account(spec, seq_len);
@@ -39,7 +26,7 @@ TEST_P(CausalityTest, ChangingTokenTPlusOneLeavesLogitsUpToTUnchanged) {
   torch::manual_seed(1);
   torch::set_num_threads(1);
   constexpr int kL = 32;
-  Transformer model = Build(Spec(GetParam(), /*k=*/4, /*a=*/1), kL);
+  Transformer model = Build(TinySpec(GetParam(), /*k=*/4, /*a=*/1), kL);
   model->eval();
   torch::NoGradGuard no_grad;
   torch::Tensor tokens = torch::randint(0, 256, {3, kL}, torch::kLong);
@@ -69,7 +56,7 @@ INSTANTIATE_TEST_SUITE_P(Archs, CausalityTest,
 TEST(Transformer, TopKSelectsExactlyKAndBiasCountsPerInterval) {
   torch::manual_seed(2);
   constexpr int kL = 32, kK = 4;
-  xmod::v1::ModelSpec spec = Spec(xmod::v1::XMOD, kK, /*a=*/1);
+  xmod::v1::ModelSpec spec = TinySpec(xmod::v1::XMOD, kK, /*a=*/1);
   spec.mutable_backbone()->set_n_layers(8);  // [D]x4 + ([S4]x4+[D])x2
   Transformer model = Build(spec, kL);
   torch::Tensor tokens = torch::randint(0, 256, {2, kL}, torch::kLong);
@@ -99,7 +86,7 @@ TEST(Transformer, EveryArchitectureTrainsOneStepAndSplitsParameters) {
                     xmod::v1::ROUTED_FFN, xmod::v1::SELECTED_Q_FULL_KV}) {
     SCOPED_TRACE(xmod::v1::Architecture_Name(arch));
     torch::manual_seed(3);
-    Transformer model = Build(Spec(arch, 4, 1), 16);
+    Transformer model = Build(TinySpec(arch, 4, 1), 16);
     torch::Tensor tokens = torch::randint(0, 256, {2, 16}, torch::kLong);
     ModelOutput out = model->forward(tokens, tokens, RoutingMode::kTopK);
     EXPECT_TRUE(std::isfinite(out.loss.item<double>()));
@@ -129,7 +116,7 @@ TEST(Transformer, Table9DepthStackOf412LayersTrains) {
   torch::manual_seed(4);
   torch::set_num_threads(1);
   constexpr int kL = 64;
-  xmod::v1::ModelSpec spec = Spec(xmod::v1::XMOD, /*k=*/16, /*a=*/1);
+  xmod::v1::ModelSpec spec = TinySpec(xmod::v1::XMOD, /*k=*/16, /*a=*/1);
   spec.mutable_backbone()->set_n_layers(52);
   absl::StatusOr<Accounting> acc = Account(spec, kL);
   ASSERT_TRUE(acc.ok()) << acc.status();

@@ -16,6 +16,7 @@ PACKAGES=(
   libeigen3-dev libpagmo-dev libcpp-httplib-dev libcli11-dev
   dict-gcide python3-torch python3-scipy python3-numpy
   prometheus chromium chromium-driver clang-format nodejs
+  clang libclang-rt-14-dev
 )
 
 missing=()

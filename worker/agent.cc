@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <system_error>
 #include <utility>
 
@@ -12,6 +13,7 @@
 #include "absl/time/time.h"
 #include "common/files.h"
 #include "glog/logging.h"
+#include "model/train/exit_codes.h"
 #include "worker/rank_group.h"
 
 namespace xmod {
@@ -38,6 +40,12 @@ const char* OutcomeName(v1::Outcome outcome) {
   }
 }
 
+MetricRelayOptions RelayOptions(const AgentOptions& options) {
+  MetricRelayOptions relay = options.relay;
+  if (relay.spill_dir.empty()) relay.spill_dir = options.work_dir + "/spill";
+  return relay;
+}
+
 }  // namespace
 
 Agent::Agent(AgentOptions options, GatewayClient* gateway, ProcessLauncher* launcher,
@@ -48,7 +56,7 @@ Agent::Agent(AgentOptions options, GatewayClient* gateway, ProcessLauncher* laun
       probe_(probe),
       clock_(clock),
       metrics_(metrics),
-      relay_(gateway, clock, options_.relay, metrics) {
+      relay_(gateway, clock, RelayOptions(options_), metrics) {
   relay_.set_stale_callback([this](AttemptKey key) { OnStale(key); });
 }
 
@@ -91,6 +99,7 @@ absl::Status Agent::RegisterOnce() {
   absl::MutexLock lock(&mu_);
   worker_id_ = reply->worker_id();
   if (reply->heartbeat_interval_ms() > 0) heartbeat_interval_ms_ = reply->heartbeat_interval_ms();
+  if (reply->lease_ttl_ms() > 0) lease_ttl_ms_ = reply->lease_ttl_ms();
   LOG(INFO) << "registered as worker " << worker_id_ << " with " << slots_.size()
             << " slots; heartbeat every " << heartbeat_interval_ms_ << " ms";
   return absl::OkStatus();
@@ -135,8 +144,14 @@ void Agent::Wait() {
   JoinFinishedThreads();
 }
 
+int64_t Agent::LeaseDeadline(int64_t sent_ms, int64_t ttl_ms) const {
+  return sent_ms + ttl_ms - std::min<int64_t>(1000, ttl_ms / 10);
+}
+
 absl::Status Agent::HeartbeatOnce() {
   v1::HeartbeatRequest request;
+  // Read before the request leaves: the renewal happens later, so the lease lasts longer.
+  const int64_t sent = clock_->MonotonicMillis();
   {
     absl::MutexLock lock(&mu_);
     request.set_worker_id(worker_id_);
@@ -164,14 +179,59 @@ absl::Status Agent::HeartbeatOnce() {
     } else if (order.action() == v1::PREEMPT) {
       LOG(INFO) << "run " << order.run_id() << " attempt " << order.attempt() << ": PREEMPT order";
       StopLocked(*it->second, v1::OUTCOME_PREEMPTED);
+    } else if (order.action() == v1::KILL) {
+      LOG(WARNING) << "run " << order.run_id() << " attempt " << order.attempt()
+                   << ": KILL order, the attempt is no longer current";
+      KillLocked(*it->second, v1::OUTCOME_PREEMPTED,
+                 "the coordinator no longer holds the attempt's lease");
     }
+  }
+  // A reply that asks to re-register renewed nothing.
+  if (reply->reregister()) return absl::OkStatus();
+  const int64_t deadline =
+      LeaseDeadline(sent, reply->lease_ttl_ms() > 0 ? reply->lease_ttl_ms() : lease_ttl_ms_);
+  for (const v1::RunningAttempt& running : request.running()) {
+    auto it = attempts_.find({running.run_id(), running.attempt()});
+    if (it == attempts_.end() || it->second->killed) continue;
+    Attempt& attempt = *it->second;
+    if (deadline <= attempt.lease_deadline_ms) continue;
+    attempt.lease_deadline_ms = deadline;
+    attempt.child->ExtendLease(deadline);
   }
   return absl::OkStatus();
 }
 
+void Agent::EnforceLeases() {
+  absl::MutexLock lock(&mu_);
+  const int64_t now = clock_->MonotonicMillis();
+  for (auto& [key, attempt] : attempts_) {
+    if (attempt->killed || now < attempt->lease_deadline_ms) continue;
+    LOG(WARNING) << "run " << key.run_id << " attempt " << key.attempt
+                 << ": lease not renewed in time, sending SIGKILL";
+    KillLocked(*attempt, v1::OUTCOME_PREEMPTED,
+               "the worker could not renew the attempt's lease before it lapsed");
+  }
+}
+
+void Agent::EnforceStallTimeout() {
+  if (options_.stall_timeout_ms <= 0) return;
+  absl::MutexLock lock(&mu_);
+  const int64_t now = clock_->MonotonicMillis();
+  for (auto& [key, attempt] : attempts_) {
+    if (attempt->killed || now - attempt->progress_ms < options_.stall_timeout_ms) continue;
+    const std::string reason =
+        absl::StrCat("no step progress for ", (now - attempt->progress_ms) / 1000,
+                     " s (stall timeout ", options_.stall_timeout_ms / 1000, " s, last step ",
+                     std::max<int64_t>(attempt->last_step, 0), "): killed");
+    LOG(WARNING) << "run " << key.run_id << " attempt " << key.attempt << ": " << reason;
+    if (metrics_ != nullptr) metrics_->children_stalled.Increment();
+    KillLocked(*attempt, v1::OUTCOME_FAILED, reason);
+  }
+}
+
 void Agent::EnforceGrace() {
   absl::MutexLock lock(&mu_);
-  const int64_t now = clock_->NowMillis();
+  const int64_t now = clock_->MonotonicMillis();
   for (auto& [key, attempt] : attempts_) {
     if (attempt->kill_at_ms == 0 || attempt->killed || now < attempt->kill_at_ms) continue;
     LOG(WARNING) << "run " << key.run_id << " attempt " << key.attempt
@@ -192,10 +252,16 @@ absl::StatusOr<bool> Agent::AcquireOnce() {
   for (int32_t slot : FreeSlots()) request.add_free_slots(slot);
   if (request.free_slots().empty()) return false;
   request.set_wait_ms(options_.acquire_wait_ms);
+  const int64_t sent = clock_->MonotonicMillis();  // the lease is granted later
   absl::StatusOr<v1::AcquireRunResponse> reply = gateway_->AcquireRun(request);
   if (!reply.ok()) return reply.status();
   if (!reply->has_assignment()) return false;
-  StartAttempt(reply->assignment());
+  int64_t ttl = reply->assignment().lease_ttl_ms();
+  if (ttl <= 0) {
+    absl::MutexLock lock(&mu_);
+    ttl = lease_ttl_ms_;
+  }
+  StartAttempt(reply->assignment(), LeaseDeadline(sent, ttl));
   return true;
 }
 
@@ -218,7 +284,7 @@ int64_t Agent::worker_id() const {
   return worker_id_;
 }
 
-void Agent::StartAttempt(const v1::Assignment& assignment) {
+void Agent::StartAttempt(const v1::Assignment& assignment, int64_t lease_deadline_ms) {
   const AttemptKey key{assignment.run_id(), assignment.attempt()};
   v1::FinishRunRequest refusal;
   refusal.set_run_id(key.run_id);
@@ -293,10 +359,23 @@ void Agent::StartAttempt(const v1::Assignment& assignment) {
                    "--events_fd",
                    rank == 0 ? absl::StrCat(options_.events_fd) : "-1",
                    "--threads",
-                   absl::StrCat(threads)};
+                   absl::StrCat(threads),
+                   "--lease_deadline_ms",
+                   absl::StrCat(lease_deadline_ms),
+                   "--lease_fd",
+                   absl::StrCat(options_.control_fd)};
+    // Resume candidates, newest first, each with the digest the coordinator recorded.
+    std::vector<v1::ResumePoint> candidates;
     if (assignment.has_resume() && !assignment.resume().path().empty()) {
-      launch.argv.push_back("--resume");
-      launch.argv.push_back(assignment.resume().path());
+      candidates.push_back(assignment.resume());
+    }
+    candidates.insert(candidates.end(), assignment.fallbacks().begin(),
+                      assignment.fallbacks().end());
+    const bool digests = std::all_of(candidates.begin(), candidates.end(),
+                                     [](const v1::ResumePoint& c) { return !c.sha256().empty(); });
+    for (const v1::ResumePoint& candidate : candidates) {
+      launch.argv.insert(launch.argv.end(), {"--resume", candidate.path()});
+      if (digests) launch.argv.insert(launch.argv.end(), {"--resume_sha256", candidate.sha256()});
     }
     if (ranks > 1) {
       launch.argv.insert(launch.argv.end(), {"--rank", absl::StrCat(rank), "--world_size",
@@ -316,6 +395,7 @@ void Agent::StartAttempt(const v1::Assignment& assignment) {
     launch.log_path =
         rank == 0 ? dir + "/train.log" : absl::StrCat(dir, "/train.rank", rank, ".log");
     launch.events_fd = options_.events_fd;
+    launch.control_fd = options_.control_fd;
     launches.push_back(std::move(launch));
   }
 
@@ -350,6 +430,8 @@ void Agent::StartAttempt(const v1::Assignment& assignment) {
   attempt->assignment = assignment;
   attempt->child = *std::move(child);
   attempt->slots = slots;
+  attempt->lease_deadline_ms = lease_deadline_ms;
+  attempt->progress_ms = clock_->MonotonicMillis();
   Attempt* raw = attempt.get();
   attempts_[key] = std::move(attempt);
   raw->thread = std::thread([this, raw] { Supervise(raw); });
@@ -389,6 +471,17 @@ void Agent::Supervise(Attempt* attempt) {
       break;
     }
     if (!*more) break;
+    int64_t step = -1;  // the step the event shows the child at
+    if (event.has_progress()) step = event.progress().step();
+    if (event.has_metric()) step = event.metric().step();
+    if (event.has_checkpoint()) step = event.checkpoint().step();
+    if (event.has_started() || step >= 0) {
+      absl::MutexLock lock(&mu_);
+      if (event.has_started() || step > attempt->last_step) {
+        attempt->progress_ms = clock_->MonotonicMillis();
+        attempt->last_step = std::max(attempt->last_step, step);
+      }
+    }
     switch (event.event_case()) {
       case v1::TrainerEvent::kStarted:
         VLOG(1) << "run " << key.run_id << ": trainer started, steps planned "
@@ -412,7 +505,27 @@ void Agent::Supervise(Attempt* attempt) {
         request.set_path(cp.path());
         request.set_sha256(cp.sha256());
         request.set_bytes(cp.bytes());
-        relay_.AddCheckpoint(key, std::move(request));
+        RelayCheckpoint(attempt, std::move(request));
+        break;
+      }
+      case v1::TrainerEvent::kResumeRejected: {
+        const v1::TrainerResumeRejected& refused = event.resume_rejected();
+        LOG(WARNING) << "run " << key.run_id << " attempt " << key.attempt << ": trainer refused "
+                     << refused.path() << ": " << refused.reason();
+        // The coordinator knows the checkpoint by the ResumePoint it sent.
+        std::vector<v1::ResumePoint> sent(attempt->assignment.fallbacks().begin(),
+                                          attempt->assignment.fallbacks().end());
+        if (attempt->assignment.has_resume()) sent.push_back(attempt->assignment.resume());
+        for (const v1::ResumePoint& point : sent) {
+          if (point.path() != refused.path()) continue;
+          v1::ReportCheckpointRequest request;
+          request.set_step(point.step());
+          request.set_path(point.path());
+          request.set_sha256(point.sha256());
+          request.set_rejected(refused.reason().empty() ? "refused" : refused.reason());
+          RelayCheckpoint(attempt, std::move(request));
+          break;
+        }
         break;
       }
       case v1::TrainerEvent::kFinished:
@@ -432,14 +545,21 @@ void Agent::Supervise(Attempt* attempt) {
   finish.set_attempt(key.attempt);
   finish.set_exit_code(exit.AsExitCode());
   v1::Outcome stop_outcome;
+  std::string stop_reason;
   {
     absl::MutexLock lock(&mu_);
     stop_outcome = attempt->stop_outcome;
+    stop_reason = attempt->stop_reason;
   }
   if (exit.success() && (finished_event || stop_outcome == v1::OUTCOME_UNSPECIFIED)) {
     finish.set_outcome(v1::OUTCOME_SUCCEEDED);
   } else if (stop_outcome != v1::OUTCOME_UNSPECIFIED) {
     finish.set_outcome(stop_outcome);
+    finish.set_error(stop_reason);
+  } else if (exit.signal == 0 && exit.code == kExitLeaseExpired) {
+    // The trainer fenced itself off: its lease lapsed (e.g. this worker was frozen).
+    finish.set_outcome(v1::OUTCOME_PREEMPTED);
+    finish.set_error("the trainer's lease lapsed; it stopped without writing a checkpoint");
   } else {
     finish.set_outcome(v1::OUTCOME_FAILED);
     std::string tail = child->StderrTail();
@@ -450,8 +570,9 @@ void Agent::Supervise(Attempt* attempt) {
             << " -> " << OutcomeName(finish.outcome());
 
   // Every point first, then the end of the attempt.
-  relay_.WaitDelivered(key, &abandon_);
+  CollectCheckpoints(attempt, relay_.WaitDelivered(key, &abandon_));
   finish.set_last_acked_seq(relay_.acked_seq(key));
+  finish.set_last_seq(relay_.last_seq(key));
   finish.set_worker_id(worker_id());
   Finish(finish);  // a stale attempt's report is refused for good, not retried
   relay_.Close(key);
@@ -472,8 +593,68 @@ void Agent::Supervise(Attempt* attempt) {
 void Agent::StopLocked(Attempt& attempt, v1::Outcome outcome) {
   if (attempt.stop_outcome != v1::OUTCOME_UNSPECIFIED) return;
   attempt.stop_outcome = outcome;
-  attempt.kill_at_ms = clock_->NowMillis() + options_.kill_grace_ms;
+  attempt.kill_at_ms = clock_->MonotonicMillis() + options_.kill_grace_ms;
   attempt.child->Signal(SIGTERM);
+}
+
+void Agent::KillLocked(Attempt& attempt, v1::Outcome outcome, const std::string& reason) {
+  if (attempt.killed) return;
+  if (attempt.stop_outcome == v1::OUTCOME_UNSPECIFIED) attempt.stop_outcome = outcome;
+  if (attempt.stop_reason.empty()) attempt.stop_reason = reason;
+  attempt.killed = true;
+  attempt.child->Signal(SIGKILL);
+}
+
+void Agent::RelayCheckpoint(Attempt* attempt, v1::ReportCheckpointRequest request) {
+  attempt->reports.push_back(request);
+  relay_.AddCheckpoint(attempt->key, std::move(request));
+  CollectCheckpoints(attempt, /*all_delivered=*/false);
+}
+
+void Agent::CollectCheckpoints(Attempt* attempt, bool all_delivered) {
+  const std::vector<v1::ReportCheckpointRequest>& reports = attempt->reports;
+  size_t acked = reports.size();
+  if (!all_delivered) {
+    // The relay reports in order and forgets a report once acknowledged. Staleness is read
+    // after the count: a stale attempt's dropped reports must not look acknowledged.
+    const size_t pending = relay_.pending_checkpoints(attempt->key);
+    if (relay_.stale(attempt->key)) return;
+    acked = reports.size() - std::min(pending, reports.size());
+  }
+  // What the coordinator holds: the assignment's candidates and the acknowledged reports,
+  // less the candidates the trainer refused.
+  std::set<std::string> refused;
+  for (const v1::ReportCheckpointRequest& r : reports) {
+    if (!r.rejected().empty()) refused.insert(r.path());
+  }
+  std::vector<std::pair<int64_t, std::string>> known;  // (step, path)
+  if (attempt->assignment.has_resume() && !attempt->assignment.resume().path().empty()) {
+    known.emplace_back(attempt->assignment.resume().step(), attempt->assignment.resume().path());
+  }
+  for (const v1::ResumePoint& p : attempt->assignment.fallbacks()) {
+    known.emplace_back(p.step(), p.path());
+  }
+  for (size_t i = 0; i < acked; ++i) {
+    if (reports[i].rejected().empty()) known.emplace_back(reports[i].step(), reports[i].path());
+  }
+  std::vector<int64_t> good;
+  for (const auto& [step, path] : known) {
+    if (refused.count(path) == 0) good.push_back(step);
+  }
+  if (good.size() < 2) return;
+  std::sort(good.rbegin(), good.rend());
+  const int64_t keep_from = good[1];  // the two newest good ones stay (a fallback for a retry)
+  for (const auto& [step, path] : known) {
+    if (step >= keep_from || std::find(attempt->deleted.begin(), attempt->deleted.end(), path) !=
+                                 attempt->deleted.end()) {
+      continue;
+    }
+    std::error_code error;
+    std::filesystem::remove(path, error);
+    std::filesystem::remove(path + ".sha256", error);
+    attempt->deleted.push_back(path);
+    VLOG(1) << "run " << attempt->key.run_id << ": deleted checkpoint " << path;
+  }
 }
 
 void Agent::Finish(const v1::FinishRunRequest& request) {
@@ -498,8 +679,9 @@ void Agent::OnStale(AttemptKey key) {
   auto it = attempts_.find(key);
   if (it == attempts_.end()) return;
   LOG(WARNING) << "run " << key.run_id << " attempt " << key.attempt
-               << " is no longer current: stopping it";
-  StopLocked(*it->second, v1::OUTCOME_CANCELLED);
+               << " is no longer current: killing it";
+  KillLocked(*it->second, v1::OUTCOME_CANCELLED,
+             "the coordinator no longer considers the attempt current");
 }
 
 void Agent::UpdateSlotGaugesLocked() {
@@ -523,6 +705,8 @@ void Agent::HeartbeatLoop() {
     absl::Status status = HeartbeatOnce();
     if (!status.ok()) LOG(WARNING) << "Heartbeat failed: " << status;
     EnforceGrace();
+    EnforceLeases();
+    EnforceStallTimeout();
     int64_t interval;
     {
       absl::MutexLock lock(&mu_);

@@ -1,8 +1,9 @@
 // Agent: the worker's control loop (ARCHITECTURE.md, "Processes" and "Scheduling and faults").
 //
-//   Register ──▶ heartbeat thread: renews the leases of every attempt it holds, applies
-//   │            STOP / PREEMPT orders, re-registers when told to, escalates SIGTERM to
-//   │            SIGKILL after the grace period (on the injected Clock)
+//   Register ──▶ heartbeat thread: renews the leases of every attempt it holds, extends each
+//   │            child's lease deadline, applies STOP / PREEMPT / KILL orders, re-registers
+//   │            when told to, escalates SIGTERM to SIGKILL after the grace period, and
+//   │            SIGKILLs children whose lease it could not renew in time (on the Clock)
 //   ├──▶ acquire thread: long-polls AcquireRun with the free slots; per assignment writes
 //   │    <work_dir>/run-<id>-a<attempt>/spec.pb and starts one xmod-train child per rank
 //   │    (training.ranks = W, one slot each; W > 1: --rank r --world_size W --rendezvous
@@ -13,6 +14,33 @@
 //
 // Drain (SIGTERM to the worker): stop acquiring, SIGTERM every child (which checkpoints and
 // exits 75), report each attempt PREEMPTED, then Wait() returns.
+//
+// Fencing (the trainer's side is model/train/lease.h). A lease granted or renewed by a reply
+// stays valid at least lease_ttl_ms (from the reply, else from Register) after its request
+// was sent, so the agent reads the Clock's monotonic time before each AcquireRun and
+// Heartbeat and, on success, gives each child the deadline sent + ttl - margin (margin =
+// min(1 s, ttl / 10)): at start with --lease_deadline_ms, later as TrainerControl messages on
+// the control channel (--lease_fd). The child enforces it itself, so a frozen or dead worker
+// cannot let it write past its lease. Should the agent itself see a deadline pass (heartbeats
+// failing past the TTL), it SIGKILLs the child. An attempt the coordinator no longer
+// considers current (a KILL order, a stale reply) is SIGKILLed at once, never SIGTERMed: it
+// must not write another checkpoint. A child that exits with kExitLeaseExpired is reported
+// PREEMPTED (requeued, not a failure).
+//
+// Resume and checkpoint garbage collection: the child gets --resume/--resume_sha256 for the
+// assignment's resume point and each fallback, newest first; a candidate it refuses is
+// reported with ReportCheckpoint{rejected}. Checkpoint files are deleted only here, and only
+// checkpoints the coordinator holds: once a checkpoint of the attempt is acknowledged
+// (durable), every known checkpoint of the run (the assignment's candidates and the
+// attempt's acknowledged ones) older than the two newest good ones is deleted with its
+// sidecar. The trainer never deletes anything.
+// Liveness: a child that makes no step progress (no started event, no progress, metric or
+// checkpoint event at a later step) for stall_timeout_ms of the Clock's monotonic time is
+// SIGKILLed and its attempt reported FAILED with the reason (retried by the coordinator):
+// heartbeats keep an attempt's lease only while its trainer moves. The check lives here, next
+// to the event stream it watches, and runs on the heartbeat thread.
+// Nothing lost: FinishRun carries last_seq, the seq of the last metric point the child
+// produced, so the coordinator can tell whether every point is durable.
 // Outcome of an attempt: an order or drain decides it (CANCELLED / PREEMPTED) unless the
 // child still finished its budget; otherwise exit 0 is SUCCEEDED and anything else FAILED
 // with the exit code and the last ~4 KB of the child's stderr (for a multi-rank attempt:
@@ -52,9 +80,12 @@ struct AgentOptions {
   std::string version = "0.1.0";
   int64_t acquire_wait_ms = 5'000;  // AcquireRun long-poll bound
   int64_t kill_grace_ms = 60'000;   // SIGTERM → SIGKILL (Clock time)
-  int64_t retry_delay_ms = 1'000;   // pause after a failed Register/AcquireRun/FinishRun
-  int events_fd = 3;                // descriptor number of the event pipe in the child
-  MetricRelayOptions relay;
+  // No step progress this long (monotonic): SIGKILL, attempt FAILED and retried. 0 = never.
+  int64_t stall_timeout_ms = 900'000;
+  int64_t retry_delay_ms = 1'000;  // pause after a failed Register/AcquireRun/FinishRun
+  int events_fd = 3;               // descriptor number of the event pipe in the child
+  int control_fd = 4;              // descriptor number of the lease control channel
+  MetricRelayOptions relay;        // spill_dir "" = <work_dir>/spill
 };
 
 class Agent {
@@ -85,6 +116,10 @@ class Agent {
   absl::StatusOr<bool> AcquireOnce();
   // SIGKILLs children whose SIGTERM grace period has passed.
   void EnforceGrace();
+  // SIGKILLs children whose lease deadline has passed without a renewal.
+  void EnforceLeases();
+  // SIGKILLs children that made no step progress for stall_timeout_ms.
+  void EnforceStallTimeout();
 
   // Inspection.
   int64_t worker_id() const;
@@ -101,14 +136,25 @@ class Agent {
     std::vector<int32_t> slots;
     v1::Progress progress;
     v1::Outcome stop_outcome = v1::OUTCOME_UNSPECIFIED;  // set by an order, drain or staleness
+    std::string stop_reason;                             // why, when the agent killed it
     int64_t kill_at_ms = 0;                              // SIGKILL deadline once SIGTERMed
     bool killed = false;
+    int64_t lease_deadline_ms = 0;  // monotonic; the child stops by then unless extended
+    int64_t last_step = -1;         // furthest step seen in the child's events
+    int64_t progress_ms = 0;        // monotonic time the child last moved (or started)
+    // Checkpoint reports handed to the relay, in order (acknowledged ones first), and the
+    // checkpoint files already deleted. Supervise thread only.
+    std::vector<v1::ReportCheckpointRequest> reports;
+    std::vector<std::string> deleted;
     std::thread thread;
   };
 
   absl::Status RegisterOnce();
-  // Writes the spec and starts the child; reports FAILED itself when that is impossible.
-  void StartAttempt(const v1::Assignment& assignment);
+  // Writes the spec and starts the child, whose lease lapses at `lease_deadline_ms`
+  // (monotonic); reports FAILED itself when that is impossible.
+  void StartAttempt(const v1::Assignment& assignment, int64_t lease_deadline_ms);
+  // The child deadline of a lease granted or renewed by a request sent at `sent_ms`.
+  int64_t LeaseDeadline(int64_t sent_ms, int64_t ttl_ms) const;
   // One child for one launch; a RankGroup of W children for W > 1 launches (rank r =
   // launches[r]); if a rank cannot start, those already started are killed.
   absl::StatusOr<std::unique_ptr<ChildProcess>> StartRanks(
@@ -116,6 +162,13 @@ class Agent {
   void Supervise(Attempt* attempt);
   // Sends SIGTERM once and arms the grace period.
   void StopLocked(Attempt& attempt, v1::Outcome outcome) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends SIGKILL once: the attempt must not write anything more.
+  void KillLocked(Attempt& attempt, v1::Outcome outcome, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Relays a checkpoint (or a refused resume candidate) and deletes the checkpoint files the
+  // coordinator no longer needs (see the header comment). Supervise thread only.
+  void RelayCheckpoint(Attempt* attempt, v1::ReportCheckpointRequest request);
+  void CollectCheckpoints(Attempt* attempt, bool all_delivered);
   // FinishRun, retried until accepted, refused for good, or abandoned.
   void Finish(const v1::FinishRunRequest& request);
   void OnStale(AttemptKey key);
@@ -136,6 +189,7 @@ class Agent {
   mutable absl::Mutex mu_;
   int64_t worker_id_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t heartbeat_interval_ms_ ABSL_GUARDED_BY(mu_) = 2'000;
+  int64_t lease_ttl_ms_ ABSL_GUARDED_BY(mu_) = 30'000;  // from Register
   std::map<AttemptKey, std::unique_ptr<Attempt>> attempts_ ABSL_GUARDED_BY(mu_);
   std::vector<bool> busy_ ABSL_GUARDED_BY(mu_);  // by slot index
   std::vector<std::thread> finished_threads_ ABSL_GUARDED_BY(mu_);

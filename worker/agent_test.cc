@@ -3,9 +3,12 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <filesystem>
+
 #include "common/files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "model/train/exit_codes.h"
 #include "worker/fake_gateway.h"
 #include "worker/fake_process.h"
 
@@ -33,6 +36,9 @@ v1::Assignment MakeAssignment(int64_t run_id, int32_t attempt, int32_t slot) {
   assignment.mutable_spec()->mutable_training()->set_seq_len(64);
   return assignment;
 }
+
+// FakeClock's monotonic reading before any Advance.
+const int64_t kStartMono = FakeClock().MonotonicMillis();
 
 // Exits 75 after a checkpoint on SIGTERM, like xmod-train.
 void CheckpointOnTerm(FakeChild& child, int signo) {
@@ -95,9 +101,14 @@ TEST_F(AgentTest, RunsAChildAndReportsSuccessAfterItsMetrics) {
 
   // Command line, environment, spec file.
   const std::string attempt_dir = dir_ + "/run-11-a2";
-  EXPECT_THAT(child->options().argv,
-              ElementsAre("/opt/xmod/xmod-train", "--spec", attempt_dir + "/spec.pb", "--events_fd",
-                          "3", "--threads", "3", "--resume", "/ckpt/step-3.pt"));
+  // The lease deadline: the fake clock's monotonic time at AcquireRun + the registered TTL
+  // (1000 ms) - the margin (100 ms).
+  EXPECT_THAT(
+      child->options().argv,
+      ElementsAre("/opt/xmod/xmod-train", "--spec", attempt_dir + "/spec.pb", "--events_fd", "3",
+                  "--threads", "3", "--lease_deadline_ms", std::to_string(kStartMono + 900),
+                  "--lease_fd", "4", "--resume", "/ckpt/step-3.pt"));
+  EXPECT_EQ(child->options().control_fd, 4);
   EXPECT_THAT(
       child->options().env,
       ::testing::IsSupersetOf({std::pair<std::string, std::string>("OMP_NUM_THREADS", "3"),
@@ -126,6 +137,7 @@ TEST_F(AgentTest, RunsAChildAndReportsSuccessAfterItsMetrics) {
   EXPECT_EQ(finish.outcome(), v1::OUTCOME_SUCCEEDED);
   EXPECT_EQ(finish.exit_code(), 0);
   EXPECT_EQ(finish.last_acked_seq(), 7);
+  EXPECT_EQ(finish.last_seq(), 7);
   // Every point was durable before FinishRun was sent.
   auto points = gateway_.Points({11, 2});
   ASSERT_EQ(points.size(), 7u);
@@ -221,6 +233,69 @@ TEST_F(AgentTest, AChildIgnoringSigtermIsKilledAfterTheGracePeriod) {
   EXPECT_EQ(gateway_.Finishes()[0].exit_code(), 128 + SIGKILL);
 }
 
+// Heartbeats until the coordinator has been told that run `run_id` reached `step`.
+void AwaitReportedStep(Agent& agent, FakeGateway& gateway, int64_t run_id, int64_t step) {
+  while (true) {
+    ASSERT_TRUE(agent.HeartbeatOnce().ok());
+    const v1::HeartbeatRequest beat = gateway.LastHeartbeats(1)[0];
+    if (beat.running_size() == 1 && beat.running(0).run_id() == run_id &&
+        beat.running(0).progress().step() == step) {
+      return;
+    }
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+}
+
+TEST_F(AgentTest, AChildWithoutStepProgressIsKilledAndItsAttemptFailed) {
+  options_.stall_timeout_ms = 60'000;
+  agent_ = std::make_unique<Agent>(options_, &gateway_, &launcher_, &probe_, &clock_);
+  ASSERT_TRUE(agent_->Register().ok());
+  gateway_.QueueAssignment(MakeAssignment(18, 1, 0));
+  ASSERT_TRUE(*agent_->AcquireOnce());
+  std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
+  v1::TrainerEvent progress;
+  progress.mutable_progress()->set_step(1);
+  child->Emit(progress);
+  AwaitReportedStep(*agent_, gateway_, 18, 1);
+  clock_.Advance(59'999);
+  agent_->EnforceStallTimeout();
+  EXPECT_TRUE(child->signals().empty());
+  // A step forward restarts the timer; heartbeats alone (the child hangs) do not.
+  progress.mutable_progress()->set_step(2);
+  child->Emit(progress);
+  AwaitReportedStep(*agent_, gateway_, 18, 2);
+  clock_.Advance(59'999);
+  agent_->EnforceStallTimeout();
+  EXPECT_TRUE(child->signals().empty());
+  child->Emit(progress);  // the same step again is no progress
+  ASSERT_TRUE(agent_->HeartbeatOnce().ok());
+  clock_.Advance(1);
+  agent_->EnforceStallTimeout();
+  EXPECT_THAT(child->signals(), ElementsAre(SIGKILL));  // no grace: it is hung
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  const v1::FinishRunRequest finish = gateway_.Finishes()[0];
+  EXPECT_EQ(finish.outcome(), v1::OUTCOME_FAILED);  // the coordinator retries it
+  EXPECT_EQ(finish.exit_code(), 128 + SIGKILL);
+  EXPECT_THAT(finish.error(), HasSubstr("no step progress for 60 s"));
+}
+
+TEST_F(AgentTest, FinishRunCarriesTheLastProducedSeqNotTheLastAcknowledged) {
+  agent_ = std::make_unique<Agent>(options_, &gateway_, &launcher_, &probe_, &clock_);
+  ASSERT_TRUE(agent_->Register().ok());
+  gateway_.QueueAssignment(MakeAssignment(19, 1, 0));
+  ASSERT_TRUE(*agent_->AcquireOnce());
+  std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
+  for (int step = 1; step <= 3; ++step) child->EmitMetric(step, "train/loss", 1.0 / step);
+  while (agent_->relay().last_seq({19, 1}) < 3) absl::SleepFor(absl::Milliseconds(1));
+  child->Exit(0);
+  // Nothing pumps the relay: the points are undelivered when the worker gives up on them.
+  agent_->Abandon();
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  const v1::FinishRunRequest finish = gateway_.Finishes()[0];
+  EXPECT_EQ(finish.last_acked_seq(), 0);
+  EXPECT_EQ(finish.last_seq(), 3);
+}
+
 TEST_F(AgentTest, HeartbeatsListRunningAttemptsWithProgress) {
   agent_ = std::make_unique<Agent>(options_, &gateway_, &launcher_, &probe_, &clock_);
   ASSERT_TRUE(agent_->Register().ok());
@@ -277,7 +352,7 @@ TEST_F(AgentTest, DrainPreemptsEveryChildAndStopsAcquiring) {
   EXPECT_EQ(agent_->running_attempts(), 0u);
 }
 
-TEST_F(AgentTest, AStaleAttemptIsStopped) {
+TEST_F(AgentTest, AStaleAttemptIsKilledWithoutACheckpoint) {
   launcher_.set_on_start([](FakeChild& child) { child.set_on_signal(CheckpointOnTerm); });
   StartAgent();
   gateway_.MarkStale({23, 1});
@@ -286,10 +361,159 @@ TEST_F(AgentTest, AStaleAttemptIsStopped) {
   ASSERT_NE(child, nullptr);
   child->EmitMetric(1, "train/loss", 4.0);
   ASSERT_TRUE(gateway_.WaitForFinishes(1));
-  EXPECT_THAT(child->signals(), ElementsAre(SIGTERM));
+  // Never SIGTERM: it would write one more checkpoint after another attempt took over.
+  EXPECT_THAT(child->signals(), ElementsAre(SIGKILL));
   // Stale means cancelled or superseded: never PREEMPTED, which would requeue the run.
   EXPECT_EQ(gateway_.Finishes()[0].outcome(), v1::OUTCOME_CANCELLED);
   EXPECT_TRUE(gateway_.Checkpoints().empty());  // dropped with the stale buffer
+}
+
+TEST_F(AgentTest, AKillOrderKillsTheChildWithoutSigterm) {
+  launcher_.set_on_start([](FakeChild& child) { child.set_on_signal(CheckpointOnTerm); });
+  StartAgent();
+  gateway_.QueueAssignment(MakeAssignment(24, 2, 0));
+  std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
+  ASSERT_NE(child, nullptr);
+  v1::Order order;
+  order.set_run_id(24);
+  order.set_attempt(2);
+  order.set_action(v1::KILL);
+  gateway_.QueueOrder(order);
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  EXPECT_THAT(child->signals(), ElementsAre(SIGKILL));
+  EXPECT_TRUE(gateway_.Checkpoints().empty());
+  EXPECT_EQ(gateway_.Finishes()[0].exit_code(), 128 + SIGKILL);
+}
+
+TEST_F(AgentTest, LeaseDeadlinesFollowSuccessfulHeartbeatsAndAFailingWorkerKillsItsChild) {
+  launcher_.set_on_start([](FakeChild& child) { child.set_on_signal(CheckpointOnTerm); });
+  agent_ = std::make_unique<Agent>(options_, &gateway_, &launcher_, &probe_, &clock_);
+  ASSERT_TRUE(agent_->Register().ok());  // lease TTL 1000 ms: deadlines are sent + 900
+  v1::Assignment assignment = MakeAssignment(25, 1, 0);
+  assignment.set_lease_ttl_ms(2000);  // the grant's own TTL wins: sent + 2000 - 200
+  gateway_.QueueAssignment(assignment);
+  ASSERT_TRUE(*agent_->AcquireOnce());
+  std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
+  ASSERT_NE(child, nullptr);
+  EXPECT_THAT(child->options().argv, ::testing::Contains(std::to_string(kStartMono + 1800)));
+
+  clock_.Advance(1000);
+  ASSERT_TRUE(agent_->HeartbeatOnce().ok());  // sent at +1000: deadline +1900
+  EXPECT_THAT(child->lease_deadlines(), ElementsAre(kStartMono + 1900));
+
+  // The coordinator becomes unreachable: nothing extends the lease any more.
+  gateway_.FailNextHeartbeats(1000);
+  clock_.Advance(500);
+  EXPECT_FALSE(agent_->HeartbeatOnce().ok());
+  agent_->EnforceLeases();
+  EXPECT_TRUE(child->signals().empty());
+  EXPECT_THAT(child->lease_deadlines(), ElementsAre(kStartMono + 1900));
+  clock_.Advance(399);  // +1899
+  agent_->EnforceLeases();
+  EXPECT_TRUE(child->signals().empty());
+  clock_.Advance(1);  // +1900: the lease may have lapsed at the coordinator
+  agent_->EnforceLeases();
+  EXPECT_THAT(child->signals(), ElementsAre(SIGKILL));  // no SIGTERM, no checkpoint
+
+  gateway_.FailNextHeartbeats(0);
+  agent_->Start();
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  const v1::FinishRunRequest finish = gateway_.Finishes()[0];
+  EXPECT_EQ(finish.outcome(), v1::OUTCOME_PREEMPTED);  // requeued, not a failure
+  EXPECT_THAT(finish.error(), HasSubstr("lease"));
+  EXPECT_TRUE(gateway_.Checkpoints().empty());
+}
+
+TEST_F(AgentTest, AChildStoppedByItsLeaseIsReportedPreempted) {
+  StartAgent();
+  gateway_.QueueAssignment(MakeAssignment(26, 1, 0));
+  std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
+  ASSERT_NE(child, nullptr);
+  child->Exit(kExitLeaseExpired, "xmod-train: the attempt's lease lapsed\n");
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  EXPECT_EQ(gateway_.Finishes()[0].outcome(), v1::OUTCOME_PREEMPTED);
+  EXPECT_EQ(gateway_.Finishes()[0].exit_code(), kExitLeaseExpired);
+}
+
+// Polls `done` until it holds (bounded: 30 s).
+void WaitUntil(const std::function<bool()>& done) {
+  for (int i = 0; i < 30'000 && !done(); ++i) absl::SleepFor(absl::Milliseconds(1));
+  ASSERT_TRUE(done());
+}
+
+// Creates `path` and its sidecar as a checkpoint on disk would be.
+void TouchCheckpoint(const std::string& path) {
+  ASSERT_TRUE(WriteFileAtomic(path, "weights").ok());
+  ASSERT_TRUE(WriteFileAtomic(path + ".sha256", "digest").ok());
+}
+
+TEST_F(AgentTest, ResumeCandidatesGoToTheChildAndRefusalsToTheCoordinator) {
+  StartAgent();
+  v1::Assignment assignment = MakeAssignment(27, 3, 0);
+  assignment.mutable_resume()->set_path("/c/ckpt-a2-s0000000020.pt");
+  assignment.mutable_resume()->set_sha256("aa");
+  assignment.mutable_resume()->set_step(20);
+  v1::ResumePoint* fallback = assignment.add_fallbacks();
+  fallback->set_path("/c/ckpt-a1-s0000000010.pt");
+  fallback->set_sha256("bb");
+  fallback->set_step(10);
+  gateway_.QueueAssignment(assignment);
+  std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
+  ASSERT_NE(child, nullptr);
+  const std::vector<std::string>& argv = child->options().argv;
+  const std::vector<std::string> tail(argv.end() - 8, argv.end());
+  EXPECT_THAT(tail, ElementsAre("--resume", "/c/ckpt-a2-s0000000020.pt", "--resume_sha256", "aa",
+                                "--resume", "/c/ckpt-a1-s0000000010.pt", "--resume_sha256", "bb"));
+  v1::TrainerEvent refused;
+  refused.mutable_resume_rejected()->set_path("/c/ckpt-a2-s0000000020.pt");
+  refused.mutable_resume_rejected()->set_reason("DATA_LOSS: checksum mismatch");
+  child->Emit(refused);
+  child->Exit(0);
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  const std::vector<v1::ReportCheckpointRequest> reports = gateway_.Checkpoints();
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].step(), 20);
+  EXPECT_EQ(reports[0].sha256(), "aa");
+  EXPECT_EQ(reports[0].rejected(), "DATA_LOSS: checksum mismatch");
+}
+
+TEST_F(AgentTest, OldCheckpointsAreDeletedOnlyOnceNewerOnesAreDurable) {
+  StartAgent();
+  const std::string r10 = dir_ + "/ckpt-a1-s0000000010.pt";
+  const std::string r20 = dir_ + "/ckpt-a1-s0000000020.pt";
+  const std::string c30 = dir_ + "/ckpt-a2-s0000000030.pt";
+  const std::string c40 = dir_ + "/ckpt-a2-s0000000040.pt";
+  for (const std::string& path : {r10, r20, c30, c40}) TouchCheckpoint(path);
+  v1::Assignment assignment = MakeAssignment(28, 2, 0);
+  assignment.mutable_resume()->set_path(r20);
+  assignment.mutable_resume()->set_step(20);
+  assignment.add_fallbacks()->set_path(r10);
+  assignment.mutable_fallbacks(0)->set_step(10);
+  gateway_.QueueAssignment(assignment);
+  std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
+  ASSERT_NE(child, nullptr);
+  // Step 30's first report fails: until it is durable the coordinator still offers 20 and
+  // 10. (The relay retries after a backoff on the fake clock.)
+  gateway_.FailNextCheckpointCalls(1);
+  child->EmitCheckpoint(30, c30);
+  WaitUntil([&] { return agent_->relay().pending_checkpoints({28, 2}) == 1; });
+  EXPECT_TRUE(std::filesystem::exists(r10));
+  clock_.Advance(1000);
+  WaitUntil([&] { return agent_->relay().pending_checkpoints({28, 2}) == 0; });
+  ASSERT_EQ(gateway_.Checkpoints().size(), 1u);
+  // Step 30 is durable: 10 is no longer needed, 20 is step 30's fallback.
+  gateway_.FailNextCheckpointCalls(1);
+  child->EmitCheckpoint(40, c40);
+  WaitUntil([&] { return !std::filesystem::exists(r10 + ".sha256"); });
+  EXPECT_FALSE(std::filesystem::exists(r10));
+  EXPECT_TRUE(std::filesystem::exists(r20));
+  child->Exit(0);
+  clock_.Advance(1000);
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  // Steps 40 and 30 are the coordinator's two newest: 20 goes too.
+  EXPECT_FALSE(std::filesystem::exists(r20));
+  EXPECT_TRUE(std::filesystem::exists(c30));
+  EXPECT_TRUE(std::filesystem::exists(c40));
 }
 
 // A 2-rank assignment of run `run_id` on slots 0 and 1.
@@ -312,18 +536,21 @@ TEST_F(AgentTest, AMultiRankRunStartsOneChildPerRankAndReadsRankZero) {
   std::shared_ptr<FakeChild> rank1 = launcher_.WaitForChild(1);
   ASSERT_NE(rank1, nullptr);
 
-  // Each rank: its slot's cores, its rank, the same spec, resume point and rendezvous;
-  // events only from rank 0.
+  // Each rank: its slot's cores, its rank, the same spec, lease, resume point and
+  // rendezvous; events only from rank 0.
   const std::string spec_path = attempt_dir + "/spec.pb";
   const std::string rendezvous = attempt_dir + "/rdzv";
-  EXPECT_THAT(rank0->options().argv,
-              ElementsAre("/opt/xmod/xmod-train", "--spec", spec_path, "--events_fd", "3",
-                          "--threads", "2", "--resume", "/ckpt/step-5.pt", "--rank", "0",
-                          "--world_size", "2", "--rendezvous", rendezvous));
+  const std::string deadline = std::to_string(kStartMono + 900);
+  EXPECT_THAT(
+      rank0->options().argv,
+      ElementsAre("/opt/xmod/xmod-train", "--spec", spec_path, "--events_fd", "3", "--threads", "2",
+                  "--lease_deadline_ms", deadline, "--lease_fd", "4", "--resume", "/ckpt/step-5.pt",
+                  "--rank", "0", "--world_size", "2", "--rendezvous", rendezvous));
   EXPECT_THAT(rank1->options().argv,
               ElementsAre("/opt/xmod/xmod-train", "--spec", spec_path, "--events_fd", "-1",
-                          "--threads", "3", "--resume", "/ckpt/step-5.pt", "--rank", "1",
-                          "--world_size", "2", "--rendezvous", rendezvous));
+                          "--threads", "3", "--lease_deadline_ms", deadline, "--lease_fd", "4",
+                          "--resume", "/ckpt/step-5.pt", "--rank", "1", "--world_size", "2",
+                          "--rendezvous", rendezvous));
   EXPECT_THAT(rank1->options().env,
               ::testing::Contains(std::pair<std::string, std::string>("OMP_NUM_THREADS", "3")));
   EXPECT_EQ(rank0->options().log_path, attempt_dir + "/train.log");

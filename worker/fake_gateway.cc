@@ -16,6 +16,10 @@ absl::StatusOr<v1::RegisterResponse> FakeGateway::Register(const v1::RegisterReq
 
 absl::StatusOr<v1::HeartbeatResponse> FakeGateway::Heartbeat(const v1::HeartbeatRequest& request) {
   absl::MutexLock lock(&mu_);
+  if (fail_heartbeats_ > 0) {
+    --fail_heartbeats_;
+    return absl::UnavailableError("fake: coordinator unreachable");
+  }
   heartbeats_.push_back(request);
   v1::HeartbeatResponse reply;
   for (v1::Order& order : orders_) *reply.add_orders() = std::move(order);
@@ -84,6 +88,11 @@ absl::StatusOr<v1::FinishRunResponse> FakeGateway::FinishRun(const v1::FinishRun
   absl::MutexLock lock(&mu_);
   finishes_.push_back(request);
   return v1::FinishRunResponse();
+}
+
+void FakeGateway::FailNextHeartbeats(int n) {
+  absl::MutexLock lock(&mu_);
+  fail_heartbeats_ = n;
 }
 
 void FakeGateway::QueueAssignment(v1::Assignment assignment) {

@@ -19,6 +19,7 @@ class FakeChildHandle : public ChildProcess {
   std::optional<ExitStatus> Poll() override { return child_->Poll(); }
   void Signal(int signo) override { child_->Signal(signo); }
   std::string StderrTail() override { return child_->StderrTail(); }
+  void ExtendLease(int64_t deadline_ms) override { child_->ExtendLease(deadline_ms); }
 
  private:
   std::shared_ptr<FakeChild> child_;
@@ -128,6 +129,16 @@ void FakeChild::Signal(int signo) {
 std::string FakeChild::StderrTail() {
   absl::MutexLock lock(&mu_);
   return stderr_;
+}
+
+void FakeChild::ExtendLease(int64_t deadline_ms) {
+  absl::MutexLock lock(&mu_);
+  if (!exit_.has_value()) lease_deadlines_.push_back(deadline_ms);
+}
+
+std::vector<int64_t> FakeChild::lease_deadlines() const {
+  absl::MutexLock lock(&mu_);
+  return lease_deadlines_;
 }
 
 absl::StatusOr<std::unique_ptr<ChildProcess>> FakeLauncher::Start(const LaunchOptions& options) {

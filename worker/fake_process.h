@@ -42,6 +42,8 @@ class FakeChild {
   // What happens when the agent signals the child. Default: the signal kills it.
   void set_on_signal(std::function<void(FakeChild&, int)> on_signal);
   std::vector<int> signals() const;
+  // Every lease deadline the agent sent (ExtendLease), in order.
+  std::vector<int64_t> lease_deadlines() const;
   bool exited() const;
 
   // The ChildProcess side.
@@ -50,6 +52,7 @@ class FakeChild {
   std::optional<ExitStatus> Poll();
   void Signal(int signo);
   std::string StderrTail();
+  void ExtendLease(int64_t deadline_ms);
 
  private:
   void EndLocked(ExitStatus status, const std::string& stderr_text)
@@ -63,6 +66,7 @@ class FakeChild {
   std::optional<ExitStatus> exit_ ABSL_GUARDED_BY(mu_);
   std::string stderr_ ABSL_GUARDED_BY(mu_);
   std::vector<int> signals_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> lease_deadlines_ ABSL_GUARDED_BY(mu_);
   std::function<void(FakeChild&, int)> on_signal_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -9,25 +9,29 @@
 namespace xmod {
 namespace {
 
-// A minimal WorkerGateway that checks the token and echoes what it got.
+// A minimal WorkerGateway that checks the worker token and echoes what it got.
 class EchoGateway : public v1::WorkerGateway::Service {
  public:
+  EchoGateway() : credentials_(*CredentialSet::Parse("worker w secret-0123456789abcd", "t")) {}
   grpc::Status Register(grpc::ServerContext* context, const v1::RegisterRequest* request,
                         v1::RegisterResponse* reply) override {
-    if (auto status = CheckBearerToken("secret", *context); !status.ok()) {
-      return ToGrpcStatus(status);
+    if (auto principal = Authorize(credentials_, *context, Access::kWorker, "M"); !principal.ok()) {
+      return ToGrpcStatus(principal.status());
     }
     reply->set_worker_id(request->slots_size() + 100);
     return grpc::Status::OK;
   }
   grpc::Status ReportMetrics(grpc::ServerContext* context, const v1::ReportMetricsRequest* request,
                              v1::ReportMetricsResponse* reply) override {
-    if (auto status = CheckBearerToken("secret", *context); !status.ok()) {
-      return ToGrpcStatus(status);
+    if (auto principal = Authorize(credentials_, *context, Access::kWorker, "M"); !principal.ok()) {
+      return ToGrpcStatus(principal.status());
     }
     reply->set_acked_seq(request->first_seq() + request->points_size() - 1);
     return grpc::Status::OK;
   }
+
+ private:
+  const CredentialSet credentials_;
 };
 
 TEST(GrpcGatewayClient, CarriesTheTokenAndConvertsStatus) {
@@ -41,7 +45,7 @@ TEST(GrpcGatewayClient, CarriesTheTokenAndConvertsStatus) {
   auto channel =
       grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
 
-  auto client = NewGrpcGatewayClient(channel, "secret");
+  auto client = NewGrpcGatewayClient(channel, "secret-0123456789abcd");
   v1::RegisterRequest request;
   request.add_slots();
   auto reply = client->Register(request);

@@ -6,11 +6,20 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "common/credentials.h"
 #include "glog/logging.h"
 #include "worker/run_worker.h"
 
 ABSL_FLAG(std::string, coordinator, "127.0.0.1:50051", "host:port of the coordinator's gRPC API");
-ABSL_FLAG(std::string, token, "", "bearer token for the coordinator (empty: none)");
+ABSL_FLAG(std::string, token, "",
+          "removed: a token on the command line is visible in ps; use --token_file");
+ABSL_FLAG(std::string, token_file, "",
+          "file holding this worker's bearer token (a \"worker NAME SECRET\" credential of the "
+          "coordinator, NAME = --name); empty: the environment variable XMOD_TOKEN, else none");
+ABSL_FLAG(bool, tls, false, "talk TLS to the coordinator, verified with the system's root CAs");
+ABSL_FLAG(std::string, tls_ca, "", "PEM CA to verify the coordinator with (implies --tls)");
+ABSL_FLAG(std::string, tls_cert, "", "PEM client certificate for mutual TLS");
+ABSL_FLAG(std::string, tls_key, "", "PEM key of --tls_cert");
 ABSL_FLAG(std::string, name, "", "worker name, stable per machine (empty: the hostname)");
 ABSL_FLAG(std::string, work_dir, "xmod-work", "folder for per-attempt specs and trainer logs");
 ABSL_FLAG(std::string, train_bin, "", "xmod-train executable (empty: next to xmod-worker)");
@@ -22,6 +31,9 @@ ABSL_FLAG(std::string, metrics_listen, "",
 ABSL_FLAG(std::string, ports_file, "", "write {\"metrics\":PORT} here once listening");
 ABSL_FLAG(int64_t, acquire_wait_ms, 5000, "AcquireRun long-poll bound (ms)");
 ABSL_FLAG(int64_t, kill_grace_ms, 60000, "SIGTERM to SIGKILL grace period for a child (ms)");
+ABSL_FLAG(int64_t, stall_timeout_ms, 900000,
+          "a child with no step progress for this long (ms) is killed and its attempt retried "
+          "(0: never)");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("xmod-worker --coordinator HOST:PORT [--work_dir DIR] ...");
@@ -31,7 +43,22 @@ int main(int argc, char** argv) {
 
   xmod::WorkerOptions options;
   options.coordinator = absl::GetFlag(FLAGS_coordinator);
-  options.token = absl::GetFlag(FLAGS_token);
+  if (!absl::GetFlag(FLAGS_token).empty()) {
+    LOG(ERROR) << "xmod-worker: --token is no longer accepted (a token on the command line is "
+                  "visible in ps): use --token_file or XMOD_TOKEN";
+    return 2;
+  }
+  absl::StatusOr<std::string> token =
+      xmod::ReadToken(absl::GetFlag(FLAGS_token_file), "XMOD_TOKEN");
+  if (!token.ok()) {
+    LOG(ERROR) << "xmod-worker: --token_file: " << token.status();
+    return 2;
+  }
+  options.token = *token;
+  options.tls.enabled = absl::GetFlag(FLAGS_tls);
+  options.tls.ca_file = absl::GetFlag(FLAGS_tls_ca);
+  options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
+  options.tls.key_file = absl::GetFlag(FLAGS_tls_key);
   options.name = absl::GetFlag(FLAGS_name);
   options.work_dir = absl::GetFlag(FLAGS_work_dir);
   options.train_bin = absl::GetFlag(FLAGS_train_bin);
@@ -42,6 +69,7 @@ int main(int argc, char** argv) {
   options.ports_file = absl::GetFlag(FLAGS_ports_file);
   options.acquire_wait_ms = absl::GetFlag(FLAGS_acquire_wait_ms);
   options.kill_grace_ms = absl::GetFlag(FLAGS_kill_grace_ms);
+  options.stall_timeout_ms = absl::GetFlag(FLAGS_stall_timeout_ms);
 
   absl::Status status = xmod::RunWorker(options);
   if (!status.ok()) {

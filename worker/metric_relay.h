@@ -1,17 +1,29 @@
 // MetricRelay: carries each attempt's metric points and checkpoints from its xmod-train
-// child to the coordinator without losing any (ARCHITECTURE.md, "Scheduling and faults":
-// a metric is acknowledged only once durable; a worker buffers until acknowledged).
+// child to the coordinator without losing any: a metric is acknowledged only once durable,
+// and the worker keeps every point until acknowledged, however long the coordinator is away.
 //
 // Points are numbered consecutively per attempt (seq from 1) and kept until a
 // ReportMetrics reply acknowledges them (acked_seq); failed sends are retried with
-// exponential backoff measured on the injected Clock. A checkpoint is reported only once
-// every point that arrived before it is acknowledged, so a retry that resumes from it never
-// finds a gap in the metrics before its step. A reply marked `stale` (or NOT_FOUND /
-// FAILED_PRECONDITION) means the attempt is no longer current: its buffer is dropped and the
-// stale callback asks the agent to stop the child.
+// exponential backoff measured on the injected Clock's monotonic reading. A checkpoint is
+// reported only once every point that arrived before it is acknowledged, so a retry that
+// resumes from it never finds a gap in the metrics before its step. A reply marked `stale`
+// (or NOT_FOUND / FAILED_PRECONDITION) means the attempt is no longer current: its buffer is
+// dropped and the stale callback asks the agent to stop the child.
+//
+// Bounded memory: an attempt keeps at most max_memory_points unacknowledged points in
+// memory, the oldest ones. Later points are appended to the attempt's spill file,
+// <spill_dir>/run-<R>-a<A>.spill (records: 4-byte little-endian length, 8-byte seq, the
+// serialized MetricPoint; fdatasync'ed after each append), and read back in order as
+// acknowledgements make room. The file is deleted once every point in it is acknowledged,
+// and when the attempt is closed or turns stale. Spill files left by an earlier life of the
+// worker are deleted at construction: their attempts ended with that life (the coordinator
+// re-runs them from their latest checkpoint, whose earlier points were durable before the
+// checkpoint was reported). If a spill write fails, the attempt's points stay in memory
+// (logged): memory grows rather than a point being lost.
 //
 // Thread-safety: all methods are thread-safe. Sending happens in Pump(), called by one
-// thread at a time (RunPumpLoop or a test); the mutex is never held during an RPC.
+// thread at a time (RunPumpLoop or a test); the mutex is never held during an RPC (spill
+// file I/O happens under it).
 #ifndef XMOD_WORKER_METRIC_RELAY_H_
 #define XMOD_WORKER_METRIC_RELAY_H_
 
@@ -19,6 +31,8 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
+#include <string>
 #include <tuple>
 
 #include "absl/base/thread_annotations.h"
@@ -45,13 +59,21 @@ struct MetricRelayOptions {
   int max_batch_points = 512;        // points per ReportMetrics call
   int64_t initial_backoff_ms = 100;  // first retry delay after a failed call
   int64_t max_backoff_ms = 10'000;   // cap of the doubling delay
+  // Unacknowledged points kept in memory per attempt; the rest wait in its spill file.
+  int64_t max_memory_points = 50'000;
+  // Folder of the spill files; "" = no spilling (memory unbounded).
+  std::string spill_dir;
 };
+
+class SpillFile;
 
 class MetricRelay {
  public:
-  // `gateway` and `clock` must outlive the relay; `metrics` may be null.
+  // `gateway` and `clock` must outlive the relay; `metrics` may be null. Creates
+  // options.spill_dir and deletes the spill files found there.
   MetricRelay(GatewayClient* gateway, Clock* clock, MetricRelayOptions options,
               WorkerMetrics* metrics = nullptr);
+  ~MetricRelay();
 
   // The worker id sent with every call (from RegisterResponse).
   void set_worker_id(int64_t worker_id);
@@ -60,12 +82,13 @@ class MetricRelay {
 
   // Starts relaying for `key`; seq restarts at 1. Re-opening an open attempt is a no-op.
   void Open(AttemptKey key);
-  // Numbers `point` with the attempt's next seq, buffers it and returns the seq.
-  // Points of an attempt that is not open or stale are dropped (returns 0).
+  // Numbers `point` with the attempt's next seq, buffers it (in memory or in the spill file)
+  // and returns the seq. Points of an attempt that is not open or stale are dropped
+  // (returns 0).
   int64_t AddMetric(AttemptKey key, const v1::MetricPoint& point);
   // Queues a checkpoint report (worker id and attempt fields are filled in here).
   void AddCheckpoint(AttemptKey key, v1::ReportCheckpointRequest checkpoint);
-  // Forgets the attempt and whatever it still buffers.
+  // Forgets the attempt and whatever it still buffers; deletes its spill file.
   void Close(AttemptKey key);
 
   // One sending pass: for each attempt whose retry delay has passed, reports the checkpoints
@@ -87,7 +110,9 @@ class MetricRelay {
   int64_t acked_seq(AttemptKey key) const;
   bool stale(AttemptKey key) const;
   bool Delivered(AttemptKey key) const;
-  size_t buffered_points() const;
+  size_t buffered_points() const;  // unacknowledged, in memory and spilled
+  size_t memory_points() const;    // unacknowledged and held in memory
+  size_t spilled_points() const;   // waiting in spill files, not yet read back
   int64_t relayed_points() const;
   size_t pending_checkpoints(AttemptKey key) const;
 
@@ -99,7 +124,12 @@ class MetricRelay {
   struct Stream {
     int64_t last_seq = 0;
     int64_t acked_seq = 0;
-    std::deque<v1::MetricPoint> points;  // seq acked_seq+1 .. last_seq
+    // seq acked_seq+1 .. acked_seq+points.size(); the rest (up to last_seq) is unread in
+    // `spill`.
+    std::deque<v1::MetricPoint> points;
+    std::unique_ptr<SpillFile> spill;  // null while nothing is spilled
+    bool spill_failed = false;         // a spill write failed: memory only from then on
+    int64_t lost = 0;                  // points an unreadable spill file lost (not in last_seq)
     std::deque<PendingCheckpoint> checkpoints;
     int64_t next_try_ms = 0;
     int64_t backoff_ms = 0;
@@ -107,6 +137,15 @@ class MetricRelay {
   };
 
   bool DeliveredLocked(const Stream& stream) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string SpillPath(AttemptKey key) const;
+  // Appends to the spill file, creating it; false (logged) when that fails.
+  bool SpillLocked(AttemptKey key, Stream& stream, int64_t seq, const v1::MetricPoint& point)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves spilled points back into memory while there is room (all of them with `all`), and
+  // deletes the spill file once every point in it is acknowledged.
+  void RefillLocked(Stream& stream, bool all) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops everything the stream buffers, in memory and on disk.
+  void DropLocked(Stream& stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailedLocked(Stream& stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateGaugeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Marks `key` stale; returns true the first time.
@@ -121,7 +160,8 @@ class MetricRelay {
   int64_t worker_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::function<void(AttemptKey)> on_stale_ ABSL_GUARDED_BY(mu_);
   std::map<AttemptKey, Stream> streams_ ABSL_GUARDED_BY(mu_);
-  size_t buffered_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t buffered_ ABSL_GUARDED_BY(mu_) = 0;  // in memory and spilled
+  size_t spilled_ ABSL_GUARDED_BY(mu_) = 0;   // unread in spill files
   int64_t relayed_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumped on every change, wakes waiters
 };

@@ -1,8 +1,12 @@
 #include "worker/metric_relay.h"
 
+#include <stdlib.h>
+
+#include <filesystem>
 #include <thread>
 
 #include "common/clock.h"
+#include "common/files.h"
 #include "gtest/gtest.h"
 #include "worker/fake_gateway.h"
 
@@ -177,6 +181,138 @@ TEST_F(MetricRelayTest, AbandonEndsTheWait) {
   EXPECT_FALSE(relay_.WaitDelivered(key_, &abandon));  // nobody pumps
   relay_.Close(key_);
   EXPECT_EQ(relay_.buffered_points(), 0u);
+}
+
+// A relay with a memory bound of 8 points per attempt that spills into a fresh folder.
+class SpillingRelayTest : public ::testing::Test {
+ protected:
+  SpillingRelayTest() {
+    char tmpl[] = "/tmp/xmod_spill_XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    options_.max_batch_points = 4;
+    options_.initial_backoff_ms = 100;
+    options_.max_backoff_ms = 400;
+    options_.max_memory_points = 8;
+    options_.spill_dir = dir_ + "/spill";
+  }
+  ~SpillingRelayTest() override { std::filesystem::remove_all(dir_); }
+
+  size_t SpillFiles() const {
+    size_t n = 0;
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(options_.spill_dir, error)) {
+      (void)entry;
+      ++n;
+    }
+    return n;
+  }
+
+  std::string dir_;
+  MetricRelayOptions options_;
+  FakeGateway gateway_;
+  FakeClock clock_;
+  const AttemptKey key_{5, 1};
+};
+
+TEST_F(SpillingRelayTest, AnOutageLongerThanTheMemoryBoundLosesNothing) {
+  MetricRelay relay(&gateway_, &clock_, options_);
+  relay.set_worker_id(7);
+  relay.Open(key_);
+  gateway_.FailNextMetricCalls(1'000'000);  // the coordinator is away
+  for (int step = 1; step <= 100; ++step) {
+    EXPECT_EQ(relay.AddMetric(key_, Point(step)), step);
+    relay.Pump();
+    clock_.Advance(1000);
+    EXPECT_LE(relay.memory_points(), 8u) << "after point " << step;
+  }
+  EXPECT_EQ(relay.buffered_points(), 100u);
+  EXPECT_EQ(relay.spilled_points(), 92u);
+  EXPECT_EQ(SpillFiles(), 1u);
+  EXPECT_TRUE(gateway_.Points(key_).empty());
+
+  // A checkpoint after point 100 waits for every spilled point.
+  v1::ReportCheckpointRequest checkpoint;
+  checkpoint.set_step(100);
+  checkpoint.set_path("/ckpt/step-100.pt");
+  relay.AddCheckpoint(key_, checkpoint);
+
+  gateway_.FailNextMetricCalls(0);  // it is back
+  clock_.Advance(1000);
+  int calls = 0;
+  while (relay.Pump()) {
+    EXPECT_LE(relay.memory_points(), 8u);
+    ASSERT_LT(++calls, 1000);
+  }
+  EXPECT_EQ(relay.acked_seq(key_), 100);
+  EXPECT_EQ(relay.buffered_points(), 0u);
+  EXPECT_EQ(relay.spilled_points(), 0u);
+  EXPECT_TRUE(relay.Delivered(key_));
+  const std::vector<v1::MetricPoint> stored = gateway_.Points(key_);
+  ASSERT_EQ(stored.size(), 100u);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(stored[i].step(), i + 1) << "in order";
+  EXPECT_EQ(gateway_.duplicate_points(), 0);
+  ASSERT_EQ(gateway_.Checkpoints().size(), 1u);
+  EXPECT_EQ(SpillFiles(), 0u);  // deleted once every point in it was acknowledged
+}
+
+TEST_F(SpillingRelayTest, TheSpillFileGoesOnceAcknowledgedAndComesBackWhenNeeded) {
+  MetricRelay relay(&gateway_, &clock_, options_);
+  relay.Open(key_);
+  gateway_.FailNextMetricCalls(1'000'000);
+  for (int step = 1; step <= 12; ++step) relay.AddMetric(key_, Point(step));
+  EXPECT_EQ(relay.spilled_points(), 4u);
+  gateway_.FailNextMetricCalls(0);
+  clock_.Advance(1000);
+  relay.Pump();  // 1..4 acknowledged: 9..12 come back into memory, the file stays
+  EXPECT_EQ(relay.spilled_points(), 0u);
+  EXPECT_EQ(relay.memory_points(), 8u);
+  EXPECT_EQ(SpillFiles(), 1u);
+  while (relay.Pump()) {
+  }
+  EXPECT_EQ(SpillFiles(), 0u);
+  // A second outage spills again, into a new file, and still in order.
+  gateway_.FailNextMetricCalls(1'000'000);
+  for (int step = 13; step <= 30; ++step) relay.AddMetric(key_, Point(step));
+  EXPECT_EQ(relay.memory_points(), 8u);
+  EXPECT_EQ(SpillFiles(), 1u);
+  gateway_.FailNextMetricCalls(0);
+  clock_.Advance(1000);
+  while (relay.Pump()) {
+  }
+  const std::vector<v1::MetricPoint> stored = gateway_.Points(key_);
+  ASSERT_EQ(stored.size(), 30u);
+  for (int i = 0; i < 30; ++i) EXPECT_EQ(stored[i].step(), i + 1);
+  EXPECT_EQ(SpillFiles(), 0u);
+}
+
+TEST_F(SpillingRelayTest, ClosingOrAStaleAttemptDeletesItsSpillFile) {
+  MetricRelay relay(&gateway_, &clock_, options_);
+  relay.Open(key_);
+  for (int step = 1; step <= 10; ++step) relay.AddMetric(key_, Point(step));
+  EXPECT_EQ(SpillFiles(), 1u);
+  gateway_.MarkStale(key_);
+  relay.Pump();
+  EXPECT_TRUE(relay.stale(key_));
+  EXPECT_EQ(relay.buffered_points(), 0u);
+  EXPECT_EQ(SpillFiles(), 0u);
+  const AttemptKey other{6, 1};
+  relay.Open(other);
+  for (int step = 1; step <= 10; ++step) relay.AddMetric(other, Point(step));
+  EXPECT_EQ(SpillFiles(), 1u);
+  relay.Close(other);
+  EXPECT_EQ(SpillFiles(), 0u);
+  EXPECT_EQ(relay.buffered_points(), 0u);
+}
+
+TEST_F(SpillingRelayTest, SpillFilesOfAnEarlierLifeAreDeletedAtStart) {
+  // Their attempts ended with the worker that wrote them; the coordinator re-runs those
+  // attempts from their latest checkpoint.
+  ASSERT_TRUE(MakeDirs(options_.spill_dir).ok());
+  ASSERT_TRUE(WriteFileAtomic(options_.spill_dir + "/run-3-a1.spill", "old").ok());
+  ASSERT_TRUE(WriteFileAtomic(options_.spill_dir + "/notes.txt", "kept").ok());
+  MetricRelay relay(&gateway_, &clock_, options_);
+  EXPECT_FALSE(ReadFile(options_.spill_dir + "/run-3-a1.spill").ok());
+  EXPECT_TRUE(ReadFile(options_.spill_dir + "/notes.txt").ok());
 }
 
 }  // namespace

@@ -4,10 +4,12 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <thread>
 
@@ -17,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "glog/logging.h"
 #include "google/protobuf/io/zero_copy_stream_impl.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/delimited_message_util.h"
 
 extern char** environ;
@@ -41,9 +44,12 @@ void CloseIfOpen(int& fd) {
 
 class PosixChild : public ChildProcess {
  public:
-  // Takes ownership of the descriptors.
-  PosixChild(pid_t pid, int events_read, int stderr_read, int log_fd)
-      : pid_(pid), events_read_(events_read), events_stream_(events_read) {
+  // Takes ownership of the descriptors (`control_write` may be -1).
+  PosixChild(pid_t pid, int events_read, int stderr_read, int log_fd, int control_write)
+      : pid_(pid),
+        events_read_(events_read),
+        control_write_(control_write),
+        events_stream_(events_read) {
     tee_ = std::thread([this, stderr_read, log_fd] { TeeStderr(stderr_read, log_fd); });
   }
 
@@ -51,6 +57,7 @@ class PosixChild : public ChildProcess {
     Signal(SIGKILL);
     Wait();
     close(events_read_);
+    if (control_write_ >= 0) close(control_write_);
   }
 
   int pid() const override { return pid_; }
@@ -105,6 +112,24 @@ class PosixChild : public ChildProcess {
     return tail_;
   }
 
+  void ExtendLease(int64_t deadline_ms) override {
+    if (control_write_ < 0) return;
+    v1::TrainerControl control;
+    control.set_lease_deadline_ms(deadline_ms);
+    std::string bytes;
+    {
+      google::protobuf::io::StringOutputStream stream(&bytes);
+      google::protobuf::util::SerializeDelimitedToZeroCopyStream(control, &stream);
+    }
+    absl::MutexLock lock(&mu_);
+    if (reaped_) return;
+    // One packet per message: it arrives whole or not at all. A full buffer (EAGAIN) or a
+    // closed peer (EPIPE, no SIGPIPE) leaves the child with its earlier deadline.
+    if (send(control_write_, bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+      VLOG(1) << "pid " << pid_ << ": lease extension not delivered: " << strerror(errno);
+    }
+  }
+
  private:
   void ReapLocked(bool block) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (reaped_) return;
@@ -150,6 +175,7 @@ class PosixChild : public ChildProcess {
 
   const pid_t pid_;
   const int events_read_;
+  const int control_write_;
   google::protobuf::io::FileInputStream events_stream_;  // used by the reading thread only
   bool events_done_ = false;                             // used by the reading thread only
   std::thread tee_;
@@ -166,6 +192,10 @@ class PosixLauncher : public ProcessLauncher {
   absl::StatusOr<std::unique_ptr<ChildProcess>> Start(const LaunchOptions& options) override {
     if (options.argv.empty()) return absl::InvalidArgumentError("argv: empty");
     if (options.events_fd < 3) return absl::InvalidArgumentError("events_fd: must be >= 3");
+    if (options.control_fd != -1 &&
+        (options.control_fd < 3 || options.control_fd == options.events_fd)) {
+      return absl::InvalidArgumentError("control_fd: must be -1, or >= 3 and not events_fd");
+    }
 
     // Everything the child needs is prepared before fork: after it, only async-signal-safe
     // calls are allowed (the worker is multi-threaded).
@@ -189,12 +219,15 @@ class PosixLauncher : public ProcessLauncher {
         absl::StrCat("xmod-worker: cannot execute ", options.argv[0], ": ");
 
     int events[2] = {-1, -1};
+    int control[2] = {-1, -1};  // [0] the child's end, [1] the worker's
     int err[2] = {-1, -1};
     int log_fd = -1;
     int devnull = -1;
     auto close_all = [&] {
       CloseIfOpen(events[0]);
       CloseIfOpen(events[1]);
+      CloseIfOpen(control[0]);
+      CloseIfOpen(control[1]);
       CloseIfOpen(err[0]);
       CloseIfOpen(err[1]);
       CloseIfOpen(log_fd);
@@ -202,6 +235,12 @@ class PosixLauncher : public ProcessLauncher {
     };
     if (pipe2(events, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
       absl::Status status = ErrnoStatus("pipe2");
+      close_all();
+      return status;
+    }
+    if (options.control_fd != -1 &&
+        socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, control) != 0) {
+      absl::Status status = ErrnoStatus("socketpair");
       close_all();
       return status;
     }
@@ -225,8 +264,8 @@ class PosixLauncher : public ProcessLauncher {
       return status;
     }
     if (pid == 0) {
-      // Child. Descriptors 0..2 are taken first, so a source descriptor that happens to be
-      // `events_fd` has already been copied when events_fd is overwritten.
+      // Child. Descriptors 0..2 are taken first; the event and control sources are then
+      // moved above every target number, so placing one cannot overwrite the other.
       sigset_t none;
       sigemptyset(&none);
       sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -238,10 +277,12 @@ class PosixLauncher : public ProcessLauncher {
       dup2(devnull, 0);
       dup2(log_fd, 1);
       dup2(err[1], 2);
-      if (events[1] == options.events_fd) {
-        fcntl(options.events_fd, F_SETFD, 0);
-      } else {
-        dup2(events[1], options.events_fd);
+      const int high = std::max(options.events_fd, options.control_fd) + 1;
+      const int events_src = fcntl(events[1], F_DUPFD_CLOEXEC, high);
+      dup2(events_src, options.events_fd);
+      if (options.control_fd != -1) {
+        const int control_src = fcntl(control[0], F_DUPFD_CLOEXEC, high);
+        dup2(control_src, options.control_fd);
       }
       execve(argv[0], argv.data(), envp.data());
       const char* reason = strerror(errno);
@@ -253,9 +294,10 @@ class PosixLauncher : public ProcessLauncher {
     }
     setpgid(pid, pid);  // also here, so the group exists before Start returns
     CloseIfOpen(events[1]);
+    CloseIfOpen(control[0]);
     CloseIfOpen(err[1]);
     CloseIfOpen(devnull);
-    auto child = std::make_unique<PosixChild>(pid, events[0], err[0], log_fd);
+    auto child = std::make_unique<PosixChild>(pid, events[0], err[0], log_fd, control[1]);
     VLOG(1) << "started pid " << pid << ": " << options.argv[0];
     return std::unique_ptr<ChildProcess>(std::move(child));
   }

@@ -2,8 +2,10 @@
 // contract in team-notes.md). A child gets its argv, extra environment (thread counts,
 // CUDA_VISIBLE_DEVICES), its stdout and stderr appended to a per-attempt log file, and the
 // write end of a pipe at a fixed descriptor number on which it streams size-delimited
-// xmod.v1.TrainerEvent messages. Each child leads its own process group, so signals reach
-// whatever it spawned too.
+// xmod.v1.TrainerEvent messages. Optionally a control channel the other way (a
+// SOCK_SEQPACKET socket at another fixed descriptor number) carries xmod.v1.TrainerControl
+// lease deadlines to the child (fencing, model/train/lease.h). Each child leads its own
+// process group, so signals reach whatever it spawned too.
 //
 // Behind the ProcessLauncher / ChildProcess interfaces so that tests can script children
 // (fake_process.h) and make a worker "lose" one (STYLE.md, "Injected time and OS").
@@ -14,6 +16,7 @@
 #ifndef XMOD_WORKER_PROCESS_SUPERVISOR_H_
 #define XMOD_WORKER_PROCESS_SUPERVISOR_H_
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,6 +37,9 @@ struct LaunchOptions {
   std::string log_path;
   // Descriptor number at which the child finds the write end of the event pipe.
   int events_fd = 3;
+  // Descriptor number at which the child reads TrainerControl messages (ExtendLease);
+  // -1: no control channel. Must differ from events_fd.
+  int control_fd = -1;
 };
 
 // How a child ended.
@@ -66,6 +72,12 @@ class ChildProcess {
 
   // Sends `signo` (SIGTERM, SIGKILL) to the child's process group; nothing once it exited.
   virtual void Signal(int signo) = 0;
+
+  // Tells the child its lease now lapses at `deadline_ms` (CLOCK_MONOTONIC milliseconds,
+  // the clock of Clock::Real()->MonotonicMillis()) with a TrainerControl message. Never
+  // blocks; nothing without a control channel, once the child exited, or when the child
+  // has stopped reading (it keeps the deadline it last read, the safe side).
+  virtual void ExtendLease(int64_t deadline_ms) = 0;
 
   // The last ~4 KB the child wrote to stderr; complete once Wait() returned.
   virtual std::string StderrTail() = 0;

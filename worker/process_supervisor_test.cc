@@ -6,6 +6,8 @@
 #include <string>
 
 #include "common/files.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/util/delimited_message_util.h"
 #include "gtest/gtest.h"
 
 namespace xmod {
@@ -127,6 +129,27 @@ TEST_F(PosixLauncherTest, GarbageOnTheEventPipeIsDataLoss) {
   auto more = (*child)->ReadEvent(&event);
   EXPECT_EQ(more.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_TRUE((*child)->Wait().success());
+}
+
+TEST_F(PosixLauncherTest, LeaseExtensionsReachTheChildOnItsControlDescriptor) {
+  // The child copies one packet from its control descriptor (4) into a file.
+  LaunchOptions options = Shell("dd bs=256 count=1 <&4 > " + dir_ + "/control 2>/dev/null");
+  options.control_fd = 4;
+  auto child = launcher_->Start(options);
+  ASSERT_TRUE(child.ok()) << child.status();
+  (*child)->ExtendLease(123456789);
+  EXPECT_TRUE((*child)->Wait().success());
+  (*child)->ExtendLease(5);  // after the exit: nothing, and no SIGPIPE
+  absl::StatusOr<std::string> bytes = ReadFile(dir_ + "/control");
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  google::protobuf::io::ArrayInputStream stream(bytes->data(), static_cast<int>(bytes->size()));
+  v1::TrainerControl control;
+  bool eof = false;
+  ASSERT_TRUE(google::protobuf::util::ParseDelimitedFromZeroCopyStream(&control, &stream, &eof));
+  EXPECT_EQ(control.lease_deadline_ms(), 123456789);
+  // A control descriptor must not collide with the event pipe.
+  options.control_fd = 3;
+  EXPECT_EQ(launcher_->Start(options).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(PosixLauncherTest, AMissingProgramExits127WithTheReason) {

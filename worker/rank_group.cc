@@ -89,6 +89,10 @@ void RankGroup::Signal(int signo) {
   for (const std::unique_ptr<ChildProcess>& rank : ranks_) rank->Signal(signo);
 }
 
+void RankGroup::ExtendLease(int64_t deadline_ms) {
+  for (const std::unique_ptr<ChildProcess>& rank : ranks_) rank->ExtendLease(deadline_ms);
+}
+
 std::string RankGroup::StderrTail() {
   std::optional<int> failed;
   std::vector<bool> own_failures(ranks_.size(), false);

@@ -11,7 +11,7 @@
 // - Wait() returns once every rank has exited: the first failing rank's status if one
 //   failed, else rank 0's. StderrTail() is the failing rank's tail prefixed "rank r of W: ",
 //   followed by the tails of other ranks that failed on their own (not killed by the group),
-//   else rank 0's as it is. pid() is rank 0's; Signal() reaches every rank.
+//   else rank 0's as it is. pid() is rank 0's; Signal() and ExtendLease() reach every rank.
 //
 // Thread-safety: as ChildProcess — ReadEvent from one thread; Wait, Poll, Signal and
 // StderrTail from any threads. One watcher thread per rank runs from construction until
@@ -49,6 +49,8 @@ class RankGroup : public ChildProcess {
   std::optional<ExitStatus> Poll() override;
   void Signal(int signo) override;
   std::string StderrTail() override;
+  // Reaches every rank: each enforces the deadline itself.
+  void ExtendLease(int64_t deadline_ms) override;
 
   // The rank whose failure ended the group, if any (set once that rank exited).
   std::optional<int> failed_rank();

@@ -12,8 +12,6 @@
 #include "common/clock.h"
 #include "common/files.h"
 #include "glog/logging.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 #include "worker/agent.h"
@@ -56,6 +54,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
   agent_options.train_bin = options.train_bin.empty() ? DefaultTrainBin() : options.train_bin;
   agent_options.acquire_wait_ms = options.acquire_wait_ms;
   agent_options.kill_grace_ms = options.kill_grace_ms;
+  agent_options.stall_timeout_ms = options.stall_timeout_ms;
   if (access(agent_options.train_bin.c_str(), X_OK) != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("train_bin: not executable: ", agent_options.train_bin));
@@ -88,8 +87,10 @@ absl::Status RunWorker(const WorkerOptions& options) {
   probe_options.use_gpus = options.use_gpus;
   SystemDeviceProbe probe(probe_options);
   std::unique_ptr<ProcessLauncher> launcher = NewPosixLauncher();
-  std::unique_ptr<GatewayClient> gateway = NewGrpcGatewayClient(
-      grpc::CreateChannel(options.coordinator, grpc::InsecureChannelCredentials()), options.token);
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      NewChannel(options.coordinator, options.tls);
+  if (!channel.ok()) return channel.status();
+  std::unique_ptr<GatewayClient> gateway = NewGrpcGatewayClient(*channel, options.token);
   Agent agent(agent_options, gateway.get(), launcher.get(), &probe, Clock::Real(), &metrics);
 
   std::atomic<bool> done{false};

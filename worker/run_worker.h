@@ -12,12 +12,14 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "common/transport.h"
 
 namespace xmod {
 
 struct WorkerOptions {
   std::string coordinator = "127.0.0.1:50051";  // host:port of the WorkerGateway
   std::string token;                            // bearer token ("" = none)
+  ClientTlsFiles tls;                           // TLS to the coordinator (off = plaintext)
   std::string name;                             // worker name ("" = hostname)
   std::string work_dir = "xmod-work";           // per-attempt folders
   std::string train_bin;                        // xmod-train ("" = next to this binary)
@@ -28,6 +30,7 @@ struct WorkerOptions {
   std::string ports_file;      // writes {"metrics":P} once listening
   int64_t acquire_wait_ms = 5'000;
   int64_t kill_grace_ms = 60'000;
+  int64_t stall_timeout_ms = 900'000;  // no step progress this long: kill, retry (0 = never)
 };
 
 // Runs until drained by a signal. OK after a clean drain; an error when the worker could not

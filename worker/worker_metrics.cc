@@ -25,6 +25,11 @@ WorkerMetrics::WorkerMetrics(prometheus::Registry& registry)
                         .Help("Metric points buffered, waiting for acknowledgement.")
                         .Register(registry)
                         .Add({})),
+      spilled_points(prometheus::BuildGauge()
+                         .Name("xmod_worker_metric_spilled_points")
+                         .Help("Buffered metric points waiting in spill files on disk.")
+                         .Register(registry)
+                         .Add({})),
       children_started(prometheus::BuildCounter()
                            .Name("xmod_worker_children_started_total")
                            .Help("xmod-train children started.")
@@ -34,6 +39,11 @@ WorkerMetrics::WorkerMetrics(prometheus::Registry& registry)
                           .Name("xmod_worker_children_failed_total")
                           .Help("xmod-train children whose attempt ended FAILED.")
                           .Register(registry)
-                          .Add({})) {}
+                          .Add({})),
+      children_stalled(prometheus::BuildCounter()
+                           .Name("xmod_worker_children_stalled_total")
+                           .Help("xmod-train children killed for making no step progress.")
+                           .Register(registry)
+                           .Add({})) {}
 
 }  // namespace xmod

@@ -3,6 +3,8 @@
 //   xmod_worker_slots{state="busy"|"free"}        slots running a child / idle
 //   xmod_worker_metric_points_relayed_total        points the coordinator acknowledged
 //   xmod_worker_metric_buffer_points               points waiting for acknowledgement
+//   xmod_worker_metric_spilled_points              of those, points waiting in spill files
+//   xmod_worker_children_stalled_total             children killed for making no step progress
 //   xmod_worker_children_started_total             xmod-train children started
 //   xmod_worker_children_failed_total              children that ended with FAILED
 // Thread-safety: prometheus-cpp metrics are thread-safe.
@@ -24,8 +26,10 @@ class WorkerMetrics {
   prometheus::Gauge& slots_free;
   prometheus::Counter& points_relayed;
   prometheus::Gauge& buffer_points;
+  prometheus::Gauge& spilled_points;
   prometheus::Counter& children_started;
   prometheus::Counter& children_failed;
+  prometheus::Counter& children_stalled;
 };
 
 }  // namespace xmod

@@ -1,177 +1,133 @@
-// bench_model: training-step time (forward + backward) of X-MoD against Dense at CPU sizes
-// (issue 3 "Performance"): tokens/s, achieved FLOP/s (the accounting's training FLOPs per
-// token, paper B.1) against this machine's measured matrix-product peak, peak RSS, and the
-// efficiency ratio (t_xmod / t_dense) / (phi / phi_D), which must be <= 1.0 when the sparse
-// layers really skip the work.
+// bench_model: training-step time (forward + backward) of X-MoD against Dense (issue 3
+// "Performance", issue 7): tokens/s, achieved FLOP/s (the accounting's training FLOPs per
+// token, paper B.1) against the matrix-product peak of the same device in the compute dtype
+// measured in the same process (MFU = of_peak), peak memory, and the efficiency ratio
+// (t_xmod / t_dense) / (phi / phi_D), which must be <= 1.0 on CPU when the sparse layers
+// really skip the work.
 //
-// Each measurement runs in a forked child so that its peak RSS is its own; with --arch both
-// the two models are built in one child and their steps alternate (dense, xmod, dense, ...)
-// so that load from other processes falls on both alike — the ratio is the figure that
-// matters — and the peak RSS printed is then that of both models together (use --arch dense
-// or --arch xmod for each model's own). Thread budget:
-// --threads sets torch's intra-op threads; set OPENBLAS_NUM_THREADS / OMP_NUM_THREADS to the
-// same value in the environment (run_bench.sh does).
+// CPU: everything runs in one forked child, so that its peak RSS is its own and nothing of
+// the parent's state is shared; the models' steps alternate (dense, xmod, dense, ...) and,
+// with several --threads values (e.g. 1,2), so do the thread counts, so that load from
+// other processes falls on every configuration alike — the ratios are the figures that
+// matter. The peak is measured at each thread count before and after the steps (the best
+// trial counts). Peak RSS is that of everything in the child. The thread budget (torch
+// intra-op threads, OpenMP, OpenBLAS) is model/train/threads.h's, as in xmod-train.
+// CUDA: in-process (a fork after CUDA initialisation is unsafe), models one after the
+// other, each with its own peak-memory window; every timing is bracketed by a device
+// synchronisation.
 //
-// Output: one line per model, "key=value" pairs, then the ratio line.
-#include <sys/resource.h>
+// On a machine shared with other processes the wall-clock figures carry their load; the CPU
+// time of this process is measured too (step_cpu_s), and of_peak_cpu compares FLOPs per CPU
+// second with the peak's — with one thread, the efficiency that load does not distort.
+//
+// Output: one "key=value" line per model and thread count, a ratio line per thread count
+// and a scaling line per extra thread count; or, with --json, one JSON object on stdout.
 #include <sys/wait.h>
-#include <torch/torch.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <chrono>
 #include <cstdio>
-#include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "model/accounting/accounting.h"
-#include "model/transformer.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "bench/model/bench_subject.h"
+#include "model/train/threads.h"
 
 namespace xmod {
 namespace {
 
-struct BenchOptions {
-  std::string backbone = "cpu-d256";  // d = 256, 8 active layers, 8 heads, 4 KV heads
-  int seq_len = 1024;
-  int tokens_per_step = 4096;
-  int k = 4;
-  double a = 1;
-  int n0 = -1;  // X-MoD dense prefix; -1 = the default (4)
-  int threads = 1;
-  int warmup = 1;
-  int steps = 3;
-  std::string arch = "both";  // dense | xmod | both | plan
-  std::string profile;        // when set: one extra profiled step, chrome trace to this path
+constexpr int kMaxThreadCounts = 8;
+
+// Everything measured, trivially copyable so that the CPU child can send it back.
+struct Measurement {
+  int thread_counts = 0;
+  Peak peak[kMaxThreadCounts] = {};     // at threads[i]
+  Result dense[kMaxThreadCounts] = {};  // at threads[i]
+  Result sparse[kMaxThreadCounts] = {};
 };
 
-struct Result {
-  double step_seconds = 0;
-  double tokens_per_second = 0;
-  double flops_per_second = 0;
-  double train_flops_per_token = 0;
-  double peak_rss_mib = 0;
-  double loss = 0;
-  int layers = 0;
-};
-
-xmod::v1::ModelSpec MakeSpec(const BenchOptions& o, bool sparse) {
-  xmod::v1::ModelSpec spec;
-  spec.mutable_backbone()->set_name(o.backbone);
-  spec.set_arch(sparse ? xmod::v1::XMOD : xmod::v1::DENSE);
-  if (sparse) {
-    spec.set_k(o.k);
-    spec.set_a(o.a);
-    if (o.n0 >= 0) spec.set_n0(o.n0);
-  }
-  return spec;
+[[noreturn]] void Fail(const std::string& message) {
+  std::fprintf(stderr, "bench_model: %s\n", message.c_str());
+  std::exit(2);
 }
 
-double PeakRssMiB() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss / 1024.0;  // ru_maxrss is in KiB on Linux
+std::unique_ptr<Subject> MakeSubject(const BenchOptions& o, const BenchSetup& setup, bool sparse) {
+  absl::StatusOr<std::unique_ptr<Subject>> subject = Subject::Create(o, setup, sparse);
+  if (!subject.ok()) Fail(subject.status().ToString());
+  return *std::move(subject);
 }
 
-// One model with its batch, ready to time training steps.
-class Subject {
- public:
-  Subject(const BenchOptions& o, bool sparse) : o_(o), sparse_(sparse) {
-    xmod::v1::ModelSpec spec = MakeSpec(o, sparse);
-    absl::StatusOr<Accounting> acc = Account(spec, o.seq_len);
-    if (!acc.ok()) {
-      std::fprintf(stderr, "%s\n", acc.status().ToString().c_str());
-      std::exit(2);
-    }
-    acc_ = *acc;
-    model_ = Transformer(spec, acc_, o.seq_len);
-    model_->train();
-    batch_ = std::max(1, o.tokens_per_step / o.seq_len);
-    torch::Tensor tokens =
-        torch::randint(0, acc_.backbone.vocab_size, {batch_, o.seq_len + 1}, torch::kLong);
-    input_ = tokens.narrow(1, 0, o.seq_len).contiguous();   // (B, L)
-    target_ = tokens.narrow(1, 1, o.seq_len).contiguous();  // (B, L)
+void Store(Measurement* m, int i, const Result& r, bool sparse) {
+  (sparse ? m->sparse : m->dense)[i] = r;
+}
+
+// CPU: all models and thread counts interleaved step by step in this process.
+Measurement MeasureInterleaved(const BenchOptions& o, const BenchSetup& setup,
+                               const std::vector<bool>& models) {
+  Measurement m;
+  m.thread_counts = static_cast<int>(o.threads.size());
+  for (int i = 0; i < m.thread_counts; ++i) {
+    ApplyThreadBudget(o.threads[i]);
+    m.peak[i] = MeasurePeak(setup);
   }
-
-  // One forward + backward; returns its seconds.
-  double Step() {
-    model_->zero_grad();
-    auto start = std::chrono::steady_clock::now();
-    ModelOutput out = model_->forward(input_, target_, RoutingMode::kTopK);
-    (out.loss + out.aux_loss).backward();
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    loss_ = out.loss.item<double>();
-    return seconds;
-  }
-
-  void Profile() {
-    torch::autograd::profiler::RecordProfile guard(o_.profile + (sparse_ ? ".xmod" : ".dense"));
-    Step();
-  }
-
-  Result Summarize(double total_seconds) const {
-    Result r;
-    const double tokens_per_step = static_cast<double>(batch_) * o_.seq_len;
-    r.step_seconds = total_seconds / o_.steps;
-    r.tokens_per_second = tokens_per_step / r.step_seconds;
-    r.train_flops_per_token = acc_.train_flops_per_token;
-    r.flops_per_second = r.tokens_per_second * acc_.train_flops_per_token;
-    r.peak_rss_mib = PeakRssMiB();
-    r.loss = loss_;
-    r.layers = acc_.layers;
-    return r;
-  }
-
- private:
-  BenchOptions o_;
-  bool sparse_;
-  Accounting acc_;
-  Transformer model_{nullptr};
-  int batch_ = 1;
-  torch::Tensor input_, target_;
-  double loss_ = 0;
-};
-
-// Times the given models step by step, alternating between them so that load from other
-// processes falls on all of them alike. Returns one Result per model.
-std::vector<Result> Measure(const BenchOptions& o, const std::vector<bool>& sparse) {
-  torch::set_num_threads(o.threads);
   torch::manual_seed(0);
   std::vector<std::unique_ptr<Subject>> subjects;
-  for (bool s : sparse) subjects.push_back(std::make_unique<Subject>(o, s));
-  std::vector<double> total(subjects.size(), 0.0);
-  for (int step = 0; step < o.warmup + o.steps; ++step) {
-    for (size_t i = 0; i < subjects.size(); ++i) {
-      const double seconds = subjects[i]->Step();
-      if (step >= o.warmup) total[i] += seconds;
+  for (bool sparse : models) subjects.push_back(MakeSubject(o, setup, sparse));
+  // times[i][s]: timed steps of subject s at threads[i]
+  std::vector<std::vector<std::vector<StepTime>>> times(
+      m.thread_counts, std::vector<std::vector<StepTime>>(subjects.size()));
+  for (int round = 0; round < o.warmup + o.steps; ++round) {
+    for (int i = 0; i < m.thread_counts; ++i) {
+      ApplyThreadBudget(o.threads[i]);
+      for (size_t s = 0; s < subjects.size(); ++s) {
+        const StepTime step = subjects[s]->Step();
+        if (round >= o.warmup) times[i][s].push_back(step);
+      }
     }
   }
-  if (!o.profile.empty()) {
-    for (auto& subject : subjects) subject->Profile();
+  for (int i = 0; i < m.thread_counts; ++i) {
+    ApplyThreadBudget(o.threads[i]);
+    const Peak again = MeasurePeak(setup);
+    m.peak[i].flops_per_second = std::max(m.peak[i].flops_per_second, again.flops_per_second);
+    m.peak[i].flops_per_cpu_second =
+        std::max(m.peak[i].flops_per_cpu_second, again.flops_per_cpu_second);
   }
-  std::vector<Result> results;
-  for (size_t i = 0; i < subjects.size(); ++i) results.push_back(subjects[i]->Summarize(total[i]));
-  return results;
+  if (!o.profile.empty()) {
+    ApplyThreadBudget(o.threads[0]);
+    for (auto& s : subjects) s->Profile(o.profile + (s->sparse() ? ".xmod" : ".dense"));
+  }
+  for (int i = 0; i < m.thread_counts; ++i) {
+    for (size_t s = 0; s < subjects.size(); ++s) {
+      Store(&m, i, subjects[s]->Summarize(times[i][s], o.threads[i]), subjects[s]->sparse());
+    }
+  }
+  return m;
 }
 
-// fp32 matrix-product peak at this thread count, FLOP/s: the best of several short trials,
-// so that a burst of load from other processes does not lower it.
-double MeasurePeak(int threads) {
-  torch::set_num_threads(threads);
-  torch::Tensor a = torch::randn({1024, 1024}), b = torch::randn({1024, 1024});
-  torch::matmul(a, b);
-  const int reps = 3;
-  double best = 0;
-  for (int trial = 0; trial < 10; ++trial) {
-    auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < reps; ++i) torch::matmul(a, b);
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    best = std::max(best, reps * 2.0 * 1024 * 1024 * 1024 / seconds);
+// CUDA: the models one after the other, each in its own peak-memory window.
+Measurement MeasureSequential(const BenchOptions& o, const BenchSetup& setup,
+                              const std::vector<bool>& models) {
+  Measurement m;
+  m.thread_counts = 1;
+  ApplyThreadBudget(o.threads[0]);
+  m.peak[0] = MeasurePeak(setup);
+  for (bool sparse : models) {
+    torch::manual_seed(0);
+    SynchronizeDevice(setup.device);
+    ResetPeakDeviceMemory(setup.device);
+    std::unique_ptr<Subject> subject = MakeSubject(o, setup, sparse);
+    std::vector<StepTime> times;
+    for (int step = 0; step < o.warmup + o.steps; ++step) {
+      const StepTime t = subject->Step();
+      if (step >= o.warmup) times.push_back(t);
+    }
+    if (!o.profile.empty()) subject->Profile(o.profile + (sparse ? ".xmod" : ".dense"));
+    Store(&m, 0, subject->Summarize(times, o.threads[0]), sparse);
   }
-  return best;
+  return m;
 }
 
 // Runs fn in a child process and returns what it wrote.
@@ -188,28 +144,158 @@ T InChild(Fn fn) {
   }
   close(fds[1]);
   T value{};
-  const bool ok = read(fds[0], &value, sizeof(value)) == static_cast<ssize_t>(sizeof(value));
+  size_t got = 0;
+  char* bytes = reinterpret_cast<char*>(&value);
+  for (ssize_t n; got < sizeof(value) && (n = read(fds[0], bytes + got, sizeof(value) - got)) > 0;)
+    got += n;
   close(fds[0]);
   int status = 0;
   waitpid(pid, &status, 0);
-  if (!ok || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::fprintf(stderr, "measurement child failed\n");
+  if (got != sizeof(value) || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "bench_model: measurement child failed\n");
     std::exit(5);
   }
   return value;
 }
 
-void Print(const char* name, const BenchOptions& o, const Result& r, double peak) {
-  std::printf(
-      "model=%s L=%d threads=%d layers=%d step_s=%.4f tokens_per_s=%.1f train_flops_per_token=%.4g "
-      "achieved_gflops=%.2f peak_gflops=%.2f of_peak=%.3f peak_rss_mib=%.1f loss=%.4f\n",
-      name, o.seq_len, o.threads, r.layers, r.step_seconds, r.tokens_per_second,
-      r.train_flops_per_token, r.flops_per_second / 1e9, peak / 1e9, r.flops_per_second / peak,
-      r.peak_rss_mib, r.loss);
+struct Ratio {
+  double time = 0, phi = 0, efficiency = 0;
+};
+Ratio RatioOf(const Result& dense, const Result& sparse) {
+  Ratio r;
+  r.time = sparse.step_seconds / dense.step_seconds;
+  r.phi = sparse.train_flops_per_token / dense.train_flops_per_token;
+  r.efficiency = r.time / r.phi;
+  return r;
+}
+
+// Achieved FLOPs per CPU second of the process against the peak's: with one thread, the
+// fraction of peak that load from other processes does not distort (with more, it also
+// charges the threads' idle spinning).
+double OfPeakCpu(const Result& r, const Peak& peak) {
+  const double tokens_per_step = r.tokens_per_second * r.step_seconds;
+  return tokens_per_step * r.train_flops_per_token / r.step_cpu_seconds / peak.flops_per_cpu_second;
+}
+
+void PrintText(const BenchOptions& o, const BenchSetup& setup, const Measurement& m) {
+  const bool dense = o.arch != "xmod", sparse = o.arch != "dense";
+  const char* attention = setup.runtime.fused_attention ? "fused" : "manual";
+  for (int i = 0; i < m.thread_counts; ++i) {
+    for (bool s : {false, true}) {
+      if (s ? !sparse : !dense) continue;
+      const Result& r = s ? m.sparse[i] : m.dense[i];
+      std::printf(
+          "model=%s L=%d threads=%d device=%s precision=%s attention=%s layers=%d step_s=%.4f "
+          "best_step_s=%.4f tokens_per_s=%.1f train_flops_per_token=%.4g achieved_gflops=%.2f "
+          "peak_gflops=%.2f of_peak=%.3f step_cpu_s=%.4f of_peak_cpu=%.3f peak_rss_mib=%.1f "
+          "peak_device_mib=%.1f loss=%.4f\n",
+          s ? "xmod" : "dense", o.seq_len, r.threads, o.device.c_str(), o.precision.c_str(),
+          attention, r.layers, r.step_seconds, r.best_step_seconds, r.tokens_per_second,
+          r.train_flops_per_token, r.flops_per_second / 1e9, m.peak[i].flops_per_second / 1e9,
+          r.flops_per_second / m.peak[i].flops_per_second, r.step_cpu_seconds,
+          OfPeakCpu(r, m.peak[i]), r.peak_rss_mib, r.peak_device_mib, r.loss);
+    }
+    if (dense && sparse) {
+      const Ratio r = RatioOf(m.dense[i], m.sparse[i]);
+      std::printf(
+          "ratio L=%d threads=%d K=%d A=%g step_time_ratio=%.4f phi_ratio=%.4f "
+          "efficiency_ratio=%.4f (must be <= 1.0)\n",
+          o.seq_len, o.threads[i], o.k, o.a, r.time, r.phi, r.efficiency);
+    }
+  }
+  for (int i = 1; i < m.thread_counts; ++i) {
+    for (bool s : {false, true}) {
+      if (s ? !sparse : !dense) continue;
+      const Result* r = s ? m.sparse : m.dense;
+      std::printf("scaling model=%s threads=%d vs_threads=%d tokens_per_s_ratio=%.3f\n",
+                  s ? "xmod" : "dense", o.threads[i], o.threads[0],
+                  r[i].tokens_per_second / r[0].tokens_per_second);
+    }
+  }
+}
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string JsonResult(const char* name, const Result& r, const Peak& peak) {
+  return absl::StrFormat(
+      "{\"model\": \"%s\", \"threads\": %d, \"layers\": %d, \"step_s\": %.6g, "
+      "\"best_step_s\": %.6g, \"step_cpu_s\": %.6g, \"tokens_per_s\": %.6g, "
+      "\"train_flops_per_token\": %.6g, \"achieved_flops_per_s\": %.6g, "
+      "\"peak_flops_per_s\": %.6g, \"mfu\": %.4f, \"of_peak_cpu\": %.4f, "
+      "\"peak_rss_mib\": %.1f, \"peak_device_mib\": %.1f, \"loss\": %.6g}",
+      name, r.threads, r.layers, r.step_seconds, r.best_step_seconds, r.step_cpu_seconds,
+      r.tokens_per_second, r.train_flops_per_token, r.flops_per_second, peak.flops_per_second,
+      r.flops_per_second / peak.flops_per_second, OfPeakCpu(r, peak), r.peak_rss_mib,
+      r.peak_device_mib, r.loss);
+}
+
+void PrintJson(const BenchOptions& o, const BenchSetup& setup, const Measurement& m) {
+  const bool dense = o.arch != "xmod", sparse = o.arch != "dense";
+  std::vector<std::string> results, ratios, scaling, peaks;
+  for (int i = 0; i < m.thread_counts; ++i) {
+    peaks.push_back(
+        absl::StrFormat("{\"threads\": %d, \"flops_per_s\": %.6g, \"flops_per_cpu_s\": %.6g}",
+                        o.threads[i], m.peak[i].flops_per_second, m.peak[i].flops_per_cpu_second));
+    if (dense) results.push_back(JsonResult("dense", m.dense[i], m.peak[i]));
+    if (sparse) results.push_back(JsonResult("xmod", m.sparse[i], m.peak[i]));
+    if (dense && sparse) {
+      const Ratio r = RatioOf(m.dense[i], m.sparse[i]);
+      ratios.push_back(
+          absl::StrFormat("{\"threads\": %d, \"step_time_ratio\": %.6g, \"phi_ratio\": %.6g, "
+                          "\"efficiency_ratio\": %.6g}",
+                          o.threads[i], r.time, r.phi, r.efficiency));
+    }
+    if (i == 0) continue;
+    for (bool s : {false, true}) {
+      if (s ? !sparse : !dense) continue;
+      const Result* r = s ? m.sparse : m.dense;
+      scaling.push_back(absl::StrFormat(
+          "{\"model\": \"%s\", \"threads\": %d, \"vs_threads\": %d, \"tokens_per_s_ratio\": "
+          "%.6g}",
+          s ? "xmod" : "dense", o.threads[i], o.threads[0],
+          r[i].tokens_per_second / r[0].tokens_per_second));
+    }
+  }
+  const std::string json = absl::StrFormat(
+      "{\"torch\": %s, \"backbone\": %s, \"seq_len\": %d, \"tokens_per_step\": %d, \"k\": %d, "
+      "\"a\": %g, \"n0\": %d, \"device\": %s, \"precision\": %s, \"attention\": %s, "
+      "\"activation_checkpointing\": %s, \"warmup\": %d, \"steps\": %d, \"peak_matmul_size\": "
+      "%d, \"peaks\": [%s], \"results\": [%s], \"ratios\": [%s], \"scaling\": [%s]}\n",
+      JsonString(TorchBuildSummary()), JsonString(o.backbone), o.seq_len,
+      std::max(1, o.tokens_per_step / o.seq_len) * o.seq_len, o.k, o.a, o.n0, JsonString(o.device),
+      JsonString(o.precision), JsonString(setup.runtime.fused_attention ? "fused" : "manual"),
+      o.checkpointing ? "true" : "false", o.warmup, o.steps, setup.peak_size,
+      absl::StrJoin(peaks, ", "), absl::StrJoin(results, ", "), absl::StrJoin(ratios, ", "),
+      absl::StrJoin(scaling, ", "));
+  std::fputs(json.c_str(), stdout);
+}
+
+// Layer kinds and FLOPs of both models, for the eager script and the device check.
+int PrintPlans(const BenchOptions& o) {
+  for (bool sparse : {false, true}) {
+    absl::StatusOr<Accounting> acc = Account(MakeSpec(o, sparse), o.seq_len);
+    if (!acc.ok()) Fail(acc.status().ToString());
+    std::string kinds;
+    for (LayerKind kind : acc->plan.layers) kinds += kind == LayerKind::kDense ? 'D' : 'S';
+    std::string intervals;
+    for (int i : acc->plan.interval_of_layer) intervals += std::to_string(i) + ",";
+    std::printf("%s plan=%s intervals=%s train_flops_per_token=%.6g layers=%d\n",
+                sparse ? "xmod" : "dense", kinds.c_str(), intervals.c_str(),
+                acc->train_flops_per_token, acc->layers);
+  }
+  return 0;
 }
 
 int Main(int argc, char** argv) {
   BenchOptions o;
+  bool json = false;
   CLI::App app{"X-MoD vs Dense training-step benchmark"};
   app.add_option("--backbone", o.backbone, "backbone preset");
   app.add_option("--seq_len", o.seq_len, "context length L");
@@ -217,50 +303,64 @@ int Main(int argc, char** argv) {
   app.add_option("--k", o.k, "X-MoD token sparsity K");
   app.add_option("--a", o.a, "X-MoD anchor stride A");
   app.add_option("--n0", o.n0, "X-MoD dense prefix N0 (-1 = default)");
-  app.add_option("--threads", o.threads, "torch intra-op threads");
+  app.add_option("--threads", o.threads,
+                 "CPU threads; a list (1,2) measures each side by side in one process")
+      ->delimiter(',');
   app.add_option("--warmup", o.warmup, "untimed steps");
   app.add_option("--steps", o.steps, "timed steps");
   app.add_option("--arch", o.arch, "dense | xmod | both | plan");
+  app.add_option("--device", o.device, "cpu | cuda | cuda:N");
+  app.add_option("--precision", o.precision, "fp32 | bf16 (autocast around the forward)");
+  app.add_option("--attention", o.attention, "auto | fused | manual");
+  app.add_flag("--checkpointing", o.checkpointing, "activation checkpointing");
+  app.add_option("--peak_size", o.peak_size, "matmul side for the peak (0: 1024 CPU, 8192 CUDA)");
+  app.add_flag("--json", json, "print one JSON object instead of key=value lines");
   app.add_option("--profile", o.profile, "write a chrome trace of one step to PATH.{dense,xmod}");
   CLI11_PARSE(app, argc, argv);
 
-  if (o.arch == "plan") {  // layer kinds and FLOPs for the eager script
-    for (bool sparse : {false, true}) {
-      absl::StatusOr<Accounting> acc = Account(MakeSpec(o, sparse), o.seq_len);
-      if (!acc.ok()) return 2;
-      std::string kinds;
-      for (LayerKind kind : acc->plan.layers) kinds += kind == LayerKind::kDense ? 'D' : 'S';
-      std::string intervals;
-      for (int i : acc->plan.interval_of_layer) intervals += std::to_string(i) + ",";
-      std::printf("%s plan=%s intervals=%s train_flops_per_token=%.6g\n", sparse ? "xmod" : "dense",
-                  kinds.c_str(), intervals.c_str(), acc->train_flops_per_token);
+  if (o.arch == "plan") return PrintPlans(o);
+  if (o.arch != "both" && o.arch != "dense" && o.arch != "xmod") {
+    Fail("--arch must be dense, xmod, both or plan, got '" + o.arch + "'");
+  }
+  if (o.threads.empty() || o.threads.size() > kMaxThreadCounts) {
+    Fail(absl::StrCat("--threads takes 1 to ", kMaxThreadCounts, " values"));
+  }
+  for (int t : o.threads) {
+    if (t < 1) Fail(absl::StrCat("--threads must be >= 1, got ", t));
+  }
+  if (o.seq_len < 1 || o.steps < 1 || o.warmup < 0) {
+    Fail("--seq_len and --steps must be >= 1, --warmup >= 0");
+  }
+  absl::StatusOr<BenchSetup> setup = ResolveSetup(o);
+  if (!setup.ok()) Fail(std::string(setup.status().message()));
+  std::vector<bool> models;
+  if (o.arch != "xmod") models.push_back(false);
+  if (o.arch != "dense") models.push_back(true);
+  for (bool sparse : models) {  // refuse a bad K / A here, not in a child
+    absl::StatusOr<Accounting> acc = Account(MakeSpec(o, sparse), o.seq_len);
+    if (!acc.ok()) Fail(acc.status().ToString());
+  }
+  Measurement m;
+  if (setup->device.is_cuda()) {
+    if (o.threads.size() > 1) Fail("--device cuda takes one --threads value");
+    try {
+      m = MeasureSequential(o, *setup, models);
+    } catch (const c10::Error& e) {
+      Fail(e.what_without_backtrace());
     }
-    return 0;
-  }
-  const double peak = InChild<double>([&] { return MeasurePeak(o.threads); });
-  Result dense, sparse;
-  using Pair = std::pair<Result, Result>;
-  if (o.arch == "both") {  // interleaved in one process; peak RSS is that of both models
-    Pair both = InChild<Pair>([&] {
-      std::vector<Result> r = Measure(o, {false, true});
-      return Pair{r[0], r[1]};
+  } else {
+    m = InChild<Measurement>([&] {
+      try {
+        return MeasureInterleaved(o, *setup, models);
+      } catch (const c10::Error& e) {
+        Fail(e.what_without_backtrace());
+      }
     });
-    dense = both.first;
-    sparse = both.second;
-  } else if (o.arch == "dense") {
-    dense = InChild<Result>([&] { return Measure(o, {false})[0]; });
-  } else if (o.arch == "xmod") {
-    sparse = InChild<Result>([&] { return Measure(o, {true})[0]; });
   }
-  if (o.arch != "xmod") Print("dense", o, dense, peak);
-  if (o.arch != "dense") Print("xmod", o, sparse, peak);
-  if (o.arch == "both") {
-    const double time_ratio = sparse.step_seconds / dense.step_seconds;
-    const double flop_ratio = sparse.train_flops_per_token / dense.train_flops_per_token;
-    std::printf(
-        "ratio L=%d threads=%d K=%d A=%g step_time_ratio=%.4f phi_ratio=%.4f "
-        "efficiency_ratio=%.4f (must be <= 1.0)\n",
-        o.seq_len, o.threads, o.k, o.a, time_ratio, flop_ratio, time_ratio / flop_ratio);
+  if (json) {
+    PrintJson(o, *setup, m);
+  } else {
+    PrintText(o, *setup, m);
   }
   return 0;
 }

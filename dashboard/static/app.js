@@ -1,4 +1,5 @@
-// app.js — the xmod dashboard's main loop: polls the coordinator's JSON API and renders the
+// app.js — the xmod dashboard's main loop: signs in when the coordinator needs it (a login
+// form; the session is an HttpOnly cookie), polls the coordinator's JSON API and renders the
 // sweep list, the selected sweep's runs table and its loss curves against training FLOPs;
 // fit.js renders the law fit and the recommendation form. The selected sweep lives in the
 // URL hash (#sweep=ID). Metric series of ended runs are fetched once and cached.
@@ -191,10 +192,47 @@ async function refresh() {
     status.classList.remove('failing');
     document.body.dataset.loaded = 'true';
   } catch (error) {
+    if (error.unauthenticated) {
+      showLogin('your session ended; sign in again');
+      return;
+    }
     status.textContent = `error: ${error.message}`;
     status.classList.add('failing');
   }
 }
+
+// The login form replaces the page until a login succeeds; the token is only in the form
+// field, which is cleared once sent.
+let loggedIn = false;
+function showLogin(message) {
+  loggedIn = false;
+  document.getElementById('app').hidden = true;
+  document.getElementById('logout').hidden = true;
+  document.getElementById('login').hidden = false;
+  document.getElementById('login-error').textContent = message || '';
+  document.getElementById('status').textContent = 'signed out';
+}
+function showApp(session) {
+  loggedIn = true;
+  document.getElementById('login').hidden = true;
+  document.getElementById('app').hidden = false;
+  document.getElementById('logout').hidden = !session.required;
+}
+document.getElementById('login').addEventListener('submit', async event => {
+  event.preventDefault();
+  const field = event.target.elements.token;
+  const refused = await Xmod.login(field.value);
+  field.value = '';
+  if (refused) {
+    document.getElementById('login-error').textContent = refused;
+    return;
+  }
+  await start();
+});
+document.getElementById('logout').addEventListener('click', async () => {
+  await Xmod.logout();
+  showLogin();
+});
 
 // One refresh at a time: the loop's next one starts REFRESH_MS after the previous ended;
 // a sweep selection refreshes at once (after the one in flight, if any).
@@ -207,8 +245,21 @@ function refreshOnce() {
   return inFlight;
 }
 async function loop() {
+  if (!loggedIn) return;  // a later login starts it again
   await refreshOnce();
   setTimeout(loop, REFRESH_MS);
+}
+
+// Shows the dashboard when this browser has a session (or none is needed), else the login.
+async function start() {
+  const session = await Xmod.session();
+  if (session.required && !session.authenticated) {
+    showLogin();
+    return;
+  }
+  const wasLoggedIn = loggedIn;
+  showApp(session);
+  if (!wasLoggedIn) loop();
 }
 
 for (const input of document.querySelectorAll('input[name=series]')) {
@@ -222,4 +273,4 @@ window.addEventListener('hashchange', () => {
   state.metrics.clear();  // only the selected sweep's runs are kept
   (inFlight || Promise.resolve()).then(refreshOnce);
 });
-loop();
+start();

@@ -4,25 +4,48 @@
 'use strict';
 
 const Xmod = (() => {
-  // A coordinator started with --token wants it on /api/ calls: open the page as
-  // /?token=SECRET and every call carries it as a bearer token.
-  const token = new URLSearchParams(location.search).get('token');
-  const headers = token ? {Authorization: `Bearer ${token}`} : {};
+  // Authentication: a coordinator with credentials wants a login. The page POSTs the token
+  // once (login) and the server answers with an HttpOnly, SameSite=Strict session cookie that
+  // the browser sends with every /api/ call; the token is never put in a URL or kept by the
+  // page.
 
   // GET `path`; resolves to the parsed JSON, or null on 404 (the API's "none yet"). Other
-  // failures reject with the server's {"error": ...} message when it sent one. With
-  // `missing`, a 404's message is passed to it.
-
+  // failures reject with the server's {"error": ...} message when it sent one (with
+  // `unauthenticated` set on a 401: the session is gone). With `missing`, a 404's message is
+  // passed to it.
   async function api(path, missing) {
-    const response = await fetch(path, {cache: 'no-store', headers});
+    const response = await fetch(path, {cache: 'no-store', credentials: 'same-origin'});
     const body = await response.json().catch(() => ({}));
     if (response.status === 404) {
       if (missing) missing(body.error || 'not found');
       return null;
     }
-    if (!response.ok) throw new Error(body.error || `${path}: HTTP ${response.status}`);
+    if (!response.ok) {
+      const error = new Error(body.error || `${path}: HTTP ${response.status}`);
+      error.unauthenticated = response.status === 401;
+      throw error;
+    }
     return body;
   }
+
+  // {authenticated, required, name, scope} of this browser's session.
+  const session = () => api('/api/session');
+
+  // Exchanges `token` for a session cookie; resolves to null, or to the server's refusal.
+  async function login(token) {
+    const response = await fetch('/api/login', {
+      method: 'POST',
+      body: token,
+      headers: {'Content-Type': 'text/plain'},
+      credentials: 'same-origin',
+      cache: 'no-store',
+    });
+    if (response.ok) return null;
+    const body = await response.json().catch(() => ({}));
+    return body.error || `HTTP ${response.status}`;
+  }
+
+  const logout = () => fetch('/api/logout', {method: 'POST', credentials: 'same-origin'});
 
   // 1234567 -> "1.23M"; parameter and token counts.
   function count(n) {
@@ -59,5 +82,5 @@ const Xmod = (() => {
     return n;
   }
 
-  return {api, count, flops, loss, time, cell, node};
+  return {api, session, login, logout, count, flops, loss, time, cell, node};
 })();

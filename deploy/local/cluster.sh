@@ -2,20 +2,23 @@
 # A one-machine xmod cluster on loopback: one xmod-coordinator and N xmod-workers, each
 # worker offering one CPU slot of one core, all on free ports.
 #
-#   deploy/local/cluster.sh start BUILD_DIR [--state DIR] [--workers N] [--cores N] [--token T]
+#   deploy/local/cluster.sh start BUILD_DIR [--state DIR] [--workers N] [--cores N] [--auth]
 #   deploy/local/cluster.sh stop [--state DIR]
 #   deploy/local/cluster.sh status [--state DIR]
 #
 # State lives under DIR (default ./var/demo): the SQLite database, checkpoints, the workers'
-# work folders, logs/ (one file per process), pids/ and ports.json. `start` writes DIR/env,
-# to be sourced by a shell, with XMOD_ADDR (and XMOD_TOKEN when given) for xmodctl, and
-# XMOD_DASHBOARD / XMOD_METRICS with the coordinator's web and Prometheus addresses.
+# work folders, logs/ (one file per process), pids/ and ports.json. With --auth, `start` makes
+# credentials (docs/security.md) under DIR/secrets (mode 700): a user token for xmodctl and the
+# dashboard's login, and one worker token per worker, passed as files, never as arguments.
+# `start` writes DIR/env, to be sourced by a shell, with XMOD_ADDR (and XMOD_TOKEN_FILE with
+# --auth) for xmodctl, and XMOD_DASHBOARD / XMOD_METRICS with the coordinator's web and
+# Prometheus addresses.
 # `stop` sends SIGTERM to the workers (they checkpoint and hand back running attempts), then
 # to the coordinator, and SIGKILL to whatever is still alive after a grace period.
 set -euo pipefail
 
 usage() {
-  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -31,13 +34,13 @@ fi
 state_dir=./var/demo
 workers=2
 cores=1
-token=${XMOD_TOKEN:-}
+auth=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --state) state_dir=$2; shift 2 ;;
     --workers) workers=$2; shift 2 ;;
     --cores) cores=$2; shift 2 ;;
-    --token) token=$2; shift 2 ;;
+    --auth) auth=1; shift ;;
     *) echo "cluster.sh: unknown argument $1" >&2; usage ;;
   esac
 done
@@ -128,18 +131,41 @@ preflight() {
   fi
 }
 
+# make_credentials DIR: a credentials file with a user credential and one worker credential
+# per worker (local-1 ...), and each one's token in DIR/NAME.token, all readable by us only.
+make_credentials() {
+  local dir=$1 i name secret
+  (
+    umask 077
+    mkdir -p "$dir"
+    : >"$dir/credentials"
+    for name in user $(for ((i = 1; i <= workers; i++)); do echo "local-$i"; done); do
+      secret=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+      if [[ $name == user ]]; then
+        echo "user ${USER:-me}-local $secret" >>"$dir/credentials"
+      else
+        echo "worker $name $secret" >>"$dir/credentials"
+      fi
+      echo "$secret" >"$dir/$name.token"
+    done
+  )
+}
+
 start_cluster() {
   local bin name i
   bin=$(cd "$build_dir/bin" && pwd)
   mkdir -p "$pid_dir" "$log_dir" "$state_dir/checkpoints" "$state_dir/workers"
   rm -f "$state_dir/ports.json" "$state_dir/env"
-  local token_flag=()
-  [[ -n $token ]] && token_flag=(--token "$token")
+  local secrets=$state_dir/secrets coordinator_auth=()
+  if [[ $auth == 1 ]]; then
+    make_credentials "$secrets"
+    coordinator_auth=(--credentials_file "$secrets/credentials")
+  fi
 
   "$bin/xmod-coordinator" --listen 127.0.0.1:0 --http_listen 127.0.0.1:0 \
     --metrics_listen 127.0.0.1:0 --ports_file "$state_dir/ports.json" \
     --db "$state_dir/xmod.db" --checkpoint_root "$state_dir/checkpoints" \
-    "${token_flag[@]}" >"$log_dir/coordinator.log" 2>&1 &
+    "${coordinator_auth[@]}" >"$log_dir/coordinator.log" 2>&1 &
   echo $! >"$pid_dir/coordinator.pid"
   wait_for_file "$state_dir/ports.json" "$pid_dir/coordinator.pid" coordinator
   local grpc http metrics
@@ -150,6 +176,8 @@ start_cluster() {
 
   for ((i = 1; i <= workers; i++)); do
     name=worker-$i
+    local worker_auth=()
+    [[ $auth == 1 ]] && worker_auth=(--token_file "$secrets/local-$i.token")
     mkdir -p "$state_dir/workers/$name"
     rm -f "$state_dir/workers/$name/ports.json"
     OMP_NUM_THREADS=$cores OPENBLAS_NUM_THREADS=$cores \
@@ -157,7 +185,7 @@ start_cluster() {
       --work_dir "$state_dir/workers/$name" --train_bin "$bin/xmod-train" \
       --cpu_slots 1 --cores_per_slot "$cores" --gpus=false \
       --metrics_listen 127.0.0.1:0 --ports_file "$state_dir/workers/$name/ports.json" \
-      "${token_flag[@]}" >"$log_dir/$name.log" 2>&1 &
+      "${worker_auth[@]}" >"$log_dir/$name.log" 2>&1 &
     echo $! >"$pid_dir/$name.pid"
   done
   for ((i = 1; i <= workers; i++)); do
@@ -166,7 +194,7 @@ start_cluster() {
 
   {
     echo "export XMOD_ADDR=$addr"
-    [[ -n $token ]] && echo "export XMOD_TOKEN=$token"
+    [[ $auth == 1 ]] && echo "export XMOD_TOKEN_FILE=$secrets/user.token"
     echo "export XMOD_DASHBOARD=http://127.0.0.1:$http/"
     echo "export XMOD_METRICS=http://127.0.0.1:$metrics/metrics"
   } >"$state_dir/env"

@@ -4,7 +4,8 @@
 //                 + 4 x L x (n_heads x head_dim) x (attention pairs per query, relative to L)
 // with a sparse layer seen by 1/K of the tokens (its matrices count 1/K, its attention
 // among L/K tokens 1/K^2). Embeddings, head, norms and routers' score vectors are left out
-// of the FLOPs; training FLOPs are 3 x forward. Pure functions; thread-safe.
+// of the FLOPs; training FLOPs are train_flops_multiplier x forward (default 3). Pure
+// functions; thread-safe.
 #include "model/accounting/accounting.h"
 
 #include <cmath>
@@ -47,7 +48,17 @@ absl::Status ValidateScalars(const xmod::v1::ModelSpec& model) {
 
 }  // namespace
 
-absl::StatusOr<Accounting> Account(const xmod::v1::ModelSpec& model, int seq_len) {
+double TrainFlopsMultiplier(const xmod::v1::TrainingSpec& training) {
+  return training.train_flops_multiplier() == 0 ? kDefaultTrainFlopsMultiplier
+                                                : training.train_flops_multiplier();
+}
+
+absl::StatusOr<Accounting> Account(const xmod::v1::ModelSpec& model, int seq_len,
+                                   double train_flops_multiplier) {
+  if (!(train_flops_multiplier > 0) || !std::isfinite(train_flops_multiplier)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "training.train_flops_multiplier: must be finite and > 0, got ", train_flops_multiplier));
+  }
   if (seq_len < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("seq_len: context length L must be >= 1, got ", seq_len));
@@ -148,7 +159,7 @@ absl::StatusOr<Accounting> Account(const xmod::v1::ModelSpec& model, int seq_len
   acc.total_params = layer_params + acc.embedding_params;
   acc.active_params = active;
   acc.forward_flops_per_token = flops;
-  acc.train_flops_per_token = 3 * flops;
+  acc.train_flops_per_token = train_flops_multiplier * flops;
   acc.capacity_ratio = acc.total_params / (acc.active_params + acc.embedding_params);
   return acc;
 }

@@ -53,7 +53,8 @@ struct LayerPlan {
   // Index of each sparse interval (run of sparse layers between dense layers) per layer;
   // -1 for non-sparse layers. Bias b_i resets at every interval (paper §2.3).
   std::vector<int> interval_of_layer;
-  int n0 = 0;  // dense prefix actually used (after defaults); 0 for Dense and MoE plans
+  int n0 = 0;  // dense prefix actually used (after defaults and the no-anchors move);
+               // 0 for Dense and MoE plans
 };
 
 // The layer plan of a model. Rule (ARCHITECTURE.md "Model"): [Dense]x N0 then groups
@@ -61,7 +62,14 @@ struct LayerPlan {
 // counts 1 + A); when they do not divide, the first group is shortened. Defaults: N0 = 4
 // (X-MoD and its controls), N0 = 1 and A = 1/K for MoD (paper B.1). K = 1 gives the dense
 // plan for every sparse architecture. Routed-FFN (B.6) replaces each group's sparse layers
-// by ([Attention] + [RoutedFfn] x K) x A. See layer_plan.cc for the no-anchors ablation.
+// by ([Attention] + [RoutedFfn] x K) x A.
+// No-anchors ablation (Table 3 "w/o dense anchors", model.no_anchors), at matched size: the
+// groups' anchors move into the dense prefix ("[D]x4 + ([S16]x16+[D])x12" becomes
+// "[D]x16 + ([S16]x16)x12"), so the ablation keeps full X-MoD's N_act, N, depth and
+// phi/phi_D exactly — §4.4 compares all Table 3 variants "under the same N_act" and
+// training compute — and removes only the periodic full-token synchronisation; sparse
+// intervals (the token-choice bias resets) stay where the anchors were. LayerPlan::n0 is
+// then the prefix including the moved anchors.
 // INVALID_ARGUMENT naming the field when A*K is not a whole number of layers, K < 1, ...
 absl::StatusOr<LayerPlan> BuildLayerPlan(const xmod::v1::ModelSpec& model,
                                          const Backbone& backbone);
@@ -89,7 +97,7 @@ struct Accounting {
   double total_params = 0;             // N: all layers (all experts, routers) + 2 * vocab * d
   double active_params = 0;            // N_act: per-layer params x active-equivalent layers
   double forward_flops_per_token = 0;  // paper Table 6 column, at the given L
-  double train_flops_per_token = 0;    // 3 x forward
+  double train_flops_per_token = 0;    // train_flops_multiplier x forward (default 3 x)
 
   int seq_len = 0;              // L the FLOPs were counted at
   double embedding_params = 0;  // 2 * vocab * d (untied embedding and head)
@@ -99,9 +107,22 @@ struct Accounting {
   Experts experts;              // arch MOE only
 };
 
-// Validates `model` for context length `seq_len` (L/K >= 1, ...) and counts it.
-// Errors name the field path relative to ModelSpec ("k", "a", "moe.active_experts", ...).
-absl::StatusOr<Accounting> Account(const xmod::v1::ModelSpec& model, int seq_len);
+// Training FLOPs per forward FLOP when TrainingSpec.train_flops_multiplier is unset:
+// forward + backward at twice the forward. The paper aligns runs by "logged training
+// FLOPs" (B.1) without stating the factor; 3 is the usual reading.
+inline constexpr double kDefaultTrainFlopsMultiplier = 3.0;
+
+// training.train_flops_multiplier, or kDefaultTrainFlopsMultiplier when it is 0 (unset).
+// Validity (> 0, finite) is checked where specs are validated.
+double TrainFlopsMultiplier(const xmod::v1::TrainingSpec& training);
+
+// Validates `model` for context length `seq_len` (L/K >= 1, ...) and counts it, with
+// train_flops_per_token = train_flops_multiplier x forward FLOPs per token (the budget
+// C = multiplier x forward FLOPs/token x tokens). Errors name the field path relative to
+// ModelSpec ("k", "a", "moe.active_experts", ...); a multiplier that is not finite and
+// > 0 is INVALID_ARGUMENT "training.train_flops_multiplier: ...".
+absl::StatusOr<Accounting> Account(const xmod::v1::ModelSpec& model, int seq_len,
+                                   double train_flops_multiplier = kDefaultTrainFlopsMultiplier);
 
 // phi / phi_D: forward FLOPs per token of `model` over those of the Dense model on the same
 // backbone and L (paper Table 1 column).

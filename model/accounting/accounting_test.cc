@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
@@ -249,6 +250,56 @@ TEST(AccountingTest, Table9DeepModels) {
                 0.005);
     EXPECT_DOUBLE_EQ(acc.active_params, deep_dense.active_params);
     if (r.k >= 12) EXPECT_NEAR(acc.capacity_ratio, r.paper_capacity, 0.02);
+  }
+}
+
+// Table 3 compares every variant at the same N_act = 936M (L = 32768, C = 1.5e20): each
+// ablation of A1K16 keeps full X-MoD's active-equivalent size; all but "w/o dense prefix"
+// also its total N and phi/phi_D.
+TEST(AccountingTest, Table3AblationsAtMatchedSize) {
+  const Accounting dense = MustAccount(Spec(DENSE, "936M"));
+  const Accounting full = MustAccount(XMoD("936M", 16, 1));
+  const double full_phi = full.forward_flops_per_token / dense.forward_flops_per_token;
+  EXPECT_NEAR(full_phi, 0.67, 0.005);
+  std::vector<xmod::v1::ModelSpec> ablations(4, XMoD("936M", 16, 1));
+  ablations[0].set_no_anchors(true);
+  ablations[1].set_no_gated_scaling(true);
+  ablations[2].set_no_token_choice_bias(true);
+  ablations[3].set_n0(0);  // w/o dense prefix
+  for (const xmod::v1::ModelSpec& model : ablations) {
+    const Accounting acc = MustAccount(model);
+    EXPECT_DOUBLE_EQ(acc.active_params, full.active_params) << acc.plan.notation;
+    EXPECT_DOUBLE_EQ(acc.active_params, dense.active_params) << acc.plan.notation;
+    // Without the prefix its 4 dense layers' budget becomes 2 more groups (N0 = 0:
+    // "([S16]x16+[D])x14"): same N_act, phi/phi_D 0.61; the other variants keep the plan.
+    const bool no_prefix = model.has_n0();
+    EXPECT_NEAR(acc.forward_flops_per_token / dense.forward_flops_per_token,
+                no_prefix ? 0.61 : full_phi, no_prefix ? 0.005 : 1e-12)
+        << acc.plan.notation;
+  }
+  // w/o anchors changes only where the dense layers sit.
+  const Accounting no_anchors = MustAccount(ablations[0]);
+  EXPECT_DOUBLE_EQ(no_anchors.total_params, full.total_params);
+  EXPECT_EQ(no_anchors.layers, full.layers);
+  EXPECT_EQ(no_anchors.dense_layers, full.dense_layers);
+  EXPECT_DOUBLE_EQ(no_anchors.forward_flops_per_token, full.forward_flops_per_token);
+}
+
+// C = train_flops_multiplier x forward FLOPs/token x tokens; 3 unless a spec says otherwise.
+TEST(AccountingTest, TrainFlopsMultiplier) {
+  xmod::v1::TrainingSpec training;
+  EXPECT_EQ(TrainFlopsMultiplier(training), 3.0);
+  training.set_train_flops_multiplier(4);
+  EXPECT_EQ(TrainFlopsMultiplier(training), 4.0);
+  const Accounting three = MustAccount(XMoD("556M", 8, 4));
+  absl::StatusOr<Accounting> four = Account(XMoD("556M", 8, 4), kL, 4);
+  ASSERT_TRUE(four.ok()) << four.status();
+  EXPECT_DOUBLE_EQ(three.train_flops_per_token, 3 * three.forward_flops_per_token);
+  EXPECT_DOUBLE_EQ(four->train_flops_per_token, 4 * four->forward_flops_per_token);
+  EXPECT_DOUBLE_EQ(four->forward_flops_per_token, three.forward_flops_per_token);
+  for (double bad : {0.0, -3.0, std::nan("")}) {
+    EXPECT_THAT(Account(XMoD("556M", 8, 4), kL, bad).status().message(),
+                HasSubstr("training.train_flops_multiplier: "));
   }
 }
 

@@ -4,6 +4,7 @@
 //
 // Counting is exact in units of 1/K of a layer: a sparse layer is 1 unit, a dense layer K
 // units, a group [S(K)] x (A*K) + [D] is A*K + K units, and the budget is (n_layers - N0)*K.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -156,20 +157,28 @@ absl::StatusOr<LayerPlan> BuildLayerPlan(const xmod::v1::ModelSpec& model,
   }
 
   std::vector<Group> groups = FillGroups(backbone.n_layers, n0, k, a_k);
-  // No-anchors ablation (Table 3): the same sparse layers, the anchors removed. The
-  // active-equivalent budget therefore shrinks by one layer per removed anchor (N_act and
-  // FLOPs/token drop; N drops by those layers' parameters). We keep it so rather than add
-  // K sparse layers per removed anchor, which would change the total depth and N that the
-  // ablation means to hold. Sparse intervals still reset where the anchors were, so the
-  // token-choice bias (a separate ablation) keeps its per-interval meaning.
+  // No-anchors ablation (Table 3, B.6), at matched size: each anchor leaves its group and
+  // joins the dense prefix, so the sparse layers run back to back while the model keeps
+  // its layer counts — the same N_act (active-equivalent layers), N, total depth and
+  // FLOPs per token (phi/phi_D) as full X-MoD; only the periodic full-token
+  // synchronisation between sparse stacks is gone (what §4.4 says the anchors provide).
+  // Sparse intervals still reset where the anchors were, so the token-choice bias (a
+  // separate ablation) keeps its per-interval meaning.
+  int prefix = n0;
   if (model.no_anchors()) {
-    for (Group& g : groups) g.anchor = false;
+    for (Group& g : groups) {
+      if (g.anchor) ++prefix;
+      g.anchor = false;
+    }
+    groups.erase(
+        std::remove_if(groups.begin(), groups.end(), [](const Group& g) { return g.sparse == 0; }),
+        groups.end());
   }
 
   LayerPlan plan;
-  plan.n0 = n0;
+  plan.n0 = prefix;
   std::vector<std::string> parts;
-  if (n0 > 0) parts.push_back(Repeat("[D]", n0));
+  if (prefix > 0) parts.push_back(Repeat("[D]", prefix));
   int interval = -1;
   bool open_interval = false;  // an anchorless group continues into the next one
   for (const Group& g : groups) {
@@ -199,12 +208,12 @@ absl::StatusOr<LayerPlan> BuildLayerPlan(const xmod::v1::ModelSpec& model,
     parts.push_back(GroupText(arch, k, g));
   }
   // Dense layers of the prefix and the following anchor-only first group read as one run.
-  if (n0 > 0 && parts.size() > 1 && parts[1] == "[D]") {
-    parts[0] = Repeat("[D]", n0 + 1);
+  if (prefix > 0 && parts.size() > 1 && parts[1] == "[D]") {
+    parts[0] = Repeat("[D]", prefix + 1);
     parts.erase(parts.begin() + 1);
   }
-  plan.layers.insert(plan.layers.begin(), n0, LayerKind::kDense);
-  plan.interval_of_layer.insert(plan.interval_of_layer.begin(), n0, -1);
+  plan.layers.insert(plan.layers.begin(), prefix, LayerKind::kDense);
+  plan.interval_of_layer.insert(plan.interval_of_layer.begin(), prefix, -1);
   plan.notation = JoinRuns(parts);
   return plan;
 }

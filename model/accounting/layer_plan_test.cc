@@ -163,19 +163,32 @@ TEST(LayerPlanTest, DensePrefixOverride) {
   EXPECT_EQ(MustPlan(model).notation, "[D]x28");
 }
 
-// Table 3 "w/o dense anchors" on A1K16: the 192 sparse layers stay, the 12 anchors go.
-TEST(LayerPlanTest, NoAnchorsKeepsSparseLayersAndIntervals) {
+// Table 3 "w/o dense anchors" on A1K16, at matched size: the 192 sparse layers stay, the
+// 12 anchors move into the dense prefix; intervals still reset where the anchors were.
+TEST(LayerPlanTest, NoAnchorsMovesAnchorsIntoThePrefix) {
   xmod::v1::ModelSpec model = Spec(XMOD, "936M", 16, 1);
   const LayerPlan full = MustPlan(model);
   EXPECT_EQ(full.notation, "[D]x4 + ([S16]x16+[D])x12");
   model.set_no_anchors(true);
   const LayerPlan plan = MustPlan(model);
-  EXPECT_EQ(plan.notation, "[D]x4 + ([S16]x16)x12");
+  EXPECT_EQ(plan.notation, "[D]x16 + ([S16]x16)x12");
+  EXPECT_EQ(plan.n0, 16);
+  EXPECT_EQ(plan.layers.size(), full.layers.size());
   EXPECT_EQ(Count(plan, LayerKind::kSparse), 192);
-  EXPECT_EQ(Count(plan, LayerKind::kDense), 4);
-  EXPECT_EQ(plan.interval_of_layer[4], 0);
-  EXPECT_EQ(plan.interval_of_layer[20], 1);
+  EXPECT_EQ(Count(plan, LayerKind::kDense), 16);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(plan.layers[i], LayerKind::kDense);
+  EXPECT_EQ(plan.interval_of_layer[16], 0);
+  EXPECT_EQ(plan.interval_of_layer[32], 1);
   EXPECT_EQ(plan.interval_of_layer.back(), 11);
+  // A4K8: the shortened first group's anchor moves too; an anchor-only group disappears.
+  xmod::v1::ModelSpec a4k8 = Spec(XMOD, "936M", 8, 4);
+  a4k8.set_no_anchors(true);
+  EXPECT_EQ(MustPlan(a4k8).notation, "[D]x9 + [S8]x24 + ([S8]x32)x4");
+  xmod::v1::ModelSpec a1k4 = Spec(XMOD, "tiny-test", 4, 1);  // 6 layers: [D]x4 + ([S4]x4+[D])
+  a1k4.set_n0(3);  // remainder of exactly one dense layer: an anchor-only first group
+  EXPECT_EQ(MustPlan(a1k4).notation, "[D]x4 + ([S4]x4+[D])");
+  a1k4.set_no_anchors(true);
+  EXPECT_EQ(MustPlan(a1k4).notation, "[D]x5 + [S4]x4");
 }
 
 TEST(LayerPlanTest, RoutedFfnControl) {
@@ -195,7 +208,7 @@ TEST(LayerPlanTest, RoutedFfnControl) {
   EXPECT_THAT(PlanStatus(Spec(ROUTED_FFN, "936M", 8, 0.5)).message(), HasSubstr("a: "));
   xmod::v1::ModelSpec no_anchors = Spec(ROUTED_FFN, "936M", 16, 3);
   no_anchors.set_no_anchors(true);
-  EXPECT_EQ(MustPlan(no_anchors).notation, "[D]x4 + (([A]+[F16]x16)x3)x6");
+  EXPECT_EQ(MustPlan(no_anchors).notation, "[D]x10 + (([A]+[F16]x16)x3)x6");
 }
 
 TEST(LayerPlanTest, SelectedQueryFullKvSharesTheXModPlan) {

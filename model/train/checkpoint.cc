@@ -2,17 +2,14 @@
 #include "model/train/checkpoint.h"
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <dirent.h>
 
-#include <algorithm>
-#include <cstdio>
+#include <exception>
 #include <mutex>
 #include <sstream>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/files.h"
@@ -59,8 +56,8 @@ absl::Status ReadInto(torch::serialize::InputArchive& archive,
 
 }  // namespace
 
-std::string CheckpointPath(const std::string& dir, int64_t step) {
-  return absl::StrFormat("%s/%s%010d%s", dir, kPrefix, step, kSuffix);
+std::string CheckpointPath(const std::string& dir, int attempt, int64_t step) {
+  return absl::StrFormat("%s/%sa%d-s%010d%s", dir, kPrefix, attempt, step, kSuffix);
 }
 
 absl::StatusOr<CheckpointInfo> SaveCheckpoint(const std::string& path, torch::nn::Module& model,
@@ -125,79 +122,105 @@ absl::Status LoadCheckpoint(const std::string& path, torch::nn::Module* model, M
   } catch (const c10::Error& e) {
     return absl::DataLossError(
         absl::StrCat(path, ": not a checkpoint: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {  // LibTorch's archive parser also throws runtime_error
+    return absl::DataLossError(absl::StrCat(path, ": not a checkpoint: ", e.what()));
   }
-  absl::StatusOr<torch::Tensor> format = Read(archive, "format");
-  if (!format.ok()) return format.status();
-  if (format->item<int64_t>() != kFormatVersion) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path, ": checkpoint format ", format->item<int64_t>(), ", expected ", kFormatVersion));
-  }
-  // Every model tensor in the archive must belong to the model.
-  const auto params = model->named_parameters(/*recurse=*/true);
-  const auto buffers = model->named_buffers(/*recurse=*/true);
-  for (const std::string& key : archive.keys()) {
-    if (!absl::StartsWith(key, "model/")) continue;
-    const std::string name = key.substr(6);
-    if (params.find(name) == nullptr && buffers.find(name) == nullptr) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(path, ": checkpoint holds ", key, ", which the model lacks"));
+  // A well-formed archive can still hold tensors of the wrong kind (a counter that is not
+  // one number, a generator state of the wrong size): LibTorch throws then.
+  try {
+    absl::StatusOr<torch::Tensor> format = Read(archive, "format");
+    if (!format.ok()) return format.status();
+    if (format->item<int64_t>() != kFormatVersion) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          path, ": checkpoint format ", format->item<int64_t>(), ", expected ", kFormatVersion));
     }
-  }
-  absl::Status status = ReadInto(archive, params);
-  if (status.ok()) status = ReadInto(archive, buffers);
-  if (status.ok()) status = muon->Load(archive, "muon");
-  if (status.ok()) status = adamw->Load(archive, "adamw");
-  if (!status.ok()) return absl::Status(status.code(), absl::StrCat(path, ": ", status.message()));
+    // Every model tensor in the archive must belong to the model.
+    const auto params = model->named_parameters(/*recurse=*/true);
+    const auto buffers = model->named_buffers(/*recurse=*/true);
+    for (const std::string& key : archive.keys()) {
+      if (!absl::StartsWith(key, "model/")) continue;
+      const std::string name = key.substr(6);
+      if (params.find(name) == nullptr && buffers.find(name) == nullptr) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(path, ": checkpoint holds ", key, ", which the model lacks"));
+      }
+    }
+    absl::Status status = ReadInto(archive, params);
+    if (status.ok()) status = ReadInto(archive, buffers);
+    if (status.ok()) status = muon->Load(archive, "muon");
+    if (status.ok()) status = adamw->Load(archive, "adamw");
+    if (!status.ok()) {
+      return absl::Status(status.code(), absl::StrCat(path, ": ", status.message()));
+    }
 
-  TrainState loaded;
-  const std::pair<const char*, int64_t*> counters[] = {{"state/step", &loaded.step},
-                                                       {"state/tokens", &loaded.tokens},
-                                                       {"data/epoch", &loaded.data.epoch},
-                                                       {"data/shard", &loaded.data.shard},
-                                                       {"data/offset", &loaded.data.offset}};
-  for (const auto& [key, out] : counters) {
-    absl::StatusOr<torch::Tensor> t = Read(archive, key);
-    if (!t.ok()) return t.status();
-    *out = t->item<int64_t>();
+    TrainState loaded;
+    const std::pair<const char*, int64_t*> counters[] = {{"state/step", &loaded.step},
+                                                         {"state/tokens", &loaded.tokens},
+                                                         {"data/epoch", &loaded.data.epoch},
+                                                         {"data/shard", &loaded.data.shard},
+                                                         {"data/offset", &loaded.data.offset}};
+    for (const auto& [key, out] : counters) {
+      absl::StatusOr<torch::Tensor> t = Read(archive, key);
+      if (!t.ok()) return t.status();
+      *out = t->item<int64_t>();
+    }
+    absl::StatusOr<torch::Tensor> flops = Read(archive, "state/flops");
+    if (!flops.ok()) return flops.status();
+    loaded.flops = flops->item<double>();
+    absl::StatusOr<torch::Tensor> rng = Read(archive, "rng/torch_cpu");
+    if (!rng.ok()) return rng.status();
+    at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle to the default
+    {
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      generator.set_state(*rng);
+    }
+    *state = loaded;
+    return absl::OkStatus();
+  } catch (const c10::Error& e) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": malformed checkpoint: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::DataLossError(absl::StrCat(path, ": malformed checkpoint: ", e.what()));
   }
-  absl::StatusOr<torch::Tensor> flops = Read(archive, "state/flops");
-  if (!flops.ok()) return flops.status();
-  loaded.flops = flops->item<double>();
-  absl::StatusOr<torch::Tensor> rng = Read(archive, "rng/torch_cpu");
-  if (!rng.ok()) return rng.status();
-  at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle to the default
-  {
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    generator.set_state(*rng);
+}
+
+absl::Status VerifyCheckpointFile(const std::string& path, const std::string& expected_sha256) {
+  std::string expected = expected_sha256;
+  const char* source = "the recorded digest";
+  if (expected.empty()) {
+    absl::StatusOr<std::string> sidecar = ReadFile(path + ".sha256");
+    if (!sidecar.ok() && !absl::IsNotFound(sidecar.status())) return sidecar.status();
+    if (!sidecar.ok()) {
+      // A missing checkpoint is NOT_FOUND whether or not its sidecar is there.
+      if (absl::StatusOr<std::string> exists = ReadFile(path); !exists.ok()) {
+        return exists.status();
+      }
+      return absl::FailedPreconditionError(
+          absl::StrCat(path, ": no digest to verify against (none recorded, no sidecar)"));
+    }
+    expected = sidecar->substr(0, sidecar->find_first_of(" \n"));
+    source = "the sidecar";
   }
-  *state = loaded;
+  absl::StatusOr<std::string> actual = Sha256File(path);
+  if (!actual.ok()) return actual.status();
+  if (*actual != expected) {
+    return absl::DataLossError(absl::StrCat(path, ": checksum mismatch: ", source, " says ",
+                                            expected, ", file hashes to ", *actual));
+  }
   return absl::OkStatus();
 }
 
-absl::Status PruneCheckpoints(const std::string& dir, int64_t current_step, int keep) {
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return absl::NotFoundError(absl::StrCat(dir, ": cannot list"));
-  std::vector<std::pair<int64_t, std::string>> found;
-  while (dirent* entry = ::readdir(d)) {
-    const std::string name = entry->d_name;
-    if (!absl::StartsWith(name, kPrefix) || !absl::EndsWith(name, kSuffix)) continue;
-    int64_t step;
-    const std::string digits = name.substr(
-        sizeof(kPrefix) - 1, name.size() - (sizeof(kPrefix) - 1) - (sizeof(kSuffix) - 1));
-    if (absl::SimpleAtoi(digits, &step)) found.emplace_back(step, dir + "/" + name);
-  }
-  ::closedir(d);
-  std::sort(found.begin(), found.end());
-  size_t kept = 0;
-  for (auto it = found.rbegin(); it != found.rend(); ++it) {
-    if (it->first <= current_step && kept < static_cast<size_t>(keep)) {
-      ++kept;
-      continue;
+ResumeChoice ChooseResume(const std::vector<ResumeCandidate>& candidates) {
+  ResumeChoice choice;
+  for (const ResumeCandidate& candidate : candidates) {
+    absl::Status status = VerifyCheckpointFile(candidate.path, candidate.sha256);
+    if (status.ok()) {
+      choice.chosen = candidate;
+      break;
     }
-    std::remove(it->second.c_str());
-    std::remove((it->second + ".sha256").c_str());
+    choice.rejected.push_back({candidate, std::move(status)});
   }
-  return absl::OkStatus();
+  return choice;
 }
 
 }  // namespace xmod

@@ -4,17 +4,23 @@
 // order is a pure function of (seed, position), so the position is the loader's whole RNG
 // state; the learning rate is recomputed from the schedule.
 //
-// Files are `ckpt-<step, 10 digits>.pt` (a torch::serialize archive) written atomically
-// (temp file + fsync + rename), followed by a sidecar `<file>.sha256` ("<hex>  <name>",
-// sha256sum's format) also written atomically. Loading verifies the sidecar when present.
-// Thread-compatible free functions.
+// Files belong to the attempt that wrote them: `ckpt-a<attempt>-s<step, 10 digits>.pt` (a
+// torch::serialize archive), so a fenced-off attempt can never overwrite or delete another
+// attempt's files. Each is written atomically (temp file + fsync + rename + folder fsync),
+// followed by a sidecar `<file>.sha256` ("<hex>  <name>", sha256sum's format) also written
+// atomically. The trainer deletes nothing: the worker removes checkpoints once newer ones
+// are durable in the coordinator's database. Before a resume, VerifyCheckpointFile checks
+// the digest the coordinator recorded, sidecar or not; loading checks the sidecar when
+// present. Thread-compatible free functions.
 #ifndef XMOD_MODEL_TRAIN_CHECKPOINT_H_
 #define XMOD_MODEL_TRAIN_CHECKPOINT_H_
 
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -38,8 +44,8 @@ struct CheckpointInfo {
   int64_t bytes = 0;
 };
 
-// `dir`/ckpt-<step>.pt.
-std::string CheckpointPath(const std::string& dir, int64_t step);
+// `dir`/ckpt-a<attempt>-s<step>.pt.
+std::string CheckpointPath(const std::string& dir, int attempt, int64_t step);
 
 // Writes the checkpoint and its sidecar. INTERNAL (with the path) on I/O failure.
 absl::StatusOr<CheckpointInfo> SaveCheckpoint(const std::string& path, torch::nn::Module& model,
@@ -47,15 +53,34 @@ absl::StatusOr<CheckpointInfo> SaveCheckpoint(const std::string& path, torch::nn
                                               const TrainState& state);
 
 // Restores into objects built from the same spec (the torch CPU generator included).
-// NOT_FOUND if missing; DATA_LOSS if the sidecar's checksum differs or the archive does not
-// parse; FAILED_PRECONDITION if a tensor is missing or shaped unlike the model's.
+// NOT_FOUND if missing; DATA_LOSS if the sidecar's checksum differs, the archive does not
+// parse or a counter or the generator state is malformed; FAILED_PRECONDITION if a tensor
+// is missing or shaped unlike the model's. Never throws.
 absl::Status LoadCheckpoint(const std::string& path, torch::nn::Module* model, Muon* muon,
                             AdamW* adamw, TrainState* state);
 
-// Deletes, with their sidecars, the checkpoints in `dir` past `current_step` (left by an
-// attempt whose later steps were superseded by a resume) and all but the `keep` highest at
-// or below it.
-absl::Status PruneCheckpoints(const std::string& dir, int64_t current_step, int keep);
+// Checks, without loading it, that the file at `path` hashes to `expected_sha256` (lower-case
+// hex; the digest the coordinator recorded), or, when that is empty, to its sidecar's digest.
+// OK; NOT_FOUND if the file is missing; DATA_LOSS naming both digests on a mismatch;
+// FAILED_PRECONDITION when there is nothing to check against (no digest and no sidecar).
+absl::Status VerifyCheckpointFile(const std::string& path, const std::string& expected_sha256);
+
+// A checkpoint offered for resuming, with the digest it must have.
+struct ResumeCandidate {
+  std::string path;
+  std::string sha256;  // empty: checked against the sidecar
+};
+struct ResumeRejection {
+  ResumeCandidate candidate;
+  absl::Status reason;
+};
+struct ResumeChoice {
+  std::optional<ResumeCandidate> chosen;  // the first candidate that verified; none if all failed
+  std::vector<ResumeRejection> rejected;  // those before it that did not, in order
+};
+// Verifies `candidates` (newest first) in order with VerifyCheckpointFile and stops at the
+// first that passes.
+ResumeChoice ChooseResume(const std::vector<ResumeCandidate>& candidates);
 
 }  // namespace xmod
 

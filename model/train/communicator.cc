@@ -14,6 +14,7 @@
 #include <exception>
 
 #include "absl/strings/str_cat.h"
+#include "xmod/torch_features.h"
 
 namespace xmod {
 namespace {
@@ -44,11 +45,31 @@ torch::Tensor Checksum(const torch::Tensor& t) {
   return units.sum(torch::kInt64);
 }
 
+// A c10d work handle (its type differs between LibTorch versions).
+template <typename WorkPtr>
+class C10dWork : public CollectiveWork {
+ public:
+  explicit C10dWork(WorkPtr work) : work_(std::move(work)) {}
+  absl::Status Wait() override {
+    return Guard("gradient all-reduce", [&] { work_->wait(); });
+  }
+
+ private:
+  WorkPtr work_;
+};
+
 }  // namespace
+
+// The common base of c10d's Gloo and NCCL process groups.
+#if XMOD_TORCH_HAS_C10D_BACKEND
+using C10dGroup = c10d::Backend;
+#else
+using C10dGroup = c10d::ProcessGroup;
+#endif
 
 struct Communicator::Group {
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroup> group;
+  c10::intrusive_ptr<C10dGroup> group;
 };
 
 Communicator::Communicator(int rank, int world_size, torch::Device collective_device,
@@ -133,6 +154,20 @@ absl::Status Communicator::AllReduce(torch::Tensor& tensor, Reduce op, const cha
     std::vector<torch::Tensor> tensors = {tensor};
     group_->group->allreduce(tensors, reduce)->wait();
   });
+}
+
+absl::StatusOr<std::shared_ptr<CollectiveWork>> Communicator::StartAllReduceSum(
+    torch::Tensor tensor) {
+  std::shared_ptr<CollectiveWork> result;
+  absl::Status status = Guard("gradient all-reduce", [&] {
+    std::vector<torch::Tensor> tensors = {tensor};
+    c10d::AllreduceOptions options;
+    options.reduceOp = c10d::ReduceOp::SUM;
+    auto work = group_->group->allreduce(tensors, options);
+    result = std::make_shared<C10dWork<decltype(work)>>(std::move(work));
+  });
+  if (!status.ok()) return status;
+  return result;
 }
 
 absl::Status Communicator::AllReduceBuckets(const std::vector<torch::Tensor>& tensors,

@@ -28,6 +28,15 @@
 
 namespace xmod {
 
+// A collective in flight (Communicator::StartAllReduceSum).
+class CollectiveWork {
+ public:
+  virtual ~CollectiveWork() = default;
+  // Blocks until the collective is done (on a CUDA device: until the current stream is
+  // ordered after it). UNAVAILABLE if it failed.
+  virtual absl::Status Wait() = 0;
+};
+
 class Communicator {
  public:
   // Validates `options` (ValidateDistributedOptions) and, for world_size > 1, joins the
@@ -45,6 +54,15 @@ class Communicator {
   // without a gradient on some rank counts as zero there; one without a gradient on every
   // rank keeps none (the optimizers then skip it, as in a single process).
   absl::Status AverageGradients(const std::vector<torch::Tensor>& parameters);
+
+  // Starts summing `tensor` over the ranks, in place, and returns at once (world_size > 1;
+  // the tensor lives on the collective device). Collectives start in the same order on
+  // every rank.
+  absl::StatusOr<std::shared_ptr<CollectiveWork>> StartAllReduceSum(torch::Tensor tensor);
+
+  // Whether tensors on `device` can be handed to the collectives as they are (NCCL with CUDA
+  // tensors, Gloo with CPU tensors); otherwise they are staged through host memory.
+  bool CollectsOn(torch::Device device) const { return device == collective_device_; }
 
   // Sums each tensor over the ranks, in place (e.g. per-rank counters).
   absl::Status SumTensors(const std::vector<torch::Tensor>& tensors);

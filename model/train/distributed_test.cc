@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "model/accounting/accounting.h"
 #include "model/train/events.h"
+#include "model/train/exit_codes.h"
 #include "model/train/test_corpus.h"
 #include "xmod/v1/spec.pb.h"
 #include "xmod/v1/trainer.pb.h"
@@ -295,8 +296,8 @@ TEST_F(DistributedTest, SigtermOnOneRankStopsBothAfterTheSameStep) {
   ASSERT_EQ(::kill(pids[1], SIGTERM), 0);
   Finished rank0 = Wait("long_rank0", pids[0]);
   Finished rank1 = Wait("long_rank1", pids[1]);
-  EXPECT_EQ(rank0.exit_code, 75) << rank0.stderr_text;
-  EXPECT_EQ(rank1.exit_code, 75) << rank1.stderr_text;
+  EXPECT_EQ(rank0.exit_code, kExitPreempted) << rank0.stderr_text;
+  EXPECT_EQ(rank1.exit_code, kExitPreempted) << rank1.stderr_text;
   ASSERT_FALSE(rank0.events.empty());
   ASSERT_TRUE(rank0.events.back().has_checkpoint());
   const int64_t step = rank0.events.back().checkpoint().step();
@@ -311,7 +312,7 @@ TEST_F(DistributedTest, WorldSizeThatDoesNotDivideTheWindowsIsRefused) {
   const std::string spec = WriteSpec("odd", xmod::v1::DENSE, 2, 3 * kSeqLen, "ckpt");
   Finished f = Wait("odd", Start("odd", {"--spec", spec, "--rank", "0", "--world_size", "2",
                                          "--rendezvous", dir_ + "/odd.rendezvous"}));
-  EXPECT_EQ(f.exit_code, 1);
+  EXPECT_EQ(f.exit_code, kExitInvalidConfig);
   EXPECT_THAT(f.stderr_text, HasSubstr("training.batch_tokens: 48 tokens are 3 windows"));
   EXPECT_THAT(f.stderr_text, HasSubstr("2 data-parallel ranks"));
   EXPECT_TRUE(f.events.empty());

@@ -1,7 +1,15 @@
 // xmod-train: trains one run to its FLOP budget (see model/train/trainer.h and the worker
 // contract in the team notes). Parses flags, applies the thread budget, installs the SIGTERM
-// handler and calls RunTrainer. Exit 0 = budget spent, 75 = stopped by SIGTERM after a
-// checkpoint, 1 = failure (the reason on the last line of stderr), 2 = bad flags.
+// handler and calls RunTrainer. Exit codes (model/train/exit_codes.h): 0 = budget spent,
+// 75 = stopped by SIGTERM after a checkpoint, 3..6 = a failure of a known kind (invalid
+// configuration, diverged loss, out of memory, data loss), 1 = any other failure; the reason
+// is on the last line of stderr.
+//
+// Fencing (model/train/lease.h): with --lease_deadline_ms the process exits with
+// kExitLeaseExpired, writing nothing more, once that CLOCK_MONOTONIC time passes without an
+// extension on --lease_fd. Resume: --resume may repeat (newest first), each with the
+// --resume_sha256 the coordinator recorded; the first candidate whose file verifies is
+// loaded, and each one refused before it is reported as a resume_rejected event.
 //
 // Data parallelism: start W processes with the same --spec and --rendezvous, --world_size W
 // and --rank 0..W-1 (each with its own --threads / --device); rank 0 alone writes events and
@@ -11,19 +19,73 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "model/train/checkpoint.h"
+#include "model/train/events.h"
+#include "model/train/exit_codes.h"
+#include "model/train/lease.h"
 #include "model/train/run_spec_file.h"
 #include "model/train/threads.h"
 #include "model/train/trainer.h"
 
 namespace {
 
-constexpr int kExitPreempted = 75;  // EX_TEMPFAIL: the worker may resume from the checkpoint
 std::atomic<bool> g_stop{false};
 
 void OnSigterm(int) { g_stop.store(true); }
+
+// The exit code of a failed run, by the kind of failure (exit_codes.h). The trainer returns
+// INVALID_ARGUMENT for a bad spec or option, INTERNAL "... (diverged)" for a non-finite loss,
+// DATA_LOSS for a checkpoint or shard that fails verification, and LibTorch's or the C++
+// runtime's out-of-memory errors as text.
+int ExitCodeFor(const absl::Status& status) {
+  const std::string message = absl::AsciiStrToLower(status.message());
+  if (absl::StrContains(message, "out of memory") || absl::StrContains(message, "bad_alloc") ||
+      absl::IsResourceExhausted(status)) {
+    return xmod::kExitOutOfMemory;
+  }
+  if (absl::IsInvalidArgument(status)) return xmod::kExitInvalidConfig;
+  if (absl::IsDataLoss(status)) return xmod::kExitDataLoss;
+  if (absl::IsInternal(status) && absl::StrContains(message, "diverged")) {
+    return xmod::kExitDiverged;
+  }
+  return xmod::kExitFailure;
+}
+
+// Picks the resume checkpoint among `paths` (newest first, digests in `sha256s`, which is
+// empty or as long) and reports each refused candidate on `events`. DATA_LOSS when none
+// verifies.
+absl::StatusOr<std::string> ChooseResumePath(const std::vector<std::string>& paths,
+                                             const std::vector<std::string>& sha256s,
+                                             xmod::EventWriter& events) {
+  std::vector<xmod::ResumeCandidate> candidates;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    candidates.push_back({paths[i], sha256s.empty() ? "" : sha256s[i]});
+  }
+  xmod::ResumeChoice choice = xmod::ChooseResume(candidates);
+  for (const xmod::ResumeRejection& rejection : choice.rejected) {
+    LOG(WARNING) << "not resuming from " << rejection.candidate.path << ": " << rejection.reason;
+    xmod::v1::TrainerEvent event;
+    xmod::v1::TrainerResumeRejected* rejected = event.mutable_resume_rejected();
+    rejected->set_path(rejection.candidate.path);
+    rejected->set_sha256(rejection.candidate.sha256);
+    rejected->set_reason(rejection.reason.ToString());
+    if (absl::Status s = events.Write(event); !s.ok()) return s;
+  }
+  if (!choice.chosen.has_value()) {
+    return absl::DataLossError(
+        absl::StrCat("none of the ", paths.size(), " resume checkpoints verified"));
+  }
+  if (!choice.rejected.empty()) LOG(WARNING) << "falling back to " << choice.chosen->path;
+  return choice.chosen->path;
+}
 
 }  // namespace
 
@@ -38,10 +100,24 @@ int main(int argc, char** argv) {
                  "file descriptor for size-delimited TrainerEvent messages (-1: none)");
   app.add_option("--threads", threads,
                  "CPU threads (0: training.threads of the spec, else all cores)");
-  app.add_option("--resume", options.resume_path, "checkpoint to resume from");
+  std::vector<std::string> resume_paths;
+  std::vector<std::string> resume_sha256s;
+  app.add_option("--resume", resume_paths,
+                 "checkpoint to resume from; repeat for fallbacks, newest first");
+  app.add_option("--resume_sha256", resume_sha256s,
+                 "the expected SHA-256 (hex) of each --resume, in the same order (default: "
+                 "each file's .sha256 sidecar)");
+  int64_t lease_deadline_ms = 0;
+  int lease_fd = -1;
+  app.add_option("--lease_deadline_ms", lease_deadline_ms,
+                 "CLOCK_MONOTONIC ms at which the attempt's lease lapses: exit 7 without "
+                 "writing (0: no lease)");
+  app.add_option("--lease_fd", lease_fd,
+                 "file descriptor of size-delimited TrainerControl messages extending the "
+                 "lease (-1: none)");
   app.add_option("--device", options.device, "cpu or cuda:N");
-  options.log_every = 10;
-  app.add_option("--log_every", options.log_every, "train/* metrics and a log line every N steps");
+  app.add_option("--log_every", options.log_every,
+                 "train/* metrics and a log line every N steps (0 = training.log_every_steps)");
   app.add_option("--micro_batch_tokens", options.micro_batch_tokens,
                  "tokens per forward/backward on each rank (0: the rank's whole share)");
   xmod::DistributedOptions& dist = options.distributed;
@@ -60,11 +136,17 @@ int main(int argc, char** argv) {
 
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
+  if (lease_deadline_ms > 0) xmod::InstallLease(lease_deadline_ms, lease_fd);
+  if (!resume_sha256s.empty() && resume_sha256s.size() != resume_paths.size()) {
+    std::fprintf(stderr, "xmod-train: --resume_sha256 given %zu times for %zu --resume\n",
+                 resume_sha256s.size(), resume_paths.size());
+    return xmod::kExitBadFlags;
+  }
 
   absl::StatusOr<xmod::v1::RunSpec> spec = xmod::ReadRunSpec(spec_path);
   if (!spec.ok()) {
     std::fprintf(stderr, "xmod-train: %s\n", std::string(spec.status().message()).c_str());
-    return 1;
+    return ExitCodeFor(spec.status());
   }
   options.spec = *std::move(spec);
   if (threads <= 0) threads = options.spec.training().threads();
@@ -73,12 +155,26 @@ int main(int argc, char** argv) {
 
   std::signal(SIGTERM, OnSigterm);
   std::signal(SIGPIPE, SIG_IGN);  // a closed events pipe is reported as a write error
-  options.stop_requested = [](int64_t) { return g_stop.load(); };
+  // Polled after every step: a lapsed lease ends the process here, before anything more.
+  options.stop_requested = [](int64_t) {
+    xmod::ExitIfLeaseLapsed();
+    return g_stop.load();
+  };
+
+  if (!resume_paths.empty()) {
+    xmod::EventWriter events(dist.rank == 0 ? options.events_fd : -1);
+    absl::StatusOr<std::string> resume = ChooseResumePath(resume_paths, resume_sha256s, events);
+    if (!resume.ok()) {
+      std::fprintf(stderr, "xmod-train: %s\n", resume.status().ToString().c_str());
+      return ExitCodeFor(resume.status());
+    }
+    options.resume_path = *std::move(resume);
+  }
 
   absl::StatusOr<xmod::TrainerResult> result = xmod::RunTrainer(options);
   if (!result.ok()) {
     std::fprintf(stderr, "xmod-train: %s\n", result.status().ToString().c_str());
-    return 1;
+    return ExitCodeFor(result.status());
   }
   std::string rank;
   if (dist.world_size > 1) {
@@ -92,5 +188,5 @@ int main(int argc, char** argv) {
                static_cast<long long>(result->steps), result->tokens_per_second,
                result->achieved_flops_per_second, result->final_val_loss, result->seconds,
                rank.c_str());
-  return result->preempted ? kExitPreempted : 0;
+  return result->preempted ? xmod::kExitPreempted : xmod::kExitOk;
 }

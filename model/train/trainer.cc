@@ -18,11 +18,15 @@
 #include "common/files.h"
 #include "model/accounting/accounting.h"
 #include "model/routing_diagnostics.h"
+#include "model/torch_compat.h"
 #include "model/train/adamw.h"
 #include "model/train/checkpoint.h"
 #include "model/train/communicator.h"
 #include "model/train/data_loader.h"
 #include "model/train/events.h"
+#include "model/train/grad_clip.h"
+#include "model/train/grad_reducer.h"
+#include "model/train/lease.h"
 #include "model/train/muon.h"
 #include "model/train/schedule.h"
 #include "model/train/training_config.h"
@@ -31,7 +35,6 @@
 namespace xmod {
 namespace {
 
-constexpr int kCheckpointsKept = 2;
 constexpr int64_t kProgressIntervalMs = 1000;
 
 // Whether the plan has routed layers (val/loss_topk and routing diagnostics apply).
@@ -91,8 +94,14 @@ class Run {
     return events_.Metric(state_.step, state_.tokens, state_.flops, name, value);
   }
   absl::Status MaybeProgress(bool force);
-  // torch tensors (rows, seq_len + 1) of int64 tokens on the device.
+  // torch tensors (rows, seq_len + 1) of int64 tokens on the device; on a GPU through pinned
+  // host memory and an asynchronous copy.
   torch::Tensor ToDevice(std::vector<int64_t>& tokens, int64_t rows);
+  // Writes train/* metrics and the log line; the step loop's one host synchronisation.
+  absl::Status LogTraining(const torch::Tensor& loss, const torch::Tensor& aux, double lr);
+  // The model's numerics and kernels from training.precision / attention /
+  // activation_checkpointing. INVALID_ARGUMENT when this LibTorch cannot honour them.
+  absl::StatusOr<ModelRuntimeOptions> RuntimeOptions() const;
   double TrainSeconds() const { return std::max(1e-9, train_seconds_); }
 
   const TrainerOptions& options_;
@@ -101,7 +110,9 @@ class Run {
   const int rank_;
   const int world_size_;
   std::unique_ptr<Communicator> comm_;
-  std::vector<torch::Tensor> per_rank_counters_;  // buffers summed over ranks each step
+  std::unique_ptr<OverlappedGradientReducer> reducer_;  // overlapped all-reduce, when used
+  AutocastState autocast_;                              // bf16 mixed precision, when on
+  std::vector<torch::Tensor> per_rank_counters_;        // buffers summed over ranks each step
   xmod::v1::TrainingSpec training_;
   Accounting accounting_;
   bool routed_ = false;
@@ -109,6 +120,7 @@ class Run {
   int64_t sequences_per_step_ = 0;  // windows of the global batch
   int64_t sequences_per_rank_ = 0;  // this rank's share of them
   int64_t sequences_per_micro_ = 0;
+  int log_every_ = 1;
   double flops_per_step_ = 0;
   std::unique_ptr<LrSchedule> schedule_;
   std::unique_ptr<TrainLoader> loader_;
@@ -158,8 +170,10 @@ absl::Status Run::Setup() {
         " data-parallel ranks (--world_size)"));
   }
   sequences_per_rank_ = sequences_per_step_ / world_size_;
-  const int64_t micro_tokens =
-      options_.micro_batch_tokens > 0 ? options_.micro_batch_tokens : training_.batch_tokens();
+  const int64_t micro_tokens = options_.micro_batch_tokens > 0      ? options_.micro_batch_tokens
+                               : training_.micro_batch_tokens() > 0 ? training_.micro_batch_tokens()
+                                                                    : training_.batch_tokens();
+  log_every_ = options_.log_every > 0 ? options_.log_every : training_.log_every_steps();
   sequences_per_micro_ = std::clamp<int64_t>(micro_tokens / seq_len, 1, sequences_per_rank_);
   schedule_ =
       std::make_unique<LrSchedule>(steps_, training_.warmup_fraction(), training_.min_lr_ratio());
@@ -198,8 +212,11 @@ absl::Status Run::Setup() {
         {{"the run spec", torch::tensor({fingerprint}, torch::kInt64)}}, "--spec files");
     if (!same.ok()) return same;
   }
+  absl::StatusOr<ModelRuntimeOptions> runtime = RuntimeOptions();
+  if (!runtime.ok()) return runtime.status();
+  autocast_ = {training_.precision() == "bf16", torch::kBFloat16};
   torch::manual_seed(training_.seed());
-  model_ = Transformer(spec.model(), accounting_, seq_len);
+  model_ = Transformer(spec.model(), accounting_, seq_len, *runtime);
   model_->to(device_);
   model_->train();
   if (training_.optimizer() == "muon") {
@@ -215,13 +232,22 @@ absl::Status Run::Setup() {
   }
 
   if (!options_.resume_path.empty()) {
+    // A checkpoint that verified (main.cc) but does not fit this run would fail every retry
+    // the same way: report it refused, so the coordinator stops offering it.
+    auto refuse = [this](const absl::Status& why) {
+      xmod::v1::TrainerEvent event;
+      event.mutable_resume_rejected()->set_path(options_.resume_path);
+      event.mutable_resume_rejected()->set_reason(why.ToString());
+      events_.Write(event).IgnoreError();  // the load error below says what matters
+      return why;
+    };
     absl::Status status =
         LoadCheckpoint(options_.resume_path, model_.get(), muon_.get(), adamw_.get(), &state_);
-    if (!status.ok()) return status;
+    if (!status.ok()) return refuse(status);
     if (state_.step > steps_) {
-      return absl::FailedPreconditionError(
+      return refuse(absl::FailedPreconditionError(
           absl::StrCat(options_.resume_path, ": checkpoint at step ", state_.step,
-                       " is past the run's ", steps_, " planned steps"));
+                       " is past the run's ", steps_, " planned steps")));
     }
     status = loader_->SetPosition(state_.data);
     if (!status.ok()) return status;
@@ -240,6 +266,11 @@ absl::Status Run::Setup() {
   }
   absl::Status in_sync = CheckRanksInSync();
   if (!in_sync.ok()) return in_sync;
+  // Overlap needs every parameter to get a gradient on every rank: not so for MoE experts.
+  if (world_size_ > 1 && training_.overlap_grad_reduce() && per_rank_counters_.empty() &&
+      comm_->CollectsOn(device_)) {
+    reducer_ = std::make_unique<OverlappedGradientReducer>(comm_.get(), model_->parameters());
+  }
 
   xmod::v1::TrainerEvent event;
   xmod::v1::TrainerStarted* started = event.mutable_started();
@@ -250,16 +281,33 @@ absl::Status Run::Setup() {
   LOG(INFO) << "run " << spec.run_id() << ": " << accounting_.plan.notation << ", "
             << accounting_.layers << " layers, N = " << accounting_.total_params
             << ", train FLOPs/token = " << accounting_.train_flops_per_token << ", " << steps_
-            << " steps of " << training_.batch_tokens() << " tokens on " << device_
+            << " steps of " << training_.batch_tokens() << " tokens on " << device_ << ", "
+            << training_.precision() << (runtime->fused_attention ? ", fused attention" : "")
+            << (runtime->activation_checkpointing ? ", activation checkpointing" : "")
             << (world_size_ > 1 ? absl::StrCat(", rank ", rank_, " of ", world_size_, " (",
                                                options_.distributed.backend, ")")
                                 : std::string());
   return events_.Write(event);
 }
 
+absl::StatusOr<ModelRuntimeOptions> Run::RuntimeOptions() const {
+  ModelRuntimeOptions runtime;
+  if (training_.attention() == "fused" && !HasFusedAttention()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("training.attention: \"fused\" needs scaled_dot_product_attention, which ",
+                     TorchBuildSummary(), " lacks; use \"auto\" or \"manual\""));
+  }
+  runtime.fused_attention = training_.attention() != "manual" && HasFusedAttention();
+  runtime.activation_checkpointing = training_.activation_checkpointing();
+  return runtime;
+}
+
 torch::Tensor Run::ToDevice(std::vector<int64_t>& tokens, int64_t rows) {
-  return torch::from_blob(tokens.data(), {rows, training_.seq_len() + 1}, torch::kInt64)
-      .to(device_, /*non_blocking=*/false, /*copy=*/true);
+  torch::Tensor host =
+      torch::from_blob(tokens.data(), {rows, training_.seq_len() + 1}, torch::kInt64);
+  if (!device_.is_cuda()) return host.clone();
+  // A pinned copy: `tokens` is refilled for the next batch while this copy may still run.
+  return host.pin_memory().to(device_, /*non_blocking=*/true);
 }
 
 absl::Status Run::Step() {
@@ -276,36 +324,39 @@ absl::Status Run::Step() {
   if (!status.ok()) return status;
   loader_->Skip(static_cast<int>((world_size_ - 1 - rank_) * sequences_per_rank_));
   torch::Tensor batch = ToDevice(buffer_, sequences_per_rank_);  // (B / W, T + 1)
-  double loss = 0, aux = 0;                                      // this rank's means
+  // This rank's mean losses, kept on the device: reading them would wait for the GPU.
+  torch::Tensor loss = torch::zeros({}, batch.options().dtype(torch::kFloat64));
+  torch::Tensor aux = torch::zeros({}, batch.options().dtype(torch::kFloat64));
   for (int64_t b = 0; b < sequences_per_rank_; b += sequences_per_micro_) {
     const int64_t n = std::min(sequences_per_micro_, sequences_per_rank_ - b);
     torch::Tensor chunk = batch.slice(/*dim=*/0, b, b + n);
     torch::Tensor inputs = chunk.slice(/*dim=*/1, 0, seq_len).contiguous();       // (n, T)
     torch::Tensor targets = chunk.slice(/*dim=*/1, 1, seq_len + 1).contiguous();  // (n, T)
-    ModelOutput out = model_->forward(inputs, targets, RoutingMode::kTopK);
+    ModelOutput out;
+    {
+      AutocastGuard autocast(device_.type(), autocast_);
+      out = model_->forward(inputs, targets, RoutingMode::kTopK);
+    }
     const double weight = static_cast<double>(n) / static_cast<double>(sequences_per_rank_);
     torch::Tensor total = out.aux_loss.defined() ? out.loss + out.aux_loss : out.loss;
+    if (reducer_ != nullptr && b + n >= sequences_per_rank_) reducer_->Arm();
     (total * weight).backward();
-    loss += out.loss.item<double>() * weight;
-    if (out.aux_loss.defined()) aux += out.aux_loss.item<double>() * weight;
+    loss += out.loss.detach().to(torch::kFloat64) * weight;
+    if (out.aux_loss.defined()) aux += out.aux_loss.detach().to(torch::kFloat64) * weight;
   }
   if (world_size_ > 1) {
     // The global batch's gradient and losses are the means of the ranks'.
-    status = comm_->AverageGradients(model_->parameters());
+    status =
+        reducer_ != nullptr ? reducer_->Finish() : comm_->AverageGradients(model_->parameters());
     if (!status.ok()) return status;
-    std::vector<double> losses = {loss, aux};
-    status = comm_->SumScalars(&losses);
+    torch::Tensor losses = torch::stack({loss, aux});  // (2) float64, on the device
+    status = comm_->SumTensors({losses});
     if (!status.ok()) return status;
-    loss = losses[0] / world_size_;
-    aux = losses[1] / world_size_;
+    losses.div_(world_size_);
+    loss = losses[0];
+    aux = losses[1];
   }
-  if (!std::isfinite(loss)) {
-    return absl::InternalError(
-        absl::StrCat("train/loss is ", loss, " at step ", state_.step + 1, " (diverged)"));
-  }
-  if (training_.grad_clip() > 0) {
-    torch::nn::utils::clip_grad_norm_(model_->parameters(), training_.grad_clip());
-  }
+  if (training_.grad_clip() > 0) ClipGradNorm(model_->parameters(), training_.grad_clip());
   muon_->Step(lr);
   adamw_->Step(adamw_lr);
   status = comm_->SumTensors(per_rank_counters_);
@@ -318,20 +369,30 @@ absl::Status Run::Step() {
   state_.tokens += training_.batch_tokens();
   state_.flops += flops_per_step_;
   state_.data = loader_->position();
-  last_loss_ = loss;
   train_seconds_ += Seconds(std::chrono::steady_clock::now() - begin);
+  if (state_.step % log_every_ == 0 || state_.step == steps_) return LogTraining(loss, aux, lr);
+  return absl::OkStatus();
+}
 
-  if (rank_ == 0 && (state_.step % options_.log_every == 0 || state_.step == steps_)) {
-    for (auto [name, value] : {std::pair<const char*, double>{"train/loss", loss},
-                               {"train/aux_loss", aux},
-                               {"train/lr", lr}}) {
-      status = Metric(name, value);
-      if (!status.ok()) return status;
-    }
-    LOG(INFO) << absl::StrFormat("step %d/%d loss %.4f aux %.4f lr %.3g tok/s %.0f", state_.step,
-                                 steps_, loss, aux, lr,
-                                 (state_.tokens - start_tokens_) / TrainSeconds());
+absl::Status Run::LogTraining(const torch::Tensor& loss_tensor, const torch::Tensor& aux_tensor,
+                              double lr) {
+  const double loss = loss_tensor.item<double>(), aux = aux_tensor.item<double>();
+  // Every rank sees the same global mean, so every rank fails alike.
+  if (!std::isfinite(loss)) {
+    return absl::InternalError(
+        absl::StrCat("train/loss is ", loss, " at step ", state_.step, " (diverged)"));
   }
+  last_loss_ = loss;
+  if (rank_ != 0) return absl::OkStatus();
+  for (auto [name, value] : {std::pair<const char*, double>{"train/loss", loss},
+                             {"train/aux_loss", aux},
+                             {"train/lr", lr}}) {
+    absl::Status status = Metric(name, value);
+    if (!status.ok()) return status;
+  }
+  LOG(INFO) << absl::StrFormat("step %d/%d loss %.4f aux %.4f lr %.3g tok/s %.0f", state_.step,
+                               steps_, loss, aux, lr,
+                               (state_.tokens - start_tokens_) / TrainSeconds());
   return absl::OkStatus();
 }
 
@@ -376,6 +437,7 @@ absl::StatusOr<Evaluation> Run::Evaluate() {
     torch::Tensor inputs = batch.slice(/*dim=*/1, 0, seq_len).contiguous();       // (n, T)
     torch::Tensor targets = batch.slice(/*dim=*/1, 1, seq_len + 1).contiguous();  // (n, T)
     RoutingTrace trace;
+    AutocastGuard autocast(device_.type(), autocast_);
     ModelOutput out =
         model_->forward(inputs, targets, RoutingMode::kThreshold, routed_ ? &trace : nullptr);
     result.loss += out.loss.item<double>() * n;
@@ -412,9 +474,14 @@ absl::Status Run::WriteCheckpoint() {
       last_checkpoint_step_ == state_.step) {
     return absl::OkStatus();
   }
-  absl::StatusOr<CheckpointInfo> info =
-      SaveCheckpoint(CheckpointPath(options_.spec.checkpoint_dir(), state_.step), *model_, *muon_,
-                     *adamw_, state_);
+  // Fencing (lease.h): an attempt whose lease lapsed writes nothing; the watchdog ends the
+  // process should the lease lapse during the write, before the rename.
+  ExitIfLeaseLapsed();
+  // The file belongs to this attempt; nothing is deleted here: the worker removes older
+  // checkpoints once newer ones are durable in the coordinator's database.
+  absl::StatusOr<CheckpointInfo> info = SaveCheckpoint(
+      CheckpointPath(options_.spec.checkpoint_dir(), options_.spec.attempt(), state_.step), *model_,
+      *muon_, *adamw_, state_);
   if (!info.ok()) return info.status();
   last_checkpoint_step_ = state_.step;
   last_checkpoint_ = info->path;
@@ -429,7 +496,7 @@ absl::Status Run::WriteCheckpoint() {
   absl::Status status = events_.Write(event);
   if (!status.ok()) return status;
   LOG(INFO) << "checkpoint " << info->path << " (" << info->bytes << " bytes)";
-  return PruneCheckpoints(options_.spec.checkpoint_dir(), state_.step, kCheckpointsKept);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<TrainerResult> Run::Train() {
@@ -524,7 +591,7 @@ absl::StatusOr<TrainerResult> Run::Train() {
 }  // namespace
 
 absl::StatusOr<TrainerResult> RunTrainer(const TrainerOptions& options) {
-  if (options.log_every < 1) return absl::InvalidArgumentError("--log_every: must be >= 1");
+  if (options.log_every < 0) return absl::InvalidArgumentError("--log_every: must be >= 0");
   try {
     Run run(options);
     return run.Train();

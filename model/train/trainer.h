@@ -1,5 +1,5 @@
 // Trainer: trains one run (a RunSpec) to its training-FLOP budget — the xmod-train side of
-// the worker contract (team notes, "Process contract between worker and trainer").
+// the worker contract (docs/fault-tolerance.md: leases, checkpoints, exit codes).
 //
 // Steps = floor(flop_budget / (train_flops_per_token x batch_tokens)), training FLOPs from
 // model/accounting (3 x forward, paper B.1). Each step draws batch_tokens / seq_len windows,
@@ -8,8 +8,14 @@
 // schedule. Evaluation at `eval_marks` evenly spaced FLOP marks, the last one at the end:
 // val/loss with the causal threshold rule, and for routed models val/loss_topk and the
 // routing diagnostics of B.7. Checkpoints at every evaluation (and every
-// checkpoint_every_steps), the last two kept. Events go to the EventWriter: `started`, then
-// metric / progress / checkpoint events, `finished` last.
+// checkpoint_every_steps), named by attempt and step; the trainer deletes none (the worker
+// collects them once newer ones are durable in the coordinator). Events go to the
+// EventWriter: `started`, then metric / progress / checkpoint events, `finished` last.
+//
+// The GPU step (TrainingSpec precision / attention / activation_checkpointing /
+// overlap_grad_reduce / log_every_steps; docs/gpu-training.md): bf16 autocast with fp32
+// master weights, fused attention where the LibTorch has it, batches through pinned memory,
+// losses kept on the device and read only at logging and evaluation marks.
 //
 // Data parallelism (options.distributed, world_size W > 1): W processes ("ranks") train one
 // run with the same global batch as one process would. Each rank reads its own disjoint
@@ -47,8 +53,10 @@ struct TrainerOptions {
   int events_fd = -1;              // delimited TrainerEvent stream; -1 = none (glog on stderr only)
   std::string resume_path;         // checkpoint to continue from; empty = fresh start
   std::string device = "cpu";      // "cpu" or "cuda:N" (needs a CUDA LibTorch)
-  int log_every = 1;               // train/* metrics and a log line every N steps
-  int64_t micro_batch_tokens = 0;  // tokens per forward/backward; 0 = the whole batch
+  int log_every = 0;               // train/* metrics every N steps; 0 = spec's log_every_steps
+  // Tokens per forward/backward; 0 = the spec's training.micro_batch_tokens (whose 0 is the
+  // rank's whole share of the batch).
+  int64_t micro_batch_tokens = 0;
   // Polled after every step with the step count; true = write a checkpoint and return with
   // `preempted` set (the SIGTERM path).
   std::function<bool(int64_t step)> stop_requested;

@@ -41,6 +41,10 @@ absl::StatusOr<xmod::v1::TrainingSpec> ResolveTraining(const xmod::v1::TrainingS
   if (!t.has_grad_clip()) t.set_grad_clip(1.0);
   if (t.eval_marks() == 0) t.set_eval_marks(8);
   if (t.eval_tokens() == 0) t.set_eval_tokens(t.batch_tokens());
+  if (t.precision().empty()) t.set_precision("fp32");
+  if (t.attention().empty()) t.set_attention("auto");
+  if (!t.has_overlap_grad_reduce()) t.set_overlap_grad_reduce(true);
+  if (t.log_every_steps() == 0) t.set_log_every_steps(10);
 
   if (t.seq_len() < 1) return absl::InvalidArgumentError("training.seq_len: must be >= 1");
   if (t.batch_tokens() < t.seq_len() || t.batch_tokens() % t.seq_len() != 0) {
@@ -73,8 +77,28 @@ absl::StatusOr<xmod::v1::TrainingSpec> ResolveTraining(const xmod::v1::TrainingS
                                                    " is less than one window of seq_len ",
                                                    t.seq_len()));
   }
+  if (t.precision() != "fp32" && t.precision() != "bf16") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("training.precision: \"", t.precision(), "\" is not \"fp32\" or \"bf16\""));
+  }
+  if (t.attention() != "auto" && t.attention() != "fused" && t.attention() != "manual") {
+    return absl::InvalidArgumentError(absl::StrCat("training.attention: \"", t.attention(),
+                                                   "\" is not \"auto\", \"fused\" or \"manual\""));
+  }
+  if (t.micro_batch_tokens() < 0 || t.micro_batch_tokens() % t.seq_len() != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("training.micro_batch_tokens: ", t.micro_batch_tokens(),
+                     " is not 0 or a positive multiple of seq_len ", t.seq_len()));
+  }
+  if (t.log_every_steps() < 1) {
+    return absl::InvalidArgumentError("training.log_every_steps: must be >= 0");
+  }
   if (t.checkpoint_every_steps() < 0) {
     return absl::InvalidArgumentError("training.checkpoint_every_steps: must be >= 0");
+  }
+  if (!(t.train_flops_multiplier() >= 0) || !std::isfinite(t.train_flops_multiplier())) {
+    return absl::InvalidArgumentError(
+        "training.train_flops_multiplier: must be finite and > 0 (0 = default 3)");
   }
   return t;
 }

@@ -1,6 +1,11 @@
 // Tests of training defaults, field validation and budget -> steps.
 #include "model/train/training_config.h"
 
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -19,11 +24,17 @@ TEST(PlannedStepsTest, FloorOfBudgetOverStepCost) {
               HasSubstr("training.flop_budget: 99 FLOPs is too small for one step of 100 FLOPs"));
 }
 
-TEST(ResolveTrainingTest, DefaultsAndFieldErrors) {
+// The fields without a default: 4 windows of 16 tokens a step, 1e9 FLOPs.
+xmod::v1::TrainingSpec MinimalTraining() {
   xmod::v1::TrainingSpec t;
   t.set_seq_len(16);
   t.set_batch_tokens(64);
   t.set_flop_budget(1e9);
+  return t;
+}
+
+TEST(ResolveTrainingTest, DefaultsAndFieldErrors) {
+  xmod::v1::TrainingSpec t = MinimalTraining();
   absl::StatusOr<xmod::v1::TrainingSpec> r = ResolveTraining(t);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->optimizer(), "muon");
@@ -36,6 +47,27 @@ TEST(ResolveTrainingTest, DefaultsAndFieldErrors) {
   t.set_batch_tokens(64);
   t.set_optimizer("sgd");
   EXPECT_THAT(ResolveTraining(t).status().message(), HasSubstr("training.optimizer"));
+}
+
+TEST(ResolveTrainingTest, GpuStepDefaultsAndErrors) {
+  xmod::v1::TrainingSpec t = MinimalTraining();
+  absl::StatusOr<xmod::v1::TrainingSpec> r = ResolveTraining(t);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->precision(), "fp32");
+  EXPECT_EQ(r->attention(), "auto");
+  EXPECT_TRUE(r->overlap_grad_reduce());
+  EXPECT_FALSE(r->activation_checkpointing());
+  EXPECT_EQ(r->log_every_steps(), 10);
+  for (auto [field, mutate] :
+       std::vector<std::pair<std::string, std::function<void(xmod::v1::TrainingSpec&)>>>{
+           {"training.precision", [](auto& s) { s.set_precision("fp16"); }},
+           {"training.attention", [](auto& s) { s.set_attention("flash"); }},
+           {"training.micro_batch_tokens", [](auto& s) { s.set_micro_batch_tokens(24); }},
+           {"training.log_every_steps", [](auto& s) { s.set_log_every_steps(-1); }}}) {
+    xmod::v1::TrainingSpec bad = t;
+    mutate(bad);
+    EXPECT_THAT(ResolveTraining(bad).status().message(), HasSubstr(field));
+  }
 }
 
 }  // namespace

@@ -1,19 +1,26 @@
 // Drives headless Chromium (playwright-core) over the real dashboard of a coordinator whose
-// sweep has finished, and checks what a user sees: the sweep in the list, one SUCCEEDED
+// sweep has finished, and checks what a user sees: the login form (the token typed into it
+// becomes an HttpOnly, SameSite=Strict session cookie, never part of a URL or readable by the
+// page's scripts), the sweep in the list, one SUCCEEDED
 // row per run, one multi-point loss curve per run, the series switch redrawing the chart,
 // the law-fit panel showing /api/sweeps/{id}/fit, the recommendation form answering (also
 // under a parameter cap), no console errors and no failed requests. Saves a
 // full-page screenshot.
 //
 // Usage: node dashboard_e2e.mjs PLAYWRIGHT_CORE_DIR BASE_URL SWEEP_ID RUN_COUNT SCREENSHOT
+//        TOKEN_FILE
 // Exit 0 on success; 1 with the failed check on stderr.
+import {readFileSync} from 'node:fs';
 import {pathToFileURL} from 'node:url';
 
-const [playwrightDir, baseUrl, sweepArg, runsArg, screenshot] = process.argv.slice(2);
-if (!screenshot) {
-  console.error('usage: node dashboard_e2e.mjs PLAYWRIGHT_DIR BASE_URL SWEEP_ID RUNS SCREENSHOT');
+const [playwrightDir, baseUrl, sweepArg, runsArg, screenshot, tokenFile] =
+    process.argv.slice(2);
+if (!tokenFile) {
+  console.error(
+      'usage: node dashboard_e2e.mjs PLAYWRIGHT_DIR BASE_URL SWEEP_ID RUNS SCREENSHOT TOKEN_FILE');
   process.exit(2);
 }
+const token = readFileSync(tokenFile, 'utf8').trim();
 const sweepId = Number(sweepArg);
 const runCount = Number(runsArg);
 const {chromium} = await import(pathToFileURL(`${playwrightDir}/index.mjs`).href);
@@ -49,7 +56,24 @@ try {
 
   const started = Date.now();
   await page.goto(`${baseUrl}/`);
+  // Sign in: the form, not the URL, carries the token; the session is an HttpOnly cookie.
+  await page.waitForSelector('#login:not([hidden])', {timeout: 20000});
+  check(await page.locator('#app').isHidden(), 'the dashboard is hidden until signed in');
+  await page.fill('#login input[name=token]', token);
+  await page.locator('#login button').click();
   await page.waitForSelector('body[data-loaded=true]', {timeout: 20000});
+  check(!page.url().includes(token), 'the token is not in the URL');
+  check(
+      (await page.inputValue('#login input[name=token]')) === '',
+      'the token field is cleared after signing in');
+  const cookies = await page.context().cookies();
+  const session = cookies.find(c => c.name === 'xmod_session');
+  check(session && session.httpOnly && session.sameSite === 'Strict',
+        `the session cookie is HttpOnly and SameSite=Strict (${JSON.stringify(session)})`);
+  check(!cookies.some(c => c.value.includes(token)), 'no cookie holds the token');
+  check(
+      !(await page.evaluate(() => document.cookie)).includes('xmod_session'),
+      'page scripts cannot read the session');
 
   // The sweep list, then select the sweep by clicking it.
   const item = page.locator(`#sweep-list li[data-sweep-id="${sweepId}"]`);

@@ -4,8 +4,10 @@
 # K = 2..16 on tiny-test at L = 64 and 128) on byte-level shards that xmod-data makes from
 # dict-gcide. While a run is RUNNING, the coordinator's Prometheus endpoint must export its
 # per-run series; once the sweep ends they must be gone, and the coordinator must have
-# fitted the law over the eight sparse runs. Then headless Chromium (playwright-core) checks
-# the page (dashboard_e2e.mjs) and saves $TEST_TMP/dashboard.png (KEEP_TMP=1 keeps it).
+# fitted the law over the eight sparse runs. The coordinator has credentials (workers and
+# xmodctl use token files); headless Chromium (playwright-core) signs in through the login form
+# with a read credential, checks the page (dashboard_e2e.mjs) and saves
+# $TEST_TMP/dashboard.png (KEEP_TMP=1 keeps it).
 # Needs node, /usr/bin/chromium and playwright-core: scripts/setup.sh installs them.
 SRC=${XMOD_SOURCE_DIR:?XMOD_SOURCE_DIR must point at the source tree}
 PLAYWRIGHT=$SRC/.cache/npm/node_modules/playwright-core
@@ -39,6 +41,9 @@ head -c 1000000 "$corpus/gcide.txt" >"$corpus/text.txt"
   --out_prefix "$corpus/gcide" --val_fraction 0.1 >/dev/null
 step "corpus ready"
 
+# With credentials: the browser signs in through the login form with the read credential.
+use_credentials w1 w2
+printf 'Authorization: Bearer %s\n' "$(<"$READ_TOKEN_FILE")" >"$TEST_TMP/read_auth_header"
 start_coordinator --dashboard_dir="$SRC/dashboard/static"
 start_worker w1
 start_worker w2
@@ -98,7 +103,8 @@ fi
 # sparse runs) lands shortly after the sweep ends.
 fit_url="http://127.0.0.1:$COORD_HTTP/api/sweeps/$SWEEP/fit"
 deadline=$((SECONDS + 60))
-until [ "$(curl -s -o "$TEST_TMP/fit.json" -w '%{http_code}' "$fit_url")" = 200 ] &&
+until [ "$(curl -s -H @"$TEST_TMP/read_auth_header" -o "$TEST_TMP/fit.json" -w '%{http_code}' \
+  "$fit_url")" = 200 ] &&
   /usr/bin/python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["nObs"] != 8)' \
     "$TEST_TMP/fit.json"; do
   if ((SECONDS > deadline)); then
@@ -111,5 +117,5 @@ done
 step "fit stored: $(head -c 160 "$TEST_TMP/fit.json")"
 
 node "$SRC/tests/dashboard/dashboard_e2e.mjs" "$PLAYWRIGHT" "http://127.0.0.1:$COORD_HTTP" \
-  "$SWEEP" "$RUNS" "$TEST_TMP/dashboard.png"
+  "$SWEEP" "$RUNS" "$TEST_TMP/dashboard.png" "$READ_TOKEN_FILE"
 step "browser checks passed; screenshot $TEST_TMP/dashboard.png"

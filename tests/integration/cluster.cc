@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <random>
 #include <regex>
@@ -102,8 +103,9 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> Cluster::Launch(const std::string&
 
 absl::Status Cluster::StartCoordinator(const std::vector<std::string>& extra_flags) {
   const std::string ports_file = dir_ + "/ports.json";
+  std::remove(ports_file.c_str());  // left by an earlier start
   std::vector<std::string> argv = {BinaryPath("xmod-coordinator", "XMOD_COORDINATOR_BIN"),
-                                   "--listen=127.0.0.1:0",
+                                   absl::StrCat("--listen=127.0.0.1:", grpc_port_),
                                    "--http_listen=127.0.0.1:0",
                                    "--metrics_listen=127.0.0.1:0",
                                    "--db=" + db_path_,
@@ -114,15 +116,17 @@ absl::Status Cluster::StartCoordinator(const std::vector<std::string>& extra_fla
   if (!child.ok()) return child.status();
   coordinator_ = *std::move(child);
   // Bounded wait for the ports file (written atomically once every listener is up).
+  int port = 0;
   for (int i = 0; i < 600; ++i) {
     absl::StatusOr<std::string> ports = ReadFile(ports_file);
-    if (ports.ok() && (grpc_port_ = JsonInt(*ports, "grpc")) > 0) break;
+    if (ports.ok() && (port = JsonInt(*ports, "grpc")) > 0) break;
     if (coordinator_->Poll().has_value()) {
       return absl::InternalError("xmod-coordinator exited early:\n" + Logs());
     }
     absl::SleepFor(absl::Milliseconds(100));
   }
-  if (grpc_port_ == 0) return absl::DeadlineExceededError("no ports file from xmod-coordinator");
+  if (port == 0) return absl::DeadlineExceededError("no ports file from xmod-coordinator");
+  grpc_port_ = port;
   stub_ = v1::Coordinator::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", grpc_port_),
                                                        grpc::InsecureChannelCredentials()));
   return absl::OkStatus();
@@ -147,6 +151,19 @@ absl::Status Cluster::KillWorker(const std::string& name) {
   if (it == workers_.end()) return absl::NotFoundError(name);
   kill(it->second->pid(), SIGKILL);  // the worker only, not its trainer's process group
   it->second->Wait();
+  return absl::OkStatus();
+}
+
+void Cluster::KillCoordinator() {
+  if (coordinator_ == nullptr) return;
+  coordinator_->Signal(SIGKILL);
+  coordinator_->Wait();
+}
+
+absl::Status Cluster::SignalWorker(const std::string& name, int signal) {
+  auto it = workers_.find(name);
+  if (it == workers_.end()) return absl::NotFoundError(name);
+  if (kill(it->second->pid(), signal) != 0) return absl::InternalError("kill failed");
   return absl::OkStatus();
 }
 

@@ -40,12 +40,19 @@ class Cluster {
   const std::string& dir() const { return dir_; }
   const std::string& db_path() const { return db_path_; }
 
-  // Starts xmod-coordinator with `extra_flags` and waits for its ports file.
+  // Starts xmod-coordinator with `extra_flags` and waits for its ports file. A restart
+  // (after KillCoordinator) listens on the gRPC port of the first start and opens the same
+  // database, so running workers reconnect to it.
   absl::Status StartCoordinator(const std::vector<std::string>& extra_flags);
+  // SIGKILLs the coordinator and reaps it.
+  void KillCoordinator();
   // Starts a worker named `name` with `cpu_slots` 1-core CPU slots.
   absl::Status StartWorker(const std::string& name, int cpu_slots = 1);
   // SIGKILLs the worker process itself (its trainer is left orphaned, as on a lost machine).
+  // StartWorker with the same name starts it again.
   absl::Status KillWorker(const std::string& name);
+  // Sends `signal` (e.g. SIGSTOP, SIGCONT) to the worker process itself.
+  absl::Status SignalWorker(const std::string& name, int signal);
   // SIGTERMs every worker, then the coordinator, and waits for them to exit.
   void Stop();
 

@@ -11,15 +11,27 @@
 //      run's (strictly increasing steps, no gaps, every planned step), both ranks end with
 //      the same parameters, and a 1-rank run of the same spec logs the same train/loss
 //      curve (within 0.1%: only the order of floating-point sums differs).
+//   4. A worker frozen (SIGSTOP) past its lease: its trainer stops by itself without writing
+//      (fencing), the run is retried elsewhere without using up an attempt, and after SIGCONT
+//      the stale attempt is killed; the run SUCCEEDS with a gap-free canonical curve.
+//   5. The newest recorded checkpoint corrupted (4 KiB flipped, sidecar deleted) before a
+//      retry: the retry verifies the coordinator's digest, falls back to the older checkpoint,
+//      the refusal is recorded (event, attempt note) and the run SUCCEEDS.
+#include <dirent.h>
+#include <signal.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/files.h"
 #include "gtest/gtest.h"
@@ -115,6 +127,52 @@ v1::GridSpec* AddGrid(v1::SweepSpec* spec, std::vector<v1::Architecture> archs,
   return grid;
 }
 
+// The pid of a process started by this test whose argv[0] contains `program` and whose
+// arguments include `arg` (from /proc); 0 if none.
+pid_t FindPid(const std::string& program, const std::string& arg) {
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return 0;
+  pid_t found = 0;
+  while (dirent* entry = readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
+    if (pid <= 0) continue;
+    absl::StatusOr<std::string> cmdline = ReadFile(absl::StrCat("/proc/", pid, "/cmdline"));
+    if (!cmdline.ok()) continue;
+    std::vector<std::string> args = absl::StrSplit(*cmdline, '\0');
+    if (args.empty() || args[0].find(program) == std::string::npos) continue;
+    if (std::find(args.begin(), args.end(), arg) != args.end()) {
+      found = pid;
+      break;
+    }
+  }
+  closedir(proc);
+  return found;
+}
+
+// Whether process `pid` has exited (gone, or a zombie its frozen parent has not reaped).
+bool Exited(pid_t pid) {
+  absl::StatusOr<std::string> stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+  if (!stat.ok()) return true;
+  const size_t paren = stat->rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat->size() || (*stat)[paren + 2] == 'Z' ||
+         (*stat)[paren + 2] == 'X';
+}
+
+// Flips `bytes` bytes in the middle of `path`.
+void FlipBytes(const std::string& path, int64_t bytes) {
+  const auto size = static_cast<int64_t>(std::filesystem::file_size(path));
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  const int64_t from = std::max<int64_t>(0, size / 2 - bytes / 2);
+  for (int64_t at = from; at < from + bytes && at < size; ++at) {
+    char c;
+    f.seekg(at);
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x5A);
+    f.seekp(at);
+    f.write(&c, 1);
+  }
+}
+
 class SweepTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -195,6 +253,20 @@ class SweepTest : public ::testing::Test {
     std::cout << "run " << run << ": final val/loss " << val_loss
               << " (ln V = " << std::log(VocabSize()) << ")\n";
     EXPECT_LT(val_loss, std::log(static_cast<double>(VocabSize()))) << "run " << run;
+  }
+
+  // Waits until `sql` (through the API) returns a row; its first row ("" values on timeout).
+  std::vector<std::string> WaitForRow(const std::string& sql, absl::Duration timeout) {
+    const absl::Time end = absl::Now() + timeout;
+    while (absl::Now() < end) {
+      auto rows = cluster_.Query(sql);
+      if (rows.ok() && rows->rows_size() > 0) {
+        return {rows->rows(0).values().begin(), rows->rows(0).values().end()};
+      }
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    ADD_FAILURE() << "timed out waiting for: " << sql << "\n" << cluster_.Logs();
+    return {};
   }
 
   Cluster cluster_;
@@ -363,6 +435,131 @@ TEST_F(SweepTest, TwoRankRunOnOneWorkerFinishesLikeAOneRankRun) {
     digests[rank] = text->substr(at + marker.size(), 64);
   }
   EXPECT_EQ(digests[0], digests[1]);
+}
+
+TEST_F(SweepTest, AFrozenWorkerIsFencedAndItsRunStillSucceeds) {
+  StartCluster({"--lease_ttl_ms=3000", "--heartbeat_interval_ms=300"});
+  v1::SweepSpec spec = MakeSweep(data_dir_, DenseBudget(200), 5);
+  spec.set_max_attempts(1);  // a lost lease must not use it up
+  AddGrid(&spec, {v1::DENSE}, {1});
+  const int64_t sweep_id = Submit(spec, 1);
+
+  // Once attempt 1 has a durable checkpoint, freeze its worker (its trainer keeps running).
+  const std::vector<std::string> first = WaitForRow(
+      "SELECT a.worker, a.run_id FROM attempts a JOIN checkpoints c ON c.run_id = a.run_id "
+      "AND c.attempt = a.attempt WHERE a.attempt = 1 LIMIT 1",
+      absl::Seconds(240));
+  ASSERT_EQ(first.size(), 2u);
+  const std::string victim = first[0];
+  const std::string run_id = first[1];
+  const pid_t pid = FindPid("xmod-worker", "--name=" + victim);
+  ASSERT_GT(pid, 0) << victim;
+  const std::string attempt_dir = absl::StrCat(cluster_.dir(), "/", victim, "/run-", run_id, "-a1");
+  const pid_t trainer = FindPid("xmod-train", attempt_dir + "/spec.pb");
+  ASSERT_GT(trainer, 0) << attempt_dir;
+  ASSERT_EQ(kill(pid, SIGSTOP), 0);
+  std::cout << "stopped " << victim << " (pid " << pid << ")\n";
+
+  // The lease lapses; the trainer, told nothing more, stops by itself while its worker is
+  // still frozen.
+  for (int i = 0; i < 600 && !Exited(trainer); ++i) absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_TRUE(Exited(trainer)) << "the stale trainer kept running";
+  // The run moved on to the other worker meanwhile.
+  WaitForRow(absl::StrCat("SELECT attempt FROM attempts WHERE run_id = ", run_id,
+                          " AND attempt > 1 LIMIT 1"),
+             absl::Seconds(120));
+  ASSERT_EQ(kill(pid, SIGCONT), 0);
+
+  absl::StatusOr<v1::Sweep> sweep = cluster_.WaitForSweep(sweep_id, absl::Seconds(480));
+  ASSERT_TRUE(sweep.ok()) << sweep.status() << "\n" << cluster_.Logs();
+  EXPECT_EQ(sweep->state(), v1::SWEEP_DONE) << cluster_.Logs();
+  cluster_.Stop();
+
+  ReadOnlyDb db(cluster_.db_path());
+  auto state = db.Rows(absl::StrCat("SELECT state, failures FROM runs WHERE id = ", run_id));
+  ASSERT_EQ(state.size(), 1u);
+  EXPECT_EQ(state[0][0], "SUCCEEDED");
+  EXPECT_EQ(state[0][1], "0");  // the lost lease was not counted as a failure
+  auto attempts = db.Rows(absl::StrCat(
+      "SELECT attempt, worker, outcome, resumed_from_step FROM attempts WHERE run_id = ", run_id,
+      " ORDER BY attempt"));
+  ASSERT_GE(attempts.size(), 2u);
+  EXPECT_EQ(attempts.front()[1], victim);
+  EXPECT_EQ(attempts.front()[2], "lost");
+  EXPECT_EQ(attempts.back()[2], "succeeded");
+  EXPECT_GT(std::stoll(attempts.back()[3]), 0) << "the retry did not resume from a checkpoint";
+  // Nothing of the stale attempt was recorded after the retry began (after SIGCONT the worker
+  // still held its events): the retry resumed from attempt 1's newest recorded checkpoint.
+  auto late = db.Rows(absl::StrCat("SELECT COUNT(*) FROM checkpoints WHERE run_id = ", run_id,
+                                   " AND attempt = 1 AND step > ", attempts[1][3]));
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_EQ(late[0][0], "0");
+  // It said why (its stderr reaches the log once the worker runs again).
+  absl::StatusOr<std::string> log = ReadFile(attempt_dir + "/train.log");
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_NE(log->find("lease lapsed"), std::string::npos) << *log;
+  ExpectCleanCurves(db, run_id);
+  ExpectLearned(db, run_id);
+}
+
+TEST_F(SweepTest, ACorruptNewestCheckpointFallsBackToTheOlderOne) {
+  StartCluster({"--lease_ttl_ms=3000", "--heartbeat_interval_ms=300"});
+  v1::SweepSpec spec = MakeSweep(data_dir_, DenseBudget(200), 5);
+  AddGrid(&spec, {v1::DENSE}, {1});
+  const int64_t sweep_id = Submit(spec, 1);
+
+  // Two durable checkpoints of attempt 1, then its worker dies.
+  const std::vector<std::string> first = WaitForRow(
+      "SELECT a.worker, a.run_id FROM attempts a JOIN checkpoints c ON c.run_id = a.run_id "
+      "AND c.attempt = a.attempt WHERE a.attempt = 1 GROUP BY a.run_id HAVING COUNT(*) >= 2",
+      absl::Seconds(240));
+  ASSERT_EQ(first.size(), 2u);
+  const std::string victim = first[0];
+  const std::string run_id = first[1];
+  ASSERT_TRUE(cluster_.KillWorker(victim).ok());
+  // Nothing records checkpoints of attempt 1 any more (a report already in flight has
+  // landed after a moment): corrupt the newest before the retry, which waits for the lease.
+  absl::SleepFor(absl::Milliseconds(500));
+  auto rows = cluster_.Query(absl::StrCat(
+      "SELECT path, step FROM checkpoints WHERE run_id = ", run_id, " ORDER BY step DESC"));
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_GE(rows->rows_size(), 2);
+  const std::string newest = rows->rows(0).values(0);
+  const std::string newest_step = rows->rows(0).values(1);
+  const std::string older_step = rows->rows(1).values(1);
+  FlipBytes(newest, 4096);
+  std::filesystem::remove(newest + ".sha256");
+  std::cout << "corrupted " << newest << " (step " << newest_step << ")\n";
+
+  absl::StatusOr<v1::Sweep> sweep = cluster_.WaitForSweep(sweep_id, absl::Seconds(480));
+  ASSERT_TRUE(sweep.ok()) << sweep.status() << "\n" << cluster_.Logs();
+  EXPECT_EQ(sweep->state(), v1::SWEEP_DONE) << cluster_.Logs();
+  cluster_.Stop();
+
+  ReadOnlyDb db(cluster_.db_path());
+  auto state = db.Rows(absl::StrCat("SELECT state FROM runs WHERE id = ", run_id));
+  ASSERT_EQ(state.size(), 1u);
+  EXPECT_EQ(state[0][0], "SUCCEEDED");
+  // The retry refused the corrupt file (the recorded digest, no sidecar needed) and resumed
+  // from the older checkpoint; `run show` lists the note with the attempt.
+  auto attempts = db.Rows(absl::StrCat(
+      "SELECT attempt, outcome, resumed_from_step, error FROM attempts WHERE run_id = ", run_id,
+      " AND attempt > 1 ORDER BY attempt"));
+  ASSERT_GE(attempts.size(), 1u);
+  EXPECT_EQ(attempts[0][2], older_step);
+  EXPECT_NE(attempts[0][3].find("refused at resume"), std::string::npos) << attempts[0][3];
+  EXPECT_NE(attempts[0][3].find("checksum mismatch"), std::string::npos) << attempts[0][3];
+  EXPECT_EQ(attempts.back()[1], "succeeded");
+  auto events = db.Rows(absl::StrCat(
+      "SELECT text FROM events WHERE kind = 'checkpoint_rejected' AND run_id = ", run_id));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_NE(events[0][0].find("step " + newest_step), std::string::npos) << events[0][0];
+  // The corrupt checkpoint is never offered again.
+  auto left = db.Rows(absl::StrCat("SELECT COUNT(*) FROM checkpoints WHERE path = '", newest, "'"));
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0][0], "0");
+  ExpectCleanCurves(db, run_id);
+  ExpectLearned(db, run_id);
 }
 
 }  // namespace

@@ -29,11 +29,32 @@ json_field() {
   /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
 }
 
+# use_credentials WORKER...: from here on the coordinator starts with a credentials file
+# (user "tester", read "viewer", and a worker credential for each WORKER name), each worker
+# sends its own token file, and xmodctl reads XMOD_TOKEN_FILE (the user's). Sets
+# CREDENTIALS_FILE and READ_TOKEN_FILE. Secrets go through files only, never argv.
+use_credentials() {
+  local entry secret
+  CREDENTIALS_FILE=$TEST_TMP/credentials
+  (
+    umask 077
+    : >"$CREDENTIALS_FILE"
+    for entry in user:tester read:viewer $(printf 'worker:%s ' "$@"); do
+      secret=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+      echo "${entry%%:*} ${entry#*:} $secret" >>"$CREDENTIALS_FILE"
+      echo "$secret" >"$TEST_TMP/${entry#*:}.token"
+    done
+  )
+  export XMOD_TOKEN_FILE=$TEST_TMP/tester.token
+  READ_TOKEN_FILE=$TEST_TMP/viewer.token
+}
+
 # start_coordinator [extra flags]: sets COORD_GRPC, COORD_HTTP, COORD_METRICS.
 start_coordinator() {
   "$XMOD_BIN_DIR/xmod-coordinator" --listen=127.0.0.1:0 --http_listen=127.0.0.1:0 \
     --metrics_listen=127.0.0.1:0 --db="$TEST_TMP/xmod.db" \
-    --checkpoint_root="$TEST_TMP/checkpoints" --ports_file="$TEST_TMP/ports.json" "$@" \
+    --checkpoint_root="$TEST_TMP/checkpoints" --ports_file="$TEST_TMP/ports.json" \
+    ${CREDENTIALS_FILE:+--credentials_file="$CREDENTIALS_FILE"} "$@" \
     >"$TEST_TMP/coordinator.log" 2>&1 &
   PIDS+=($!)
   wait_for "$TEST_TMP/ports.json" 30
@@ -49,6 +70,7 @@ start_worker() {
   WORKER_METRICS=$(free_port)
   "$XMOD_BIN_DIR/xmod-worker" --coordinator="127.0.0.1:$COORD_GRPC" --name="$name" \
     --work_dir="$TEST_TMP/$name" --cpu_slots=1 --cores_per_slot=1 \
-    --metrics_listen="127.0.0.1:$WORKER_METRICS" "$@" >"$TEST_TMP/$name.log" 2>&1 &
+    --metrics_listen="127.0.0.1:$WORKER_METRICS" \
+    ${CREDENTIALS_FILE:+--token_file="$TEST_TMP/$name.token"} "$@" >"$TEST_TMP/$name.log" 2>&1 &
   PIDS+=($!)
 }

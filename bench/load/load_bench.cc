@@ -1,0 +1,232 @@
+// bench_load: 200 simulated workers (sim_worker.h) against one running xmod-coordinator,
+// in three phases after a warm-up, each measured on its own:
+//   steady     every worker reports `steady_points` metric points a second (a training step
+//              a second), heartbeats every second, and finishes a run every `run_ms`;
+//   saturate   the same, but each worker sends its next report as soon as the last is
+//              acknowledged: the coordinator's durable ingest rate under 200 reporters;
+//   raw        the rows the coordinator stored, inserted again by one thread straight into
+//              SQLite with the same schema, pragmas and statement (raw_insert.h).
+// Per phase: acknowledged (durable) points/s, heartbeat round trip p50/p99, hand-off
+// (FinishRun sent -> AcquireRun returned the next run on the freed slot) p50/p99, and the
+// coordinator's CPU (cores, from /proc/PID/stat) and resident memory. Prints one JSON object.
+// bench/load/run_bench.sh starts the coordinator and runs this; traffic is to --addr only.
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/channel_arguments.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "bench/load/proc_stats.h"
+#include "bench/load/raw_insert.h"
+#include "bench/load/sim_worker.h"
+#include "xmod/v1/coordinator.grpc.pb.h"
+
+ABSL_FLAG(std::string, addr, "", "the coordinator's gRPC address (127.0.0.1:PORT)");
+ABSL_FLAG(int, coordinator_pid, 0, "the coordinator's process id, for CPU and memory");
+ABSL_FLAG(std::string, db, "", "the coordinator's database (source rows of the raw phase)");
+ABSL_FLAG(std::string, raw_db, "", "where the raw phase writes its database (must not exist)");
+ABSL_FLAG(int, workers, 200, "simulated workers, one slot each");
+ABSL_FLAG(int, heartbeat_ms, 1000, "heartbeat period of each worker");
+ABSL_FLAG(int, run_ms, 6000, "how long each simulated run reports metrics before finishing");
+ABSL_FLAG(int, warmup_s, 5, "seconds of steady load before measuring");
+ABSL_FLAG(int, steady_s, 25, "seconds of the steady phase");
+ABSL_FLAG(int, saturate_s, 25, "seconds of the saturate phase");
+ABSL_FLAG(int, steady_points, 20, "points per report (one report a second) when steady");
+ABSL_FLAG(int, saturate_points, 100, "points per report when saturating");
+ABSL_FLAG(int, raw_rows_per_transaction, 10000, "rows per commit of the raw phase");
+
+namespace xmod::bench {
+namespace {
+
+constexpr int kBudgetsPerSweep = 1000;  // the spec limit on a repeated field
+constexpr int kKs[] = {2, 4};
+
+// Sweep `index` of the benchmark: kBudgetsPerSweep x 2 tiny runs, budgets unlike other sweeps'.
+v1::SweepSpec BenchSweep(int index) {
+  v1::SweepSpec spec;
+  spec.set_name(absl::StrCat("load-bench-", index));
+  v1::GridSpec* grid = spec.add_grids();
+  grid->set_label("load");
+  grid->add_archs(v1::XMOD);
+  grid->add_backbones("cpu-d64");
+  grid->add_seq_lens(128);
+  for (int k : kKs) grid->add_ks(k);
+  grid->add_as(1);
+  for (int i = 0; i < kBudgetsPerSweep; ++i) {
+    grid->add_flop_budgets(1e11 + 1e7 * (index * kBudgetsPerSweep + i));
+  }
+  v1::TrainingSpec* training = spec.mutable_training();
+  training->set_flop_budget(1e11);
+  training->set_seq_len(128);
+  training->set_batch_tokens(512);
+  training->set_eval_marks(2);
+  training->set_eval_tokens(4096);
+  training->set_seed(1);
+  spec.mutable_data()->set_train_glob("/nonexistent/load-bench/train_*.bin");
+  spec.mutable_data()->set_val_glob("/nonexistent/load-bench/val_*.bin");
+  spec.set_max_attempts(3);
+  return spec;
+}
+
+double Percentile(std::vector<double> values, double p) {
+  if (values.empty()) return NAN;
+  std::sort(values.begin(), values.end());
+  const size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * values.size()));
+  return values[std::clamp<size_t>(rank, 1, values.size()) - 1];
+}
+
+std::string Number(double v) { return std::isfinite(v) ? absl::StrFormat("%.6g", v) : "null"; }
+
+struct PhaseResult {
+  std::string json;  // the phase's summary
+  double durable_points_per_s = 0;
+};
+
+// Runs `phase` for `seconds` with its measurements in `stats`, then points the workers at
+// `next` (calls still in flight finish into `stats`, which outlives the workers).
+PhaseResult RunPhase(const LoadPhase& phase, int seconds, LoadStats& stats, LoadStats* next,
+                     PhaseSlot* slot, pid_t coordinator) {
+  slot->phase.store(&phase);
+  slot->stats.store(&stats);
+  const absl::StatusOr<ProcSample> before = SampleProcess(coordinator);
+  const absl::Time start = absl::Now();
+  absl::SleepFor(absl::Seconds(seconds));
+  const double wall = absl::ToDoubleSeconds(absl::Now() - start);
+  const absl::StatusOr<ProcSample> after = SampleProcess(coordinator);
+  slot->stats.store(next);
+
+  std::vector<double> heartbeats, handoffs;
+  {
+    absl::MutexLock lock(&stats.mu);
+    heartbeats = stats.heartbeat_ms;
+    handoffs = stats.handoff_ms;
+  }
+  std::string json = absl::StrCat(
+      "{\"seconds\": ", Number(wall), ", \"points_per_report\": ", phase.points_per_report,
+      ", \"report_interval_ms\": ", phase.report_interval_ms,
+      ", \"durable_points\": ", stats.points_acked.load(),
+      ", \"durable_points_per_s\": ", Number(stats.points_acked.load() / wall),
+      ", \"heartbeats\": ", heartbeats.size(),
+      ", \"heartbeat_ms_p50\": ", Number(Percentile(heartbeats, 50)),
+      ", \"heartbeat_ms_p99\": ", Number(Percentile(heartbeats, 99)),
+      ", \"heartbeat_ms_max\": ", Number(Percentile(heartbeats, 100)),
+      ", \"runs_finished\": ", stats.runs_finished.load(), ", \"handoffs\": ", handoffs.size(),
+      ", \"handoff_ms_p50\": ", Number(Percentile(handoffs, 50)),
+      ", \"handoff_ms_p99\": ", Number(Percentile(handoffs, 99)),
+      ", \"rpc_errors\": ", stats.rpc_errors.load());
+  if (before.ok() && after.ok()) {
+    absl::StrAppend(&json, ", \"coordinator_cpu_cores\": ",
+                    Number((after->cpu_seconds - before->cpu_seconds) / wall),
+                    ", \"coordinator_rss_mib\": ", Number(after->rss_bytes / 1048576.0),
+                    ", \"coordinator_peak_rss_mib\": ", Number(after->peak_rss_bytes / 1048576.0));
+  }
+  return {json + "}", stats.points_acked.load() / wall};
+}
+
+int Main() {
+  const std::string addr = absl::GetFlag(FLAGS_addr);
+  const pid_t pid = absl::GetFlag(FLAGS_coordinator_pid);
+  const int n = absl::GetFlag(FLAGS_workers);
+  if (addr.empty() || pid <= 0 || absl::GetFlag(FLAGS_db).empty() ||
+      absl::GetFlag(FLAGS_raw_db).empty()) {
+    std::fprintf(stderr, "bench_load: --addr, --coordinator_pid, --db and --raw_db are needed\n");
+    return 2;
+  }
+  const absl::Time start = absl::Now();
+  auto user =
+      v1::Coordinator::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+  const int seconds = absl::GetFlag(FLAGS_warmup_s) + absl::GetFlag(FLAGS_steady_s) +
+                      absl::GetFlag(FLAGS_saturate_s);
+  const int64_t runs_needed =
+      static_cast<int64_t>(n) * (seconds * 1000 / absl::GetFlag(FLAGS_run_ms) + 3);
+  int64_t runs = 0;
+  for (int i = 0; runs < runs_needed; ++i) {
+    v1::SubmitSweepRequest request;
+    *request.mutable_spec() = BenchSweep(i);
+    v1::SubmitSweepResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    grpc::Status status = user->SubmitSweep(&context, request, &response);
+    if (!status.ok()) {
+      std::fprintf(stderr, "bench_load: SubmitSweep: %s\n", status.error_message().c_str());
+      return 1;
+    }
+    runs += response.runs_size();
+  }
+
+  std::fprintf(stderr, "bench_load: %lld runs queued, %.0f s since start\n",
+               static_cast<long long>(runs), absl::ToDoubleSeconds(absl::Now() - start));
+  const LoadPhase steady_phase{"steady", absl::GetFlag(FLAGS_steady_points), 1000};
+  const LoadPhase saturate_phase{"saturate", absl::GetFlag(FLAGS_saturate_points), 0};
+  PhaseSlot slot;
+  LoadStats warmup_stats, steady_stats, saturate_stats, tail_stats;
+  slot.phase.store(&steady_phase);
+  slot.stats.store(&warmup_stats);
+  std::vector<std::unique_ptr<SimWorker>> workers;
+  for (int i = 0; i < n; ++i) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // one connection per worker
+    SimWorkerOptions options;
+    options.name = absl::StrFormat("sim-%03d", i);
+    options.heartbeat_ms = absl::GetFlag(FLAGS_heartbeat_ms);
+    options.run_ms = absl::GetFlag(FLAGS_run_ms);
+    options.first_heartbeat_delay_ms = options.heartbeat_ms * i / n;
+    workers.push_back(std::make_unique<SimWorker>(
+        grpc::CreateCustomChannel(addr, grpc::InsecureChannelCredentials(), args), options, &slot));
+    if (!workers.back()->Start()) {
+      std::fprintf(stderr, "bench_load: %s could not register\n", options.name.c_str());
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "bench_load: %d workers registered, %.0f s since start\n", n,
+               absl::ToDoubleSeconds(absl::Now() - start));
+  absl::SleepFor(absl::Seconds(absl::GetFlag(FLAGS_warmup_s)));
+  const PhaseResult steady = RunPhase(steady_phase, absl::GetFlag(FLAGS_steady_s), steady_stats,
+                                      &warmup_stats, &slot, pid);
+  const PhaseResult saturate = RunPhase(saturate_phase, absl::GetFlag(FLAGS_saturate_s),
+                                        saturate_stats, &tail_stats, &slot, pid);
+  for (auto& worker : workers) worker->RequestStop();  // all at once: no reporter outlives
+  for (auto& worker : workers) worker->Stop();         // the measured phases by much
+  std::fprintf(stderr, "bench_load: phases done, %.0f s since start\n",
+               absl::ToDoubleSeconds(absl::Now() - start));
+
+  absl::StatusOr<RawInsertResult> raw =
+      RawInsertMetrics(absl::GetFlag(FLAGS_db), absl::GetFlag(FLAGS_raw_db),
+                       absl::GetFlag(FLAGS_raw_rows_per_transaction));
+  if (!raw.ok()) {
+    std::fprintf(stderr, "bench_load: raw insert: %s\n", raw.status().ToString().c_str());
+    return 1;
+  }
+  const double raw_rate = raw->rows / raw->seconds;
+  std::printf(
+      "{\"workers\": %d, \"heartbeat_ms\": %d, \"run_ms\": %d, \"queued_runs\": %lld,\n"
+      " \"steady\": %s,\n \"saturate\": %s,\n"
+      " \"raw_sqlite\": {\"rows\": %lld, \"seconds\": %s, \"rows_per_transaction\": %d, "
+      "\"points_per_s\": %s},\n"
+      " \"durable_vs_raw\": %s}\n",
+      n, absl::GetFlag(FLAGS_heartbeat_ms), absl::GetFlag(FLAGS_run_ms),
+      static_cast<long long>(runs), steady.json.c_str(), saturate.json.c_str(),
+      static_cast<long long>(raw->rows), Number(raw->seconds).c_str(),
+      absl::GetFlag(FLAGS_raw_rows_per_transaction), Number(raw_rate).c_str(),
+      Number(saturate.durable_points_per_s / raw_rate).c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace xmod::bench
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return xmod::bench::Main();
+}

@@ -1,0 +1,92 @@
+// See raw_insert.h.
+#include "bench/load/raw_insert.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "coordinator/schema.h"
+#include "coordinator/sqlite_db.h"
+#include "coordinator/store_writes.h"
+
+namespace xmod::bench {
+namespace {
+
+// Consecutive points of one attempt, as InsertMetrics takes them.
+struct Batch {
+  int64_t run_id = 0;
+  int attempt = 0;
+  int64_t first_seq = 0;
+  std::vector<xmod::v1::MetricPoint> points;
+};
+
+absl::StatusOr<std::vector<Batch>> ReadBatches(const std::string& path, int rows_per_batch) {
+  absl::StatusOr<std::unique_ptr<Db>> db = Db::Open(path, SQLITE_OPEN_READONLY, 5000);
+  if (!db.ok()) return db.status();
+  absl::StatusOr<Stmt> rows = (*db)->Prepare(
+      "SELECT run_id, attempt, seq, step, tokens, flops, name, value FROM metrics"
+      " ORDER BY run_id, attempt, seq");
+  if (!rows.ok()) return rows.status();
+  std::vector<Batch> batches;
+  while (true) {
+    absl::StatusOr<bool> more = rows->Step();
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    const int64_t run_id = rows->Int(0);
+    const int attempt = static_cast<int>(rows->Int(1));
+    const int64_t seq = rows->Int(2);
+    if (batches.empty() || batches.back().run_id != run_id || batches.back().attempt != attempt ||
+        batches.back().first_seq + static_cast<int64_t>(batches.back().points.size()) != seq ||
+        static_cast<int>(batches.back().points.size()) >= rows_per_batch) {
+      batches.push_back({run_id, attempt, seq, {}});
+    }
+    xmod::v1::MetricPoint& p = batches.back().points.emplace_back();
+    p.set_step(rows->Int(3));
+    p.set_tokens(rows->Int(4));
+    p.set_flops(rows->Double(5));
+    p.set_name(rows->Text(6));
+    p.set_value(rows->Double(7));
+  }
+  return batches;
+}
+
+}  // namespace
+
+absl::StatusOr<RawInsertResult> RawInsertMetrics(const std::string& source_db,
+                                                 const std::string& target_db,
+                                                 int rows_per_transaction) {
+  absl::StatusOr<std::vector<Batch>> batches = ReadBatches(source_db, rows_per_transaction);
+  if (!batches.ok()) return batches.status();
+  absl::StatusOr<std::unique_ptr<Db>> db =
+      Db::Open(target_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, 5000);
+  if (!db.ok()) return db.status();
+  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL"}) {
+    absl::StatusOr<Stmt> stmt = (*db)->Prepare(pragma);  // journal_mode returns a row
+    if (!stmt.ok()) return stmt.status();
+    if (absl::StatusOr<bool> stepped = stmt->Step(); !stepped.ok()) return stepped.status();
+  }
+  if (absl::Status s = Migrate(**db); !s.ok()) return s;
+  RawInsertResult result;
+  const absl::Time start = absl::Now();
+  int64_t in_transaction = 0;  // rows since BEGIN
+  for (const Batch& batch : *batches) {
+    if (in_transaction == 0) {
+      if (absl::Status s = (*db)->Exec("BEGIN"); !s.ok()) return s;
+    }
+    absl::Status s =
+        InsertMetrics(**db, batch.run_id, batch.attempt, batch.first_seq, batch.points);
+    if (!s.ok()) return s;
+    in_transaction += static_cast<int64_t>(batch.points.size());
+    result.rows += static_cast<int64_t>(batch.points.size());
+    if (in_transaction >= rows_per_transaction || &batch == &batches->back()) {
+      if (s = (*db)->Exec("COMMIT"); !s.ok()) return s;
+      in_transaction = 0;
+    }
+  }
+  result.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  return result;
+}
+
+}  // namespace xmod::bench

@@ -1,0 +1,177 @@
+// bench_model's measurements: options resolved to a device and kernels, timed steps, peak.
+#include "bench/model/bench_subject.h"
+
+#include <sys/resource.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace xmod {
+namespace {
+
+double CpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+// Measures an interval: construct at its start, Stop() at its end.
+class Stopwatch {
+ public:
+  Stopwatch() : wall_(std::chrono::steady_clock::now()), cpu_(CpuSeconds()) {}
+  StepTime Stop() const {
+    return {std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_).count(),
+            CpuSeconds() - cpu_};
+  }
+
+ private:
+  std::chrono::steady_clock::time_point wall_;
+  double cpu_;
+};
+
+}  // namespace
+
+absl::StatusOr<BenchSetup> ResolveSetup(const BenchOptions& o) {
+  BenchSetup setup;
+  if (o.device == "cpu") {
+    setup.device = torch::Device(torch::kCPU);
+  } else if (o.device == "cuda" || o.device.rfind("cuda:", 0) == 0) {
+    if (!HasCudaBuild()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--device ", o.device, ": this LibTorch has no CUDA (", TorchBuildSummary(), ")"));
+    }
+    try {
+      setup.device = torch::Device(o.device == "cuda" ? "cuda:0" : o.device);
+    } catch (const c10::Error& e) {
+      return absl::InvalidArgumentError(absl::StrCat("--device ", o.device, ": ", e.msg()));
+    }
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device must be cpu, cuda or cuda:N, got '", o.device, "'"));
+  }
+  if (o.precision == "bf16") {
+    setup.autocast = {true, torch::kBFloat16};
+    setup.compute_dtype = torch::kBFloat16;
+  } else if (o.precision != "fp32") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--precision must be fp32 or bf16, got '", o.precision, "'"));
+  }
+  if (o.attention == "fused" && !HasFusedAttention()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--attention fused: this LibTorch has no fused attention (", TorchBuildSummary(), ")"));
+  }
+  if (o.attention != "auto" && o.attention != "fused" && o.attention != "manual") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--attention must be auto, fused or manual, got '", o.attention, "'"));
+  }
+  setup.runtime.fused_attention = o.attention != "manual" && HasFusedAttention();
+  setup.runtime.activation_checkpointing = o.checkpointing;
+  setup.peak_size = o.peak_size > 0 ? o.peak_size : (setup.device.is_cuda() ? 8192 : 1024);
+  return setup;
+}
+
+xmod::v1::ModelSpec MakeSpec(const BenchOptions& o, bool sparse) {
+  xmod::v1::ModelSpec spec;
+  spec.mutable_backbone()->set_name(o.backbone);
+  spec.set_arch(sparse ? xmod::v1::XMOD : xmod::v1::DENSE);
+  if (sparse) {
+    spec.set_k(o.k);
+    spec.set_a(o.a);
+    if (o.n0 >= 0) spec.set_n0(o.n0);
+  }
+  return spec;
+}
+
+double PeakRssMiB() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+absl::StatusOr<std::unique_ptr<Subject>> Subject::Create(const BenchOptions& o,
+                                                         const BenchSetup& setup, bool sparse) {
+  absl::StatusOr<Accounting> acc = Account(MakeSpec(o, sparse), o.seq_len);
+  if (!acc.ok()) return acc.status();
+  return std::unique_ptr<Subject>(new Subject(o, setup, sparse, *std::move(acc)));
+}
+
+Subject::Subject(const BenchOptions& o, const BenchSetup& setup, bool sparse, Accounting acc)
+    : o_(o), setup_(setup), sparse_(sparse), acc_(std::move(acc)) {
+  model_ = Transformer(MakeSpec(o, sparse), acc_, o.seq_len, setup.runtime);
+  model_->to(setup.device);
+  model_->train();
+  batch_ = std::max(1, o.tokens_per_step / o.seq_len);
+  torch::Tensor tokens =
+      torch::randint(0, acc_.backbone.vocab_size, {batch_, o.seq_len + 1}, torch::kLong);
+  input_ = tokens.narrow(1, 0, o.seq_len).contiguous().to(setup.device);   // (B, L)
+  target_ = tokens.narrow(1, 1, o.seq_len).contiguous().to(setup.device);  // (B, L)
+}
+
+StepTime Subject::Step() {
+  model_->zero_grad();
+  SynchronizeDevice(setup_.device);
+  Stopwatch watch;
+  torch::Tensor total;
+  {
+    AutocastGuard autocast(setup_.device.type(), setup_.autocast);
+    ModelOutput out = model_->forward(input_, target_, RoutingMode::kTopK);
+    total = out.loss + out.aux_loss;
+    last_loss_ = out.loss.detach();
+  }
+  total.backward();
+  SynchronizeDevice(setup_.device);
+  return watch.Stop();
+}
+
+void Subject::Profile(const std::string& path) {
+  torch::autograd::profiler::RecordProfile guard(path);
+  Step();
+}
+
+Result Subject::Summarize(const std::vector<StepTime>& steps, int threads) const {
+  Result r;
+  const double tokens_per_step = static_cast<double>(batch_) * o_.seq_len;
+  const double n = std::max<size_t>(1, steps.size());
+  r.best_step_seconds = steps.empty() ? 0 : steps[0].wall;
+  for (const StepTime& t : steps) {
+    r.step_seconds += t.wall / n;
+    r.step_cpu_seconds += t.cpu / n;
+    r.best_step_seconds = std::min(r.best_step_seconds, t.wall);
+  }
+  r.tokens_per_second = tokens_per_step / r.step_seconds;
+  r.train_flops_per_token = acc_.train_flops_per_token;
+  r.flops_per_second = r.tokens_per_second * acc_.train_flops_per_token;
+  r.peak_rss_mib = PeakRssMiB();
+  r.peak_device_mib = PeakDeviceMemoryBytes(setup_.device) / (1024.0 * 1024.0);
+  r.loss = last_loss_.defined() ? last_loss_.item<double>() : 0;
+  r.layers = acc_.layers;
+  r.threads = threads;
+  return r;
+}
+
+Peak MeasurePeak(const BenchSetup& setup) {
+  const int64_t n = setup.peak_size;
+  auto options = torch::TensorOptions().dtype(setup.compute_dtype).device(setup.device);
+  torch::Tensor a = torch::randn({n, n}, options), b = torch::randn({n, n}, options);
+  torch::Tensor c = torch::matmul(a, b);
+  SynchronizeDevice(setup.device);
+  const int reps = setup.device.is_cuda() ? 20 : 3;
+  const double flops = reps * 2.0 * n * n * n;
+  Peak best;
+  for (int trial = 0; trial < 10; ++trial) {
+    Stopwatch watch;
+    for (int i = 0; i < reps; ++i) torch::matmul_out(c, a, b);
+    SynchronizeDevice(setup.device);
+    const StepTime t = watch.Stop();
+    best.flops_per_second = std::max(best.flops_per_second, flops / t.wall);
+    best.flops_per_cpu_second = std::max(best.flops_per_cpu_second, flops / t.cpu);
+  }
+  return best;
+}
+
+}  // namespace xmod

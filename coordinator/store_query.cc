@@ -1,0 +1,190 @@
+// See store.h: Store::Query, a user's read-only SQL under server-side ceilings. Each query
+// borrows a read-only connection of its own (at most limits.max_concurrent at once) whose
+// SQLITE_LIMIT_LENGTH caps every string or blob and whose temporary storage stays in memory,
+// with a progress handler that interrupts it at its deadline or when SQLite's heap has grown
+// past the query's allowance; rows are copied out only while the response stays under its
+// byte limit.
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "coordinator/store.h"
+
+namespace xmod {
+namespace {
+
+// Skips whitespace and SQL comments; returns the first keyword, upper-cased.
+std::string FirstKeyword(absl::string_view sql) {
+  size_t i = 0;
+  while (i < sql.size()) {
+    if (absl::ascii_isspace(static_cast<unsigned char>(sql[i]))) {
+      ++i;
+    } else if (sql.substr(i, 2) == "--") {
+      const size_t end = sql.find('\n', i);
+      i = end == absl::string_view::npos ? sql.size() : end + 1;
+    } else if (sql.substr(i, 2) == "/*") {
+      const size_t end = sql.find("*/", i + 2);
+      i = end == absl::string_view::npos ? sql.size() : end + 2;
+    } else {
+      break;
+    }
+  }
+  size_t j = i;
+  while (j < sql.size() && absl::ascii_isalpha(static_cast<unsigned char>(sql[j]))) ++j;
+  return absl::AsciiStrToUpper(sql.substr(i, j - i));
+}
+
+// What the progress handler enforces, and why it interrupted.
+struct Budget {
+  std::chrono::steady_clock::time_point deadline;
+  int64_t memory_ceiling = 0;  // sqlite3_memory_used() bound
+  bool out_of_time = false;
+  bool out_of_memory = false;
+};
+
+int InterruptOverBudget(void* arg) {
+  Budget* budget = static_cast<Budget*>(arg);
+  budget->out_of_memory = sqlite3_memory_used() > budget->memory_ceiling;
+  budget->out_of_time = std::chrono::steady_clock::now() > budget->deadline;
+  return budget->out_of_memory || budget->out_of_time ? 1 : 0;
+}
+
+// Virtual-machine steps between two progress checks: few enough that a sort of 1 MiB values
+// cannot grow far past the memory allowance in between.
+constexpr int kProgressSteps = 100;
+
+// Every column-name and cell byte, plus a little per cell for its framing in the response.
+constexpr int64_t kCellOverheadBytes = 4;
+
+}  // namespace
+
+absl::StatusOr<QueryResult> Store::Query(const std::string& sql, int max_rows,
+                                         const QueryLimits& limits) {
+  const std::string keyword = FirstKeyword(sql);
+  if (keyword != "SELECT" && keyword != "WITH") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sql: only SELECT or WITH queries are allowed, not \"", keyword, "\""));
+  }
+  if (max_rows <= 0 || max_rows > limits.max_rows) max_rows = limits.max_rows;
+  Budget budget;
+  budget.deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(limits.time_limit_ms);
+
+  // One query per connection, at most max_concurrent at once.
+  std::unique_ptr<Db> db;
+  {
+    std::unique_lock<std::mutex> lock(query_mu_);
+    if (!query_cv_.wait_until(lock, budget.deadline,
+                              [&] { return queries_running_ < limits.max_concurrent; })) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "sql: ", limits.max_concurrent, " queries kept running for the whole time limit of ",
+          limits.time_limit_ms, " ms (at most ", limits.max_concurrent, " at once); try again"));
+    }
+    ++queries_running_;
+    if (!idle_query_dbs_.empty()) {
+      db = std::move(idle_query_dbs_.back());
+      idle_query_dbs_.pop_back();
+    }
+  }
+  const auto release = [this](std::unique_ptr<Db> used) {
+    {
+      std::lock_guard<std::mutex> lock(query_mu_);
+      --queries_running_;
+      if (used != nullptr) idle_query_dbs_.push_back(std::move(used));
+    }
+    query_cv_.notify_one();
+  };
+  if (db == nullptr) {
+    // A separate connection opened read-only: even a statement sqlite misjudges cannot write.
+    absl::StatusOr<std::unique_ptr<Db>> opened =
+        Db::Open(path_, SQLITE_OPEN_READONLY, options_.busy_timeout_ms);
+    if (!opened.ok()) {
+      release(nullptr);
+      return opened.status();
+    }
+    db = *std::move(opened);
+    // Sorts and temporary tables in memory, where the allowance counts them, not on disk.
+    if (absl::Status s = db->Exec("PRAGMA temp_store = MEMORY"); !s.ok()) {
+      release(nullptr);
+      return s;
+    }
+  }
+  sqlite3* raw = db->raw();
+  sqlite3_limit(raw, SQLITE_LIMIT_LENGTH, limits.max_cell_bytes);
+  budget.memory_ceiling = sqlite3_memory_used() + limits.max_memory_bytes;
+  sqlite3_progress_handler(raw, kProgressSteps, InterruptOverBudget, &budget);
+
+  absl::StatusOr<QueryResult> result = [&]() -> absl::StatusOr<QueryResult> {
+    sqlite3_stmt* stmt = nullptr;
+    const char* tail = nullptr;
+    if (sqlite3_prepare_v2(raw, sql.c_str(), static_cast<int>(sql.size()), &stmt, &tail) !=
+        SQLITE_OK) {
+      if (sqlite3_errcode(raw) == SQLITE_TOOBIG) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "sql: the statement is longer than the limit of ", limits.max_cell_bytes, " bytes"));
+      }
+      return absl::InvalidArgumentError(absl::StrCat("sql: ", sqlite3_errmsg(raw)));
+    }
+    Stmt owned(db.get(), stmt);
+    if (tail != nullptr && !FirstKeyword(tail).empty()) {
+      return absl::InvalidArgumentError("sql: exactly one statement is allowed");
+    }
+    if (!sqlite3_stmt_readonly(stmt)) {
+      return absl::InvalidArgumentError("sql: the statement would write; queries are read-only");
+    }
+    QueryResult out;
+    int64_t bytes = 0;
+    for (int c = 0; c < owned.ColumnCount(); ++c) {
+      out.columns.push_back(sqlite3_column_name(stmt, c));
+      bytes += static_cast<int64_t>(out.columns.back().size()) + kCellOverheadBytes;
+    }
+    while (true) {
+      const int rc = sqlite3_step(stmt);
+      if (rc == SQLITE_DONE) break;
+      if (rc != SQLITE_ROW) {
+        if ((rc & 0xff) == SQLITE_INTERRUPT && budget.out_of_memory) {
+          return absl::ResourceExhaustedError(
+              absl::StrCat("sql: the query needs more than its memory limit of ",
+                           limits.max_memory_bytes, " bytes (sorts and temporary tables)"));
+        }
+        if ((rc & 0xff) == SQLITE_INTERRUPT) {
+          return absl::ResourceExhaustedError(absl::StrCat(
+              "sql: the query ran past its time limit of ", limits.time_limit_ms, " ms"));
+        }
+        if ((rc & 0xff) == SQLITE_TOOBIG) {
+          return absl::ResourceExhaustedError(absl::StrCat(
+              "sql: a value exceeds the limit of ", limits.max_cell_bytes, " bytes per cell"));
+        }
+        return absl::InvalidArgumentError(absl::StrCat("sql: ", sqlite3_errmsg(raw)));
+      }
+      if (static_cast<int>(out.rows.size()) >= max_rows) {
+        out.truncated = true;
+        break;
+      }
+      std::vector<std::string> row;
+      std::vector<bool> nulls;
+      for (int c = 0; c < owned.ColumnCount(); ++c) {
+        // Size first: a cell that would overflow the response is never copied.
+        const int64_t cell = sqlite3_column_bytes(stmt, c);
+        bytes += cell + kCellOverheadBytes;
+        if (bytes > limits.max_response_bytes) {
+          return absl::ResourceExhaustedError(
+              absl::StrCat("sql: the result exceeds the limit of ", limits.max_response_bytes,
+                           " bytes per response after ", out.rows.size(),
+                           " rows; select fewer rows or columns, or shorter values"));
+        }
+        nulls.push_back(owned.IsNull(c));
+        row.push_back(owned.Text(c));
+      }
+      out.rows.push_back(std::move(row));
+      out.nulls.push_back(std::move(nulls));
+    }
+    return out;
+  }();
+  sqlite3_progress_handler(raw, 0, nullptr, nullptr);
+  release(std::move(db));
+  return result;
+}
+
+}  // namespace xmod

@@ -1,4 +1,4 @@
-// CoordinatorMetrics: the coordinator's Prometheus metrics (ARCHITECTURE.md,
+// CoordinatorMetrics: the coordinator's Prometheus metrics (docs/design.md,
 // "Observability"): names with the xmod_ prefix, base units, _total counters, and run names
 // as labels only for the bounded set of running runs. Owns its prometheus::Registry; an
 // Exposer serving it is started by the coordinator. Thread-safe.

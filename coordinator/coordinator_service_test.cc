@@ -213,7 +213,7 @@ TEST_F(ServiceTest, SweepRunsToCompletionThroughBothApis) {
   plan.set_seq_len(2048);
   xmod::v1::PlanResponse planned;
   ASSERT_TRUE(user_->Plan(Context().get(), plan, &planned).ok());
-  EXPECT_EQ(planned.layers(), 161);  // ARCHITECTURE.md: 28-layer backbone, A4K8 -> 161
+  EXPECT_EQ(planned.layers(), 161);  // docs/design.md: 28-layer backbone, A4K8 -> 161
 
   // The dashboard's JSON API and the Prometheus endpoint.
   httplib::Client http("127.0.0.1", coordinator_->ports().http);

@@ -16,6 +16,9 @@
 // the run curves through fitter::LoadSweepRuns (val/loss of the canonical metric rows against
 // training FLOPs), fitter::FitSweep seeded with the FitPlan's seed and bootstrap_samples,
 // then one row through the store's writer (Store::Write; the writer never waits for a fit).
+// Each run carries its grid label (GridSpec.label), which names its sweep of the paper's B.4
+// design (kxl, nact, axk; fitter::SweepRoleOfLabel): a sweep whose grids are so labelled is
+// fitted by sweep as B.5 prescribes (fitter/two_stage.h), any other by A.
 // While the sweep still has queued or running runs, a sparse run whose (L, backbone) group
 // has no succeeded dense run yet is left out: its reference is still coming (the provisional
 // fit uses the complete groups).

@@ -62,7 +62,7 @@ absl::StatusOr<xmod::v1::HeartbeatResponse> Scheduler::Heartbeat(
   std::vector<Store::WriteFn> writes;
   std::vector<Touched> touched;
   std::vector<AttemptKey> renewed;  // leases to extend once the renewal is stored
-  std::vector<std::pair<std::string, xmod::v1::Progress>> progress_gauges;
+  std::vector<std::pair<int64_t, xmod::v1::Progress>> progress_gauges;  // by run id
   std::future<absl::Status> done;
   absl::Status status;
   bool committed = false;
@@ -114,7 +114,7 @@ absl::StatusOr<xmod::v1::HeartbeatResponse> Scheduler::Heartbeat(
           return UpdateProgress(db, run_id, position);
         });
         touched.push_back({run->second.sweep_id, running.run_id()});
-        progress_gauges.emplace_back(run->second.name, progress);
+        progress_gauges.emplace_back(running.run_id(), progress);
       }
     }
     // After a re-registration, attempts begun earlier that the worker no longer lists ended
@@ -157,10 +157,14 @@ absl::StatusOr<xmod::v1::HeartbeatResponse> Scheduler::Heartbeat(
         attempt->second.worker_epoch = worker->second.epoch;
       }
     }
-  }
-  if (metrics_ != nullptr) {
-    for (const auto& [name, progress] : progress_gauges) {
-      metrics_->SetRunProgress(name, progress.flops(), progress.train_loss());
+    // Under the lock that ends runs (CommitLocked), so a heartbeat in flight when its run
+    // finished cannot bring the run's series back.
+    if (metrics_ != nullptr) {
+      for (const auto& [run_id, progress] : progress_gauges) {
+        auto run = runs_.find(run_id);
+        if (run == runs_.end() || run->second.state != xmod::v1::RUNNING) continue;
+        metrics_->SetRunProgress(run->second.name, progress.flops(), progress.train_loss());
+      }
     }
   }
   Publish(touched);
@@ -229,10 +233,13 @@ absl::StatusOr<xmod::v1::ReportMetricsResponse> Scheduler::ReportMetrics(
     if (attempt != attempts_.end()) {
       attempt->second.acked_seq = std::max(attempt->second.acked_seq, acked);
     }
-  }
-  if (metrics_ != nullptr) {
-    metrics_->AddMetricPoints(n);
-    metrics_->SetRunProgress(run_name, progress.flops(), progress.train_loss());
+    if (metrics_ != nullptr) {
+      metrics_->AddMetricPoints(n);
+      auto run = runs_.find(request.run_id());
+      if (run != runs_.end() && run->second.state == xmod::v1::RUNNING) {
+        metrics_->SetRunProgress(run_name, progress.flops(), progress.train_loss());
+      }
+    }
   }
   feed_->Publish(sweep_id, request.run_id());
   response.set_acked_seq(acked);

@@ -1,4 +1,4 @@
-// Schema of the coordinator database (ARCHITECTURE.md, "Storage"). Each entry of
+// Schema of the coordinator database (docs/design.md, "Storage"). Each entry of
 // kMigrations moves the database from version i to i + 1; never edit an entry once
 // released, append a new one.
 //

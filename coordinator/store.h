@@ -1,5 +1,5 @@
 // Store: the coordinator's SQLite database (one file, WAL mode), the only place state is
-// kept (ARCHITECTURE.md, "Storage").
+// kept (docs/design.md, "Storage").
 //
 // Writes: ONE writer thread owns the read-write connection. Callers enqueue write closures;
 // the thread drains the queue and runs many closures in one transaction (each inside its own

@@ -13,7 +13,7 @@
 
 namespace xmod::fitter {
 
-// Dense prefix used for every law point (ARCHITECTURE.md "Model": N0 = 4 by default).
+// Dense prefix used for every law point (docs/design.md "Model": N0 = 4 by default).
 inline constexpr int kDefaultN0 = 4;
 
 // The nominal active size of a preset from its name: "556M" -> 556e6, "1.65B" -> 1.65e9,

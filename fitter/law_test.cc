@@ -39,7 +39,7 @@ TEST(BackbonesTest, CapacityRatioCountsLayersOnly) {
   absl::StatusOr<double> r = CapacityRatio("556M", 8, 1, 2048);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_NEAR(*r, 112.0 / 28.0, 1e-9);
-  // A4K8: 161 physical layers (ARCHITECTURE.md) over 28.
+  // A4K8: 161 physical layers (docs/design.md) over 28.
   r = CapacityRatio("556M", 8, 4, 32768);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_NEAR(*r, 161.0 / 28.0, 1e-9);

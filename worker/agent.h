@@ -1,4 +1,4 @@
-// Agent: the worker's control loop (ARCHITECTURE.md, "Processes" and "Scheduling and faults").
+// Agent: the worker's control loop (docs/design.md, "Processes" and "Scheduling and faults").
 //
 //   Register ──▶ heartbeat thread: renews the leases of every attempt it holds, extends each
 //   │            child's lease deadline, applies STOP / PREEMPT / KILL orders, re-registers

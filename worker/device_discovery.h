@@ -1,4 +1,4 @@
-// Device discovery: the slots a worker offers the coordinator (ARCHITECTURE.md, "Processes").
+// Device discovery: the slots a worker offers the coordinator (docs/design.md, "Processes").
 // One slot per CUDA GPU when `nvidia-smi` lists any (no CUDA library is linked: the tool's
 // CSV output is parsed), otherwise CPU slots that split the machine's cores. Behind the
 // DeviceProbe interface so that tests can hand a worker any set of slots.

@@ -1,7 +1,7 @@
 // fake_train: a stand-in for xmod-train in worker tests, following the process contract of
-// team-notes.md (`--spec FILE --events_fd N [--threads T] [--resume PATH]`, size-delimited
-// TrainerEvents on fd N, exit 0 when done, 75 after a SIGTERM checkpoint). What it does is
-// chosen by the environment:
+// docs/design.md, "Process contract" (`--spec FILE --events_fd N [--threads T] [--resume PATH]`,
+// size-delimited TrainerEvents on fd N, exit 0 when done, 75 after a SIGTERM checkpoint). What it
+// does is chosen by the environment:
 //   FAKE_TRAIN_MODE=ok      started, FAKE_TRAIN_STEPS (default 5) train/loss points,
 //                           a checkpoint, finished; exit 0
 //   FAKE_TRAIN_MODE=fail    one metric, then "fake_train: boom" on stderr; exit 3

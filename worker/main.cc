@@ -1,5 +1,5 @@
 // xmod-worker: one per machine. Parses flags into WorkerOptions and calls RunWorker
-// (worker/run_worker.h). See ARCHITECTURE.md, "Processes and binaries".
+// (worker/run_worker.h). See docs/design.md, "Processes and binaries".
 #include <cstdint>
 #include <string>
 
@@ -10,7 +10,7 @@
 #include "glog/logging.h"
 #include "worker/run_worker.h"
 
-ABSL_FLAG(std::string, coordinator, "127.0.0.1:50051", "host:port of the coordinator's gRPC API");
+ABSL_FLAG(std::string, coordinator, "127.0.0.1:7070", "host:port of the coordinator's gRPC API");
 ABSL_FLAG(std::string, token, "",
           "removed: a token on the command line is visible in ps; use --token_file");
 ABSL_FLAG(std::string, token_file, "",

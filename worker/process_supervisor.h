@@ -1,6 +1,6 @@
 // Process supervisor: starts xmod-train children and watches them (the worker/trainer process
-// contract in team-notes.md). A child gets its argv, extra environment (thread counts,
-// CUDA_VISIBLE_DEVICES), its stdout and stderr appended to a per-attempt log file, and the
+// contract in docs/design.md, "Process contract"). A child gets its argv, extra environment (thread
+// counts, CUDA_VISIBLE_DEVICES), its stdout and stderr appended to a per-attempt log file, and the
 // write end of a pipe at a fixed descriptor number on which it streams size-delimited
 // xmod.v1.TrainerEvent messages. Optionally a control channel the other way (a
 // SOCK_SEQPACKET socket at another fixed descriptor number) carries xmod.v1.TrainerControl

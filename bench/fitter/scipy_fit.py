@@ -27,7 +27,7 @@ def capacity_ratio(k, a):
     """Physical / active-equivalent layers of [D]xN0 + ([S(K)]xAK + [D])xN1 (Eq. 3).
 
     Groups count 1 + A active-equivalent layers; when they do not divide the remaining
-    layers, the first group is shortened (ARCHITECTURE.md "Model").
+    layers, the first group is shortened (docs/design.md "Model").
     """
     rest = N_LAYERS - N0
     sparse = round(a * k)

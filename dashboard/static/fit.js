@@ -54,9 +54,15 @@ const XmodFit = (() => {
     return table;
   }
 
+  // A sweep without a `fit` block (or with default-valued fields, which protobuf's JSON
+  // leaves out) has no fit.
+  function fitEnabled(sweep) {
+    return Boolean(sweep.spec && sweep.spec.fit && sweep.spec.fit.enabled);
+  }
+
   // `why`: the API's message when there is no usable fit (it names a failed attempt).
   function renderFit(box, sweep, fit, why) {
-    if (!sweep.spec.fit.enabled) {
+    if (!fitEnabled(sweep)) {
       box.textContent = 'The law fit is off for this sweep (spec fit.enabled is false).';
       return;
     }
@@ -148,7 +154,7 @@ const XmodFit = (() => {
   async function update(sweep, runs) {
     const key = `${sweep.id}|${sweep.state}|${JSON.stringify(sweep.runCounts)}`;
     if (key === fetchedKey && Date.now() - fetchedAt < REFETCH_MS) return;
-    const enabled = sweep.spec.fit.enabled;
+    const enabled = fitEnabled(sweep);
     let why = '';
     const remember = message => {
       why = message;

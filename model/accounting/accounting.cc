@@ -1,4 +1,4 @@
-// Parameter and FLOP accounting of a layer plan (ARCHITECTURE.md "Model"; paper B.1
+// Parameter and FLOP accounting of a layer plan (docs/design.md "Model"; paper B.1
 // "FLOPs accounting", Table 6, Table 7). Per token, at context length L:
 //   forward FLOPs = sum over layers of 2 x (matrix parameters the token passes through)
 //                 + 4 x L x (n_heads x head_dim) x (attention pairs per query, relative to L)

@@ -57,7 +57,7 @@ struct LayerPlan {
                // 0 for Dense and MoE plans
 };
 
-// The layer plan of a model. Rule (ARCHITECTURE.md "Model"): [Dense]x N0 then groups
+// The layer plan of a model. Rule (docs/design.md "Model"): [Dense]x N0 then groups
 // [Sparse(K)] x (A*K) + [Dense] filling n_layers - N0 active-equivalent layers (a group
 // counts 1 + A); when they do not divide, the first group is shortened. Defaults: N0 = 4
 // (X-MoD and its controls), N0 = 1 and A = 1/K for MoD (paper B.1). K = 1 gives the dense

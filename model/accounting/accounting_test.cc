@@ -1,6 +1,6 @@
 // Golden tests of the parameter / FLOP accounting against the paper: Table 6 (main
 // comparison, L = 32768), Table 1 phi/phi_D, Table 7 / Table 2 controls, Table 9 deep
-// models, and the values checked in ARCHITECTURE.md.
+// models, and the values checked in docs/design.md.
 #include "model/accounting/accounting.h"
 
 #include <cmath>
@@ -115,7 +115,7 @@ TEST(AccountingTest, Paper165BTensorParallelRowsDifferFromTheRule) {
   EXPECT_DOUBLE_EQ(RoundTo2Significant(moe.forward_flops_per_token), 1.0e10);
 }
 
-// ARCHITECTURE.md "Model": the values checked by hand, to 0.5%.
+// docs/design.md "Model": the values checked by hand, to 0.5%.
 TEST(AccountingTest, ArchitectureCheckedValues) {
   struct Check {
     xmod::v1::ModelSpec model;

@@ -41,7 +41,7 @@ int Count(const LayerPlan& plan, LayerKind kind) {
   return n;
 }
 
-// Active-equivalent layers: dense 1, sparse 1/K (ARCHITECTURE.md "Model").
+// Active-equivalent layers: dense 1, sparse 1/K (docs/design.md "Model").
 double ActiveEquivalent(const LayerPlan& plan, int k) {
   return Count(plan, LayerKind::kDense) + static_cast<double>(Count(plan, LayerKind::kSparse)) / k;
 }

@@ -1,5 +1,5 @@
 // xmod-train: trains one run to its FLOP budget (see model/train/trainer.h and the worker
-// contract in the team notes). Parses flags, applies the thread budget, installs the SIGTERM
+// contract in docs/design.md). Parses flags, applies the thread budget, installs the SIGTERM
 // handler and calls RunTrainer. Exit codes (model/train/exit_codes.h): 0 = budget spent,
 // 75 = stopped by SIGTERM after a checkpoint, 3..6 = a failure of a known kind (invalid
 // configuration, diverged loss, out of memory, data loss), 1 = any other failure; the reason

@@ -1,8 +1,14 @@
 // The CPU thread budget of a training process. LibTorch's intra-op threads on top of
 // OpenBLAS's own pthreads oversubscribe the cores (a matmul loop ran 2.8x slower with 2 + 2
-// threads on 2 cores, ARCHITECTURE.md), so one budget is applied to all of them: torch
+// threads on 2 cores, docs/design.md), so one budget is applied to all of them: torch
 // intra-op threads, OpenMP, and OpenBLAS (through openblas_set_num_threads when the loaded
 // BLAS is OpenBLAS). Call once at process start, before any tensor work. Not thread-safe.
+//
+// What cannot be set from inside the process: libgomp reads OMP_WAIT_POLICY when it is
+// loaded. With its default, idle OpenMP threads spin after each parallel region and take
+// cores from OpenBLAS's pthreads; the worker therefore starts xmod-train with
+// OMP_WAIT_POLICY=PASSIVE (bench_model, 2 threads on 2 cores, d = 256, L = 1024: see the
+// issue-7 figures in bench/model/run_bench.sh's results).
 #ifndef XMOD_MODEL_TRAIN_THREADS_H_
 #define XMOD_MODEL_TRAIN_THREADS_H_
 

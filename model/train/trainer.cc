@@ -150,7 +150,8 @@ absl::Status Run::Setup() {
   training_ = *std::move(training);
   const int seq_len = training_.seq_len();
 
-  absl::StatusOr<Accounting> accounting = Account(spec.model(), seq_len);
+  absl::StatusOr<Accounting> accounting =
+      Account(spec.model(), seq_len, TrainFlopsMultiplier(training_));
   if (!accounting.ok()) {
     return absl::Status(accounting.status().code(),
                         absl::StrCat("model.", accounting.status().message()));

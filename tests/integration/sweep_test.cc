@@ -452,7 +452,10 @@ TEST_F(SweepTest, AFrozenWorkerIsFencedAndItsRunStillSucceeds) {
   ASSERT_EQ(first.size(), 2u);
   const std::string victim = first[0];
   const std::string run_id = first[1];
-  const pid_t pid = FindPid("xmod-worker", "--name=" + victim);
+  // By its work folder, which is this cluster's own: other tests' clusters (ctest runs them
+  // in parallel) have workers of the same name.
+  const pid_t pid =
+      FindPid("xmod-worker", absl::StrCat("--work_dir=", cluster_.dir(), "/", victim));
   ASSERT_GT(pid, 0) << victim;
   const std::string attempt_dir = absl::StrCat(cluster_.dir(), "/", victim, "/run-", run_id, "-a1");
   const pid_t trainer = FindPid("xmod-train", attempt_dir + "/spec.pb");

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <system_error>
@@ -392,6 +393,12 @@ void Agent::StartAttempt(const v1::Assignment& assignment, int64_t lease_deadlin
     }
     launch.env.emplace_back("OMP_NUM_THREADS", absl::StrCat(threads));
     launch.env.emplace_back("OPENBLAS_NUM_THREADS", absl::StrCat(threads));
+    // Idle OpenMP threads sleep instead of spinning on cores OpenBLAS's threads need (libgomp
+    // reads this at load, so only the parent can set it); the worker's own setting wins.
+    if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
+      launch.env.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
+    }
+    for (const auto& entry : options_.train_env) launch.env.push_back(entry);
     launch.log_path =
         rank == 0 ? dir + "/train.log" : absl::StrCat(dir, "/train.rank", rank, ".log");
     launch.events_fd = options_.events_fd;

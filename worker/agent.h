@@ -82,6 +82,8 @@ struct AgentOptions {
   int64_t kill_grace_ms = 60'000;   // SIGTERM → SIGKILL (Clock time)
   // No step progress this long (monotonic): SIGKILL, attempt FAILED and retried. 0 = never.
   int64_t stall_timeout_ms = 900'000;
+  // KEY=VALUE pairs added to every trainer's environment, after the thread budget.
+  std::vector<std::pair<std::string, std::string>> train_env;
   int64_t retry_delay_ms = 1'000;  // pause after a failed Register/AcquireRun/FinishRun
   int events_fd = 3;               // descriptor number of the event pipe in the child
   int control_fd = 4;              // descriptor number of the lease control channel

@@ -2,6 +2,7 @@
 // (worker/run_worker.h). See docs/design.md, "Processes and binaries".
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -31,6 +32,10 @@ ABSL_FLAG(std::string, metrics_listen, "",
 ABSL_FLAG(std::string, ports_file, "", "write {\"metrics\":PORT} here once listening");
 ABSL_FLAG(int64_t, acquire_wait_ms, 5000, "AcquireRun long-poll bound (ms)");
 ABSL_FLAG(int64_t, kill_grace_ms, 60000, "SIGTERM to SIGKILL grace period for a child (ms)");
+ABSL_FLAG(std::vector<std::string>, train_env, {},
+          "KEY=VALUE,... added to every xmod-train's environment (after the thread budget, so "
+          "they win), e.g. LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp to give "
+          "the trainers OpenBLAS's OpenMP build (docs/design.md, \"Threads on CPU\")");
 ABSL_FLAG(int64_t, stall_timeout_ms, 900000,
           "a child with no step progress for this long (ms) is killed and its attempt retried "
           "(0: never)");
@@ -70,6 +75,14 @@ int main(int argc, char** argv) {
   options.acquire_wait_ms = absl::GetFlag(FLAGS_acquire_wait_ms);
   options.kill_grace_ms = absl::GetFlag(FLAGS_kill_grace_ms);
   options.stall_timeout_ms = absl::GetFlag(FLAGS_stall_timeout_ms);
+  for (const std::string& entry : absl::GetFlag(FLAGS_train_env)) {
+    const size_t eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      LOG(ERROR) << "xmod-worker: --train_env: \"" << entry << "\" is not KEY=VALUE";
+      return 2;
+    }
+    options.train_env.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
+  }
 
   absl::Status status = xmod::RunWorker(options);
   if (!status.ok()) {

@@ -55,6 +55,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
   agent_options.acquire_wait_ms = options.acquire_wait_ms;
   agent_options.kill_grace_ms = options.kill_grace_ms;
   agent_options.stall_timeout_ms = options.stall_timeout_ms;
+  agent_options.train_env = options.train_env;
   if (access(agent_options.train_bin.c_str(), X_OK) != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("train_bin: not executable: ", agent_options.train_bin));

@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "common/transport.h"
@@ -17,12 +19,12 @@
 namespace xmod {
 
 struct WorkerOptions {
-  std::string coordinator = "127.0.0.1:50051";  // host:port of the WorkerGateway
-  std::string token;                            // bearer token ("" = none)
-  ClientTlsFiles tls;                           // TLS to the coordinator (off = plaintext)
-  std::string name;                             // worker name ("" = hostname)
-  std::string work_dir = "xmod-work";           // per-attempt folders
-  std::string train_bin;                        // xmod-train ("" = next to this binary)
+  std::string coordinator = "127.0.0.1:7070";  // host:port of the WorkerGateway
+  std::string token;                           // bearer token ("" = none)
+  ClientTlsFiles tls;                          // TLS to the coordinator (off = plaintext)
+  std::string name;                            // worker name ("" = hostname)
+  std::string work_dir = "xmod-work";          // per-attempt folders
+  std::string train_bin;                       // xmod-train ("" = next to this binary)
   int cpu_slots = 1;
   int cores_per_slot = 0;      // 0 = cores / cpu_slots
   bool use_gpus = true;        // probe nvidia-smi
@@ -31,6 +33,7 @@ struct WorkerOptions {
   int64_t acquire_wait_ms = 5'000;
   int64_t kill_grace_ms = 60'000;
   int64_t stall_timeout_ms = 900'000;  // no step progress this long: kill, retry (0 = never)
+  std::vector<std::pair<std::string, std::string>> train_env;  // added to every trainer's env
 };
 
 // Runs until drained by a signal. OK after a clean drain; an error when the worker could not

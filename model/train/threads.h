@@ -7,8 +7,7 @@
 // What cannot be set from inside the process: libgomp reads OMP_WAIT_POLICY when it is
 // loaded. With its default, idle OpenMP threads spin after each parallel region and take
 // cores from OpenBLAS's pthreads; the worker therefore starts xmod-train with
-// OMP_WAIT_POLICY=PASSIVE (bench_model, 2 threads on 2 cores, d = 256, L = 1024: see the
-// issue-7 figures in bench/model/run_bench.sh's results).
+// OMP_WAIT_POLICY=PASSIVE (figures in docs/design.md, "Threads on CPU").
 #ifndef XMOD_MODEL_TRAIN_THREADS_H_
 #define XMOD_MODEL_TRAIN_THREADS_H_
 

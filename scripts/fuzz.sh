@@ -9,6 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${FUZZ_BUILD_DIR:-build/fuzz}
 SECONDS_EACH=${FUZZ_SECONDS:-45}
+# A fixed seed keeps CI's runs comparable from one submission to the next; FUZZ_SEED=0 lets
+# libFuzzer pick one (to explore further by hand).
+SEED=${FUZZ_SEED:-1}
 JOBS=${JOBS:-$(nproc)}
 TARGETS=(spec_text_fuzzer spec_json_fuzzer shard_fuzzer checkpoint_fuzzer
          checkpoint_archive_fuzzer)
@@ -48,7 +51,7 @@ for target in "${TARGETS[@]}"; do
   mkdir -p "$corpus"
   echo "fuzz: $target for ${SECONDS_EACH} s"
   # shellcheck disable=SC2046  # an empty seed folder is no argument
-  if ! "$BUILD_DIR/bin/$target" -max_total_time="$SECONDS_EACH" -timeout=10 \
+  if ! "$BUILD_DIR/bin/$target" -max_total_time="$SECONDS_EACH" -timeout=10 -seed="$SEED" \
       -rss_limit_mb=3072 -print_final_stats=1 -artifact_prefix="$artifacts/$target-" \
       "$corpus" $(seeds_of "$target") >"$work/$target.log" 2>&1; then
     echo "fuzz: $target FAILED; its log ends:" >&2

@@ -20,6 +20,8 @@ namespace {
 
 using xmod::v1::Architecture;
 
+constexpr int kMaxSparseLayersPerGroup = 4096;
+
 absl::Status Invalid(const std::string& field, const std::string& message) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", message));
 }
@@ -144,6 +146,13 @@ absl::StatusOr<LayerPlan> BuildLayerPlan(const xmod::v1::ModelSpec& model,
       return Invalid("a", absl::StrCat("anchor stride A must be > 0, got ", a));
     }
     const double layers = a * k;
+    // The paper's deepest groups have 48 sparse layers (A3K16); the bound keeps a hostile
+    // spec from building a plan of billions of layers (found by fuzz/spec_text_fuzzer).
+    if (layers > kMaxSparseLayersPerGroup) {
+      return Invalid(
+          "a", absl::StrCat("A*K = ", a, "*", k, " = ", layers,
+                            " sparse layers per group is more than ", kMaxSparseLayersPerGroup));
+    }
     a_k = static_cast<int>(std::lround(layers));
     if (std::abs(layers - a_k) > 1e-9 || a_k < 1) {
       return Invalid("a", absl::StrCat("A*K = ", a, "*", k, " = ", layers,

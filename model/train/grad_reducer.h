@@ -47,8 +47,6 @@ class OverlappedGradientReducer {
   // UNAVAILABLE if a collective fails.
   absl::Status Finish();
 
-  int buckets() const { return static_cast<int>(buckets_.size()); }
-
  private:
   struct Slot {
     int bucket = 0;

@@ -13,7 +13,6 @@
 // train/loss; every run's final train/loss and final val/loss equal, bit for bit, those of
 // the same run in the fault-free pass (CPU training is deterministic and resumes are exact).
 #include <signal.h>
-#include <sqlite3.h>
 
 #include <algorithm>
 #include <cmath>
@@ -32,8 +31,8 @@
 #include "absl/time/clock.h"
 #include "common/files.h"
 #include "gtest/gtest.h"
-#include "model/accounting/accounting.h"
 #include "tests/integration/cluster.h"
+#include "tests/integration/test_db.h"
 
 namespace xmod {
 namespace {
@@ -46,53 +45,8 @@ constexpr int kCheckpointEvery = 10;
 constexpr int kLeaseTtlMs = 3000;
 constexpr int kWorkers = 3;
 
-// A read-only view of the coordinator's database.
-class Db {
- public:
-  explicit Db(const std::string& path) {
-    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-      ADD_FAILURE() << "cannot open " << path << ": " << sqlite3_errmsg(db_);
-    }
-  }
-  ~Db() { sqlite3_close(db_); }
-
-  // Each row's columns as text ("" for NULL) and as doubles.
-  struct Row {
-    std::vector<std::string> text;
-    std::vector<double> number;
-  };
-  std::vector<Row> Rows(const std::string& sql) {
-    std::vector<Row> rows;
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
-      ADD_FAILURE() << sql << ": " << sqlite3_errmsg(db_);
-      return rows;
-    }
-    while (sqlite3_step(stmt) == SQLITE_ROW) {
-      Row row;
-      for (int i = 0; i < sqlite3_column_count(stmt); ++i) {
-        const unsigned char* text = sqlite3_column_text(stmt, i);
-        row.text.push_back(text != nullptr ? reinterpret_cast<const char*>(text) : "");
-        row.number.push_back(sqlite3_column_double(stmt, i));
-      }
-      rows.push_back(std::move(row));
-    }
-    sqlite3_finalize(stmt);
-    return rows;
-  }
-
- private:
-  sqlite3* db_ = nullptr;
-};
-
-// Training FLOPs of `steps` optimizer steps of the dense tiny-test model at kSeqLen.
-double DenseBudget(int steps) {
-  v1::ModelSpec model;
-  model.set_arch(v1::DENSE);
-  model.mutable_backbone()->set_name("tiny-test");
-  absl::StatusOr<Accounting> accounting = Account(model, kSeqLen);
-  return accounting.ok() ? accounting->train_flops_per_token * kBatchTokens * steps : 0;
-}
+// Training FLOPs of `steps` optimizer steps of the dense tiny-test model.
+double DenseBudget(int steps) { return xmod::DenseBudget(steps, kSeqLen, kBatchTokens); }
 
 v1::SweepSpec ChaosSweep(const std::string& name, const std::string& data_dir, double budget) {
   v1::SweepSpec spec;
@@ -296,16 +250,16 @@ class ChaosTest : public ::testing::Test {
     int64_t step = 0;
     double train_loss = NAN, val_loss = NAN;
   };
-  static std::map<std::string, Outcome> Outcomes(Db& db, int64_t sweep_id) {
+  static std::map<std::string, Outcome> Outcomes(ReadOnlyDb& db, int64_t sweep_id) {
     std::map<std::string, Outcome> out;
     for (const auto& row :
-         db.Rows(absl::StrCat("SELECT r.name, r.id, r.state, r.step, "
-                              "(SELECT value FROM canonical_metrics m WHERE m.run_id = r.id AND "
-                              "m.name = 'train/loss' ORDER BY step DESC, attempt DESC LIMIT 1), "
-                              "(SELECT value FROM canonical_metrics m WHERE m.run_id = r.id AND "
-                              "m.name = 'val/loss' ORDER BY step DESC, attempt DESC LIMIT 1) "
-                              "FROM runs r WHERE r.sweep_id = ",
-                              sweep_id))) {
+         db.Values(absl::StrCat("SELECT r.name, r.id, r.state, r.step, "
+                                "(SELECT value FROM canonical_metrics m WHERE m.run_id = r.id AND "
+                                "m.name = 'train/loss' ORDER BY step DESC, attempt DESC LIMIT 1), "
+                                "(SELECT value FROM canonical_metrics m WHERE m.run_id = r.id AND "
+                                "m.name = 'val/loss' ORDER BY step DESC, attempt DESC LIMIT 1) "
+                                "FROM runs r WHERE r.sweep_id = ",
+                                sweep_id))) {
       Outcome& o = out[row.text[0]];
       o.id = row.text[1];
       o.state = row.text[2];
@@ -318,17 +272,17 @@ class ChaosTest : public ::testing::Test {
 
   // No series of the run repeats a step; train/loss has a point at least every kLogEvery
   // steps from the start to the run's last step.
-  static void ExpectNoGapNoDuplicate(Db& db, const std::string& name, const Outcome& run) {
-    for (const auto& series : db.Rows(absl::StrCat(
+  static void ExpectNoGapNoDuplicate(ReadOnlyDb& db, const std::string& name, const Outcome& run) {
+    for (const auto& series : db.Values(absl::StrCat(
              "SELECT name, step, COUNT(*) FROM canonical_metrics WHERE run_id = ", run.id,
              " GROUP BY name, step HAVING COUNT(*) > 1"))) {
       ADD_FAILURE() << name << " (run " << run.id << "): " << series.text[2] << " canonical "
                     << series.text[0] << " points at step " << series.text[1];
     }
     std::vector<int64_t> steps;
-    for (const auto& row :
-         db.Rows(absl::StrCat("SELECT DISTINCT step FROM canonical_metrics WHERE run_id = ", run.id,
-                              " AND name = 'train/loss' ORDER BY step"))) {
+    for (const auto& row : db.Values(
+             absl::StrCat("SELECT DISTINCT step FROM canonical_metrics WHERE run_id = ", run.id,
+                          " AND name = 'train/loss' ORDER BY step"))) {
       steps.push_back(static_cast<int64_t>(row.number[0]));
     }
     ASSERT_FALSE(steps.empty()) << name << " has no canonical train/loss";
@@ -340,9 +294,9 @@ class ChaosTest : public ::testing::Test {
     EXPECT_EQ(steps.back(), run.step) << name << ": train/loss ends before the run's last step";
   }
 
-  static std::string Attempts(Db& db, const std::string& run_id) {
+  static std::string Attempts(ReadOnlyDb& db, const std::string& run_id) {
     std::string text;
-    for (const auto& row : db.Rows(absl::StrCat(
+    for (const auto& row : db.Values(absl::StrCat(
              "SELECT attempt, worker, outcome, exit_code, resumed_from_step, error FROM attempts "
              "WHERE run_id = ",
              run_id, " ORDER BY attempt"))) {
@@ -395,7 +349,7 @@ TEST_F(ChaosTest, SweepSurvivesKillsStopsAndCorruptionWithExactResults) {
   EXPECT_TRUE(skipped.empty()) << "faults not injected (the runs ended first): "
                                << absl::StrJoin(skipped, ", ");
 
-  Db db(cluster_.db_path());
+  ReadOnlyDb db(cluster_.db_path());
   const std::map<std::string, Outcome> expected = Outcomes(db, reference_id);
   const std::map<std::string, Outcome> actual = Outcomes(db, sweep_id);
   ASSERT_EQ(expected.size(), 6u);

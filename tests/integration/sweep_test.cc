@@ -19,7 +19,6 @@
 //      the refusal is recorded (event, attempt note) and the run SUCCEEDS.
 #include <dirent.h>
 #include <signal.h>
-#include <sqlite3.h>
 
 #include <algorithm>
 #include <cmath>
@@ -37,6 +36,7 @@
 #include "gtest/gtest.h"
 #include "model/accounting/accounting.h"
 #include "tests/integration/cluster.h"
+#include "tests/integration/test_db.h"
 
 namespace xmod {
 namespace {
@@ -44,39 +44,6 @@ namespace {
 constexpr int kSeqLen = 64;
 constexpr int kBatchTokens = 512;  // 8 sequences per optimizer step
 constexpr int kLogEvery = 10;      // xmod-train's default train/* interval (steps)
-
-// The rows of a query on a read-only SQLite file, every value as text ("" for NULL).
-class ReadOnlyDb {
- public:
-  explicit ReadOnlyDb(const std::string& path) {
-    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-      ADD_FAILURE() << "cannot open " << path << ": " << sqlite3_errmsg(db_);
-    }
-  }
-  ~ReadOnlyDb() { sqlite3_close(db_); }
-
-  std::vector<std::vector<std::string>> Rows(const std::string& sql) {
-    std::vector<std::vector<std::string>> rows;
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
-      ADD_FAILURE() << sql << ": " << sqlite3_errmsg(db_);
-      return rows;
-    }
-    while (sqlite3_step(stmt) == SQLITE_ROW) {
-      std::vector<std::string> row;
-      for (int i = 0; i < sqlite3_column_count(stmt); ++i) {
-        const unsigned char* text = sqlite3_column_text(stmt, i);
-        row.push_back(text != nullptr ? reinterpret_cast<const char*>(text) : "");
-      }
-      rows.push_back(std::move(row));
-    }
-    sqlite3_finalize(stmt);
-    return rows;
-  }
-
- private:
-  sqlite3* db_ = nullptr;
-};
 
 // The tiny-test backbone's vocabulary (paper-free CPU preset of model/accounting).
 int VocabSize() {
@@ -86,15 +53,8 @@ int VocabSize() {
   return backbone.ok() ? backbone->vocab_size : 0;
 }
 
-// Training FLOPs of `steps` optimizer steps of the dense tiny-test model at kSeqLen.
-double DenseBudget(int steps) {
-  v1::ModelSpec model;
-  model.set_arch(v1::DENSE);
-  model.mutable_backbone()->set_name("tiny-test");
-  absl::StatusOr<Accounting> accounting = Account(model, kSeqLen);
-  if (!accounting.ok()) return 0;
-  return accounting->train_flops_per_token * kBatchTokens * steps;
-}
+// Training FLOPs of `steps` optimizer steps of the dense tiny-test model.
+double DenseBudget(int steps) { return xmod::DenseBudget(steps, kSeqLen, kBatchTokens); }
 
 v1::SweepSpec MakeSweep(const std::string& data_dir, double budget, int checkpoint_every) {
   v1::SweepSpec spec;

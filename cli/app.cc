@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "cli/commands.h"
+#include "common/build_info.h"
 #include "common/credentials.h"
 
 namespace xmod::cli {
@@ -43,14 +44,19 @@ struct State {
   int64_t sweep_filter = 0;
   std::vector<std::string> states;
   std::vector<std::string> names;
-  int max_points = 500;
+  int max_points = 0;  // 0: the coordinator's default (kDefaultMetricPoints, 500)
   std::string sql;
-  int max_rows = 10000;
+  int max_rows = 0;  // 0: the coordinator's row cap (QueryLimits::max_rows, 10000)
   // fit
+  std::string study;
   PredictOptions predict;
   RecommendOptions recommend;
+  // study
+  StudyCreateOptions study_create;
   // plan
   PlanOptions plan;
+  // report
+  ReportOptions report;
 };
 
 using Action = std::function<absl::Status(const Context&)>;
@@ -84,9 +90,10 @@ void AddSweepCommands(CLI::App& app, State& s, Action* action) {
       app.add_subcommand("sweep", "Submit, list, show, cancel, retry and watch sweeps");
   sweep->require_subcommand(1);
   CLI::App* submit =
-      Leaf(sweep, "submit", "Submit a sweep spec (.textpb/.txtpb/.pbtxt or .json)", action,
+      Leaf(sweep, "submit",
+           "Submit a sweep spec (.textpb/.txtpb/.pbtxt or .json; - reads standard input)", action,
            [&s](const Context& c) { return SweepSubmit(c, s.file, s.dry_run); });
-  submit->add_option("FILE", s.file, "Sweep spec file")->required();
+  submit->add_option("FILE", s.file, "Sweep spec file, or - for standard input")->required();
   submit->add_flag("--dry_run", s.dry_run, "Validate and expand only; store nothing");
   CLI::App* list = Leaf(sweep, "list", "List sweeps, newest first", action,
                         [&s](const Context& c) { return SweepList(c, s.limit); });
@@ -124,25 +131,29 @@ void AddRunCommands(CLI::App& app, State& s, Action* action) {
   metrics->add_option("--name", s.names, "Only these series (e.g. val/loss); repeatable")
       ->delimiter(',')
       ->allow_extra_args(false);
-  metrics->add_option("--max_points", s.max_points, "Points per series");
+  metrics->add_option("--max_points", s.max_points,
+                      "Points per series (0: the coordinator's default, 500)");
 
   CLI::App* query = Leaf(&app, "query", "Read-only SQL on the results database", action,
                          [&s](const Context& c) { return Query(c, s.sql, s.max_rows); });
   query->add_option("SQL", s.sql, "A SELECT or WITH statement")->required();
-  query->add_option("--max_rows", s.max_rows, "Row limit");
+  query->add_option("--max_rows", s.max_rows, "Row limit (0: the coordinator's cap, 10000)");
 }
 
 void AddFitCommands(CLI::App& app, State& s, Action* action) {
-  CLI::App* fit = app.add_subcommand("fit", "The sweep's scaling-law fit (paper Eq. 14)");
+  CLI::App* fit =
+      app.add_subcommand("fit", "The scaling-law fit (paper Eq. 14) of a sweep or a study");
   fit->require_subcommand(1);
   CLI::App* show = Leaf(fit, "show", "The latest fit: parameters, R², RMSE, CV", action,
-                        [&s](const Context& c) { return FitShow(c, s.id); });
-  show->add_option("SWEEP", s.id, "Sweep id")->required();
+                        [&s](const Context& c) { return FitShow(c, s.id, s.study); });
+  show->add_option("SWEEP", s.id, "Sweep id (or --study)");
+  show->add_option("--study", s.study, "The study's fit instead of a sweep's");
 
   PredictOptions& p = s.predict;
   CLI::App* predict = Leaf(fit, "predict", "Predicted Δ and loss (every C × L × K × A)", action,
                            [&p](const Context& c) { return FitPredict(c, p); });
-  predict->add_option("SWEEP", p.sweep_id, "Sweep id")->required();
+  predict->add_option("SWEEP", p.sweep_id, "Sweep id (or --study)");
+  predict->add_option("--study", p.study, "Under the study's fit instead of a sweep's");
   predict->add_option("--C", p.flops, "Training FLOPs, e.g. 1e20")
       ->required()
       ->delimiter(',')
@@ -163,7 +174,8 @@ void AddFitCommands(CLI::App& app, State& s, Action* action) {
   RecommendOptions& r = s.recommend;
   CLI::App* recommend = Leaf(fit, "recommend", "The best (K, A) for (C, L, backbone)", action,
                              [&r](const Context& c) { return FitRecommend(c, r); });
-  recommend->add_option("SWEEP", r.sweep_id, "Sweep id")->required();
+  recommend->add_option("SWEEP", r.sweep_id, "Sweep id (or --study)");
+  recommend->add_option("--study", r.study, "Under the study's fit instead of a sweep's");
   recommend->add_option("--C", r.flops, "Training FLOPs, e.g. 1e20")->required();
   recommend->add_option("--L", r.seq_len, "Context length")->required();
   recommend->add_option("--backbone", r.backbone, "Backbone preset, e.g. 556M")->required();
@@ -175,6 +187,29 @@ void AddFitCommands(CLI::App& app, State& s, Action* action) {
       ->delimiter(',')
       ->allow_extra_args(false);
   recommend->add_option("--top", r.top, "Candidates shown");
+}
+
+void AddStudyCommands(CLI::App& app, State& s, Action* action) {
+  CLI::App* study = app.add_subcommand("study", "Studies: one fit over several sweeps (B.4 roles)");
+  study->require_subcommand(1);
+  StudyCreateOptions& o = s.study_create;
+  CLI::App* create = Leaf(study, "create", "Create a study from --member flags or a StudySpec",
+                          action, [&o](const Context& c) { return StudyCreate(c, o); });
+  create->add_option("NAME", o.name, "Study name (default: the file's)");
+  create->add_option("-f,--file", o.file,
+                     "StudySpec file (.textpb/.txtpb/.pbtxt or .json; - reads standard input)");
+  create
+      ->add_option("--member", o.members,
+                   "ROLE=SWEEP, ROLE kxl|nact|axk|design, SWEEP an id or name; repeatable")
+      ->allow_extra_args(false);
+  create->add_option("--description", o.description, "Free text");
+  create->add_option("--seed", o.seed, "DE / bootstrap seed of the study's fit");
+  create->add_option("--bootstrap_samples", o.bootstrap_samples, "Bootstrap refits (0 = none)");
+  Leaf(study, "list", "List studies, newest first", action,
+       [](const Context& c) { return StudyList(c); });
+  CLI::App* show = Leaf(study, "show", "A study and its member sweeps", action,
+                        [&s](const Context& c) { return StudyShow(c, s.study); });
+  show->add_option("NAME", s.study, "Study name")->required();
 }
 
 void AddPlanCommand(CLI::App& app, State& s, Action* action) {
@@ -193,6 +228,16 @@ void AddPlanCommand(CLI::App& app, State& s, Action* action) {
   plan->add_option("--expert_dim", p.expert_dim, "MoE expert width d_e (default: FLOP-matched)");
 }
 
+void AddReportCommand(CLI::App& app, State& s, Action* action) {
+  ReportOptions& r = s.report;
+  CLI::App* report =
+      Leaf(&app, "report", "Figure 2-style plots (PNG, SVG) and report.md of the latest fit",
+           action, [&r](const Context& c) { return Report(c, r); });
+  report->add_option("SWEEP", r.sweep_id, "Sweep id (or --study)");
+  report->add_option("--study", r.study, "The study's fit instead of a sweep's");
+  report->add_option("--output", r.output, "Directory to write (created if missing)")->required();
+}
+
 }  // namespace
 
 int ExitCode(const absl::Status& status) {
@@ -204,6 +249,7 @@ int RunXmodctl(const std::vector<std::string>& args, const Io& io) {
   CLI::App app{"xmodctl: the xmod command line (sweeps, runs, metrics, queries, fits, plans)",
                "xmodctl"};
   app.fallthrough();  // global options may follow the subcommand
+  app.set_version_flag("--version", VersionLine("xmodctl"));
   app.require_subcommand(1);
   State s;
   Action action;
@@ -231,7 +277,9 @@ int RunXmodctl(const std::vector<std::string>& args, const Io& io) {
   AddSweepCommands(app, s, &action);
   AddRunCommands(app, s, &action);
   AddFitCommands(app, s, &action);
+  AddStudyCommands(app, s, &action);
   AddPlanCommand(app, s, &action);
+  AddReportCommand(app, s, &action);
 
   std::vector<std::string> reversed(args.rbegin(), args.rend() - (args.empty() ? 0 : 1));
   try {
@@ -239,6 +287,8 @@ int RunXmodctl(const std::vector<std::string>& args, const Io& io) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e, *io.out, *io.err);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e, *io.out, *io.err);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e, *io.out, *io.err);
   } catch (const CLI::ParseError& e) {
     *io.err << "xmodctl: " << absl::StrReplaceAll(e.what(), {{"\n", " "}})
@@ -260,6 +310,7 @@ int RunXmodctl(const std::vector<std::string>& args, const Io& io) {
   ctx.out = io.out;
   ctx.out_is_tty = io.out_is_tty;
   ctx.tty_columns = io.tty_columns;
+  ctx.in = io.in;
   auto format = ParseOutputFormat(s.globals.output);
   absl::Status status = format.status();
   if (status.ok()) {

@@ -11,6 +11,7 @@
 #ifndef XMOD_CLI_APP_H_
 #define XMOD_CLI_APP_H_
 
+#include <istream>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -25,7 +26,8 @@ struct Io {
   std::ostream* out;
   std::ostream* err;
   bool out_is_tty = false;
-  int tty_columns = 0;  // terminal width when out is a terminal (0 = unknown)
+  int tty_columns = 0;         // terminal width when out is a terminal (0 = unknown)
+  std::istream* in = nullptr;  // standard input: a spec given as "-f -" (null: none)
 };
 
 // args[0] is the program name.

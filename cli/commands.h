@@ -20,8 +20,9 @@ struct Context {
   ClientOptions client;
   OutputFormat format = OutputFormat::kTable;
   std::ostream* out = nullptr;
-  bool out_is_tty = false;  // sweep watch redraws in place only on a terminal
-  int tty_columns = 0;      // its width (0 = unknown); redrawn lines are cut to fit
+  bool out_is_tty = false;     // sweep watch redraws in place only on a terminal
+  int tty_columns = 0;         // its width (0 = unknown); redrawn lines are cut to fit
+  std::istream* in = nullptr;  // standard input, for a spec file given as "-"
 };
 
 // Sweeps.
@@ -44,9 +45,11 @@ absl::Status Metrics(const Context& ctx, int64_t run_id, const std::vector<std::
                      int max_points);
 absl::Status Query(const Context& ctx, const std::string& sql, int max_rows);
 
-// Scaling-law fit (paper Eq. 14) of a sweep.
+// Scaling-law fit (paper Eq. 14) of a sweep, or of a study (`study`, its name, instead of
+// sweep_id; exactly one of them, else INVALID_ARGUMENT naming --study).
 struct PredictOptions {
   int64_t sweep_id = 0;
+  std::string study;
   std::vector<double> flops;  // C values; every combination with L, K, A is predicted
   std::vector<int> seq_lens;
   std::string backbone;
@@ -55,6 +58,7 @@ struct PredictOptions {
 };
 struct RecommendOptions {
   int64_t sweep_id = 0;
+  std::string study;
   double flops = 0;
   int seq_len = 0;
   std::string backbone;
@@ -63,9 +67,35 @@ struct RecommendOptions {
   std::vector<double> as;
   int top = 10;  // candidates shown
 };
-absl::Status FitShow(const Context& ctx, int64_t sweep_id);
+absl::Status FitShow(const Context& ctx, int64_t sweep_id, const std::string& study);
+
+// Studies: one fit over several sweeps. A member is "ROLE=SWEEP" (role kxl, nact, axk or
+// design; SWEEP an id or a sweep name); `file` is a StudySpec (text format or JSON) whose
+// name, description and members the flags add to or override.
+struct StudyCreateOptions {
+  std::string file;
+  std::string name;
+  std::string description;
+  std::vector<std::string> members;
+  int64_t seed = -1;           // -1 = the file's (else 0)
+  int bootstrap_samples = -1;  // -1 = the file's (else 0)
+};
+absl::Status StudyCreate(const Context& ctx, const StudyCreateOptions& options);
+absl::Status StudyList(const Context& ctx);
+absl::Status StudyShow(const Context& ctx, const std::string& name);
 absl::Status FitPredict(const Context& ctx, const PredictOptions& options);
 absl::Status FitRecommend(const Context& ctx, const RecommendOptions& options);
+
+// The Figure 2-style plots and report.md of the latest fit of a sweep or study (exactly one,
+// else INVALID_ARGUMENT naming --study), written to `output` (cli/report/report.h); prints
+// each file written and each figure skipped. FAILED_PRECONDITION when there is no fit yet or
+// it carries no observations; UNAVAILABLE naming the path when `output` cannot be written.
+struct ReportOptions {
+  int64_t sweep_id = 0;
+  std::string study;
+  std::string output;
+};
+absl::Status Report(const Context& ctx, const ReportOptions& options);
 
 // Offline layer plan and accounting (paper Table 6).
 struct PlanOptions {

@@ -1,7 +1,7 @@
 // Tests of the xmodctl commands against an in-process fake Coordinator (a grpc::Server on
 // 127.0.0.1:0): submit (text, JSON, dry run, refused spec, syntax error), listings in every
-// output format, the watch stream rendering until the sweep ends, query, run show, tokens
-// and connection failures.
+// output format, the watch stream rendering until the sweep ends, query, run show, fits of
+// sweeps and studies, study create / list / show, tokens and connection failures.
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -11,11 +11,14 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "cli/app.h"
 #include "common/files.h"
 #include "common/test_certs.h"
 #include "common/transport.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "xmod/v1/coordinator.grpc.pb.h"
 
 namespace xmod::cli {
@@ -64,8 +67,11 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
       }
     }
     response->set_sweep_id(request->dry_run() ? 0 : 7);
-    *response->add_runs() =
+    Run dense =
         MakeRun(request->dry_run() ? 0 : 1, "dense-cpu-d128-L256", xmod::v1::QUEUED, 0, 3e12);
+    dense.mutable_spec()->mutable_model()->set_arch(xmod::v1::DENSE);
+    dense.mutable_spec()->mutable_model()->set_k(1);
+    *response->add_runs() = dense;
     *response->add_runs() =
         MakeRun(request->dry_run() ? 0 : 2, "xmod-cpu-d128-L256-K4-A1", xmod::v1::QUEUED, 0, 3e12);
     return grpc::Status::OK;
@@ -161,6 +167,11 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
                       xmod::v1::Fit* fit) override {
     Record(context);
     fit->set_sweep_id(request->sweep_id());
+    if (!request->study().empty()) {
+      fit->set_study_id(3);
+      fit->set_by_sweep(true);
+      fit->set_e_stage2(0.07);
+    }
     fit->set_n_obs(42);
     fit->set_r2(0.987);
     fit->set_rmse(0.0031);
@@ -209,6 +220,56 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status CreateStudy(grpc::ServerContext* context,
+                           const xmod::v1::CreateStudyRequest* request,
+                           xmod::v1::Study* study) override {
+    Record(context);
+    absl::MutexLock lock(&mu_);
+    last_create_study_ = *request;
+    study->set_id(3);
+    *study->mutable_spec() = request->spec();
+    for (xmod::v1::StudyMember& m : *study->mutable_spec()->mutable_members()) {
+      if (m.sweep_id() == 0) m.set_sweep_id(9);
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetStudy(grpc::ServerContext* context, const xmod::v1::GetStudyRequest* request,
+                        xmod::v1::Study* study) override {
+    Record(context);
+    if (request->name() != "b4") {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          absl::StrCat("study '", request->name(), "' not found"));
+    }
+    *study = B4Study();
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListStudies(grpc::ServerContext* context, const xmod::v1::ListStudiesRequest*,
+                           xmod::v1::ListStudiesResponse* response) override {
+    Record(context);
+    *response->add_studies() = B4Study();
+    return grpc::Status::OK;
+  }
+
+  static xmod::v1::Study B4Study() {
+    xmod::v1::Study study;
+    study.set_id(3);
+    study.mutable_spec()->set_name("b4");
+    int64_t id = 3;
+    for (const char* role : {"kxl", "nact", "axk"}) {
+      xmod::v1::StudyMember* m = study.mutable_spec()->add_members();
+      m->set_sweep_id(id++);
+      m->set_sweep_name(absl::StrCat("paper-b4-", role));
+      m->set_role(role);
+    }
+    return study;
+  }
+
+  xmod::v1::CreateStudyRequest last_create_study() {
+    absl::MutexLock lock(&mu_);
+    return last_create_study_;
+  }
   xmod::v1::PredictRequest last_predict() {
     absl::MutexLock lock(&mu_);
     return last_predict_;
@@ -257,6 +318,7 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
   int drop_next_watches_ = 0;
   xmod::v1::PredictRequest last_predict_;
   xmod::v1::RecommendRequest last_recommend_;
+  xmod::v1::CreateStudyRequest last_create_study_;
   std::string last_authorization_;
 };
 
@@ -284,6 +346,17 @@ class CommandsTest : public ::testing::Test {
     args.insert(args.begin(), {"xmodctl", "--addr", addr_});
     std::ostringstream out, err;
     int code = RunXmodctl(args, Io{&out, &err, tty, columns});
+    return {code, out.str(), err.str()};
+  }
+
+  // The same with `stdin_text` on standard input.
+  Result XmodctlWithStdin(std::vector<std::string> args, const std::string& stdin_text) {
+    args.insert(args.begin(), {"xmodctl", "--addr", addr_});
+    std::ostringstream out, err;
+    std::istringstream in(stdin_text);
+    Io io{&out, &err};
+    io.in = &in;
+    int code = RunXmodctl(args, io);
     return {code, out.str(), err.str()};
   }
 
@@ -350,13 +423,28 @@ TEST_F(CommandsTest, SubmitJsonDryRun) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(fake_.last_submit().dry_run());
   EXPECT_EQ(fake_.last_submit().spec().grids(0).ks(0), 2);
-  EXPECT_THAT(r.out, HasSubstr("Dry run: sweep \"j\" expands to 2 runs (nothing stored)"));
+  EXPECT_THAT(r.out, HasSubstr("Dry run: sweep \"j\" expands to 2 runs, 1 in-range X-MoD "
+                               "observations (nothing stored)"));
   // Tokens the budget buys, 3e12 / (3 x 1.5e6), and those per active-equivalent parameter
   // (cpu-d128: N_act = 2.10M with embeddings).
   EXPECT_THAT(r.out, HasSubstr("TOKENS/N_ACT"));
   EXPECT_THAT(r.out, HasSubstr("667K"));
   EXPECT_THAT(r.out, HasSubstr("0.318"));
   EXPECT_EQ(fake_.last_authorization(), "");
+}
+
+TEST_F(CommandsTest, SubmitReadsTheSpecFromStandardInput) {
+  // "-" reads standard input; the syntax comes from the contents.
+  Result json = XmodctlWithStdin({"sweep", "submit", "--dry_run", "-"},
+                                 R"(  {"name": "piped", "grids": [{"ks": [2]}]})");
+  ASSERT_EQ(json.code, 0) << json.err;
+  EXPECT_EQ(fake_.last_submit().spec().name(), "piped");
+  Result text = XmodctlWithStdin({"sweep", "submit", "-"}, "name: \"texty\" grids { ks: [3] }");
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_EQ(fake_.last_submit().spec().grids(0).ks(0), 3);
+  Result broken = XmodctlWithStdin({"sweep", "submit", "-"}, "name: \"b\" grids {");
+  EXPECT_EQ(broken.code, 2);
+  EXPECT_THAT(broken.err, HasSubstr("<stdin>:1:"));
 }
 
 TEST_F(CommandsTest, SubmitRefusedSpecPrintsTheServersFieldAndExits2) {
@@ -383,9 +471,15 @@ TEST_F(CommandsTest, SweepListInEveryFormat) {
   Result csv = Xmodctl({"sweep", "list", "--output", "csv"});
   EXPECT_THAT(csv.out, HasSubstr("id,name,state,runs,queued,running,succeeded,failed,cancelled,"
                                  "created\n7,\"demo, small\",active,9,3,2,4,0,0,\n"));
+  // JSON is the ListSweepsResponse (proto field names, defaults printed), not the table.
   Result json = Xmodctl({"-o", "json", "sweep", "list"});
-  EXPECT_THAT(json.out, HasSubstr("{\"id\": 7, \"name\": \"demo, small\", \"state\": \"active\", "
-                                  "\"runs\": 9"));
+  xmod::v1::ListSweepsResponse listed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &listed).ok()) << json.out;
+  ASSERT_EQ(listed.sweeps_size(), 1);
+  EXPECT_EQ(listed.sweeps(0).name(), "demo, small");
+  EXPECT_EQ(listed.sweeps(0).run_counts().at("SUCCEEDED"), 4);
+  EXPECT_THAT(json.out, HasSubstr("\"state\": \"SWEEP_ACTIVE\""));
+  EXPECT_THAT(json.out, HasSubstr("\"created_unix_ms\": \"0\""));
 }
 
 TEST_F(CommandsTest, RunsListPassesFilters) {
@@ -415,11 +509,15 @@ TEST_F(CommandsTest, RunShowHasAttemptsAndCheckpoints) {
   EXPECT_EQ(missing.err, "xmodctl: run 99 not found\n");
 }
 
-TEST_F(CommandsTest, QueryTypesValuesInJson) {
+TEST_F(CommandsTest, QueryJsonIsTheResponse) {
   Result r = Xmodctl({"query", "SELECT name, K, val_loss FROM run_summary", "--output", "json"});
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("{\"name\": \"xmod-K4\", \"K\": 4, \"val_loss\": 3.912345}"));
-  EXPECT_THAT(r.out, HasSubstr("{\"name\": \"dense\", \"K\": null, \"val_loss\": 3.85}"));
+  xmod::v1::QueryResponse response;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &response).ok()) << r.out;
+  ASSERT_EQ(response.rows_size(), 2);
+  EXPECT_EQ(response.rows(0).values(2), "3.912345");
+  EXPECT_THAT(r.out, HasSubstr("\"columns\": [\n  \"name\",\n  \"K\",\n  \"val_loss\"\n ]"));
+  EXPECT_THAT(r.out, HasSubstr("\"truncated\": false"));
   Result table = Xmodctl({"query", "SELECT 1"});
   EXPECT_THAT(table.out,
               HasSubstr("NAME     K  VAL_LOSS\nxmod-K4  4    3.9123\ndense    -      3.85\n"));
@@ -437,6 +535,7 @@ TEST_F(CommandsTest, FitShowPrintsParametersAndCv) {
   EXPECT_THAT(r.out, HasSubstr("L=512  0.00420  6"));
   Result json = Xmodctl({"fit", "show", "7", "-o", "json"});
   EXPECT_THAT(json.out, HasSubstr("\"rho_k\": 1.25"));
+  EXPECT_THAT(json.out, HasSubstr("\"study_id\": \"0\""));  // defaults printed
 }
 
 TEST_F(CommandsTest, FitPredictSendsEveryCombination) {
@@ -471,6 +570,74 @@ TEST_F(CommandsTest, FitRecommendPassesTheCapAndShowsTheBest) {
   EXPECT_THAT(r.out, HasSubstr("Best 2 of 3 candidates"));
   EXPECT_THAT(r.out, HasSubstr("-0.0220"));       // second candidate (K = 8)
   EXPECT_THAT(r.out, Not(HasSubstr("-0.0280")));  // third candidate (K = 2), cut by --top
+}
+
+TEST_F(CommandsTest, StudyCreateFromFlagsOrAFile) {
+  Result r = Xmodctl({"study", "create", "b4", "--member", "kxl=3", "--member",
+                      "nact=paper-b4-nact", "--seed", "7", "--bootstrap_samples", "20"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  xmod::v1::CreateStudyRequest sent = fake_.last_create_study();
+  EXPECT_EQ(sent.spec().name(), "b4");
+  ASSERT_EQ(sent.spec().members_size(), 2);
+  EXPECT_EQ(sent.spec().members(0).sweep_id(), 3);
+  EXPECT_EQ(sent.spec().members(0).role(), "kxl");
+  EXPECT_EQ(sent.spec().members(1).sweep_name(), "paper-b4-nact");
+  EXPECT_EQ(sent.spec().members(1).role(), "nact");
+  EXPECT_EQ(sent.spec().seed(), 7u);
+  EXPECT_EQ(sent.spec().bootstrap_samples(), 20);
+  EXPECT_THAT(r.out, HasSubstr("Created study 3 (\"b4\") over 2 sweeps"));
+  EXPECT_THAT(r.out, HasSubstr("9  paper-b4-nact  nact"));
+
+  const std::string file =
+      WriteSpec("study.textpb", R"pb(name: "from-file"
+                                     members { sweep_name: "x" role: "axk" })pb");
+  r = Xmodctl({"study", "create", "-f", file, "--member", "design=4"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  sent = fake_.last_create_study();
+  EXPECT_EQ(sent.spec().name(), "from-file");
+  ASSERT_EQ(sent.spec().members_size(), 2);
+  EXPECT_EQ(sent.spec().members(1).role(), "design");
+
+  r = Xmodctl({"study", "create", "b4", "--member", "kxl"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--member: 'kxl' is not ROLE=SWEEP"));
+}
+
+TEST_F(CommandsTest, StudyListShowAndTheStudysFit) {
+  Result r = Xmodctl({"study", "list"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("kxl=3 nact=4 axk=5"));
+  r = Xmodctl({"study", "show", "b4"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("5  paper-b4-axk   axk"));
+  r = Xmodctl({"study", "show", "b5"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("study 'b5' not found"));
+
+  r = Xmodctl({"fit", "show", "--study", "b4"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("study +3"));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("stages +by sweep"));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("e_stage2 +0.07000"));
+  r = Xmodctl({"fit", "show", "7"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("stages +by A"));
+  r = Xmodctl({"fit", "show", "7", "--study", "b4"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--study: give a sweep id or --study NAME, not both"));
+  r = Xmodctl({"fit", "show"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("SWEEP: give a sweep id or --study NAME"));
+
+  r = Xmodctl({"fit", "predict", "--study", "b4", "--C", "1e20", "--L", "4096", "--backbone",
+               "556M", "--K", "4"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(fake_.last_predict().study(), "b4");
+  EXPECT_EQ(fake_.last_predict().sweep_id(), 0);
+  r = Xmodctl(
+      {"fit", "recommend", "--study", "b4", "--C", "1e20", "--L", "32768", "--backbone", "556M"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(fake_.last_recommend().study(), "b4");
 }
 
 std::vector<xmod::v1::WatchSweepEvent> WatchScript(xmod::v1::SweepState final_state) {
@@ -523,6 +690,21 @@ TEST_F(CommandsTest, WatchRendersProgressUntilTheSweepIsDone) {
   // Plain mode appends lines for changes only: summary + 2 runs for the snapshot, then a
   // summary and one run line for each of the three updates.
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 3 + 2 + 2 + 2);
+}
+
+TEST_F(CommandsTest, WatchJsonPrintsOneEventALine) {
+  std::vector<xmod::v1::WatchSweepEvent> script = WatchScript(xmod::v1::SWEEP_DONE);
+  fake_.SetWatchEvents(script);
+  Result r = Xmodctl({"sweep", "watch", "7", "-o", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<std::string> lines = absl::StrSplit(r.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), script.size()) << r.out;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    xmod::v1::WatchSweepEvent event;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(lines[i], &event).ok()) << lines[i];
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(event, script[i])) << lines[i];
+  }
+  EXPECT_THAT(lines[0], HasSubstr("\"snapshot\":true"));
 }
 
 TEST_F(CommandsTest, WatchExitsNonZeroWhenARunFailed) {

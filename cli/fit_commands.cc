@@ -1,5 +1,6 @@
 // xmodctl fit show | predict | recommend: the scaling-law fit (paper Eq. 14) the coordinator
-// keeps per sweep, and its predictions and (K*, A*) recommendation (paper §3.1, B.3).
+// keeps per sweep and per study, and its predictions and (K*, A*) recommendation (paper
+// §3.1, B.3).
 #include <algorithm>
 #include <vector>
 
@@ -13,18 +14,30 @@ namespace {
 
 using xmod::v1::Coordinator;
 
+// Exactly one of a sweep id and a study name.
+absl::Status CheckSubject(int64_t sweep_id, const std::string& study) {
+  if (sweep_id != 0 && !study.empty()) {
+    return absl::InvalidArgumentError("--study: give a sweep id or --study NAME, not both");
+  }
+  if (sweep_id == 0 && study.empty()) {
+    return absl::InvalidArgumentError("SWEEP: give a sweep id or --study NAME");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
-absl::Status FitShow(const Context& ctx, int64_t sweep_id) {
+absl::Status FitShow(const Context& ctx, int64_t sweep_id, const std::string& study) {
+  if (absl::Status s = CheckSubject(sweep_id, study); !s.ok()) return s;
   xmod::v1::GetFitRequest request;
   request.set_sweep_id(sweep_id);
+  request.set_study(study);
   absl::StatusOr<CoordinatorClient> client = CoordinatorClient::Connect(ctx.client);
   if (!client.ok()) return client.status();
   auto fit = client->Call(&Coordinator::Stub::GetFit, request);
   if (!fit.ok()) return fit.status();
   if (ctx.format == OutputFormat::kJson) {
-    *ctx.out << ProtoJson(*fit);
-    return absl::OkStatus();
+    return PrintJson(*ctx.out, *fit);
   }
   *ctx.out << RenderSections({FitSummaryTable(*fit), FitParamsTable(*fit), FitCvTable(*fit)},
                              ctx.format);
@@ -32,6 +45,7 @@ absl::Status FitShow(const Context& ctx, int64_t sweep_id) {
 }
 
 absl::Status FitPredict(const Context& ctx, const PredictOptions& options) {
+  if (absl::Status s = CheckSubject(options.sweep_id, options.study); !s.ok()) return s;
   if (options.flops.empty()) return absl::InvalidArgumentError("--C: give a training-FLOP budget");
   if (options.seq_lens.empty()) return absl::InvalidArgumentError("--L: give a context length");
   if (options.backbone.empty()) return absl::InvalidArgumentError("--backbone: give a backbone");
@@ -39,6 +53,7 @@ absl::Status FitPredict(const Context& ctx, const PredictOptions& options) {
   std::vector<double> as = options.as.empty() ? std::vector<double>{1.0} : options.as;
   xmod::v1::PredictRequest request;
   request.set_sweep_id(options.sweep_id);
+  request.set_study(options.study);
   for (double c : options.flops) {
     for (int l : options.seq_lens) {
       for (int k : options.ks) {
@@ -57,6 +72,7 @@ absl::Status FitPredict(const Context& ctx, const PredictOptions& options) {
   if (!client.ok()) return client.status();
   auto response = client->Call(&Coordinator::Stub::Predict, request);
   if (!response.ok()) return response.status();
+  if (ctx.format == OutputFormat::kJson) return PrintJson(*ctx.out, *response);
   *ctx.out << Render(
       PredictionsTable({response->predictions().begin(), response->predictions().end()}),
       ctx.format);
@@ -64,11 +80,13 @@ absl::Status FitPredict(const Context& ctx, const PredictOptions& options) {
 }
 
 absl::Status FitRecommend(const Context& ctx, const RecommendOptions& options) {
+  if (absl::Status s = CheckSubject(options.sweep_id, options.study); !s.ok()) return s;
   if (!(options.flops > 0)) return absl::InvalidArgumentError("--C: must be > 0");
   if (options.seq_len <= 0) return absl::InvalidArgumentError("--L: must be > 0");
   if (options.backbone.empty()) return absl::InvalidArgumentError("--backbone: give a backbone");
   xmod::v1::RecommendRequest request;
   request.set_sweep_id(options.sweep_id);
+  request.set_study(options.study);
   request.set_flops(options.flops);
   request.set_seq_len(options.seq_len);
   request.set_backbone(options.backbone);
@@ -85,8 +103,7 @@ absl::Status FitRecommend(const Context& ctx, const RecommendOptions& options) {
   auto response = client->Call(&Coordinator::Stub::Recommend, request);
   if (!response.ok()) return response.status();
   if (ctx.format == OutputFormat::kJson) {
-    *ctx.out << ProtoJson(*response);
-    return absl::OkStatus();
+    return PrintJson(*ctx.out, *response);
   }
   Table best;
   best.title = "Recommendation";

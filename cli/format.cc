@@ -78,14 +78,14 @@ absl::StatusOr<OutputFormat> ParseOutputFormat(absl::string_view text) {
       absl::StrCat("--output: unknown format \"", text, "\" (table, json or csv)"));
 }
 
-Cell Cell::Str(absl::string_view s) { return Cell{std::string(s), JsonQuote(s), false}; }
-Cell Cell::Null() { return Cell{"-", "null", false}; }
-Cell Cell::Int(int64_t v) { return Cell{absl::StrCat(v), absl::StrCat(v), true}; }
-Cell Cell::Num(double v, absl::string_view shown) {
-  return Cell{std::string(shown), JsonNumber(v), true};
+Cell Cell::Str(absl::string_view s) { return Cell{std::string(s), false, false}; }
+Cell Cell::Null() { return Cell{"-", false, true}; }
+Cell Cell::Int(int64_t v) { return Cell{absl::StrCat(v), true, false}; }
+Cell Cell::Num(double /*v*/, absl::string_view shown) {
+  return Cell{std::string(shown), true, false};
 }
 Cell Cell::Num(double v) { return Num(v, FormatNumber(v)); }
-Cell Cell::Bool(bool v) { return Cell{v ? "yes" : "no", v ? "true" : "false", false}; }
+Cell Cell::Bool(bool v) { return Cell{v ? "yes" : "no", false, false}; }
 
 std::string RenderText(const Table& table) {
   const size_t n = table.columns.size();
@@ -95,7 +95,7 @@ std::string RenderText(const Table& table) {
   for (const auto& row : table.rows) {
     for (size_t c = 0; c < n && c < row.size(); ++c) {
       width[c] = std::max(width[c], DisplayWidth(row[c].text));
-      if (!row[c].numeric && row[c].json != "null") numeric[c] = false;
+      if (!row[c].numeric && !row[c].missing) numeric[c] = false;
     }
   }
   if (table.rows.empty()) numeric.assign(n, false);
@@ -128,100 +128,25 @@ std::string RenderCsv(const Table& table) {
     fields.clear();
     for (size_t c = 0; c < table.columns.size(); ++c) {
       // Missing values are empty in CSV, not "-".
-      fields.push_back(c < row.size() && row[c].json != "null" ? CsvField(row[c].text) : "");
+      fields.push_back(c < row.size() && !row[c].missing ? CsvField(row[c].text) : "");
     }
     absl::StrAppend(&out, absl::StrJoin(fields, ","), "\n");
   }
   return out;
 }
 
-std::string RenderJson(const Table& table) {
-  std::string out = "[";
-  for (size_t r = 0; r < table.rows.size(); ++r) {
-    const auto& row = table.rows[r];
-    absl::StrAppend(&out, r ? ",\n " : "\n ", "{");
-    for (size_t c = 0; c < table.columns.size(); ++c) {
-      absl::StrAppend(&out, c ? ", " : "", JsonQuote(table.columns[c]), ": ",
-                      c < row.size() ? row[c].json : "null");
-    }
-    absl::StrAppend(&out, "}");
-  }
-  absl::StrAppend(&out, table.rows.empty() ? "]\n" : "\n]\n");
-  return out;
-}
-
 std::string Render(const Table& table, OutputFormat format) {
-  switch (format) {
-    case OutputFormat::kTable:
-      return RenderText(table);
-    case OutputFormat::kCsv:
-      return RenderCsv(table);
-    case OutputFormat::kJson:
-      return RenderJson(table);
-  }
-  return "";
+  return format == OutputFormat::kCsv ? RenderCsv(table) : RenderText(table);
 }
 
 std::string RenderSections(const std::vector<Table>& sections, OutputFormat format) {
   std::string out;
-  if (format == OutputFormat::kJson) {
-    out = "{";
-    for (size_t i = 0; i < sections.size(); ++i) {
-      std::string body = RenderJson(sections[i]);
-      absl::StripTrailingAsciiWhitespace(&body);
-      absl::StrAppend(&out, i ? ",\n" : "\n", JsonQuote(sections[i].title), ": ", body);
-    }
-    absl::StrAppend(&out, "\n}\n");
-    return out;
-  }
   for (size_t i = 0; i < sections.size(); ++i) {
     absl::StrAppend(
         &out, i ? "\n" : "",
         format == OutputFormat::kCsv ? RenderCsv(sections[i]) : RenderText(sections[i]));
   }
   return out;
-}
-
-std::string JsonQuote(absl::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          out += absl::StrFormat("\\u%04x", c);
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
-  return out;
-}
-
-std::string JsonNumber(double v) {
-  if (!std::isfinite(v)) return "null";
-  if (v == std::floor(v) && std::fabs(v) < 1e15) return absl::StrFormat("%.0f", v);
-  // The shortest of 15..17 significant digits that reads back as the same double.
-  for (int digits = 15; digits < 17; ++digits) {
-    std::string s = absl::StrFormat("%.*g", digits, v);
-    if (std::strtod(s.c_str(), nullptr) == v) return s;
-  }
-  return absl::StrFormat("%.17g", v);
 }
 
 std::string FormatLoss(double loss, bool zero_is_missing) {

@@ -1,6 +1,7 @@
-// Output formatting for xmodctl: a Table of typed cells rendered as an aligned text table,
-// CSV (RFC 4180) or JSON (an array of objects), and the number formats every command shares
-// (losses with 4 decimals, FLOPs in e-notation, parameter counts as "2.64B").
+// Output formatting for xmodctl: a Table of typed cells rendered as an aligned text table or
+// CSV (RFC 4180), and the number formats every command shares (losses with 4 decimals, FLOPs
+// in e-notation, parameter counts as "2.64B"). JSON is not a table: -o json prints the
+// response message itself (render.h PrintJson, common/proto_json.h).
 // Pure functions and value types; thread-compatible.
 #ifndef XMOD_CLI_FORMAT_H_
 #define XMOD_CLI_FORMAT_H_
@@ -20,17 +21,17 @@ enum class OutputFormat { kTable, kJson, kCsv };
 // "table" | "json" | "csv"; INVALID_ARGUMENT naming --output otherwise.
 absl::StatusOr<OutputFormat> ParseOutputFormat(absl::string_view text);
 
-// One cell: the text shown in tables and CSV, and the JSON literal used for JSON output
-// (a quoted string, a number or null). Numbers are right-aligned in tables.
+// One cell: the text shown in tables and CSV. Numbers are right-aligned in tables; a missing
+// value shows as "-" in tables and as an empty CSV field.
 struct Cell {
   std::string text;
-  std::string json;
   bool numeric = false;
+  bool missing = false;
 
   static Cell Str(absl::string_view s);
   static Cell Null();  // shown as "-"
   static Cell Int(int64_t v);
-  // `shown` is the text for tables/CSV; JSON gets `v` at full precision (null if not finite).
+  // `shown` is the text for tables/CSV (`v` only makes it a number).
   static Cell Num(double v, absl::string_view shown);
   static Cell Num(double v);  // shown with FormatNumber
   static Cell Bool(bool v);
@@ -49,18 +50,12 @@ struct Table {
 std::string RenderText(const Table& table);
 // Header row then data rows; fields quoted when they contain ',', '"' or a newline.
 std::string RenderCsv(const Table& table);
-// [{"column": value, ...}, ...] with the cells' JSON literals, one object per line.
-std::string RenderJson(const Table& table);
+// CSV for kCsv, else the text table (commands print JSON before they build a table).
 std::string Render(const Table& table, OutputFormat format);
 
 // Several tables (sections of a "show" command): text separates them by a blank line with
-// titles; CSV by a blank line; JSON as an object keyed by title.
+// titles; CSV by a blank line.
 std::string RenderSections(const std::vector<Table>& sections, OutputFormat format);
-
-// A JSON string literal with escapes.
-std::string JsonQuote(absl::string_view s);
-// A JSON number with round-trip precision, or null when not finite.
-std::string JsonNumber(double v);
 
 // 3.9312 -> "3.9312"; 0 or NaN -> "-" when `zero_is_missing`.
 std::string FormatLoss(double loss, bool zero_is_missing = true);

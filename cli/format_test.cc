@@ -1,5 +1,5 @@
-// Tests of xmodctl's output formatting: table alignment, CSV quoting, JSON typing, and the
-// number formats (losses, FLOPs, parameter counts).
+// Tests of xmodctl's output formatting: table alignment, CSV quoting and the number formats
+// (losses, FLOPs, parameter counts).
 #include "cli/format.h"
 
 #include <gmock/gmock.h>
@@ -38,7 +38,6 @@ TEST(FormatTest, EmptyTableSaysNoRows) {
   t.columns = {"id"};
   EXPECT_EQ(RenderText(t), "ID\n(no rows)\n");
   EXPECT_EQ(RenderCsv(t), "id\n");
-  EXPECT_EQ(RenderJson(t), "[]\n");
 }
 
 TEST(FormatTest, CsvQuotesSpecialFieldsAndLeavesMissingEmpty) {
@@ -49,20 +48,6 @@ TEST(FormatTest, CsvQuotesSpecialFieldsAndLeavesMissingEmpty) {
             "dense,3.1416,\"a,b\"\n"
             "xmod-K4,12.5000,\n"
             "\"say \"\"hi\"\"\",1.0000,\"two\nlines\"\n");
-}
-
-TEST(FormatTest, JsonKeepsFullPrecisionNumbersAndNulls) {
-  EXPECT_EQ(RenderJson(Sample()),
-            "[\n"
-            " {\"name\": \"dense\", \"loss\": 3.14159, \"note\": \"a,b\"},\n"
-            " {\"name\": \"xmod-K4\", \"loss\": 12.5, \"note\": null}\n"
-            "]\n");
-}
-
-TEST(FormatTest, JsonQuoteEscapes) {
-  EXPECT_EQ(JsonQuote("a\"b\\c\nd\x01"), "\"a\\\"b\\\\c\\nd\\u0001\"");
-  EXPECT_EQ(JsonNumber(std::nan("")), "null");
-  EXPECT_EQ(JsonNumber(2635393024.0), "2635393024");
 }
 
 TEST(FormatTest, SectionsInEachFormat) {
@@ -76,7 +61,6 @@ TEST(FormatTest, SectionsInEachFormat) {
   EXPECT_THAT(text, HasSubstr("A\nNAME"));
   EXPECT_THAT(text, HasSubstr("\n\nB\nK\n7\n"));
   EXPECT_EQ(RenderSections({b}, OutputFormat::kCsv), "k\n7\n");
-  EXPECT_EQ(RenderSections({b}, OutputFormat::kJson), "{\n\"B\": [\n {\"k\": 7}\n]\n}\n");
 }
 
 TEST(FormatTest, NumberFormats) {

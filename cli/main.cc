@@ -11,6 +11,7 @@
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   xmod::cli::Io io{&std::cout, &std::cerr, isatty(STDOUT_FILENO) == 1};
+  io.in = &std::cin;
   winsize size{};
   if (io.out_is_tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0) io.tty_columns = size.ws_col;
   return xmod::cli::RunXmodctl(args, io);

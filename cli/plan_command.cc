@@ -1,5 +1,6 @@
 // xmodctl plan: the layer plan, parameters and FLOPs of a model, computed offline with the
-// accounting library (paper Table 6 accounting; no coordinator needed). Errors from the
+// accounting library (paper Table 6 accounting; no coordinator needed) into the Plan RPC's
+// PlanResponse, which -o json prints and the table shows. Errors from the
 // accounting name a ModelSpec field; they are reported under the flag that set it.
 #include <string>
 
@@ -9,8 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
 #include "cli/render.h"
-#include "model/accounting/accounting.h"
-#include "model/accounting/plan_json.h"
+#include "model/accounting/plan_response.h"
 
 namespace xmod::cli {
 namespace {
@@ -76,50 +76,40 @@ absl::Status Plan(const Context& ctx, const PlanOptions& options) {
   } else if (!options.experts.empty() || options.expert_dim != 0) {
     return absl::InvalidArgumentError("--experts/--expert_dim: only for --arch moe");
   }
-  if (ctx.format == OutputFormat::kJson) {
-    auto json = PlanJson(model, options.seq_len);
-    if (!json.ok()) return ForFlags(json.status());
-    *ctx.out << *json << "\n";
-    return absl::OkStatus();
-  }
-  auto acc = Account(model, options.seq_len);
-  if (!acc.ok()) return ForFlags(acc.status());
-  xmod::v1::ModelSpec dense;
-  dense.set_arch(xmod::v1::DENSE);
-  *dense.mutable_backbone() = model.backbone();
-  auto reference = Account(dense, options.seq_len);
-  if (!reference.ok()) return ForFlags(reference.status());
+  // The Plan RPC's message, computed here offline by the same function.
+  absl::StatusOr<xmod::v1::PlanResponse> plan = PlanModel(model, options.seq_len);
+  if (!plan.ok()) return ForFlags(plan.status());
+  if (ctx.format == OutputFormat::kJson) return PrintJson(*ctx.out, *plan);
 
+  const xmod::v1::PlanResponse& p = *plan;
   Table t;
-  t.title = absl::StrCat("Plan: ", ArchName(*arch), " on ", acc->backbone.name,
-                         " at L = ", options.seq_len);
+  t.title =
+      absl::StrCat("Plan: ", ArchName(*arch), " on ", p.backbone().name(), " at L = ", p.seq_len());
   t.columns = {"field", "value"};
   auto row = [&](const char* name, Cell value) { t.AddRow({Cell::Str(name), std::move(value)}); };
-  row("backbone", Cell::Str(acc->backbone.name));
+  row("backbone", Cell::Str(p.backbone().name()));
   row("arch", Cell::Str(ArchName(*arch)));
   if (*arch != xmod::v1::DENSE && *arch != xmod::v1::MOE) {
     row("K", Cell::Int(options.k));
     if (*arch != xmod::v1::MOD) row("A", Cell::Num(options.a));
-    row("n0", Cell::Int(acc->plan.n0));
+    row("n0", Cell::Int(p.n0()));
   }
   if (*arch == xmod::v1::MOE) row("experts", Cell::Str(options.experts));
-  row("L", Cell::Int(options.seq_len));
-  row("layers", Cell::Int(acc->layers));
-  row("dense_layers", Cell::Int(acc->dense_layers));
-  row("sparse_layers", Cell::Int(acc->sparse_layers));
-  row("layer_plan", Cell::Str(acc->plan.notation));
-  row("per_layer_params", Cell::Num(acc->per_layer_params, FormatParams(acc->per_layer_params)));
-  row("total_params", Cell::Num(acc->total_params, FormatParams(acc->total_params)));
-  row("active_params", Cell::Num(acc->active_params, FormatParams(acc->active_params)));
-  row("embedding_params", Cell::Num(acc->embedding_params, FormatParams(acc->embedding_params)));
+  row("L", Cell::Int(p.seq_len()));
+  row("layers", Cell::Int(p.layers()));
+  row("dense_layers", Cell::Int(p.dense_layers()));
+  row("sparse_layers", Cell::Int(p.sparse_layers()));
+  row("layer_plan", Cell::Str(p.layer_plan()));
+  row("per_layer_params", Cell::Num(p.per_layer_params(), FormatParams(p.per_layer_params())));
+  row("total_params", Cell::Num(p.total_params(), FormatParams(p.total_params())));
+  row("active_params", Cell::Num(p.active_params(), FormatParams(p.active_params())));
+  row("embedding_params", Cell::Num(p.embedding_params(), FormatParams(p.embedding_params())));
   row("forward_flops_per_token",
-      Cell::Num(acc->forward_flops_per_token, FormatFlops(acc->forward_flops_per_token)));
+      Cell::Num(p.forward_flops_per_token(), FormatFlops(p.forward_flops_per_token())));
   row("train_flops_per_token",
-      Cell::Num(acc->train_flops_per_token, FormatFlops(acc->train_flops_per_token)));
-  double phi = reference->forward_flops_per_token > 0
-                   ? acc->forward_flops_per_token / reference->forward_flops_per_token
-                   : 0;
-  row("phi_over_phi_dense", Cell::Num(phi, absl::StrFormat("%.4f", phi)));
+      Cell::Num(p.train_flops_per_token(), FormatFlops(p.train_flops_per_token())));
+  row("phi_over_phi_dense",
+      Cell::Num(p.phi_over_phi_dense(), absl::StrFormat("%.4f", p.phi_over_phi_dense())));
   *ctx.out << Render(t, ctx.format);
   return absl::OkStatus();
 }

@@ -8,6 +8,7 @@
 #include "cli/app.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "xmod/v1/coordinator.pb.h"
 
 namespace xmod::cli {
 namespace {
@@ -45,6 +46,12 @@ TEST(PlanCommandTest, JsonHasTheKeysAndTable6Values) {
   EXPECT_NEAR(f.at("forward_flops_per_token").number_value(), 3.93e9, 0.01 * 3.93e9);
   EXPECT_DOUBLE_EQ(f.at("train_flops_per_token").number_value(),
                    3 * f.at("forward_flops_per_token").number_value());
+  // The Plan RPC's PlanResponse, with the offline extras and defaults printed.
+  xmod::v1::PlanResponse plan;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &plan).ok());
+  EXPECT_NEAR(plan.phi_over_phi_dense(), 0.4685, 5e-5);
+  EXPECT_EQ(plan.backbone().name(), "556M");
+  EXPECT_TRUE(f.contains("n0"));  // defaults print
 }
 
 TEST(PlanCommandTest, TableShowsFormattedFigures) {

@@ -9,7 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
-#include "google/protobuf/util/json_util.h"
+#include "common/proto_json.h"
 #include "model/accounting/accounting.h"
 
 namespace xmod::cli {
@@ -36,9 +36,9 @@ Cell FlopsCell(double flops) { return Cell::Num(flops, FormatFlops(flops)); }
 Cell ParamsCell(double params) {
   return params == 0 ? Cell::Null() : Cell::Num(params, FormatParams(params));
 }
-// Shown as local time (left-aligned, like text); JSON keeps Unix milliseconds.
+// Shown as local time (left-aligned, like text).
 Cell TimeCell(int64_t unix_ms) {
-  return unix_ms <= 0 ? Cell::Null() : Cell{FormatUnixMs(unix_ms), absl::StrCat(unix_ms), false};
+  return unix_ms <= 0 ? Cell::Null() : Cell::Str(FormatUnixMs(unix_ms));
 }
 Cell StrOrNull(const std::string& s) { return s.empty() ? Cell::Null() : Cell::Str(s); }
 
@@ -89,14 +89,11 @@ double RunBudget(const Run& run) {
                                           : run.spec().training().flop_budget();
 }
 
-std::string ProtoJson(const google::protobuf::Message& message) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  options.preserve_proto_field_names = true;
-  std::string out;
-  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
-  if (out.empty() || out.back() != '\n') out += '\n';
-  return out;
+absl::Status PrintJson(std::ostream& out, const google::protobuf::Message& message) {
+  absl::StatusOr<std::string> json = ProtoJson(message);
+  if (!json.ok()) return json.status();
+  out << *json;
+  return absl::OkStatus();
 }
 
 Table SweepsTable(const std::vector<xmod::v1::Sweep>& sweeps) {
@@ -276,7 +273,7 @@ Table QueryTable(const xmod::v1::QueryResponse& response) {
                  v.find_first_not_of("0123456789+-.eE") == std::string::npos) {
         // Integers print as they are; reals as numbers with up to 4 decimals.
         bool integral = v.find_first_of(".eE") == std::string::npos;
-        cells.push_back(integral ? Cell{v, v, true} : Cell::Num(d));
+        cells.push_back(integral ? Cell{v, /*numeric=*/true} : Cell::Num(d));
       } else {
         cells.push_back(Cell::Str(v));
       }
@@ -302,15 +299,58 @@ Table FitParamsTable(const xmod::v1::Fit& fit) {
 Table FitSummaryTable(const xmod::v1::Fit& fit) {
   Table t = KeyValue("Fit");
   t.AddRow({Cell::Str("id"), Cell::Int(fit.id())});
-  t.AddRow({Cell::Str("sweep"), Cell::Int(fit.sweep_id())});
+  if (fit.study_id() != 0) {
+    t.AddRow({Cell::Str("study"), Cell::Int(fit.study_id())});
+  } else {
+    t.AddRow({Cell::Str("sweep"), Cell::Int(fit.sweep_id())});
+  }
   t.AddRow({Cell::Str("created"), TimeCell(fit.created_unix_ms())});
   t.AddRow({Cell::Str("observations"), Cell::Int(fit.n_obs())});
   t.AddRow({Cell::Str("r2_delta"), Cell::Num(fit.r2(), absl::StrFormat("%.4f", fit.r2()))});
   t.AddRow({Cell::Str("rmse"), Cell::Num(fit.rmse(), absl::StrFormat("%.5f", fit.rmse()))});
   t.AddRow({Cell::Str("mae"), Cell::Num(fit.mae(), absl::StrFormat("%.5f", fit.mae()))});
+  t.AddRow({Cell::Str("stages"), Cell::Str(fit.by_sweep() ? "by sweep" : "by A")});
+  t.AddRow({Cell::Str("e_stage2"),
+            fit.by_sweep() ? Cell::Num(fit.e_stage2(), absl::StrFormat("%.5f", fit.e_stage2()))
+                           : Cell::Null()});
   t.AddRow({Cell::Str("at_bound"),
             fit.at_bound().empty() ? Cell::Null() : Cell::Str(absl::StrJoin(fit.at_bound(), ","))});
   t.AddRow({Cell::Str("error"), StrOrNull(fit.error())});
+  return t;
+}
+
+Table StudiesTable(const std::vector<xmod::v1::Study>& studies) {
+  Table t;
+  t.columns = {"name", "id", "members", "created", "description"};
+  for (const xmod::v1::Study& s : studies) {
+    std::vector<std::string> members;
+    for (const xmod::v1::StudyMember& m : s.spec().members()) {
+      members.push_back(absl::StrCat(m.role(), "=", m.sweep_id()));
+    }
+    t.AddRow({Cell::Str(s.spec().name()), Cell::Int(s.id()), Cell::Str(absl::StrJoin(members, " ")),
+              TimeCell(s.created_unix_ms()), StrOrNull(s.spec().description())});
+  }
+  return t;
+}
+
+Table StudySummaryTable(const xmod::v1::Study& study) {
+  Table t = KeyValue("Study");
+  t.AddRow({Cell::Str("name"), Cell::Str(study.spec().name())});
+  t.AddRow({Cell::Str("id"), Cell::Int(study.id())});
+  t.AddRow({Cell::Str("description"), StrOrNull(study.spec().description())});
+  t.AddRow({Cell::Str("created"), TimeCell(study.created_unix_ms())});
+  t.AddRow({Cell::Str("seed"), Cell::Int(static_cast<int64_t>(study.spec().seed()))});
+  t.AddRow({Cell::Str("bootstrap_samples"), Cell::Int(study.spec().bootstrap_samples())});
+  return t;
+}
+
+Table StudyMembersTable(const xmod::v1::Study& study) {
+  Table t;
+  t.title = "Members";
+  t.columns = {"sweep", "name", "role"};
+  for (const xmod::v1::StudyMember& m : study.spec().members()) {
+    t.AddRow({Cell::Int(m.sweep_id()), Cell::Str(m.sweep_name()), Cell::Str(m.role())});
+  }
   return t;
 }
 

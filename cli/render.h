@@ -4,9 +4,11 @@
 #ifndef XMOD_CLI_RENDER_H_
 #define XMOD_CLI_RENDER_H_
 
+#include <ostream>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "cli/format.h"
 #include "google/protobuf/message.h"
 #include "xmod/v1/coordinator.pb.h"
@@ -22,8 +24,9 @@ std::string ArchName(xmod::v1::Architecture arch);
 // Training FLOPs budget of a run: its progress' budget, else its spec's.
 double RunBudget(const xmod::v1::Run& run);
 
-// The message as JSON with proto field names (as users write specs), plus a newline.
-std::string ProtoJson(const google::protobuf::Message& message);
+// -o json: the response message as the API prints it everywhere (common/proto_json.h),
+// indented, to `out`. INTERNAL if protobuf cannot print it (then nothing is written).
+absl::Status PrintJson(std::ostream& out, const google::protobuf::Message& message);
 
 Table SweepsTable(const std::vector<xmod::v1::Sweep>& sweeps);
 // Key/value table of one sweep (id, name, state, counts, created).
@@ -39,11 +42,15 @@ Table AttemptsTable(const xmod::v1::GetRunResponse& response);
 Table CheckpointsTable(const xmod::v1::GetRunResponse& response);
 // Long format: one row per point (name, step, tokens, flops, value).
 Table MetricsTable(const xmod::v1::GetMetricsResponse& response);
-// Query results: numeric-looking values become JSON numbers, NULL becomes null.
+// Query results: numeric-looking values are right-aligned numbers, NULL is missing.
 Table QueryTable(const xmod::v1::QueryResponse& response);
 Table FitParamsTable(const xmod::v1::Fit& fit);
 Table FitSummaryTable(const xmod::v1::Fit& fit);
 Table FitCvTable(const xmod::v1::Fit& fit);
+Table StudiesTable(const std::vector<xmod::v1::Study>& studies);
+Table StudySummaryTable(const xmod::v1::Study& study);
+// The member sweeps with their names and roles.
+Table StudyMembersTable(const xmod::v1::Study& study);
 Table PredictionsTable(const std::vector<xmod::v1::Prediction>& predictions);
 
 }  // namespace xmod::cli

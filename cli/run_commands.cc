@@ -12,12 +12,45 @@ namespace {
 using xmod::v1::Coordinator;
 
 absl::Status PrintRun(const Context& ctx, const xmod::v1::Run& run) {
-  if (ctx.format == OutputFormat::kJson) {
-    *ctx.out << ProtoJson(run);
-  } else {
-    *ctx.out << Render(RunsTable({run}), ctx.format);
-  }
+  if (ctx.format == OutputFormat::kJson) return PrintJson(*ctx.out, run);
+  *ctx.out << Render(RunsTable({run}), ctx.format);
   return absl::OkStatus();
+}
+
+// The zero-shot results of a run whose spec lists training.eval_tasks: one row a task from
+// its eval/<task>/* metrics (the latest point of each; "-" until the run reports them).
+absl::StatusOr<Table> EvalTable(CoordinatorClient& client, const xmod::v1::Run& run) {
+  Table t;
+  t.title = "Zero-shot evaluation";
+  t.columns = {"task", "n", "acc", "acc_norm", "ppl"};
+  const auto& tasks = run.spec().training().eval_tasks();
+  static constexpr const char* kFields[] = {"n", "acc", "acc_norm", "ppl"};
+  xmod::v1::GetMetricsRequest request;
+  request.set_run_id(run.id());
+  request.set_max_points(100);
+  for (const auto& task : tasks) {
+    for (const char* field : kFields) {
+      request.add_names(absl::StrCat("eval/", task.task(), "/", field));
+    }
+  }
+  auto response = client.Call(&Coordinator::Stub::GetMetrics, request);
+  if (!response.ok()) return response.status();
+  for (const auto& task : tasks) {
+    std::vector<Cell> row = {Cell::Str(task.task())};
+    for (const char* field : kFields) {
+      const std::string name = absl::StrCat("eval/", task.task(), "/", field);
+      Cell cell = Cell::Null();
+      for (const auto& series : response->series()) {
+        if (series.name() != name || series.points().empty()) continue;
+        const double value = series.points(series.points_size() - 1).value();
+        cell = absl::string_view(field) == "n" ? Cell::Int(static_cast<int64_t>(value))
+                                               : Cell::Num(value);
+      }
+      row.push_back(cell);
+    }
+    t.AddRow(std::move(row));
+  }
+  return t;
 }
 
 }  // namespace
@@ -47,6 +80,7 @@ absl::Status RunsList(const Context& ctx, int64_t sweep_id, const std::vector<st
   if (!client.ok()) return client.status();
   auto response = client->Call(&Coordinator::Stub::ListRuns, request);
   if (!response.ok()) return response.status();
+  if (ctx.format == OutputFormat::kJson) return PrintJson(*ctx.out, *response);
   *ctx.out << Render(RunsTable({response->runs().begin(), response->runs().end()}), ctx.format);
   return absl::OkStatus();
 }
@@ -59,12 +93,16 @@ absl::Status RunShow(const Context& ctx, int64_t run_id) {
   auto response = client->Call(&Coordinator::Stub::GetRun, request);
   if (!response.ok()) return response.status();
   if (ctx.format == OutputFormat::kJson) {
-    *ctx.out << ProtoJson(*response);
-    return absl::OkStatus();
+    return PrintJson(*ctx.out, *response);
   }
-  *ctx.out << RenderSections(
-      {RunSummaryTable(response->run()), AttemptsTable(*response), CheckpointsTable(*response)},
-      ctx.format);
+  std::vector<Table> sections = {RunSummaryTable(response->run()), AttemptsTable(*response),
+                                 CheckpointsTable(*response)};
+  if (!response->run().spec().training().eval_tasks().empty()) {
+    absl::StatusOr<Table> eval = EvalTable(*client, response->run());
+    if (!eval.ok()) return eval.status();
+    sections.push_back(*std::move(eval));
+  }
+  *ctx.out << RenderSections(sections, ctx.format);
   return absl::OkStatus();
 }
 
@@ -98,6 +136,7 @@ absl::Status Metrics(const Context& ctx, int64_t run_id, const std::vector<std::
   if (!client.ok()) return client.status();
   auto response = client->Call(&Coordinator::Stub::GetMetrics, request);
   if (!response.ok()) return response.status();
+  if (ctx.format == OutputFormat::kJson) return PrintJson(*ctx.out, *response);
   *ctx.out << Render(MetricsTable(*response), ctx.format);
   return absl::OkStatus();
 }
@@ -110,6 +149,7 @@ absl::Status Query(const Context& ctx, const std::string& sql, int max_rows) {
   if (!client.ok()) return client.status();
   auto response = client->Call(&Coordinator::Stub::Query, request);
   if (!response.ok()) return response.status();
+  if (ctx.format == OutputFormat::kJson) return PrintJson(*ctx.out, *response);
   Table table = QueryTable(*response);
   *ctx.out << Render(table, ctx.format);
   if (response->truncated() && ctx.format == OutputFormat::kTable) {

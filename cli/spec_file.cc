@@ -5,6 +5,8 @@
 #include "cli/spec_file.h"
 
 #include <cctype>
+#include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -248,16 +250,36 @@ absl::Status ParseSpecText(absl::string_view contents, SpecSyntax syntax, absl::
   return absl::InvalidArgumentError(absl::StrCat(name, ": ", what));
 }
 
-absl::StatusOr<xmod::v1::SweepSpec> LoadSweepSpec(const std::string& path) {
-  auto syntax = SpecSyntaxForPath(path);
+SpecSyntax SpecSyntaxForContents(absl::string_view contents) {
+  const size_t first = contents.find_first_not_of(" \t\r\n");
+  return first != absl::string_view::npos && contents[first] == '{' ? SpecSyntax::kJson
+                                                                    : SpecSyntax::kText;
+}
+
+absl::Status LoadSpec(const std::string& path, std::istream* in,
+                      google::protobuf::Message* message) {
+  if (path == "-") {
+    if (in == nullptr) return absl::NotFoundError("-: no standard input to read the spec from");
+    std::ostringstream contents;
+    contents << in->rdbuf();
+    const std::string text = contents.str();
+    return ParseSpecText(text, SpecSyntaxForContents(text), "<stdin>", message);
+  }
+  const bool has_extension = std::filesystem::path(path).has_extension();
+  absl::StatusOr<SpecSyntax> syntax =
+      has_extension ? SpecSyntaxForPath(path) : absl::StatusOr<SpecSyntax>(SpecSyntax::kText);
   if (!syntax.ok()) return syntax.status();
   auto contents = ReadFile(path);
   if (!contents.ok()) {
     return absl::NotFoundError(absl::StrCat(path, ": cannot read: ", contents.status().message()));
   }
+  return ParseSpecText(*contents, has_extension ? *syntax : SpecSyntaxForContents(*contents), path,
+                       message);
+}
+
+absl::StatusOr<xmod::v1::SweepSpec> LoadSweepSpec(const std::string& path, std::istream* in) {
   xmod::v1::SweepSpec spec;
-  absl::Status status = ParseSpecText(*contents, *syntax, path, &spec);
-  if (!status.ok()) return status;
+  if (absl::Status status = LoadSpec(path, in, &spec); !status.ok()) return status;
   return spec;
 }
 

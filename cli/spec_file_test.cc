@@ -36,6 +36,8 @@ TEST(SpecFileTest, SyntaxFromExtension) {
   EXPECT_EQ(*SpecSyntaxForPath("b.TXTPB"), SpecSyntax::kText);
   EXPECT_EQ(*SpecSyntaxForPath("b.pbtxt"), SpecSyntax::kText);
   EXPECT_EQ(*SpecSyntaxForPath("b.json"), SpecSyntax::kJson);
+  EXPECT_EQ(SpecSyntaxForContents("\n  {\"name\": \"x\"}"), SpecSyntax::kJson);
+  EXPECT_EQ(SpecSyntaxForContents("# a comment\nname: \"x\""), SpecSyntax::kText);
   EXPECT_THAT(std::string(SpecSyntaxForPath("b.yaml").status().message()), HasSubstr("b.yaml"));
 }
 

@@ -11,6 +11,7 @@
 #include "cli/render.h"
 #include "cli/spec_file.h"
 #include "cli/watch.h"
+#include "common/proto_json.h"
 
 namespace xmod::cli {
 namespace {
@@ -25,10 +26,19 @@ std::vector<xmod::v1::Run> Runs(const google::protobuf::RepeatedPtrField<xmod::v
   return {runs.begin(), runs.end()};
 }
 
+// The observations of the law the sweep will contribute to its fit (fitter/observations.h):
+// X-MoD runs with K >= 2 that the FitPlan does not hold out. Dense references (DENSE, X-MoD
+// K = 1), other architectures and held-out runs do not count.
+int InRangeObservations(const google::protobuf::RepeatedPtrField<xmod::v1::Run>& runs) {
+  return static_cast<int>(std::count_if(runs.begin(), runs.end(), [](const xmod::v1::Run& r) {
+    return r.spec().model().arch() == xmod::v1::XMOD && r.spec().model().k() >= 2 && !r.held_out();
+  }));
+}
+
 }  // namespace
 
 absl::Status SweepSubmit(const Context& ctx, const std::string& file, bool dry_run) {
-  auto spec = LoadSweepSpec(file);
+  auto spec = LoadSweepSpec(file, ctx.in);
   if (!spec.ok()) return spec.status();
   AbsolutizeDataGlobs(std::filesystem::current_path().string(), &*spec);
   xmod::v1::SubmitSweepRequest request;
@@ -40,13 +50,14 @@ absl::Status SweepSubmit(const Context& ctx, const std::string& file, bool dry_r
   if (!response.ok()) return response.status();
   std::ostream& out = *ctx.out;
   if (ctx.format == OutputFormat::kJson) {
-    out << ProtoJson(*response);
-    return absl::OkStatus();
+    return PrintJson(out, *response);
   }
   Table runs = PlannedRunsTable(Runs(response->runs()));
   if (ctx.format == OutputFormat::kTable) {
     runs.title = dry_run ? absl::StrCat("Dry run: sweep \"", spec->name(), "\" expands to ",
-                                        response->runs_size(), " runs (nothing stored)")
+                                        response->runs_size(), " runs, ",
+                                        InRangeObservations(response->runs()),
+                                        " in-range X-MoD observations (nothing stored)")
                          : absl::StrCat("Submitted sweep ", response->sweep_id(), " (\"",
                                         spec->name(), "\") with ", response->runs_size(), " runs");
   }
@@ -61,6 +72,7 @@ absl::Status SweepList(const Context& ctx, int limit) {
   if (!client.ok()) return client.status();
   auto response = client->Call(&Coordinator::Stub::ListSweeps, request);
   if (!response.ok()) return response.status();
+  if (ctx.format == OutputFormat::kJson) return PrintJson(*ctx.out, *response);
   *ctx.out << Render(SweepsTable({response->sweeps().begin(), response->sweeps().end()}),
                      ctx.format);
   return absl::OkStatus();
@@ -74,8 +86,7 @@ absl::Status SweepShow(const Context& ctx, int64_t sweep_id) {
   auto sweep = client->Call(&Coordinator::Stub::GetSweep, get);
   if (!sweep.ok()) return sweep.status();
   if (ctx.format == OutputFormat::kJson) {
-    *ctx.out << ProtoJson(*sweep);
-    return absl::OkStatus();
+    return PrintJson(*ctx.out, *sweep);
   }
   xmod::v1::ListRunsRequest list;
   list.set_sweep_id(sweep_id);
@@ -94,6 +105,7 @@ absl::Status SweepCancel(const Context& ctx, int64_t sweep_id) {
   if (!client.ok()) return client.status();
   auto sweep = client->Call(&Coordinator::Stub::CancelSweep, request);
   if (!sweep.ok()) return sweep.status();
+  if (ctx.format == OutputFormat::kJson) return PrintJson(*ctx.out, *sweep);
   *ctx.out << Render(SweepsTable({*sweep}), ctx.format);
   return absl::OkStatus();
 }
@@ -105,6 +117,7 @@ absl::Status SweepRetry(const Context& ctx, int64_t sweep_id) {
   if (!client.ok()) return client.status();
   auto response = client->Call(&Coordinator::Stub::RetryFailed, request);
   if (!response.ok()) return response.status();
+  if (ctx.format == OutputFormat::kJson) return PrintJson(*ctx.out, *response);
   Table t;
   t.title = absl::StrCat("Requeued ", response->run_ids_size(), " failed runs of sweep ", sweep_id);
   t.columns = {"run_id"};
@@ -131,7 +144,18 @@ absl::Status SweepWatch(const Context& ctx, int64_t sweep_id) {
       connected_once = true;
       retries = 0;
       std::vector<int64_t> changed = view.Apply(event);
-      printer.Print(view, changed, event.snapshot());
+      if (ctx.format == OutputFormat::kJson) {
+        // JSON lines: one WatchSweepEvent a line, flushed as it arrives.
+        absl::StatusOr<std::string> line = ProtoJson(event, JsonLayout::kLine);
+        if (!line.ok()) {
+          context->TryCancel();
+          (void)reader->Finish();
+          return line.status();
+        }
+        *ctx.out << *line << std::endl;
+      } else {
+        printer.Print(view, changed, event.snapshot());
+      }
       if (view.Ended()) {
         context->TryCancel();
         break;
@@ -151,7 +175,7 @@ absl::Status SweepWatch(const Context& ctx, int64_t sweep_id) {
     return absl::UnavailableError(
         absl::StrCat("the watch stream of sweep ", sweep_id, " ended before the sweep did"));
   }
-  printer.Finish(view);
+  if (ctx.format != OutputFormat::kJson) printer.Finish(view);
   if (view.sweep().state() == xmod::v1::SWEEP_DONE) return absl::OkStatus();
   std::vector<std::string> bad;
   for (const auto& [id, run] : view.runs()) {

@@ -86,6 +86,7 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   user_options.credentials = options.credentials;
   user_options.check_data_paths = options.check_data_paths;
   user_options.fit_trigger = c->fit_trigger_.get();
+  user_options.clock = clock;
   c->user_service_ = std::make_unique<CoordinatorService>(c->store_.get(), c->scheduler_.get(),
                                                           &c->feed_, metrics, user_options);
   WorkerGatewayOptions worker_options;

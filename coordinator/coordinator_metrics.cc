@@ -1,6 +1,7 @@
 // See coordinator_metrics.h.
 #include "coordinator/coordinator_metrics.h"
 
+#include "common/build_metrics.h"
 #include "xmod/v1/types.pb.h"
 
 namespace xmod {
@@ -51,6 +52,7 @@ CoordinatorMetrics::CoordinatorMetrics()
                     .Name("xmod_run_train_loss")
                     .Help("Latest training loss (nats) of each running run")
                     .Register(*registry_)) {
+  AddBuildInfoGauge(*registry_);
   absl::MutexLock lock(&mu_);
   for (xmod::v1::RunState state : {xmod::v1::QUEUED, xmod::v1::RUNNING, xmod::v1::SUCCEEDED,
                                    xmod::v1::FAILED, xmod::v1::CANCELLED}) {

@@ -1,5 +1,5 @@
-// CoordinatorMetrics: the coordinator's Prometheus metrics (docs/design.md,
-// "Observability"): names with the xmod_ prefix, base units, _total counters, and run names
+// CoordinatorMetrics: the coordinator's Prometheus metrics (docs/operations.md,
+// "Monitoring"): names with the xmod_ prefix, base units, _total counters, and run names
 // as labels only for the bounded set of running runs. Owns its prometheus::Registry; an
 // Exposer serving it is started by the coordinator. Thread-safe.
 #ifndef XMOD_COORDINATOR_COORDINATOR_METRICS_H_

@@ -10,8 +10,10 @@
 #include "coordinator/fit_trigger.h"
 #include "coordinator/service_util.h"
 #include "coordinator/store_reads.h"
+#include "coordinator/studies.h"
 #include "coordinator/sweep_expansion.h"
 #include "model/accounting/accounting.h"
+#include "model/accounting/plan_response.h"
 
 namespace xmod {
 
@@ -233,7 +235,7 @@ grpc::Status CoordinatorService::GetMetrics(ServerContext* context,
                                             xmod::v1::GetMetricsResponse* response) {
   return Serve("GetMetrics", Access::kRead, *options_.credentials, context, metrics_, [&] {
     const std::vector<std::string> names(request->names().begin(), request->names().end());
-    int max_points = request->max_points() > 0 ? request->max_points() : 500;
+    int max_points = request->max_points() > 0 ? request->max_points() : kDefaultMetricPoints;
     max_points = std::min(max_points, options_.max_metric_points);
     return store_->Read([&](Db& db) {
       if (absl::Status s = LoadRun(db, request->run_id()).status(); !s.ok()) return s;
@@ -274,7 +276,7 @@ grpc::Status CoordinatorService::GetFit(ServerContext* context,
                                         xmod::v1::Fit* response) {
   return Serve("GetFit", Access::kRead, *options_.credentials, context, metrics_,
                [&]() -> absl::Status {
-                 absl::StatusOr<xmod::v1::Fit> fit = LatestUsableFit(*store_, request->sweep_id());
+                 absl::StatusOr<xmod::v1::Fit> fit = LatestUsableFit(*store_, *request);
                  if (!fit.ok()) return fit.status();
                  *response = *std::move(fit);
                  return absl::OkStatus();
@@ -311,21 +313,59 @@ grpc::Status CoordinatorService::Plan(ServerContext* context, const xmod::v1::Pl
                                       xmod::v1::PlanResponse* response) {
   return Serve(
       "Plan", Access::kRead, *options_.credentials, context, metrics_, [&]() -> absl::Status {
-        absl::StatusOr<Accounting> acc = Account(request->model(), request->seq_len());
-        if (!acc.ok()) {
+        absl::StatusOr<xmod::v1::PlanResponse> plan =
+            PlanModel(request->model(), request->seq_len());
+        if (!plan.ok()) {
           // Account names fields relative to ModelSpec; the request nests it under "model".
-          const std::string message(acc.status().message());
+          const std::string message(plan.status().message());
           return absl::InvalidArgumentError(
               absl::StartsWith(message, "seq_len") ? message : absl::StrCat("model.", message));
         }
-        response->set_layers(acc->layers);
-        response->set_layer_plan(acc->plan.notation);
-        response->set_total_params(acc->total_params);
-        response->set_active_params(acc->active_params);
-        response->set_forward_flops_per_token(acc->forward_flops_per_token);
-        response->set_train_flops_per_token(acc->train_flops_per_token);
+        *response = *std::move(plan);
         return absl::OkStatus();
       });
+}
+
+// Studies (studies.h). A new study is fitted at the fit trigger's next poll.
+grpc::Status CoordinatorService::CreateStudy(ServerContext* context,
+                                             const xmod::v1::CreateStudyRequest* request,
+                                             xmod::v1::Study* response) {
+  return Serve("CreateStudy", Access::kWrite, *options_.credentials, context, metrics_, [&] {
+    const int64_t now_ms = options_.clock->NowMillis();
+    return store_->WriteAndWait([&](Db& db) -> absl::Status {
+      absl::StatusOr<xmod::v1::Study> study =
+          InsertStudy(db, request->spec(), options_.spec_limits.max_bootstrap_samples, now_ms);
+      if (!study.ok()) return study.status();
+      *response = *std::move(study);
+      return absl::OkStatus();
+    });
+  });
+}
+
+grpc::Status CoordinatorService::GetStudy(ServerContext* context,
+                                          const xmod::v1::GetStudyRequest* request,
+                                          xmod::v1::Study* response) {
+  return Serve("GetStudy", Access::kRead, *options_.credentials, context, metrics_, [&] {
+    return store_->Read([&](Db& db) {
+      absl::StatusOr<xmod::v1::Study> study = LoadStudy(db, request->name());
+      if (!study.ok()) return study.status();
+      *response = *std::move(study);
+      return absl::OkStatus();
+    });
+  });
+}
+
+grpc::Status CoordinatorService::ListStudies(ServerContext* context,
+                                             const xmod::v1::ListStudiesRequest* /*request*/,
+                                             xmod::v1::ListStudiesResponse* response) {
+  return Serve("ListStudies", Access::kRead, *options_.credentials, context, metrics_, [&] {
+    return store_->Read([&](Db& db) {
+      absl::StatusOr<std::vector<xmod::v1::Study>> studies = LoadStudies(db);
+      if (!studies.ok()) return studies.status();
+      for (xmod::v1::Study& s : *studies) *response->add_studies() = std::move(s);
+      return absl::OkStatus();
+    });
+  });
 }
 
 }  // namespace xmod

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "common/clock.h"
 #include "common/credentials.h"
 #include "coordinator/change_feed.h"
 #include "coordinator/coordinator_metrics.h"
@@ -32,6 +33,8 @@ struct CoordinatorServiceOptions {
   int max_metric_points = kMaxMetricPoints;  // GetMetrics: points per series at most
   // CancelSweep also stops the sweep's running fit. May be null (no fits).
   FitTrigger* fit_trigger = nullptr;
+  // Stamps created studies. Never null.
+  Clock* clock = Clock::Real();
 };
 
 class CoordinatorService final : public xmod::v1::Coordinator::Service {
@@ -78,6 +81,14 @@ class CoordinatorService final : public xmod::v1::Coordinator::Service {
                          xmod::v1::RecommendResponse* response) override;
   grpc::Status Plan(grpc::ServerContext* context, const xmod::v1::PlanRequest* request,
                     xmod::v1::PlanResponse* response) override;
+  grpc::Status CreateStudy(grpc::ServerContext* context,
+                           const xmod::v1::CreateStudyRequest* request,
+                           xmod::v1::Study* response) override;
+  grpc::Status GetStudy(grpc::ServerContext* context, const xmod::v1::GetStudyRequest* request,
+                        xmod::v1::Study* response) override;
+  grpc::Status ListStudies(grpc::ServerContext* context,
+                           const xmod::v1::ListStudiesRequest* request,
+                           xmod::v1::ListStudiesResponse* response) override;
 
  private:
   Store* const store_;

@@ -1,14 +1,17 @@
 // The coordinator in-process on loopback ports, driven through real gRPC stubs: submit,
-// watch, register, acquire, report, finish; queries, fits, plans; the HTTP JSON API, the
-// Prometheus endpoint and the bearer token.
+// watch, register, acquire, report, finish; queries, fits, plans, studies; the HTTP JSON API,
+// the Prometheus endpoint and the bearer token.
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 #include <httplib.h>
 
+#include <functional>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/auth.h"
+#include "common/build_info.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/test_util.h"
 #include "gmock/gmock.h"
@@ -236,6 +239,124 @@ TEST_F(ServiceTest, SweepRunsToCompletionThroughBothApis) {
   EXPECT_THAT(res->body, HasSubstr("xmod_metric_points_ingested_total 12"));
   EXPECT_THAT(res->body, HasSubstr("xmod_rpc_requests_total{code=\"INVALID_ARGUMENT\","
                                    "method=\"SubmitSweep\"} 1"));
+  EXPECT_THAT(res->body, HasSubstr(absl::StrCat("xmod_build_info{git_sha=\"", BuildGitSha(),
+                                                "\",version=\"", BuildVersion(), "\"} 1")));
+}
+
+// Studies: validated (INVALID_ARGUMENT naming the field, NOT_FOUND for an unknown sweep,
+// ALREADY_EXISTS for a taken name; nothing stored on error), members resolved by id or name,
+// served over gRPC and HTTP; a study without a fit yet says so.
+TEST_F(ServiceTest, StudiesAreValidatedStoredAndServed) {
+  Start();
+  xmod::v1::SubmitSweepRequest submit;
+  *submit.mutable_spec() = TinySweep(dir_);
+  xmod::v1::SubmitSweepResponse a;
+  ASSERT_TRUE(user_->SubmitSweep(Context().get(), submit, &a).ok());
+  submit.mutable_spec()->set_name("tiny-b");
+  xmod::v1::SubmitSweepResponse b;
+  ASSERT_TRUE(user_->SubmitSweep(Context().get(), submit, &b).ok());
+
+  xmod::v1::CreateStudyRequest good;
+  good.mutable_spec()->set_name("b4");
+  good.mutable_spec()->set_description("two tiny sweeps");
+  xmod::v1::StudyMember* kxl = good.mutable_spec()->add_members();
+  kxl->set_sweep_id(a.sweep_id());
+  kxl->set_role("kxl");
+  xmod::v1::StudyMember* nact = good.mutable_spec()->add_members();
+  nact->set_sweep_name("tiny-b");
+  nact->set_role("nact");
+
+  struct Bad {
+    std::function<void(xmod::v1::StudySpec*)> edit;
+    grpc::StatusCode code;
+    std::string message;
+  };
+  const std::vector<Bad> bad = {
+      {[](xmod::v1::StudySpec* s) { s->set_name(""); }, grpc::StatusCode::INVALID_ARGUMENT,
+       "name: a study needs a name"},
+      {[](xmod::v1::StudySpec* s) { s->set_name("a b"); }, grpc::StatusCode::INVALID_ARGUMENT,
+       "name: 'a b' may hold only letters, digits, '_', '-' and '.'"},
+      {[](xmod::v1::StudySpec* s) { s->clear_members(); }, grpc::StatusCode::INVALID_ARGUMENT,
+       "members: a study needs at least one member sweep"},
+      {[](xmod::v1::StudySpec* s) { s->mutable_members(1)->set_role("kxl-2"); },
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "members[1].role: 'kxl-2' is not one of kxl, nact, axk, design"},
+      {[](xmod::v1::StudySpec* s) { s->mutable_members(0)->set_role("design"); },
+       grpc::StatusCode::INVALID_ARGUMENT,
+       absl::StrCat("members[0].role: sweep ", a.sweep_id(),
+                    " has no grid labelled kxl, nact or axk for role 'design'; give the sweep's "
+                    "role")},
+      {[](xmod::v1::StudySpec* s) { s->mutable_members(0)->set_sweep_id(999); },
+       grpc::StatusCode::NOT_FOUND, "members[0].sweep_id: sweep 999 not found"},
+      {[](xmod::v1::StudySpec* s) { s->mutable_members(1)->set_sweep_name("nope"); },
+       grpc::StatusCode::NOT_FOUND, "members[1].sweep_name: no sweep is named 'nope'"},
+      {[](xmod::v1::StudySpec* s) { s->mutable_members(1)->set_sweep_name("tiny"); },
+       grpc::StatusCode::INVALID_ARGUMENT,
+       absl::StrCat("members[1].sweep_id: sweep ", a.sweep_id(), " is also members[0]")},
+      {[](xmod::v1::StudySpec* s) { s->set_bootstrap_samples(-1); },
+       grpc::StatusCode::INVALID_ARGUMENT, "bootstrap_samples: must be in [0, 10000]"},
+  };
+  for (const Bad& test : bad) {
+    xmod::v1::CreateStudyRequest request = good;
+    test.edit(request.mutable_spec());
+    xmod::v1::Study study;
+    grpc::Status status = user_->CreateStudy(Context().get(), request, &study);
+    EXPECT_EQ(status.error_code(), test.code) << test.message;
+    EXPECT_EQ(status.error_message(), test.message);
+  }
+  xmod::v1::ListStudiesResponse listed;
+  ASSERT_TRUE(user_->ListStudies(Context().get(), {}, &listed).ok());
+  EXPECT_EQ(listed.studies_size(), 0);
+
+  xmod::v1::Study created;
+  grpc::Status status = user_->CreateStudy(Context().get(), good, &created);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_GT(created.id(), 0);
+  ASSERT_EQ(created.spec().members_size(), 2);
+  EXPECT_EQ(created.spec().members(0).sweep_name(), "tiny");
+  EXPECT_EQ(created.spec().members(1).sweep_id(), b.sweep_id());
+  EXPECT_EQ(user_->CreateStudy(Context().get(), good, &created).error_code(),
+            grpc::StatusCode::ALREADY_EXISTS);
+
+  xmod::v1::GetStudyRequest get;
+  get.set_name("b4");
+  xmod::v1::Study got;
+  ASSERT_TRUE(user_->GetStudy(Context().get(), get, &got).ok());
+  EXPECT_EQ(got.id(), created.id());
+  EXPECT_EQ(got.spec().description(), "two tiny sweeps");
+  get.set_name("b5");
+  status = user_->GetStudy(Context().get(), get, &got);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(status.error_message(), "study 'b5' not found");
+  ASSERT_TRUE(user_->ListStudies(Context().get(), {}, &listed).ok());
+  EXPECT_EQ(listed.studies_size(), 1);
+
+  xmod::v1::GetFitRequest fit_request;
+  fit_request.set_study("b4");
+  xmod::v1::Fit fit;
+  status = user_->GetFit(Context().get(), fit_request, &fit);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(status.error_message(), "no fit yet for study 'b4'");
+  fit_request.set_sweep_id(a.sweep_id());
+  EXPECT_EQ(user_->GetFit(Context().get(), fit_request, &fit).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+
+  httplib::Client http("127.0.0.1", coordinator_->ports().http);
+  auto res = http.Get("/api/studies");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_THAT(res->body, HasSubstr("\"name\":\"b4\""));
+  res = http.Get("/api/studies/b4");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_THAT(res->body, HasSubstr("\"role\":\"nact\""));
+  res = http.Get("/api/studies/b5");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+  res = http.Get("/api/studies/b4/fit");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+  EXPECT_THAT(res->body, HasSubstr("no fit yet for study 'b4'"));
 }
 
 TEST_F(ServiceTest, TokenIsRequiredWhenSet) {
@@ -303,6 +424,17 @@ TEST_F(ServiceTest, ScopesSeparateUsersReadersAndWorkers) {
   xmod::v1::QueryResponse rows;
   ASSERT_TRUE(user_->Query(As(viewer).get(), query, &rows).ok());
   EXPECT_EQ(rows.rows(0).values(0), "3");
+  xmod::v1::CreateStudyRequest create;
+  create.mutable_spec()->set_name("s");
+  xmod::v1::StudyMember* member = create.mutable_spec()->add_members();
+  member->set_sweep_id(submitted.sweep_id());
+  member->set_role("kxl");
+  xmod::v1::Study study;
+  EXPECT_EQ(user_->CreateStudy(As(viewer).get(), create, &study).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  xmod::v1::ListStudiesResponse studies;
+  EXPECT_TRUE(user_->ListStudies(As(viewer).get(), {}, &studies).ok());
+  EXPECT_EQ(studies.studies_size(), 0);
 
   // A worker credential reaches only the WorkerGateway; a user one never does.
   EXPECT_EQ(user_->ListSweeps(As(w1).get(), {}, &sweeps).error_code(),

@@ -8,30 +8,18 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "coordinator/store_reads.h"
+#include "coordinator/studies.h"
 #include "fitter/db_source.h"
 #include "fitter/law.h"
 #include "fitter/observations.h"
 #include "fitter/recommend.h"
+#include "fitter/sweep_fit.h"
 #include "glog/logging.h"
 
 namespace xmod {
 namespace {
-
-fitter::LawParams FromProto(const xmod::v1::LawParams& p) {
-  fitter::LawParams out;
-  out.e = p.e();
-  out.u = p.u();
-  out.eta_n = p.eta_n();
-  out.rho_n = p.rho_n();
-  out.w = p.w();
-  out.eta_l = p.eta_l();
-  out.rho_l = p.rho_l();
-  out.z = p.z();
-  out.rho_k = p.rho_k();
-  out.rho_a = p.rho_a();
-  return out;
-}
 
 // What predictions need besides the law: the sweep's dense curves and its layer plan's N0.
 struct SweepCurves {
@@ -49,37 +37,77 @@ struct SweepCurves {
   }
 };
 
-absl::StatusOr<SweepCurves> LoadSweepCurves(Store& store, int64_t sweep_id) {
-  absl::StatusOr<std::vector<fitter::RunCurve>> runs =
-      fitter::LoadSweepRuns(store.path(), sweep_id);
-  if (!runs.ok()) return runs.status();
+// The curves of the sweeps a fit was made from: one sweep's, or every member's of a study.
+absl::StatusOr<SweepCurves> LoadSweepCurves(Store& store, const std::vector<int64_t>& sweep_ids) {
+  std::vector<fitter::RunCurve> runs;
+  for (int64_t sweep_id : sweep_ids) {
+    absl::StatusOr<std::vector<fitter::RunCurve>> some =
+        fitter::LoadSweepRuns(store.path(), sweep_id);
+    if (!some.ok()) return some.status();
+    runs.insert(runs.end(), some->begin(), some->end());
+  }
   SweepCurves out;
-  for (const fitter::RunCurve& run : *runs) {
+  for (const fitter::RunCurve& run : runs) {
     if (run.arch == xmod::v1::XMOD && run.k >= 2) {
       out.n0 = run.n0;
       break;
     }
   }
-  absl::StatusOr<std::map<std::string, fitter::LossCurve>> dense = fitter::DenseCurves(*runs);
+  absl::StatusOr<std::map<std::string, fitter::LossCurve>> dense = fitter::DenseCurves(runs);
   if (dense.ok()) {
     out.dense = *std::move(dense);
   } else {
     // A dense run the latest fit did not use may be malformed; Δ is still served.
-    LOG(WARNING) << "sweep " << sweep_id
+    LOG(WARNING) << "sweeps " << absl::StrJoin(sweep_ids, ", ")
                  << ": dense curves unusable for predictions: " << dense.status();
   }
   return out;
 }
 
-void ToProto(const fitter::Prediction& p, xmod::v1::Prediction* out) {
-  xmod::v1::LawPoint* point = out->mutable_point();
-  point->set_flops(p.flops);
-  point->set_seq_len(p.seq_len);
-  point->set_backbone(p.backbone);
-  point->set_k(p.k);
-  point->set_a(p.a);
-  out->set_delta(p.delta);
-  out->set_loss(p.loss);
+// The latest usable fit of a sweep or a study, and the sweeps it was made from.
+struct FitSource {
+  xmod::v1::Fit fit;
+  std::vector<int64_t> sweep_ids;
+};
+
+absl::StatusOr<xmod::v1::Fit> Usable(LatestFits fits, const std::string& what) {
+  if (!fits.ok) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no fit yet for ", what,
+        fits.failed ? absl::StrCat("; the latest attempt failed: ", fits.failed->error()) : ""));
+  }
+  if (fits.failed) fits.ok->set_error(fits.failed->error());
+  return *std::move(fits.ok);
+}
+
+// `sweep_id` or `study` (exactly one) of a request.
+absl::StatusOr<FitSource> LoadFitSource(Store& store, int64_t sweep_id, const std::string& study) {
+  if (sweep_id != 0 && !study.empty()) {
+    return absl::InvalidArgumentError("study: give a sweep_id or a study, not both");
+  }
+  if (study.empty()) {
+    absl::StatusOr<xmod::v1::Fit> fit = LatestUsableFit(store, sweep_id);
+    if (!fit.ok()) return fit.status();
+    return FitSource{*std::move(fit), {sweep_id}};
+  }
+  FitSource out;
+  LatestFits fits;
+  absl::Status read = store.Read([&](Db& db) {
+    absl::StatusOr<xmod::v1::Study> s = LoadStudy(db, study);
+    if (!s.ok()) return s.status();
+    for (const xmod::v1::StudyMember& m : s->spec().members()) {
+      out.sweep_ids.push_back(m.sweep_id());
+    }
+    absl::StatusOr<LatestFits> f = LoadLatestStudyFits(db, s->id());
+    if (!f.ok()) return f.status();
+    fits = *std::move(f);
+    return absl::OkStatus();
+  });
+  if (!read.ok()) return read;
+  absl::StatusOr<xmod::v1::Fit> fit = Usable(std::move(fits), absl::StrCat("study '", study, "'"));
+  if (!fit.ok()) return fit.status();
+  out.fit = *std::move(fit);
+  return out;
 }
 
 }  // namespace
@@ -94,22 +122,23 @@ absl::StatusOr<xmod::v1::Fit> LatestUsableFit(Store& store, int64_t sweep_id) {
     return absl::OkStatus();
   });
   if (!read.ok()) return read;
-  if (!fits.ok) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "no fit yet for sweep ", sweep_id,
-        fits.failed ? absl::StrCat("; the latest attempt failed: ", fits.failed->error()) : ""));
-  }
-  if (fits.failed) fits.ok->set_error(fits.failed->error());
-  return *std::move(fits.ok);
+  return Usable(std::move(fits), absl::StrCat("sweep ", sweep_id));
+}
+
+absl::StatusOr<xmod::v1::Fit> LatestUsableFit(Store& store,
+                                              const xmod::v1::GetFitRequest& request) {
+  absl::StatusOr<FitSource> source = LoadFitSource(store, request.sweep_id(), request.study());
+  if (!source.ok()) return source.status();
+  return std::move(source->fit);
 }
 
 absl::StatusOr<xmod::v1::PredictResponse> PredictWithLatestFit(
     Store& store, const xmod::v1::PredictRequest& request) {
-  absl::StatusOr<xmod::v1::Fit> fit = LatestUsableFit(store, request.sweep_id());
-  if (!fit.ok()) return fit.status();
-  absl::StatusOr<SweepCurves> curves = LoadSweepCurves(store, request.sweep_id());
+  absl::StatusOr<FitSource> source = LoadFitSource(store, request.sweep_id(), request.study());
+  if (!source.ok()) return source.status();
+  absl::StatusOr<SweepCurves> curves = LoadSweepCurves(store, source->sweep_ids);
   if (!curves.ok()) return curves.status();
-  const fitter::LawParams params = FromProto(fit->params());
+  const fitter::LawParams params = fitter::LawParamsFromProto(source->fit.params());
   xmod::v1::PredictResponse response;
   for (int i = 0; i < request.points_size(); ++i) {
     const xmod::v1::LawPoint& x = request.points(i);
@@ -124,7 +153,7 @@ absl::StatusOr<xmod::v1::PredictResponse> PredictWithLatestFit(
     if (!p.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("points[", i, "]: ", p.status().message()));
     }
-    ToProto(*p, response.add_predictions());
+    *response.add_predictions() = fitter::PredictionToProto(*p);
   }
   return response;
 }
@@ -137,9 +166,9 @@ absl::StatusOr<xmod::v1::RecommendResponse> RecommendWithLatestFit(
   if (!std::isfinite(request.max_total_params()) || request.max_total_params() < 0) {
     return absl::InvalidArgumentError("max_total_params: must be >= 0 (0 = no cap)");
   }
-  absl::StatusOr<xmod::v1::Fit> fit = LatestUsableFit(store, request.sweep_id());
-  if (!fit.ok()) return fit.status();
-  absl::StatusOr<SweepCurves> curves = LoadSweepCurves(store, request.sweep_id());
+  absl::StatusOr<FitSource> source = LoadFitSource(store, request.sweep_id(), request.study());
+  if (!source.ok()) return source.status();
+  absl::StatusOr<SweepCurves> curves = LoadSweepCurves(store, source->sweep_ids);
   if (!curves.ok()) return curves.status();
   fitter::RecommendQuery query;
   query.flops = request.flops();
@@ -150,16 +179,10 @@ absl::StatusOr<xmod::v1::RecommendResponse> RecommendWithLatestFit(
   query.max_total_params = request.max_total_params();
   query.n0 = curves->n0;
   absl::StatusOr<fitter::Recommendation> rec =
-      fitter::Recommend(FromProto(fit->params()), query,
+      fitter::Recommend(fitter::LawParamsFromProto(source->fit.params()), query,
                         curves->Covering(request.flops(), request.seq_len(), request.backbone()));
   if (!rec.ok()) return rec.status();
-  xmod::v1::RecommendResponse response;
-  response.set_k(rec->best.k);
-  response.set_a(rec->best.a);
-  response.set_delta(rec->best.delta);
-  response.set_total_params(rec->best.total_params);
-  for (const fitter::Prediction& p : rec->candidates) ToProto(p, response.add_candidates());
-  return response;
+  return fitter::RecommendationToProto(*rec);
 }
 
 }  // namespace xmod

@@ -1,9 +1,10 @@
 // Answers to the user API's fit calls (GetFit, Predict, Recommend; proto/xmod/v1/
-// coordinator.proto) and the dashboard's recommend endpoint, from a sweep's latest stored
-// successful fit (fit_trigger.h writes them). Predictions add Δ (paper Eq. 14, through
-// fitter/recommend.h) to the dense loss interpolated at the point's FLOPs on the sweep's dense
-// curve of the same L and backbone (fitter::DenseCurves over the sweep's succeeded runs);
-// where no dense curve covers C, loss is 0. The Fit message keeps the bootstrap's parameter
+// coordinator.proto) and the dashboard's recommend endpoint, from the latest stored
+// successful fit of a sweep or of a study (studies.h; fit_trigger.h writes them). Predictions
+// add Δ (paper Eq. 14, through fitter/recommend.h) to the dense loss interpolated at the
+// point's FLOPs on the dense curve of the same L and backbone (fitter::DenseCurves over the
+// succeeded runs of the sweep, or of every member sweep of the study); where no dense curve
+// covers C, loss is 0. The Fit message keeps the bootstrap's parameter
 // quantiles (ci_low, ci_high) but not its draws, so predictions carry no Δ interval
 // (delta_low and delta_high stay 0).
 // Thread-safe: each call reads through the store's read-only connections.
@@ -23,6 +24,11 @@ namespace xmod {
 // N" without a successful fit (followed by "; the latest attempt failed: ..." after a
 // stored failure).
 absl::StatusOr<xmod::v1::Fit> LatestUsableFit(Store& store, int64_t sweep_id);
+
+// GetFit: the sweep's fit as above, or the study's when request.study is set (NOT_FOUND for
+// an unknown study; FAILED_PRECONDITION "no fit yet for study 'NAME'"). INVALID_ARGUMENT when
+// both are set. Predict and Recommend choose their fit the same way.
+absl::StatusOr<xmod::v1::Fit> LatestUsableFit(Store& store, const xmod::v1::GetFitRequest& request);
 
 // Δ and loss of each point under the latest fit. A point's A = 0 means A = 1 (proto3 default;
 // A means nothing for K = 1). INVALID_ARGUMENT naming "points[i]" when the accounting cannot

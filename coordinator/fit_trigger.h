@@ -1,16 +1,21 @@
 // FitTrigger: refits a sweep's scaling law (paper Eq. 14, fitter/sweep_fit.h) in the
-// background as its runs succeed, and stores every fit in the `fits` table (issue 4, item 5).
+// background as its runs succeed, and stores every fit in the `fits` table.
+// It does the same for studies (coordinator/studies.h, fitter/study_fit.h): a study is
+// refitted whenever the succeeded-run count of any member sweep changes, whatever the
+// members' fit.enabled; its rows have study_id set and sweep_id 0.
 //
 // When. Poll(), called by the coordinator's ticker, counts the SUCCEEDED runs of every sweep
 // whose spec has fit.enabled and requests a refit of each sweep whose count changed since the
-// last poll. Only succeeded runs enter the fit (fitter/db_source.h reads no others), so a
-// run ending FAILED or CANCELLED changes nothing the fit sees and requests nothing. The first
-// Poll() (at start, after a restart) requests a refit of every fit-enabled sweep with a
-// succeeded run that finished after its newest fits row, or without any row.
+// last poll, and of every study whose members' count changed (a study created after its
+// members finished counts as changed at the next poll). Only succeeded runs enter the fit
+// (fitter/db_source.h reads no others), so a run ending FAILED or CANCELLED changes nothing
+// the fit sees and requests nothing. The first Poll() (at start, after a restart) requests a
+// refit of every fit-enabled sweep and every study with a succeeded run that finished after
+// its newest fits row, or without any row.
 //
-// Coalescing. One background thread runs the fits one at a time. Per sweep at most one fit
-// is queued or running; a request while it runs sets a pending flag that causes exactly one
-// more fit after it, however many requests came.
+// Coalescing. One background thread runs the fits one at a time. Per sweep or study at most
+// one fit is queued or running; a request while it runs sets a pending flag that causes
+// exactly one more fit after it, however many requests came.
 //
 // A fit. On the fit thread: the sweep's spec and state through a read-only store connection,
 // the run curves through fitter::LoadSweepRuns (val/loss of the canonical metric rows against
@@ -21,7 +26,9 @@
 // fitted by sweep as B.5 prescribes (fitter/two_stage.h), any other by A.
 // While the sweep still has queued or running runs, a sparse run whose (L, backbone) group
 // has no succeeded dense run yet is left out: its reference is still coming (the provisional
-// fit uses the complete groups).
+// fit uses the complete groups). A study's fit reads each member sweep so, gives every run of
+// a member its role (kxl, nact, axk; "design" keeps the labels), and is seeded with the
+// StudySpec's seed and bootstrap_samples; it counts as "still running" while any member does.
 //
 // What is stored (xmod_fits_total{result}, xmod_fit_seconds):
 //  - success: params, R², RMSE, MAE, n_obs, cv (JSON) and the binary Fit; result="ok".
@@ -76,8 +83,8 @@ struct FitTriggerOptions {
   fitter::SweepFitOptions fit;
   // Most bootstrap refits of one fit (the spec limit, see sweep_expansion.h).
   int max_bootstrap_samples = SpecLimits().max_bootstrap_samples;
-  // Test hook: called on the fit thread before each fit attempt (the sweep id), outside any
-  // lock; a test may block in it to hold a fit "running".
+  // Test hook: called on the fit thread before each fit attempt (the sweep id; 0 for a
+  // study's fit), outside any lock; a test may block in it to hold a fit "running".
   std::function<void(int64_t sweep_id)> TEST_before_fit;
 };
 
@@ -90,14 +97,17 @@ class FitTrigger {
   FitTrigger(const FitTrigger&) = delete;
   FitTrigger& operator=(const FitTrigger&) = delete;
 
-  // Looks for sweeps with newly succeeded runs and requests their refits (see top of file).
-  // Cheap: one grouped count over the runs table, plus the spec of sweeps not seen before.
+  // Looks for sweeps and studies with newly succeeded runs and requests their refits (see
+  // top of file). Cheap: one grouped count over the runs table, plus the spec of sweeps not
+  // seen before, and one over the runs of the studies' member sweeps.
   // INTERNAL with sqlite's message when the database cannot be read.
   absl::Status Poll();
 
   // Schedules a refit of `sweep_id`, coalesced as described at the top. A sweep that does
   // not exist or whose spec has no fit.enabled is skipped when its turn comes.
   void RequestFit(int64_t sweep_id);
+  // The same for a study; one that does not exist is skipped.
+  void RequestStudyFit(int64_t study_id);
 
   // Drops a queued fit of `sweep_id` and cancels its running fit, if any (see top of file).
   void CancelFit(int64_t sweep_id);
@@ -116,10 +126,27 @@ class FitTrigger {
     bool fit_enabled = false;
     int64_t succeeded = 0;  // SUCCEEDED runs at the last poll
   };
+  // What one fit is of: a sweep or a study (the other id is 0).
+  struct Target {
+    int64_t sweep_id = 0;
+    int64_t study_id = 0;
+    bool operator<(const Target& o) const {
+      return sweep_id != o.sweep_id ? sweep_id < o.sweep_id : study_id < o.study_id;
+    }
+    bool operator==(const Target& o) const {
+      return sweep_id == o.sweep_id && study_id == o.study_id;
+    }
+  };
+  struct Job;  // what a fit attempt read (fit_trigger.cc)
 
+  void Request(const Target& target);
   void Loop();
-  // One fit attempt of `sweep_id`: read, fit, store, count.
-  void FitOnce(int64_t sweep_id);
+  // One fit attempt of `target`: read, fit, store, count.
+  void FitOnce(const Target& target);
+  // Reads what a fit of the sweep or the study needs. NOT_FOUND when it is gone; a sweep
+  // without fit.enabled reads as OK with job->skip set.
+  absl::Status ReadSweepJob(int64_t sweep_id, Job* job);
+  absl::Status ReadStudyJob(int64_t study_id, Job* job);
   // Writes `fit` through the store's writer and waits for the commit.
   absl::Status StoreFit(const xmod::v1::Fit& fit);
 
@@ -131,9 +158,9 @@ class FitTrigger {
   prometheus::Histogram* fit_seconds_ = nullptr;
 
   mutable absl::Mutex mu_;
-  std::deque<int64_t> queue_ ABSL_GUARDED_BY(mu_);     // sweeps waiting for their turn
-  std::set<int64_t> queued_ ABSL_GUARDED_BY(mu_);      // the same, as a set
-  int64_t running_ ABSL_GUARDED_BY(mu_) = 0;           // sweep being fitted, 0 = none
+  std::deque<Target> queue_ ABSL_GUARDED_BY(mu_);      // fits waiting for their turn
+  std::set<Target> queued_ ABSL_GUARDED_BY(mu_);       // the same, as a set
+  Target running_ ABSL_GUARDED_BY(mu_);                // being fitted; both ids 0 = none
   bool running_pending_ ABSL_GUARDED_BY(mu_) = false;  // requested again while running
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // Set to stop the running fit; cleared (under mu_) before each fit starts.
@@ -143,6 +170,7 @@ class FitTrigger {
   absl::Mutex poll_mu_;  // serializes Poll()
   bool polled_ ABSL_GUARDED_BY(poll_mu_) = false;
   std::map<int64_t, SweepSeen> seen_ ABSL_GUARDED_BY(poll_mu_);
+  std::map<int64_t, int64_t> study_seen_ ABSL_GUARDED_BY(poll_mu_);  // succeeded runs
 
   std::thread thread_;
 };

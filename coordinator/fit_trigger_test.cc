@@ -20,6 +20,7 @@
 #include "coordinator/fit_queries.h"
 #include "coordinator/store_reads.h"
 #include "coordinator/store_writes.h"
+#include "coordinator/studies.h"
 #include "coordinator/test_util.h"
 #include "fitter/law.h"
 #include "fitter/synthetic.h"
@@ -448,6 +449,124 @@ TEST_F(FitTriggerTest, PollRefitsOnSuccessesAndAfterARestartOnlyWhatIsOwed) {
   EXPECT_EQ(restarted.attempts(), 1);
   EXPECT_EQ(CountFits(*store_, a, false), 1);
   EXPECT_EQ(CountFits(*store_, c, false), 1);
+}
+
+// A study over three sweeps, one per B.4 role, whose runs carry no role label: created before
+// its members' runs succeed, it is fitted by sweep at the poll after they do (the members' own
+// fit.enabled plays no part), served by GetFit(study), Predict and Recommend, refitted once
+// when another member run succeeds; a study created after its members finished is fitted at
+// the next poll; a restart owes nothing.
+TEST_F(FitTriggerTest, AStudyFitsItsMemberSweepsBySweepAndRefitsAsTheyComplete) {
+  fitter::SyntheticOptions synthetic;
+  synthetic.seed = 5;
+  synthetic.sweep_roles = true;
+  synthetic.axk_shift = 0.03;
+  absl::StatusOr<std::vector<fitter::Observation>> all = fitter::PaperSweepObservations(synthetic);
+  ASSERT_TRUE(all.ok()) << all.status();
+  xmod::v1::StudySpec study;
+  study.set_name("b4");
+  study.set_seed(7);
+  std::vector<int64_t> early;  // every run but one
+  std::vector<int64_t> late;   // an axk run that succeeds last
+  for (fitter::SweepRole role :
+       {fitter::SweepRole::kKxl, fitter::SweepRole::kNact, fitter::SweepRole::kAxk}) {
+    std::vector<fitter::Observation> part;
+    for (const fitter::Observation& o : *all) {
+      if (o.InSweep(role)) part.push_back(o);
+    }
+    std::vector<fitter::RunCurve> runs = fitter::RunCurvesFor(part);
+    for (fitter::RunCurve& run : runs) run.label = "";
+    xmod::v1::SweepSpec spec = FitSpec(false);
+    spec.set_name(absl::StrCat("b4-", fitter::SweepRoleName(role)));
+    std::vector<int64_t> ids;
+    AddSweep(*store_, spec, runs, &ids);
+    if (role == fitter::SweepRole::kAxk) {
+      ASSERT_TRUE(fitter::IsObservation(runs.back()));
+      late = {ids.back()};
+      ids.pop_back();
+    }
+    early.insert(early.end(), ids.begin(), ids.end());
+    xmod::v1::StudyMember* member = study.add_members();
+    member->set_sweep_name(spec.name());
+    member->set_role(fitter::SweepRoleName(role));
+  }
+  const auto create = [&](const std::string& name) {
+    study.set_name(name);
+    absl::Status created = store_->WriteAndWait(
+        [&](Db& db) { return InsertStudy(db, study, 100, clock_.NowMillis()).status(); });
+    ASSERT_TRUE(created.ok()) << created;
+  };
+  create("b4");
+
+  xmod::v1::GetFitRequest get;
+  get.set_study("b4");
+  {
+    FitTrigger trigger(store_.get(), &clock_, &registry_, FastOptions());
+    ASSERT_TRUE(trigger.Poll().ok());
+    trigger.WaitIdle();
+    EXPECT_EQ(trigger.attempts(), 0);  // nothing succeeded yet
+    SetState(*store_, early, xmod::v1::SUCCEEDED, clock_.NowMillis());
+    clock_.Advance(1000);
+    ASSERT_TRUE(trigger.Poll().ok());
+    trigger.WaitIdle();
+    EXPECT_EQ(trigger.attempts(), 1);  // the study alone
+    absl::StatusOr<xmod::v1::Fit> fit = LatestUsableFit(*store_, get);
+    ASSERT_TRUE(fit.ok()) << fit.status();
+    EXPECT_EQ(fit->n_obs(), 56 + 44 + 23);
+    EXPECT_TRUE(fit->by_sweep());
+    EXPECT_NE(fit->study_id(), 0);
+    EXPECT_EQ(fit->sweep_id(), 0);
+    EXPECT_NEAR(fit->e_stage2() - fit->params().e(), 0.03, 0.015);
+
+    clock_.Advance(1000);
+    ASSERT_TRUE(trigger.Poll().ok());
+    trigger.WaitIdle();
+    EXPECT_EQ(trigger.attempts(), 1);  // no change, no refit
+
+    SetState(*store_, late, xmod::v1::SUCCEEDED, clock_.NowMillis());
+    clock_.Advance(1000);
+    ASSERT_TRUE(trigger.Poll().ok());
+    trigger.WaitIdle();
+    EXPECT_EQ(trigger.attempts(), 2);
+    fit = LatestUsableFit(*store_, get);
+    ASSERT_TRUE(fit.ok()) << fit.status();
+    EXPECT_EQ(fit->n_obs(), 56 + 44 + 24);
+
+    // Predict and Recommend under the study's fit, on the members' dense curves.
+    xmod::v1::PredictRequest predict;
+    predict.set_study("b4");
+    xmod::v1::LawPoint* point = predict.add_points();
+    point->set_flops(5e18);
+    point->set_seq_len(32768);
+    point->set_backbone("165M");
+    point->set_k(8);
+    point->set_a(2);
+    absl::StatusOr<xmod::v1::PredictResponse> predicted = PredictWithLatestFit(*store_, predict);
+    ASSERT_TRUE(predicted.ok()) << predicted.status();
+    EXPECT_GT(predicted->predictions(0).loss(), 0);
+    predict.set_sweep_id(1);
+    EXPECT_EQ(PredictWithLatestFit(*store_, predict).status().code(),
+              absl::StatusCode::kInvalidArgument);
+    xmod::v1::RecommendRequest recommend;
+    recommend.set_study("b4");
+    recommend.set_flops(5e18);
+    recommend.set_seq_len(32768);
+    recommend.set_backbone("165M");
+    EXPECT_TRUE(RecommendWithLatestFit(*store_, recommend).ok());
+
+    create("b4-after");
+    ASSERT_TRUE(trigger.Poll().ok());
+    trigger.WaitIdle();
+    EXPECT_EQ(trigger.attempts(), 3);
+    get.set_study("b4-after");
+    fit = LatestUsableFit(*store_, get);
+    ASSERT_TRUE(fit.ok()) << fit.status();
+    EXPECT_EQ(fit->n_obs(), 56 + 44 + 24);
+  }
+  FitTrigger restarted(store_.get(), &clock_, nullptr, FastOptions());
+  ASSERT_TRUE(restarted.Poll().ok());
+  restarted.WaitIdle();
+  EXPECT_EQ(restarted.attempts(), 0);
 }
 
 // The whole coordinator: the trigger fits the paper design (both stages, grouped CV) and the

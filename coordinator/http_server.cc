@@ -12,25 +12,25 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/auth.h"
+#include "common/proto_json.h"
 #include "coordinator/fit_queries.h"
 #include "coordinator/store_reads.h"
+#include "coordinator/studies.h"
 #include "glog/logging.h"
-#include "google/protobuf/util/json_util.h"
 
 namespace xmod {
 namespace {
 
 constexpr size_t kMaxRequestBodyBytes = 64 << 10;
 
+// The API's one JSON shape (common/proto_json.h): the same document xmodctl -o json prints.
 void SendJson(const google::protobuf::Message& message, httplib::Response& res) {
-  std::string json;
-  google::protobuf::util::JsonPrintOptions options;
-  options.always_print_primitive_fields = true;
-  if (!google::protobuf::util::MessageToJsonString(message, &json, options).ok()) {
+  absl::StatusOr<std::string> json = ProtoJson(message, JsonLayout::kLine);
+  if (!json.ok()) {
     res.status = 500;
     return;
   }
-  res.set_content(json, "application/json");
+  res.set_content(*json, "application/json");
 }
 
 std::string JsonString(absl::string_view text) {
@@ -276,7 +276,7 @@ void HttpServer::Route(Store* store, const HttpServerOptions& options) {
         if (req.has_param("names")) {
           names = absl::StrSplit(req.get_param_value("names"), ',', absl::SkipEmpty());
         }
-        int max_points = 500;
+        int max_points = kDefaultMetricPoints;
         if (req.has_param("max_points") &&
             (!absl::SimpleAtoi(req.get_param_value("max_points"), &max_points) || max_points < 1)) {
           SendError(absl::InvalidArgumentError("max_points: must be a number >= 1"), res);
@@ -312,6 +312,38 @@ void HttpServer::Route(Store* store, const HttpServerOptions& options) {
     absl::StatusOr<xmod::v1::RecommendResponse> out = RecommendWithLatestFit(*store, *request);
     out.ok() ? SendJson(*out, res) : SendError(out.status(), res);
   });
+
+  // Studies (studies.h): one fit over several sweeps.
+  server_->Get("/api/studies", [store](const httplib::Request&, httplib::Response& res) {
+    xmod::v1::ListStudiesResponse out;
+    absl::Status s = store->Read([&](Db& db) {
+      absl::StatusOr<std::vector<xmod::v1::Study>> studies = LoadStudies(db);
+      if (!studies.ok()) return studies.status();
+      for (auto& study : *studies) *out.add_studies() = std::move(study);
+      return absl::OkStatus();
+    });
+    s.ok() ? SendJson(out, res) : SendError(s, res);
+  });
+
+  server_->Get(R"(/api/studies/([A-Za-z0-9_.-]+))",
+               [store](const httplib::Request& req, httplib::Response& res) {
+                 xmod::v1::Study out;
+                 absl::Status s = store->Read([&](Db& db) {
+                   absl::StatusOr<xmod::v1::Study> study = LoadStudy(db, req.matches[1].str());
+                   if (!study.ok()) return study.status();
+                   out = *std::move(study);
+                   return absl::OkStatus();
+                 });
+                 s.ok() ? SendJson(out, res) : SendError(s, res);
+               });
+
+  server_->Get(R"(/api/studies/([A-Za-z0-9_.-]+)/fit)",
+               [store](const httplib::Request& req, httplib::Response& res) {
+                 xmod::v1::GetFitRequest request;
+                 request.set_study(req.matches[1].str());
+                 absl::StatusOr<xmod::v1::Fit> fit = LatestUsableFit(*store, request);
+                 fit.ok() ? SendJson(*fit, res) : SendError(fit.status(), res);
+               });
 
   if (!options.dashboard_dir.empty() && std::filesystem::is_directory(options.dashboard_dir)) {
     server_->set_mount_point("/", options.dashboard_dir);

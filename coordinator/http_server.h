@@ -10,10 +10,11 @@
 //   GET /api/session                                   {"authenticated","required","name","scope"}
 //   POST /api/login   (body: the token, text/plain)    sets the session cookie (http_sessions.h)
 //   POST /api/logout                                   ends the session
-// JSON is protobuf's mapping (MessageToJsonString). With credentials, the other /api/ routes
-// need a user or read credential: "Authorization: Bearer <token>" or the session cookie of a
-// login (401 without, 403 for a worker credential); a token in the URL is never accepted.
-// With a certificate and key the server speaks HTTPS only (and the cookie is Secure).
+// JSON is the project's one API shape (common/proto_json.h: proto field names, defaults
+// printed), the same document xmodctl -o json prints for the message. With credentials, the other
+// /api/ routes need a user or read credential: "Authorization: Bearer <token>" or the session
+// cookie of a login (401 without, 403 for a worker credential); a token in the URL is never
+// accepted. With a certificate and key the server speaks HTTPS only (and the cookie is Secure).
 // Thread-safe.
 #ifndef XMOD_COORDINATOR_HTTP_SERVER_H_
 #define XMOD_COORDINATOR_HTTP_SERVER_H_

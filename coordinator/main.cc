@@ -12,6 +12,7 @@
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
+#include "common/build_info.h"
 #include "coordinator/coordinator.h"
 #include "glog/logging.h"
 
@@ -69,6 +70,7 @@ int main(int argc, char** argv) {
   usage.contains_help_flags = [](absl::string_view path) {
     return absl::EndsWith(path, "coordinator/main.cc");
   };
+  usage.version_string = [] { return xmod::VersionLine("xmod-coordinator") + "\n"; };
   absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
   google::InitGoogleLogging(argv[0]);

@@ -302,6 +302,8 @@ absl::Status Scheduler::ReportCheckpoint(const xmod::v1::ReportCheckpointRequest
       c.set_bytes(request.bytes());
       done = store_->Write([key, c, now, sweep_id = run->second.sweep_id](Db& db) {
         if (absl::Status s = InsertCheckpoint(db, key.first, key.second, c, now); !s.ok()) return s;
+        // The worker deletes the files of older ones once this report is acknowledged.
+        if (absl::Status s = KeepNewestCheckpoints(db, key.first, 2); !s.ok()) return s;
         return InsertEvent(
             db, now, "checkpoint", sweep_id, key.first,
             absl::StrCat("attempt ", key.second, " step ", c.step(), ": ", c.path()));

@@ -304,7 +304,9 @@ TEST_F(SchedulerTest, ARefusedCheckpointIsDroppedAndTheRetryFallsBack) {
                     return c.status();
                   })
                   .ok());
-  ASSERT_EQ(stored.size(), 2u);  // step 30 is never offered again
+  // Step 30 is never offered again, and step 10 was forgotten when step 30 was recorded
+  // (the worker deleted its file then, keeping the two newest).
+  ASSERT_EQ(stored.size(), 1u);
   EXPECT_EQ(stored.back().step(), 20);
   std::vector<std::string> events;
   ASSERT_TRUE(store_
@@ -334,8 +336,18 @@ TEST_F(SchedulerTest, ARefusedCheckpointIsDroppedAndTheRetryFallsBack) {
   auto third = Acquire(worker);
   ASSERT_TRUE(third.has_value());
   EXPECT_EQ(third->resume().step(), 20);
-  ASSERT_EQ(third->fallbacks_size(), 1);
-  EXPECT_EQ(third->fallbacks(0).step(), 10);
+  EXPECT_EQ(third->fallbacks_size(), 0);
+
+  // Its trainer refuses step 20 too: nothing is left, so it starts from scratch, and so does
+  // the next retry (no deleted file is ever offered).
+  ASSERT_TRUE(report(3, 20, "DATA_LOSS: file missing").ok());
+  EXPECT_NE(Attempts(a->run_id()).back().error().find("started from scratch"), std::string::npos);
+  ok.set_attempt(3);
+  ASSERT_TRUE(scheduler_->FinishRun(ok).ok());
+  auto fourth = Acquire(worker);
+  ASSERT_TRUE(fourth.has_value());
+  EXPECT_FALSE(fourth->has_resume());
+  EXPECT_EQ(fourth->fallbacks_size(), 0);
 }
 
 TEST_F(SchedulerTest, RetryResumesFromTheLatestCheckpointAndAcksMetrics) {

@@ -165,6 +165,29 @@ SELECT r.sweep_id, r.id AS run_id, r.name, r.arch, r.k, r.a, r.seq_len AS l, r.b
 FROM canonical_metrics c JOIN runs r ON r.id = c.run_id
 WHERE c.name = 'val/loss';
 )sql",
+    // Version 2: studies, one fit over several sweeps. A study's fits rows have
+    // study_id set and sweep_id 0.
+    R"sql(
+CREATE TABLE studies (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  spec BLOB NOT NULL,                 -- xmod.v1.StudySpec, binary, members resolved
+  created_ms INTEGER NOT NULL
+);
+
+-- The member sweeps of each study, in the spec's order, with their B.4 role.
+CREATE TABLE study_members (
+  study_id INTEGER NOT NULL REFERENCES studies(id),
+  position INTEGER NOT NULL,
+  sweep_id INTEGER NOT NULL REFERENCES sweeps(id),
+  role TEXT NOT NULL,                 -- 'kxl', 'nact', 'axk' or 'design'
+  PRIMARY KEY (study_id, position)
+);
+CREATE INDEX study_members_by_sweep ON study_members(sweep_id);
+
+ALTER TABLE fits ADD COLUMN study_id INTEGER REFERENCES studies(id);
+CREATE INDEX fits_by_study ON fits(study_id, id);
+)sql",
 };
 
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);

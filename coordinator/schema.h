@@ -9,7 +9,7 @@
 
 namespace xmod {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 // Applies every migration the database lacks. FAILED_PRECONDITION when the database was
 // written by a newer coordinator.

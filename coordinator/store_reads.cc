@@ -272,15 +272,16 @@ absl::StatusOr<std::vector<xmod::v1::MetricSeries>> LoadMetrics(
 
 namespace {
 
-// The newest fits row of the sweep with (failed = true) or without an error.
-absl::StatusOr<std::optional<xmod::v1::Fit>> LoadNewestFitRow(Db& db, int64_t sweep_id,
+// The newest fits row whose `owner` column ("sweep_id" or "study_id") is `id`, with
+// (failed = true) or without an error.
+absl::StatusOr<std::optional<xmod::v1::Fit>> LoadNewestFitRow(Db& db, const char* owner, int64_t id,
                                                               bool failed) {
   absl::StatusOr<Stmt> stmt = db.Prepare(absl::StrCat(
-      "SELECT id, sweep_id, created_ms, fit, params, r2, rmse, mae, n_obs, error FROM fits"
-      " WHERE sweep_id = ? AND error ",
-      failed ? "<> ''" : "= ''", " ORDER BY id DESC LIMIT 1"));
+      "SELECT id, sweep_id, created_ms, fit, params, r2, rmse, mae, n_obs, error, study_id"
+      " FROM fits WHERE ",
+      owner, " = ? AND error ", failed ? "<> ''" : "= ''", " ORDER BY id DESC LIMIT 1"));
   if (!stmt.ok()) return stmt.status();
-  stmt->Bind(1, sweep_id);
+  stmt->Bind(1, id);
   absl::StatusOr<bool> row = stmt->Step();
   if (!row.ok()) return row.status();
   if (!*row) return std::optional<xmod::v1::Fit>();
@@ -300,20 +301,29 @@ absl::StatusOr<std::optional<xmod::v1::Fit>> LoadNewestFitRow(Db& db, int64_t sw
   fit.set_sweep_id(stmt->Int(1));
   fit.set_created_unix_ms(stmt->Int(2));
   fit.set_error(stmt->Text(9));
+  fit.set_study_id(stmt->IsNull(10) ? 0 : stmt->Int(10));
   return std::optional<xmod::v1::Fit>(std::move(fit));
+}
+
+absl::StatusOr<LatestFits> LoadLatestFitsOf(Db& db, const char* owner, int64_t id) {
+  LatestFits out;
+  absl::StatusOr<std::optional<xmod::v1::Fit>> ok = LoadNewestFitRow(db, owner, id, false);
+  if (!ok.ok()) return ok.status();
+  absl::StatusOr<std::optional<xmod::v1::Fit>> failed = LoadNewestFitRow(db, owner, id, true);
+  if (!failed.ok()) return failed.status();
+  out.ok = *std::move(ok);
+  if (*failed && (!out.ok || (*failed)->id() > out.ok->id())) out.failed = *std::move(failed);
+  return out;
 }
 
 }  // namespace
 
 absl::StatusOr<LatestFits> LoadLatestFits(Db& db, int64_t sweep_id) {
-  LatestFits out;
-  absl::StatusOr<std::optional<xmod::v1::Fit>> ok = LoadNewestFitRow(db, sweep_id, false);
-  if (!ok.ok()) return ok.status();
-  absl::StatusOr<std::optional<xmod::v1::Fit>> failed = LoadNewestFitRow(db, sweep_id, true);
-  if (!failed.ok()) return failed.status();
-  out.ok = *std::move(ok);
-  if (*failed && (!out.ok || (*failed)->id() > out.ok->id())) out.failed = *std::move(failed);
-  return out;
+  return LoadLatestFitsOf(db, "sweep_id", sweep_id);
+}
+
+absl::StatusOr<LatestFits> LoadLatestStudyFits(Db& db, int64_t study_id) {
+  return LoadLatestFitsOf(db, "study_id", study_id);
 }
 
 absl::StatusOr<SchedulerSnapshot> LoadSchedulerSnapshot(Db& db) {

@@ -40,6 +40,9 @@ absl::StatusOr<std::optional<xmod::v1::Checkpoint>> LatestCheckpoint(Db& db, int
 
 // The most points per series a client may ask LoadMetrics for (GetMetrics, the HTTP API).
 inline constexpr int kMaxMetricPoints = 100000;
+// Points per series when a client asks for none (max_points 0 or absent): GetMetrics and the
+// HTTP API alike; xmodctl and the Python client send 0 by default.
+inline constexpr int kDefaultMetricPoints = 500;
 
 // Canonical metric series of a run (canonical_metrics view), each ordered by flops and
 // downsampled to at most max_points (evenly by index, the last point always kept). A value
@@ -49,12 +52,14 @@ absl::StatusOr<std::vector<xmod::v1::MetricSeries>> LoadMetrics(
 
 // The fits table holds one row per stored fit attempt: a successful fit, or a failed one
 // with only `error` set (see fit_trigger.h for which failures are stored). Failed rows
-// load with only id, sweep_id, created_unix_ms and error set.
+// load with only id, sweep_id, study_id, created_unix_ms and error set.
 struct LatestFits {
   std::optional<xmod::v1::Fit> ok;      // the newest successful fit
   std::optional<xmod::v1::Fit> failed;  // the newest failed attempt, if newer than `ok`
 };
 absl::StatusOr<LatestFits> LoadLatestFits(Db& db, int64_t sweep_id);
+// The same for a study's fits (rows with study_id set; studies.h).
+absl::StatusOr<LatestFits> LoadLatestStudyFits(Db& db, int64_t study_id);
 
 // What the scheduler rebuilds from after a restart.
 struct OpenAttempt {

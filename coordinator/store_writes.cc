@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "google/protobuf/util/json_util.h"
+#include "common/proto_json.h"
 
 namespace xmod {
 
@@ -208,6 +208,15 @@ absl::Status InsertCheckpoint(Db& db, int64_t run_id, int attempt, const xmod::v
   return stmt->Run();
 }
 
+absl::Status KeepNewestCheckpoints(Db& db, int64_t run_id, int keep) {
+  absl::StatusOr<Stmt> stmt = db.Prepare(
+      "DELETE FROM checkpoints WHERE run_id = ?1 AND step < (SELECT min(step) FROM"
+      " (SELECT step FROM checkpoints WHERE run_id = ?1 ORDER BY step DESC LIMIT ?2))");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, run_id).Bind(2, keep);
+  return stmt->Run();
+}
+
 absl::Status DeleteCheckpoint(Db& db, int64_t run_id, const std::string& path) {
   absl::StatusOr<Stmt> stmt = db.Prepare("DELETE FROM checkpoints WHERE run_id = ? AND path = ?");
   if (!stmt.ok()) return stmt.status();
@@ -286,37 +295,26 @@ absl::Status InsertEvent(Db& db, int64_t now_ms, const std::string& kind, int64_
   return stmt->Run();
 }
 
-namespace {
-
-absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.always_print_primitive_fields = true;
-  options.preserve_proto_field_names = true;
-  std::string json;
-  const auto status = google::protobuf::util::MessageToJsonString(message, &json, options);
-  if (!status.ok()) {
-    return absl::InternalError(absl::StrCat("fit as JSON: ", status.ToString()));
-  }
-  return json;
-}
-
-}  // namespace
-
 absl::StatusOr<int64_t> InsertFit(Db& db, const xmod::v1::Fit& fit) {
   absl::StatusOr<Stmt> stmt = db.Prepare(
-      "INSERT INTO fits (sweep_id, created_ms, params, r2, rmse, mae, n_obs, cv, fit, error)"
-      " VALUES (?,?,?,?,?,?,?,?,?,?)");
+      "INSERT INTO fits (sweep_id, created_ms, params, r2, rmse, mae, n_obs, cv, fit, error,"
+      " study_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, fit.sweep_id()).Bind(2, fit.created_unix_ms());
+  if (fit.study_id() != 0) {
+    stmt->Bind(11, fit.study_id());
+  } else {
+    stmt->BindNull(11);
+  }
   if (!fit.error().empty()) {
     stmt->Bind(3, "{}").BindNull(4).BindNull(5).BindNull(6).Bind(7, 0).Bind(8, "[]").BindNull(9);
     stmt->Bind(10, fit.error());
   } else {
-    absl::StatusOr<std::string> params = ToJson(fit.params());
+    absl::StatusOr<std::string> params = ProtoJson(fit.params(), JsonLayout::kLine);
     if (!params.ok()) return params.status();
     std::vector<std::string> groups;
     for (const xmod::v1::GroupError& g : fit.cv()) {
-      absl::StatusOr<std::string> json = ToJson(g);
+      absl::StatusOr<std::string> json = ProtoJson(g, JsonLayout::kLine);
       if (!json.ok()) return json.status();
       groups.push_back(*std::move(json));
     }

@@ -76,6 +76,11 @@ absl::Status InsertMetrics(Db& db, int64_t run_id, int attempt, int64_t first_se
 absl::Status InsertCheckpoint(Db& db, int64_t run_id, int attempt,
                               const xmod::v1::Checkpoint& checkpoint, int64_t now_ms);
 
+// Forgets all but the `keep` newest recorded checkpoints of `run_id`. With keep = 2 the rows
+// follow the worker, which deletes a run's checkpoint files older than the two newest
+// acknowledged ones (worker/agent.h), so no retry is offered a file that is gone.
+absl::Status KeepNewestCheckpoints(Db& db, int64_t run_id, int keep);
+
 // Forgets the recorded checkpoint of `run_id` at `path` (a resume candidate a trainer
 // refused: digest mismatch, missing, does not load), so it is never offered again.
 absl::Status DeleteCheckpoint(Db& db, int64_t run_id, const std::string& path);
@@ -96,10 +101,11 @@ absl::Status MarkSweepCancelled(Db& db, int64_t sweep_id);
 absl::Status InsertEvent(Db& db, int64_t now_ms, const std::string& kind, int64_t sweep_id,
                          int64_t run_id, const std::string& text);
 
-// A row of the fits table from `fit` (sweep_id, created_unix_ms and the rest; `id` is
-// ignored); returns its id. A fit with `error` set is a failed attempt: only its sweep, time
-// and error are stored (params '{}', cv '[]', r2/rmse/mae and the blob NULL). Otherwise
-// params and cv are stored as JSON (proto field names, e.g. "eta_n") next to the binary Fit.
+// A row of the fits table from `fit` (sweep_id, or study_id with sweep_id 0 for a study's
+// fit, created_unix_ms and the rest; `id` is ignored); returns its id. A fit with `error` set
+// is a failed attempt: only its sweep or study, time and error are stored (params '{}', cv
+// '[]', r2/rmse/mae and the blob NULL). Otherwise params and cv are stored as JSON (proto
+// field names, e.g. "eta_n") next to the binary Fit.
 absl::StatusOr<int64_t> InsertFit(Db& db, const xmod::v1::Fit& fit);
 
 }  // namespace xmod

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <string>
 
@@ -14,12 +15,14 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/message.h"
 #include "model/accounting/accounting.h"
+#include "model/eval/tasks.h"
 
 namespace xmod {
 namespace {
@@ -66,6 +69,7 @@ struct Combo {
   Choice<double> a;
   Choice<double> budget;
   Choice<std::string> moe;  // "" unless arch MOE with moe_experts
+  Choice<uint64_t> seed;
 };
 
 // Account() names fields relative to ModelSpec; point them at the grid entry that set them.
@@ -89,7 +93,7 @@ absl::Status MapModelError(const absl::Status& status, const Combo& c, int g) {
   return Invalid(base + field, rest);
 }
 
-std::string RunName(const xmod::v1::RunSpec& spec, bool multiple_budgets) {
+std::string RunName(const xmod::v1::RunSpec& spec, bool multiple_budgets, bool replicated) {
   const ModelSpec& m = spec.model();
   std::string name =
       absl::StrCat(ArchPrefix(m.arch()), "-", m.backbone().name(), "-L", spec.training().seq_len());
@@ -103,6 +107,7 @@ std::string RunName(const xmod::v1::RunSpec& spec, bool multiple_budgets) {
   if (m.no_gated_scaling()) absl::StrAppend(&name, "-nogate");
   if (m.no_token_choice_bias()) absl::StrAppend(&name, "-notau");
   if (multiple_budgets) absl::StrAppend(&name, "-C", FormatFlops(spec.training().flop_budget()));
+  if (replicated) absl::StrAppend(&name, "-s", spec.training().seed());
   return name;
 }
 
@@ -134,6 +139,18 @@ absl::Status ValidateTraining(const xmod::v1::TrainingSpec& t) {
   if (!(t.train_flops_multiplier() >= 0) || !std::isfinite(t.train_flops_multiplier())) {
     return Invalid("training.train_flops_multiplier", "must be finite and > 0 (0 = default 3)");
   }
+  for (int i = 0; i < t.eval_tasks_size(); ++i) {
+    const xmod::v1::EvalTask& task = t.eval_tasks(i);
+    if (!IsEvalTask(task.task())) {
+      return Invalid(absl::StrCat("training.eval_tasks[", i, "].task"),
+                     absl::StrCat("unknown task \"", task.task(), "\" (",
+                                  absl::StrJoin(EvalTaskNames(), ", "), ")"));
+    }
+    if (task.data().empty()) {
+      return Invalid(absl::StrCat("training.eval_tasks[", i, "].data"),
+                     "required (the task's JSONL file on the workers)");
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -146,6 +163,8 @@ struct GridChoices {
   std::vector<Choice<double>> as;
   std::vector<Choice<double>> budgets;
   std::vector<Choice<std::string>> moes;
+  std::vector<Choice<uint64_t>> seeds;
+  bool replicated = false;  // the grid lists seeds: run names carry them
 };
 
 absl::StatusOr<GridChoices> GridValues(const SweepSpec& spec, int g) {
@@ -249,6 +268,17 @@ absl::StatusOr<GridChoices> GridValues(const SweepSpec& spec, int g) {
     c.moes.push_back({grid.moe_experts(i), path});
   }
   if (c.moes.empty()) c.moes.push_back({"", ""});
+
+  std::set<uint64_t> distinct_seeds;
+  for (int i = 0; i < grid.seeds_size(); ++i) {
+    const std::string path = absl::StrCat(p, "seeds[", i, "]");
+    if (!distinct_seeds.insert(grid.seeds(i)).second) {
+      return Invalid(path, absl::StrCat("seed ", grid.seeds(i), " is listed twice"));
+    }
+    c.seeds.push_back({grid.seeds(i), path});
+  }
+  c.replicated = !c.seeds.empty();
+  if (c.seeds.empty()) c.seeds.push_back({spec.training().seed(), "training.seed"});
   return c;
 }
 
@@ -286,6 +316,7 @@ xmod::v1::RunSpec BuildRunSpec(const SweepSpec& spec, const GridSpec& grid, cons
   *run.mutable_training() = spec.training();
   run.mutable_training()->set_seq_len(c.l.value);
   run.mutable_training()->set_flop_budget(c.budget.value);
+  run.mutable_training()->set_seed(c.seed.value);
   *run.mutable_data() = spec.data();
   return run;
 }
@@ -351,9 +382,10 @@ absl::Status CheckLimits(const SweepSpec& spec, const SpecLimits& limits) {
   for (int g = 0; g < spec.grids_size(); ++g) {
     const GridSpec& grid = spec.grids(g);
     int64_t combos = 1;
-    for (int n : {grid.archs_size(), grid.backbones_size(), grid.seq_lens_size(), grid.ks_size(),
-                  grid.as_size(), grid.flop_budgets_size(), grid.moe_experts_size()}) {
-      combos *= std::max(n, 1);  // at most 1000^7 < 2^63
+    for (int n :
+         {grid.archs_size(), grid.backbones_size(), grid.seq_lens_size(), grid.ks_size(),
+          grid.as_size(), grid.flop_budgets_size(), grid.moe_experts_size(), grid.seeds_size()}) {
+      combos *= std::max(n, 1);  // clamped below, so never past (max_runs + 1) * 1000
       combos = std::min(combos, limits.max_runs + 1);
     }
     total += combos;
@@ -427,7 +459,7 @@ absl::StatusOr<std::vector<xmod::v1::Run>> ExpandSweep(const SweepSpec& spec,
   const int64_t ranks = std::max(1, spec.training().ranks());
 
   std::vector<xmod::v1::Run> runs;
-  std::set<std::string> seen_specs;
+  std::map<std::string, size_t> seen_specs;  // DedupeKey -> index in runs
   std::set<std::string> names;
   for (int g = 0; g < spec.grids_size(); ++g) {
     const GridSpec& grid = spec.grids(g);
@@ -438,60 +470,71 @@ absl::StatusOr<std::vector<xmod::v1::Run>> ExpandSweep(const SweepSpec& spec,
           for (const auto& k : gc.ks)
             for (const auto& a : gc.as)
               for (const auto& budget : gc.budgets)
-                for (const auto& moe : gc.moes) {
-                  const Combo combo{arch, backbone, l, k, a, budget, moe};
-                  xmod::v1::RunSpec run_spec = BuildRunSpec(spec, grid, combo);
-                  if (batch_tokens % l.value != 0) {
-                    return Invalid("training.batch_tokens",
-                                   absl::StrCat(batch_tokens,
-                                                " tokens per step is not a "
-                                                "multiple of L = ",
-                                                l.value, " (", l.path, ")"));
-                  }
-                  // Each data-parallel rank takes an equal share of the step's windows.
-                  const int64_t windows = batch_tokens / l.value;
-                  if (windows % ranks != 0) {
-                    return Invalid("training.ranks",
-                                   absl::StrCat(ranks, " ranks do not divide the ", windows,
-                                                " windows of a step (batch_tokens / L = ",
-                                                batch_tokens, " / ", l.value, ", ", l.path, ")"));
-                  }
-                  absl::StatusOr<Accounting> acc =
-                      Account(run_spec.model(), l.value, TrainFlopsMultiplier(run_spec.training()));
-                  if (!acc.ok()) return MapModelError(acc.status(), combo, g);
-                  const double step_flops =
-                      acc->train_flops_per_token * static_cast<double>(batch_tokens);
-                  if (budget.value < step_flops) {
-                    return Invalid(budget.path,
-                                   absl::StrCat(FormatFlops(budget.value),
-                                                " is too small for one step (one step costs ",
-                                                FormatFlops(step_flops), " FLOPs)"));
-                  }
-                  if (!seen_specs.insert(DedupeKey(run_spec)).second) continue;
+                for (const auto& moe : gc.moes)
+                  for (const auto& seed : gc.seeds) {
+                    const Combo combo{arch, backbone, l, k, a, budget, moe, seed};
+                    xmod::v1::RunSpec run_spec = BuildRunSpec(spec, grid, combo);
+                    if (batch_tokens % l.value != 0) {
+                      return Invalid("training.batch_tokens",
+                                     absl::StrCat(batch_tokens,
+                                                  " tokens per step is not a "
+                                                  "multiple of L = ",
+                                                  l.value, " (", l.path, ")"));
+                    }
+                    // Each data-parallel rank takes an equal share of the step's windows.
+                    const int64_t windows = batch_tokens / l.value;
+                    if (windows % ranks != 0) {
+                      return Invalid("training.ranks",
+                                     absl::StrCat(ranks, " ranks do not divide the ", windows,
+                                                  " windows of a step (batch_tokens / L = ",
+                                                  batch_tokens, " / ", l.value, ", ", l.path, ")"));
+                    }
+                    absl::StatusOr<Accounting> acc = Account(
+                        run_spec.model(), l.value, TrainFlopsMultiplier(run_spec.training()));
+                    if (!acc.ok()) return MapModelError(acc.status(), combo, g);
+                    const double step_flops =
+                        acc->train_flops_per_token * static_cast<double>(batch_tokens);
+                    if (budget.value < step_flops) {
+                      return Invalid(budget.path,
+                                     absl::StrCat(FormatFlops(budget.value),
+                                                  " is too small for one step (one step costs ",
+                                                  FormatFlops(step_flops), " FLOPs)"));
+                    }
+                    // A run several grids produce is kept once and carries every label.
+                    auto [seen, fresh] = seen_specs.emplace(DedupeKey(run_spec), runs.size());
+                    if (!fresh) {
+                      xmod::v1::Run& first = runs[seen->second];
+                      const std::vector<std::string> labels = absl::StrSplit(first.label(), '+');
+                      if (std::find(labels.begin(), labels.end(), grid.label()) == labels.end()) {
+                        first.set_label(absl::StrCat(first.label(), "+", grid.label()));
+                      }
+                      continue;
+                    }
 
-                  xmod::v1::Run run;
-                  std::string name = RunName(run_spec, multiple_budgets);
-                  for (int n = 2; names.count(name) > 0; ++n) {
-                    name = absl::StrCat(RunName(run_spec, multiple_budgets), "-", n);
+                    xmod::v1::Run run;
+                    std::string name = RunName(run_spec, multiple_budgets, gc.replicated);
+                    for (int n = 2; names.count(name) > 0; ++n) {
+                      name =
+                          absl::StrCat(RunName(run_spec, multiple_budgets, gc.replicated), "-", n);
+                    }
+                    names.insert(name);
+                    run.set_name(name);
+                    run.set_label(grid.label());
+                    run.set_state(xmod::v1::QUEUED);
+                    run.set_priority(spec.priority());
+                    run.set_max_attempts(max_attempts);
+                    const auto& fit = spec.fit();
+                    run.set_held_out(
+                        std::find(fit.held_out_seq_lens().begin(), fit.held_out_seq_lens().end(),
+                                  l.value) != fit.held_out_seq_lens().end() ||
+                        std::find(fit.held_out_backbones().begin(), fit.held_out_backbones().end(),
+                                  backbone.value) != fit.held_out_backbones().end());
+                    run.set_forward_flops_per_token(acc->forward_flops_per_token);
+                    run.set_total_params(acc->total_params);
+                    run.mutable_progress()->set_flop_budget(budget.value);
+                    *run.mutable_spec() = std::move(run_spec);
+                    runs.push_back(std::move(run));
                   }
-                  names.insert(name);
-                  run.set_name(name);
-                  run.set_label(grid.label());
-                  run.set_state(xmod::v1::QUEUED);
-                  run.set_priority(spec.priority());
-                  run.set_max_attempts(max_attempts);
-                  const auto& fit = spec.fit();
-                  run.set_held_out(
-                      std::find(fit.held_out_seq_lens().begin(), fit.held_out_seq_lens().end(),
-                                l.value) != fit.held_out_seq_lens().end() ||
-                      std::find(fit.held_out_backbones().begin(), fit.held_out_backbones().end(),
-                                backbone.value) != fit.held_out_backbones().end());
-                  run.set_forward_flops_per_token(acc->forward_flops_per_token);
-                  run.set_total_params(acc->total_params);
-                  run.mutable_progress()->set_flop_budget(budget.value);
-                  *run.mutable_spec() = std::move(run_spec);
-                  runs.push_back(std::move(run));
-                }
   }
   return runs;
 }

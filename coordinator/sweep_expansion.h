@@ -43,7 +43,10 @@ struct ExpansionOptions {
 //     training.flop_budget); non-zero fields of base.backbone override every backbone;
 //   - DENSE and MOE ignore K and A (stored as K = 1, A = 0); MOD ignores A (A = 0);
 //   - a sparse architecture with K = 1 is the dense reference and becomes DENSE;
-//   - identical runs (same model, training and data) are kept once, first occurrence.
+//   - identical runs (same model, training and data) are kept once, first occurrence, with
+//     the distinct labels of the grids that produced them joined by '+' ("nact+axk": the run
+//     belongs to both sweeps of the B.4 design, fitter::SweepRolesOfLabels);
+//   - a grid with seeds gives one run per seed (training.seed), named "...-s<seed>".
 // INVALID_ARGUMENT naming the field path ("grids[0].ks[2]: K must be >= 1", "data.train_glob:
 // no file matches ...", "training.flop_budget: 1e3 is too small for one step (one step costs
 // 2.1e9 FLOPs)", "grids[1].ks: 5000 values, at most 1000") when any run is invalid or the spec

@@ -41,6 +41,37 @@ TEST(SweepExpansionTest, CartesianProductWithDenseReferenceDeduplicated) {
   EXPECT_LT((*runs)[2].forward_flops_per_token(), (*runs)[0].forward_flops_per_token());
 }
 
+TEST(SweepExpansionTest, SeedsReplicateEveryRunWithItsSeed) {
+  const std::string dir = NewTestDir("seeds");
+  xmod::v1::SweepSpec spec = TinySweep(dir);
+  spec.mutable_grids(0)->add_seeds(1);
+  spec.mutable_grids(0)->add_seeds(2);
+  absl::StatusOr<std::vector<xmod::v1::Run>> runs = ExpandSweep(spec);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  ASSERT_EQ(runs->size(), 6u);  // the three runs of the grid, each with seeds 1 and 2
+  EXPECT_EQ((*runs)[0].name(), "dense-tiny-test-L64-s1");
+  EXPECT_EQ((*runs)[1].name(), "dense-tiny-test-L64-s2");
+  EXPECT_EQ((*runs)[5].name(), "xmod-tiny-test-L64-K4-A1-s2");
+  EXPECT_EQ((*runs)[0].spec().training().seed(), 1u);
+  EXPECT_EQ((*runs)[5].spec().training().seed(), 2u);
+}
+
+TEST(SweepExpansionTest, RunSharedByTwoGridsCarriesBothLabels) {
+  const std::string dir = NewTestDir("shared");
+  xmod::v1::SweepSpec spec = TinySweep(dir);
+  spec.mutable_grids(0)->set_label("nact");
+  *spec.add_grids() = spec.grids(0);
+  spec.mutable_grids(1)->set_label("axk");
+  spec.mutable_grids(1)->add_as(2);
+  absl::StatusOr<std::vector<xmod::v1::Run>> runs = ExpandSweep(spec);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  ASSERT_EQ(runs->size(), 5u);  // dense, K2 and K4 at A = 1 shared; K2 and K4 at A = 2
+  EXPECT_EQ((*runs)[1].name(), "xmod-tiny-test-L64-K2-A1");
+  EXPECT_EQ((*runs)[1].label(), "nact+axk");
+  EXPECT_EQ((*runs)[3].name(), "xmod-tiny-test-L64-K2-A2");
+  EXPECT_EQ((*runs)[3].label(), "axk");
+}
+
 TEST(SweepExpansionTest, CountsMultiplyAcrossAxesAndGrids) {
   const std::string dir = NewTestDir("count");
   xmod::v1::SweepSpec spec = TinySweep(dir);
@@ -116,6 +147,12 @@ TEST(SweepExpansionTest, BadInputNamesTheField) {
       {"A*K", [](auto* s) { s->mutable_grids(0)->set_as(0, 0.3); }, "grids[0].as[0]: A*K"},
       {"batch", [](auto* s) { s->mutable_training()->set_batch_tokens(100); },
        "training.batch_tokens: 100 tokens per step is not a multiple of L = 64"},
+      {"seed twice",
+       [](auto* s) {
+         s->mutable_grids(0)->add_seeds(3);
+         s->mutable_grids(0)->add_seeds(3);
+       },
+       "grids[0].seeds[1]: seed 3 is listed twice"},
       {"ranks<0", [](auto* s) { s->mutable_training()->set_ranks(-1); },
        "training.ranks: must be >= 0"},
       {"ranks split", [](auto* s) { s->mutable_training()->set_ranks(3); },
@@ -165,6 +202,15 @@ TEST(SweepExpansionTest, BadInputNamesTheField) {
        "fit.bootstrap_samples: 2000000000 refits, at most 10000"},
       {"bootstrap<0", [](auto* s) { s->mutable_fit()->set_bootstrap_samples(-1); },
        "fit.bootstrap_samples: must be >= 0"},
+      {"eval task",
+       [](auto* s) {
+         s->mutable_training()->add_eval_tasks()->set_task("boolq");
+         s->mutable_training()->mutable_eval_tasks(0)->set_data("/data/boolq.jsonl");
+         s->mutable_training()->add_eval_tasks()->set_task("mmlu");
+       },
+       "training.eval_tasks[1].task: unknown task \"mmlu\""},
+      {"eval data", [](auto* s) { s->mutable_training()->add_eval_tasks()->set_task("gcide"); },
+       "training.eval_tasks[0].data: required"},
   };
   for (const BadCase& c : cases) {
     xmod::v1::SweepSpec spec = TinySweep(dir);

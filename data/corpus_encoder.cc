@@ -47,6 +47,23 @@ class ShardSink {
 
 }  // namespace
 
+std::vector<absl::string_view> SplitDocuments(absl::string_view text) {
+  std::vector<absl::string_view> documents;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find("\n\n", pos);
+    end = end == absl::string_view::npos ? text.size() : end + 2;
+    while (end < text.size() && text[end] == '\n') ++end;
+    documents.push_back(text.substr(pos, end - pos));
+    pos = end;
+  }
+  return documents;
+}
+
+bool IsValidationDocument(int64_t index, double val_fraction) {
+  return std::floor((index + 1) * val_fraction) > std::floor(index * val_fraction);
+}
+
 absl::StatusOr<CorpusEncodeStats> EncodeCorpus(absl::string_view text, Tokenizer& tokenizer,
                                                const CorpusEncodeOptions& options) {
   if (options.out_prefix.empty()) {
@@ -82,22 +99,12 @@ absl::StatusOr<CorpusEncodeStats> EncodeCorpus(absl::string_view text, Tokenizer
   ShardSink train(options.out_prefix + "_train", options.shard_tokens, &stats.train_shards);
   ShardSink val(options.out_prefix + "_val", options.shard_tokens, &stats.val_shards);
   std::vector<uint32_t> ids;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    // A document runs up to and including the blank line that ends it.
-    size_t end = text.find("\n\n", pos);
-    end = end == absl::string_view::npos ? text.size() : end + 2;
-    while (end < text.size() && text[end] == '\n') ++end;
-    const absl::string_view doc = text.substr(pos, end - pos);
-    pos = end;
-
+  for (absl::string_view doc : SplitDocuments(text)) {
     ids.clear();
     if (options.eot_id >= 0) ids.push_back(static_cast<uint32_t>(options.eot_id));
     std::vector<uint32_t> encoded = tokenizer.Encode(doc);
     ids.insert(ids.end(), encoded.begin(), encoded.end());
-    const int64_t i = stats.documents++;
-    const bool to_val =
-        std::floor((i + 1) * options.val_fraction) > std::floor(i * options.val_fraction);
+    const bool to_val = IsValidationDocument(stats.documents++, options.val_fraction);
     absl::Status s = to_val ? val.Add(ids, &stats.val_tokens) : train.Add(ids, &stats.train_tokens);
     if (!s.ok()) return s;
     if (to_val) ++stats.val_documents;

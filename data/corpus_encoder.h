@@ -32,6 +32,13 @@ struct CorpusEncodeStats {
   std::vector<std::string> val_shards;
 };
 
+// The documents of `text`: each runs up to and including the blank line (and any further
+// newlines) that ends it; the last one to the end of the text.
+std::vector<absl::string_view> SplitDocuments(absl::string_view text);
+
+// Whether document `index` (from 0) of a corpus goes to the validation split.
+bool IsValidationDocument(int64_t index, double val_fraction);
+
 // Encodes `text` with `tokenizer` into shards (each written atomically). InvalidArgument
 // naming the option if an option is out of range or the vocabulary does not fit uint16.
 absl::StatusOr<CorpusEncodeStats> EncodeCorpus(absl::string_view text, Tokenizer& tokenizer,

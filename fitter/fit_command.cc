@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/files.h"
+#include "common/proto_json.h"
 #include "fitter/backbones.h"
 #include "fitter/csv_input.h"
 #include "fitter/db_source.h"
@@ -44,90 +45,34 @@ absl::StatusOr<RecommendTarget> ParseTarget(const std::string& text, int index) 
   return t;
 }
 
-// A JSON number; NaN and infinities (never expected) become null.
-std::string Num(double v) {
-  if (!std::isfinite(v)) return "null";
-  return absl::StrFormat("%.10g", v);
-}
-
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += absl::StrFormat("\\u%04x", c);
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string ParamsJson(const LawParams& p) {
-  std::string out = "{";
-  for (int i = 0; i < static_cast<int>(kLawParamNames.size()); ++i) {
-    absl::StrAppend(&out, i ? ", " : "", Quote(kLawParamNames[i]), ": ", Num(ParamAt(p, i)));
-  }
-  return out + "}";
-}
-
-void PrintJson(const FitReport& r, const std::vector<Prediction>& recs, uint64_t seed,
-               std::ostream& out) {
-  out << "{\n  \"params\": " << ParamsJson(r.fit.params) << ",\n";
-  out << "  \"r2\": " << Num(r.fit.r2) << ",\n  \"rmse\": " << Num(r.fit.rmse)
-      << ",\n  \"mae\": " << Num(r.fit.mae) << ",\n";
-  out << "  \"n_obs\": " << r.fit.n_obs << ", \"n_stage1\": " << r.fit.n_stage1
-      << ", \"n_stage2\": " << r.fit.n_stage2
-      << ", \"stage2_fitted\": " << (r.fit.stage2_fitted ? "true" : "false")
-      << ", \"by_sweep\": " << (r.fit.by_sweep ? "true" : "false")
-      << ", \"evaluations\": " << r.fit.evaluations << ",\n";
-  // Stage 2's own offset (nuisance, not part of the law): null unless fitted by sweep.
-  out << "  \"e_stage2\": "
-      << (r.fit.by_sweep && r.fit.stage2_fitted ? Num(r.fit.e_stage2) : "null") << ",\n";
-  out << "  \"at_bound\": [";
-  for (size_t i = 0; i < r.fit.at_bound.size(); ++i) {
-    out << (i ? ", " : "") << Quote(r.fit.at_bound[i]);
-  }
-  out << "],\n  \"cv\": {";
-  bool first = true;
-  for (const GroupError& g : r.cv) {
-    if (!g.error.empty()) continue;
-    out << (first ? "" : ", ") << Quote(g.group) << ": " << Num(g.rmse);
-    first = false;
-  }
-  out << "},\n  \"cv_errors\": {";
-  first = true;
-  for (const GroupError& g : r.cv) {
-    if (g.error.empty()) continue;
-    out << (first ? "" : ", ") << Quote(g.group) << ": " << Quote(g.error);
-    first = false;
-  }
-  out << "},\n  \"out_of_range\": {\"n\": " << r.out_of_range.n
-      << ", \"rmse\": " << Num(r.out_of_range.rmse) << "},\n";
+// --output json: the report as xmod.v1.FitReport (the fit as ToFitProto writes it for the
+// coordinator, the recommendations as the Recommend RPC answers them).
+xmod::v1::FitReport ToReportProto(const FitReport& r, const std::vector<Recommendation>& recs,
+                                  uint64_t seed) {
+  xmod::v1::FitReport out;
+  *out.mutable_fit() = ToFitProto(r);
+  for (const Recommendation& rec : recs) *out.add_recommendations() = RecommendationToProto(rec);
+  out.set_seed(seed);
+  out.set_evaluations(r.fit.evaluations);
+  out.set_n_stage1(r.fit.n_stage1);
+  out.set_n_stage2(r.fit.n_stage2);
+  out.set_stage2_fitted(r.fit.stage2_fitted);
+  out.set_out_of_range_n(r.out_of_range.n);
+  out.set_out_of_range_rmse(r.out_of_range.rmse);
   if (r.bootstrap.has_value()) {
-    out << "  \"bootstrap\": {\"samples\": " << r.bootstrap->samples
-        << ", \"failures\": " << r.bootstrap->failures
-        << ", \"low\": " << ParamsJson(r.bootstrap->low)
-        << ", \"high\": " << ParamsJson(r.bootstrap->high) << "},\n";
+    out.set_bootstrap_samples(r.bootstrap->samples);
+    out.set_bootstrap_failures(r.bootstrap->failures);
   }
-  out << "  \"recommend\": [";
-  for (size_t i = 0; i < recs.size(); ++i) {
-    const Prediction& p = recs[i];
-    out << (i ? ",\n    " : "\n    ") << "{\"C\": " << Num(p.flops) << ", \"L\": " << p.seq_len
-        << ", \"n_act\": " << Num(p.n_act) << ", \"backbone\": " << Quote(p.backbone)
-        << ", \"K\": " << p.k << ", \"A\": " << Num(p.a) << ", \"delta\": " << Num(p.delta)
-        << ", \"delta_low\": " << Num(p.delta_low) << ", \"delta_high\": " << Num(p.delta_high)
-        << ", \"total_params\": " << Num(p.total_params);
-    if (p.loss != 0) out << ", \"loss\": " << Num(p.loss);
-    out << "}";
+  for (const GroupError& g : r.cv) {
+    if (!g.error.empty()) (*out.mutable_cv_errors())[g.group] = g.error;
   }
-  out << (recs.empty() ? "" : "\n  ") << "],\n";
-  out << "  \"seed\": " << seed << ",\n  \"timing\": {\"fit_s\": " << Num(r.fit_seconds)
-      << ", \"cv_s\": " << Num(r.cv_seconds) << ", \"bootstrap_s\": " << Num(r.bootstrap_seconds)
-      << "}\n}\n";
+  out.set_fit_seconds(r.fit_seconds);
+  out.set_cv_seconds(r.cv_seconds);
+  out.set_bootstrap_seconds(r.bootstrap_seconds);
+  return out;
 }
 
-void PrintTable(const FitReport& r, const std::vector<Prediction>& recs, std::ostream& out) {
+void PrintTable(const FitReport& r, const std::vector<Recommendation>& recs, std::ostream& out) {
   if (r.fit.by_sweep) {
     out << absl::StrFormat(
         "X-MoD law (Eq. 14), two-stage fit on %d observations by sweep "
@@ -179,7 +124,8 @@ void PrintTable(const FitReport& r, const std::vector<Prediction>& recs, std::os
     out << absl::StrFormat("bootstrap: %d refits (%d failed) in %.2f s\n", r.bootstrap->samples,
                            r.bootstrap->failures, r.bootstrap_seconds);
   }
-  for (const Prediction& p : recs) {
+  for (const Recommendation& rec : recs) {
+    const Prediction& p = rec.best;
     out << absl::StrFormat(
         "recommend C=%g L=%d N_act=%s: K*=%d A*=%g delta=%.5f [%.5f, %.5f] N=%.3gB", p.flops,
         p.seq_len, p.backbone, p.k, p.a, p.delta, p.delta_low, p.delta_high, p.total_params / 1e9);
@@ -237,7 +183,7 @@ absl::Status RunFitCommand(const FitCommandOptions& options, std::ostream& out) 
   }
   if (!report.ok()) return report.status();
 
-  std::vector<Prediction> recs;
+  std::vector<Recommendation> recs;
   for (const RecommendTarget& t : targets) {
     RecommendQuery q;
     q.flops = t.flops;
@@ -253,14 +199,16 @@ absl::Status RunFitCommand(const FitCommandOptions& options, std::ostream& out) 
         Recommend(report->fit.params, q, dense,
                   report->bootstrap.has_value() ? &*report->bootstrap : nullptr);
     if (!rec.ok()) return rec.status();
-    recs.push_back(rec->best);
+    recs.push_back(*std::move(rec));
+  }
+  if (options.output == "json") {
+    absl::StatusOr<std::string> json = ProtoJson(ToReportProto(*report, recs, options.seed));
+    if (!json.ok()) return json.status();
+    out << *json;
+    return absl::OkStatus();
   }
   std::ostringstream text;
-  if (options.output == "json") {
-    PrintJson(*report, recs, options.seed, text);
-  } else {
-    PrintTable(*report, recs, text);
-  }
+  PrintTable(*report, recs, text);
   out << text.str();
   return absl::OkStatus();
 }

@@ -1,5 +1,6 @@
-// The xmod-fit command as a library: options in, a report out (table or JSON) on a
-// stream. main.cc only parses flags into FitCommandOptions. Thread-compatible.
+// The xmod-fit command as a library: options in, a report out on a stream: a table, or
+// with --output json the xmod.v1.FitReport message (common/proto_json.h). main.cc only parses flags
+// into FitCommandOptions. Thread-compatible.
 #ifndef XMOD_FITTER_FIT_COMMAND_H_
 #define XMOD_FITTER_FIT_COMMAND_H_
 
@@ -18,7 +19,7 @@ struct FitCommandOptions {
   std::string db;     // --db FILE (the coordinator's SQLite database) ...
   int64_t sweep = 0;  // ... with --sweep ID
   uint64_t seed = 1;
-  std::string output = "table";        // "table" or "json"
+  std::string output = "table";        // "table" or "json" (xmod.v1.FitReport)
   std::vector<std::string> recommend;  // each "C,L,N_act", e.g. "1e20,2048,556e6"
   std::vector<int> ks;                 // candidate K (empty: 1..32)
   std::vector<double> as;              // candidate A (empty: 0.5,1,2,3,4,5)

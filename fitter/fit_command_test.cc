@@ -8,7 +8,10 @@
 #include "fitter/csv_input.h"
 #include "fitter/synthetic.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "xmod/v1/coordinator.pb.h"
 
 namespace xmod::fitter {
 namespace {
@@ -85,9 +88,12 @@ TEST(FitCommandTest, SweepColumnFitsBySweep) {
   cmd.cross_validate = false;
   std::ostringstream json;
   ASSERT_TRUE(RunFitCommand(cmd, json).ok());
-  EXPECT_THAT(json.str(), HasSubstr("\"by_sweep\": true"));
-  EXPECT_THAT(json.str(), HasSubstr("\"n_stage1\": 89, \"n_stage2\": 24"));
-  EXPECT_THAT(json.str(), Not(HasSubstr("\"e_stage2\": null")));
+  xmod::v1::FitReport report;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.str(), &report).ok());
+  EXPECT_TRUE(report.fit().by_sweep());
+  EXPECT_EQ(report.n_stage1(), 89);
+  EXPECT_EQ(report.n_stage2(), 24);
+  EXPECT_NE(report.fit().e_stage2(), 0);
   cmd.output = "table";
   std::ostringstream table;
   ASSERT_TRUE(RunFitCommand(cmd, table).ok());
@@ -115,17 +121,32 @@ TEST(FitCommandTest, JsonReportFromCsv) {
   std::ostringstream out;
   absl::Status s = RunFitCommand(opt, out);
   ASSERT_TRUE(s.ok()) << s;
+  // The xmod.v1.FitReport message, printed with proto field names and defaults.
   const std::string json = out.str();
-  for (const char* key : {"\"params\"", "\"e\"", "\"rho_a\"", "\"r2\"", "\"rmse\"", "\"cv\"",
-                          "\"L=2048\"", "\"A=0.5\"", "\"recommend\"", "\"K\"", "\"delta\""}) {
+  for (const char* key :
+       {"\"params\"", "\"rho_a\"", "\"r2\"", "\"rmse\"", "\"cv\"", "\"L=2048\"", "\"A=0.5\"",
+        "\"recommendations\"", "\"candidates\"", "\"study_id\": \"0\""}) {
     EXPECT_THAT(json, HasSubstr(key));
   }
-  EXPECT_THAT(json, HasSubstr("\"L\": 2048, \"n_act\": 556000000"));
+  xmod::v1::FitReport report;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &report).ok());
+  ASSERT_EQ(report.recommendations_size(), 2);
+  const xmod::v1::Prediction& best = report.recommendations(0).candidates(0);
+  EXPECT_EQ(best.point().seq_len(), 2048);
+  EXPECT_EQ(best.point().backbone(), "556M");
+  EXPECT_EQ(best.point().k(), report.recommendations(0).k());
+  EXPECT_EQ(report.seed(), 9u);
   // Same seed, same output (timing aside).
   std::ostringstream again;
   ASSERT_TRUE(RunFitCommand(opt, again).ok());
-  EXPECT_EQ(json.substr(0, json.find("\"timing\"")),
-            again.str().substr(0, again.str().find("\"timing\"")));
+  xmod::v1::FitReport second;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(again.str(), &second).ok());
+  for (xmod::v1::FitReport* r : {&report, &second}) {
+    r->clear_fit_seconds();
+    r->clear_cv_seconds();
+    r->clear_bootstrap_seconds();
+  }
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(report, second));
 }
 
 TEST(FitCommandTest, BadOptionsAndData) {

@@ -3,11 +3,13 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "common/build_info.h"
 #include "fitter/fit_command.h"
 
 int main(int argc, char** argv) {
   xmod::fitter::FitCommandOptions options;
   CLI::App app{"xmod-fit: fit the X-MoD scaling law (paper Eq. 14) and recommend (K, A)"};
+  app.set_version_flag("--version", xmod::VersionLine("xmod-fit"));
   app.add_option(
       "--csv", options.csv,
       "CSV with header n_act,L,K,A,delta[,group][,held_out][,sweep]; sweep: kxl, nact or axk "

@@ -1,12 +1,16 @@
 // Δ observations from run curves or given values. See observations.h.
 #include "fitter/observations.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "fitter/backbones.h"
 
 namespace xmod::fitter {
@@ -29,6 +33,15 @@ std::optional<SweepRole> SweepRoleOfLabel(absl::string_view label) {
     if (label == name || absl::StartsWith(label, absl::StrCat(name, "-"))) return role;
   }
   return std::nullopt;
+}
+
+std::vector<SweepRole> SweepRolesOfLabels(absl::string_view labels) {
+  std::vector<SweepRole> roles;
+  for (absl::string_view label : absl::StrSplit(labels, '+')) {
+    std::optional<SweepRole> role = SweepRoleOfLabel(label);
+    if (role && std::find(roles.begin(), roles.end(), *role) == roles.end()) roles.push_back(*role);
+  }
+  return roles;
 }
 
 bool Observation::InSweep(SweepRole role) const {
@@ -64,6 +77,29 @@ absl::Status CheckFinite(const RunCurve& run) {
   return absl::OkStatus();
 }
 
+// The dense loss at C as the mean over the replicates of `closest` (the dense curve chosen
+// for C): the curves of the group that cover C and end within the end tolerance of where
+// `closest` ends, i.e. the same budget trained from other seeds (GridSpec.seeds).
+absl::StatusOr<double> ReplicateMeanLossAt(const std::vector<LossCurve>& group,
+                                           const LossCurve& closest, double c,
+                                           const ObservationOptions& options) {
+  double sum = 0;
+  int n = 0;
+  for (const LossCurve& d : group) {
+    if (c < d.min_flops() || c > d.max_flops()) continue;
+    if (std::abs(d.max_flops() - closest.max_flops()) >
+        options.end_tolerance * closest.max_flops()) {
+      continue;
+    }
+    absl::StatusOr<double> loss = d.LossAt(c);
+    if (!loss.ok()) return loss.status();
+    sum += *loss;
+    ++n;
+  }
+  if (n == 0) return closest.LossAt(c);  // unreachable: `closest` covers C itself
+  return sum / n;
+}
+
 }  // namespace
 
 std::string DenseGroupName(int seq_len, const std::string& backbone) {
@@ -83,6 +119,7 @@ absl::StatusOr<Observation> MakeDeltaObservation(std::string name, const std::st
   obs.seq_len = seq_len;
   obs.k = k;
   obs.a = a;
+  obs.n0 = n0;
   obs.delta = delta;
   if (!std::isfinite(delta)) {
     return absl::InvalidArgumentError(absl::StrCat(obs.Describe(), ": delta is not finite"));
@@ -178,16 +215,41 @@ absl::StatusOr<std::vector<Observation>> BuildObservations(const std::vector<Run
     }
     absl::StatusOr<double> sparse_loss = sparse->LossAt(c);
     if (!sparse_loss.ok()) return sparse_loss.status();
-    absl::StatusOr<double> dense_loss = ref->LossAt(c);
+    absl::StatusOr<double> dense_loss = ReplicateMeanLossAt(it->second, *ref, c, options);
     if (!dense_loss.ok()) return dense_loss.status();
     absl::StatusOr<Observation> obs = MakeDeltaObservation(
         run.name, run.backbone, run.seq_len, run.k, run.a, *sparse_loss - *dense_loss, run.n0);
     if (!obs.ok()) return obs.status();
+    obs->run_id = run.run_id;
     obs->flops = c;
     obs->dense_loss = *dense_loss;
     obs->held_out = run.held_out;
-    if (std::optional<SweepRole> role = SweepRoleOfLabel(run.label)) obs->sweeps = {*role};
+    obs->sweeps = SweepRolesOfLabels(run.label);
     out.push_back(*std::move(obs));
+  }
+  return AverageReplicates(std::move(out));
+}
+
+std::vector<Observation> AverageReplicates(std::vector<Observation> observations) {
+  using Key = std::tuple<std::string, int, int, double, int, bool, std::vector<SweepRole>>;
+  std::map<Key, size_t> first;  // configuration -> index in `out`
+  std::vector<Observation> out;
+  for (Observation& obs : observations) {
+    const Key key{obs.backbone, obs.seq_len, obs.k, obs.a, obs.n0, obs.held_out, obs.sweeps};
+    auto [it, inserted] = first.emplace(key, out.size());
+    if (inserted) {
+      out.push_back(std::move(obs));
+      continue;
+    }
+    // Running means, weighted by the replicates each side already holds.
+    Observation& mean = out[it->second];
+    const double n = mean.replicates;
+    const double m = obs.replicates;
+    const auto merge = [&](double& into, double value) { into = (into * n + value * m) / (n + m); };
+    merge(mean.delta, obs.delta);
+    merge(mean.flops, obs.flops);
+    merge(mean.dense_loss, obs.dense_loss);
+    mean.replicates += obs.replicates;
   }
   return out;
 }

@@ -33,6 +33,12 @@ const char* SweepRoleName(SweepRole role);
 // any other label ("pilot", "xmod", "").
 std::optional<SweepRole> SweepRoleOfLabel(absl::string_view label);
 
+// The roles of a run's stored label: the labels of the grids that share the run, joined by
+// '+' (sweep expansion keeps a run several grids produce once and joins their labels, as the
+// paper's 165M A = 1 runs belong to both the N_act and the A x K sweep), each read by
+// SweepRoleOfLabel; labels naming no role are skipped, each role listed once.
+std::vector<SweepRole> SweepRolesOfLabels(absl::string_view labels);
+
 // One run's validation curve as the coordinator stores it.
 struct RunCurve {
   int64_t run_id = 0;
@@ -44,21 +50,24 @@ struct RunCurve {
   double a = 1;                    // A (ignored for DENSE)
   int n0 = 4;                      // dense prefix N0 of the layer plan
   bool held_out = false;           // out-of-range: predicted, never fitted (FitPlan)
-  std::string label;               // the grid label; names its sweep role (SweepRoleOfLabel)
+  std::string label;               // grid label(s), '+'-joined; name its roles (SweepRolesOfLabels)
   std::vector<CurvePoint> points;  // val/loss against cumulative training FLOPs
 };
 
 struct Observation {
+  int64_t run_id = 0;    // the run's id; 0 for CSV input
   std::string name;      // run name, or "row N" for CSV input
   std::string backbone;  // preset name
   double n_act = 0;      // nominal N_act of the backbone
   int seq_len = 0;
   int k = 2;
   double a = 1;
+  int n0 = 4;                       // dense prefix N0 of the layer plan
   double capacity_ratio = 1;        // N(K,A)/N_act, layers only
   double flops = 0;                 // C (0 when Δ was given directly)
   double dense_loss = 0;            // L̂_dense(C) (0 when Δ was given directly)
-  double delta = 0;                 // Δ
+  double delta = 0;                 // Δ (the mean over `replicates` runs)
+  int replicates = 1;               // runs of this configuration averaged (GridSpec.seeds)
   bool held_out = false;            // excluded from the fit
   std::vector<std::string> groups;  // explicit CV groups; empty = automatic (validation.h)
   // The B.4 sweeps the run belongs to (a run shared by two sweeps, e.g. the paper's 165M
@@ -85,13 +94,19 @@ bool IsDenseReference(const RunCurve& run);
 bool IsObservation(const RunCurve& run);
 
 // Observations from run curves. DENSE runs (and K = 1) are references; X-MoD runs with
-// K >= 2 become observations, in the sweep their label names (SweepRoleOfLabel); other
+// K >= 2 become observations, in the sweeps their label names (SweepRolesOfLabels); other
 // architectures (MoD, MoE, controls) are not part of the law and are skipped. INVALID_ARGUMENT
 // naming the run and its (L, backbone) group for a non-finite loss or FLOP value, an empty curve,
 // or a sparse run without a dense reference whose FLOP range covers its C; errors from the
 // accounting name the configuration.
 absl::StatusOr<std::vector<Observation>> BuildObservations(const std::vector<RunCurve>& runs,
                                                            const ObservationOptions& options = {});
+// Replicates (GridSpec.seeds) in BuildObservations: a dense reference is the mean of the
+// group's dense runs that end where the chosen one ends (same budget, other seeds), and the
+// observations of one configuration (backbone, L, K, A, N0, held-out flag and sweeps) are
+// merged into one whose Δ, C and dense loss are their means (AverageReplicates, first
+// occurrence's name and run id), so seed-to-seed noise averages out before the fit.
+std::vector<Observation> AverageReplicates(std::vector<Observation> observations);
 
 // An observation from a given Δ (xmod-fit --csv). INVALID_ARGUMENT naming `name` for a
 // non-finite Δ, K < 2, A <= 0, L < K, or a backbone the accounting does not know.

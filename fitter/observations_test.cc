@@ -53,15 +53,56 @@ std::vector<Observation> SmallTruth() {
 
 TEST(ObservationsTest, RecoversDeltaFromCurves) {
   const std::vector<Observation> truth = SmallTruth();
-  absl::StatusOr<std::vector<Observation>> got = BuildObservations(RunCurvesFor(truth));
+  const std::vector<RunCurve> runs = RunCurvesFor(truth);
+  absl::StatusOr<std::vector<Observation>> got = BuildObservations(runs);
   ASSERT_TRUE(got.ok()) << got.status();
   ASSERT_EQ(got->size(), truth.size());
   for (size_t i = 0; i < truth.size(); ++i) {
     EXPECT_NEAR((*got)[i].delta, truth[i].delta, 1e-12);
     EXPECT_EQ((*got)[i].k, truth[i].k);
+    EXPECT_EQ((*got)[i].run_id, runs[i + 1].run_id);  // runs[0] is the dense reference
+    EXPECT_EQ((*got)[i].n0, runs[i + 1].n0);
     EXPECT_DOUBLE_EQ((*got)[i].flops, 1e19);
     EXPECT_GT((*got)[i].dense_loss, 0);
   }
+}
+
+// Seed replicates (GridSpec.seeds): two dense runs of one group shifted by ±0.02 average to
+// the unshifted reference, and three sparse runs of one configuration shifted by
+// +0.03, -0.01, +0.01 merge into one observation with the mean Δ.
+TEST(ObservationsTest, AveragesSeedReplicates) {
+  const std::vector<Observation> truth = SmallTruth();
+  const std::vector<RunCurve> base = RunCurvesFor(truth);
+  const auto shifted = [](RunCurve run, double shift, int64_t id) {
+    for (CurvePoint& p : run.points) p.loss += shift;
+    run.run_id = id;
+    return run;
+  };
+  std::vector<RunCurve> runs = {shifted(base[0], +0.02, 100), shifted(base[0], -0.02, 101)};
+  for (size_t i = 1; i < base.size(); ++i) runs.push_back(base[i]);
+  runs.push_back(shifted(base[1], +0.03, 102));  // K = 2, seed 2
+  runs.push_back(shifted(base[1], -0.01, 103));  // K = 2, seed 3 (with base[1]: mean +0.0067)
+  absl::StatusOr<std::vector<Observation>> got = BuildObservations(runs);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), truth.size());
+  EXPECT_EQ((*got)[0].k, 2);
+  EXPECT_EQ((*got)[0].replicates, 3);
+  EXPECT_EQ((*got)[0].run_id, base[1].run_id);  // the first occurrence names the merge
+  EXPECT_NEAR((*got)[0].delta, truth[0].delta + 0.02 / 3, 1e-9);
+  for (size_t i = 1; i < truth.size(); ++i) {
+    EXPECT_EQ((*got)[i].replicates, 1);
+    EXPECT_NEAR((*got)[i].delta, truth[i].delta, 1e-9);
+  }
+}
+
+TEST(ObservationsTest, ReplicatesOfDifferentSweepsStaySeparate) {
+  std::vector<Observation> obs = SmallTruth();
+  obs.push_back(obs[0]);
+  obs[0].sweeps = {SweepRole::kNact};
+  obs[3].sweeps = {SweepRole::kAxk};
+  EXPECT_EQ(AverageReplicates(obs).size(), 4u);
+  obs[3].sweeps = {SweepRole::kNact};
+  EXPECT_EQ(AverageReplicates(obs).size(), 3u);
 }
 
 TEST(ObservationsTest, SparseRunWithoutDenseReferenceNamesItsGroup) {
@@ -123,6 +164,10 @@ TEST(ObservationsTest, GridLabelsNameSweepRoles) {
   EXPECT_EQ(SweepRoleOfLabel("axkx"), std::nullopt);
   EXPECT_EQ(SweepRoleOfLabel("pilot"), std::nullopt);
   EXPECT_EQ(SweepRoleOfLabel(""), std::nullopt);
+  EXPECT_EQ(SweepRolesOfLabels("nact+axk"),
+            (std::vector<SweepRole>{SweepRole::kNact, SweepRole::kAxk}));
+  EXPECT_EQ(SweepRolesOfLabels("pilot+kxl-64k+kxl"), std::vector<SweepRole>{SweepRole::kKxl});
+  EXPECT_TRUE(SweepRolesOfLabels("pilot").empty());
 
   std::vector<RunCurve> runs;
   RunCurve dense;

@@ -104,4 +104,31 @@ absl::StatusOr<Recommendation> Recommend(const LawParams& params, const Recommen
   return out;
 }
 
+xmod::v1::Prediction PredictionToProto(const Prediction& p) {
+  xmod::v1::Prediction out;
+  xmod::v1::LawPoint* point = out.mutable_point();
+  point->set_flops(p.flops);
+  point->set_seq_len(p.seq_len);
+  point->set_backbone(p.backbone);
+  point->set_k(p.k);
+  point->set_a(p.a);
+  out.set_delta(p.delta);
+  out.set_loss(p.loss);
+  if (p.delta_low != p.delta || p.delta_high != p.delta) {
+    out.set_delta_low(p.delta_low);
+    out.set_delta_high(p.delta_high);
+  }
+  return out;
+}
+
+xmod::v1::RecommendResponse RecommendationToProto(const Recommendation& r) {
+  xmod::v1::RecommendResponse out;
+  out.set_k(r.best.k);
+  out.set_a(r.best.a);
+  out.set_delta(r.best.delta);
+  out.set_total_params(r.best.total_params);
+  for (const Prediction& p : r.candidates) *out.add_candidates() = PredictionToProto(p);
+  return out;
+}
+
 }  // namespace xmod::fitter

@@ -13,6 +13,7 @@
 #include "fitter/dense_interp.h"
 #include "fitter/law.h"
 #include "fitter/validation.h"
+#include "xmod/v1/coordinator.pb.h"
 
 namespace xmod::fitter {
 
@@ -60,6 +61,12 @@ struct Recommendation {
 absl::StatusOr<Recommendation> Recommend(const LawParams& params, const RecommendQuery& query,
                                          const LossCurve* dense = nullptr,
                                          const BootstrapResult* bootstrap = nullptr);
+
+// The API messages (xmod.v1.Prediction, RecommendResponse), as the coordinator's Predict and
+// Recommend and xmod-fit --output json print them. delta_low and delta_high are set only
+// when there is an interval (a bootstrap); otherwise they stay 0.
+xmod::v1::Prediction PredictionToProto(const Prediction& p);
+xmod::v1::RecommendResponse RecommendationToProto(const Recommendation& r);
 
 }  // namespace xmod::fitter
 

@@ -79,6 +79,21 @@ absl::StatusOr<FitReport> FitObservations(std::vector<Observation> observations,
   return report;
 }
 
+LawParams LawParamsFromProto(const xmod::v1::LawParams& p) {
+  LawParams out;
+  out.e = p.e();
+  out.u = p.u();
+  out.eta_n = p.eta_n();
+  out.rho_n = p.rho_n();
+  out.w = p.w();
+  out.eta_l = p.eta_l();
+  out.rho_l = p.rho_l();
+  out.z = p.z();
+  out.rho_k = p.rho_k();
+  out.rho_a = p.rho_a();
+  return out;
+}
+
 xmod::v1::Fit ToFitProto(const FitReport& report) {
   xmod::v1::Fit fit;
   ToProto(report.fit.params, fit.mutable_params());
@@ -86,6 +101,8 @@ xmod::v1::Fit ToFitProto(const FitReport& report) {
   fit.set_rmse(report.fit.rmse);
   fit.set_mae(report.fit.mae);
   fit.set_n_obs(report.fit.n_obs);
+  fit.set_by_sweep(report.fit.by_sweep);
+  fit.set_e_stage2(report.fit.e_stage2);
   for (const GroupError& g : report.cv) {
     if (!g.error.empty()) continue;
     xmod::v1::GroupError* out = fit.add_cv();
@@ -97,6 +114,31 @@ xmod::v1::Fit ToFitProto(const FitReport& report) {
   if (report.bootstrap.has_value()) {
     ToProto(report.bootstrap->low, fit.mutable_ci_low());
     ToProto(report.bootstrap->high, fit.mutable_ci_high());
+  }
+  for (const Observation& o : report.observations) {
+    xmod::v1::FitObservation* out = fit.add_observations();
+    out->set_run_id(o.run_id);
+    out->set_name(o.name);
+    out->set_backbone(o.backbone);
+    out->set_n_act(o.n_act);
+    out->set_seq_len(o.seq_len);
+    out->set_k(o.k);
+    out->set_a(o.a);
+    out->set_n0(o.n0);
+    out->set_capacity_ratio(o.capacity_ratio);
+    out->set_flops(o.flops);
+    out->set_delta(o.delta);
+    out->set_replicates(o.replicates);
+    out->set_fitted_delta(FittedDelta(report.fit, o));
+    for (SweepRole role : o.sweeps) out->add_sweeps(SweepRoleName(role));
+    out->set_held_out(o.held_out);
+  }
+  for (const GroupError& g : report.cv) {
+    for (size_t j = 0; j < g.indices.size(); ++j) {
+      xmod::v1::FitObservation::CvPrediction* p = fit.mutable_observations(g.indices[j])->add_cv();
+      p->set_group(g.group);
+      p->set_delta(g.predicted_delta[j]);
+    }
   }
   return fit;
 }

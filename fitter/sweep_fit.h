@@ -52,8 +52,13 @@ absl::StatusOr<FitReport> FitSweep(const std::vector<RunCurve>& runs,
 absl::StatusOr<FitReport> FitObservations(std::vector<Observation> observations,
                                           const SweepFitOptions& options);
 
-// The report as the API message. id, sweep_id and created_unix_ms are left for the caller.
+// The report as the API message, every observation included (with its fitted Δ and its
+// cross-validation predictions). id, sweep_id, study_id and created_unix_ms are left for
+// the caller.
 xmod::v1::Fit ToFitProto(const FitReport& report);
+
+// The law's parameters from the API message (the inverse of what ToFitProto writes).
+LawParams LawParamsFromProto(const xmod::v1::LawParams& p);
 
 }  // namespace xmod::fitter
 

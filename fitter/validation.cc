@@ -158,6 +158,8 @@ absl::StatusOr<std::vector<GroupError>> CrossValidate(const std::vector<Observat
       ge.error = absl::StrCat("refit without ", fold.group, ": ", fit.status().message());
     } else {
       ge.rmse = EvaluateFit(*fit, test).rmse;
+      ge.indices = fold.indices;
+      for (int i : fold.indices) ge.predicted_delta.push_back(FittedDelta(*fit, observations[i]));
     }
     out.push_back(std::move(ge));
   }

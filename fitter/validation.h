@@ -47,6 +47,10 @@ struct GroupError {
   double rmse = 0;  // RMSE on loss of the held-out runs under the refit
   int n = 0;
   std::string error;  // non-empty when the refit without the group failed (rmse unset)
+  // The held-out runs (indices into the observation vector) and their Δ under the refit
+  // (FittedDelta); both empty when the refit failed.
+  std::vector<int> indices;
+  std::vector<double> predicted_delta;
 };
 
 // One refit per fold. Fails only if `folds` is empty; a fold whose refit fails (e.g. a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The prepared device check (issue 7): builds xmod-train and bench_model against the Python
+# The prepared device check: builds xmod-train and bench_model against the Python
 # torch of the machine, then, in one run, writes one JSON summary of
 #  (a) bench_model: Dense and X-MoD (K4 A1, K8 A4) training steps — tokens/s, MFU against
 #      the matrix-product peak measured in the same process, peak memory, and the X-MoD /

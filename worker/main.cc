@@ -7,6 +7,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "common/build_info.h"
 #include "common/credentials.h"
 #include "glog/logging.h"
 #include "worker/run_worker.h"
@@ -42,6 +44,9 @@ ABSL_FLAG(int64_t, stall_timeout_ms, 900000,
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("xmod-worker --coordinator HOST:PORT [--work_dir DIR] ...");
+  absl::FlagsUsageConfig usage;
+  usage.version_string = [] { return xmod::VersionLine("xmod-worker") + "\n"; };
+  absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;

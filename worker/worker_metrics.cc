@@ -1,5 +1,7 @@
 #include "worker/worker_metrics.h"
 
+#include "common/build_metrics.h"
+
 namespace xmod {
 namespace {
 
@@ -44,6 +46,8 @@ WorkerMetrics::WorkerMetrics(prometheus::Registry& registry)
                            .Name("xmod_worker_children_stalled_total")
                            .Help("xmod-train children killed for making no step progress.")
                            .Register(registry)
-                           .Add({})) {}
+                           .Add({})) {
+  AddBuildInfoGauge(registry);
+}
 
 }  // namespace xmod

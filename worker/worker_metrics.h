@@ -1,4 +1,4 @@
-// WorkerMetrics: the worker's Prometheus series (docs/design.md, "Observability"), served
+// WorkerMetrics: the worker's Prometheus series (docs/operations.md, "Monitoring"), served
 // by the exposer that main starts on --metrics_listen:
 //   xmod_worker_slots{state="busy"|"free"}        slots running a child / idle
 //   xmod_worker_metric_points_relayed_total        points the coordinator acknowledged

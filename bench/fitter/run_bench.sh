@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fitter's benchmark (issue 4): the full two-stage fit on the 109-observation
+# The fitter's benchmark: the full two-stage fit on the 109-observation
 # synthetic B.4 sweep (Table 8 parameters, sigma = 0.003), and 200 bootstrap refits, by
 # xmod-fit (pagmo2 DE + exact active-set LSQ) and by SciPy (differential_evolution +
 # lsq_linear, bench/fitter/scipy_fit.py) on the same CSV. Prints RMSE, wall time of each
@@ -22,9 +22,9 @@ for i in $(seq "$repeats"); do
   "$build/bin/xmod-fit" --csv "$work/sweep.csv" --output json --no_cv --seed 1 > "$work/cpp_$i.json"
   /usr/bin/python3 "$root/bench/fitter/scipy_fit.py" "$work/sweep.csv" --seed 1 > "$work/py_$i.json"
 done
-cpp_fit=$(for i in $(seq "$repeats"); do field "$work/cpp_$i.json" "['timing']['fit_s']"; done | best)
+cpp_fit=$(for i in $(seq "$repeats"); do field "$work/cpp_$i.json" "['fit_seconds']"; done | best)
 py_fit=$(for i in $(seq "$repeats"); do field "$work/py_$i.json" "['fit_s']"; done | best)
-cpp_rmse=$(field "$work/cpp_1.json" "['rmse']")
+cpp_rmse=$(field "$work/cpp_1.json" "['fit']['rmse']")
 py_rmse=$(field "$work/py_1.json" "['rmse']")
 cpp_evals=$(field "$work/cpp_1.json" "['evaluations']")
 py_evals=$(field "$work/py_1.json" "['evaluations']")
@@ -35,8 +35,8 @@ py_evals=$(field "$work/py_1.json" "['evaluations']")
   --bootstrap 200 --threads 2 > "$work/cpp_boot2.json"
 /usr/bin/python3 "$root/bench/fitter/scipy_fit.py" "$work/sweep.csv" --seed 1 \
   --bootstrap "$scipy_boot" --bootstrap_report 200 > "$work/py_boot.json"
-cpp_boot1=$(field "$work/cpp_boot1.json" "['timing']['bootstrap_s']")
-cpp_boot2=$(field "$work/cpp_boot2.json" "['timing']['bootstrap_s']")
+cpp_boot1=$(field "$work/cpp_boot1.json" "['bootstrap_seconds']")
+cpp_boot2=$(field "$work/cpp_boot2.json" "['bootstrap_seconds']")
 py_boot=$(field "$work/py_boot.json" "['bootstrap_s']")
 
 /usr/bin/python3 - "$cpp_rmse" "$py_rmse" "$cpp_fit" "$py_fit" "$cpp_evals" "$py_evals" \

@@ -1,5 +1,5 @@
-// bench_model: training-step time (forward + backward) of X-MoD against Dense (issue 3
-// "Performance", issue 7): tokens/s, achieved FLOP/s (the accounting's training FLOPs per
+// bench_model: training-step time (forward + backward) of X-MoD against Dense: tokens/s,
+// achieved FLOP/s (the accounting's training FLOPs per
 // token, paper B.1) against the matrix-product peak of the same device in the compute dtype
 // measured in the same process (MFU = of_peak), peak memory, and the efficiency ratio
 // (t_xmod / t_dense) / (phi / phi_D), which must be <= 1.0 on CPU when the sparse layers

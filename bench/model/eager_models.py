@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""PyTorch eager twins of xmod's Dense and X-MoD models, for the speed comparison of issue 3
-("Performance"). Same math as model/ (RMSNorm pre-norm, GQA attention with RoPE theta 10000
+"""PyTorch eager twins of xmod's Dense and X-MoD models, for the speed comparison of
+run_bench.sh. Same math as model/ (RMSNorm pre-norm, GQA attention with RoPE theta 10000
 in the rotate-half layout, SwiGLU FFN, untied head; X-MoD sparse layer of paper §2.2-2.3:
 router on the normalized input, top-k of s - tau*b per sequence sorted back into order,
 causal attention among the selected tokens at their original positions, FFN, update

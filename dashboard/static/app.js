@@ -2,7 +2,8 @@
 // form; the session is an HttpOnly cookie), polls the coordinator's JSON API and renders the
 // sweep list, the selected sweep's runs table and its loss curves against training FLOPs;
 // fit.js renders the law fit and the recommendation form. The selected sweep lives in the
-// URL hash (#sweep=ID). Metric series of ended runs are fetched once and cached.
+// URL hash (#sweep=ID), a selected study (one fit over several sweeps: its members and its
+// fit) likewise (#study=NAME). Metric series of ended runs are fetched once and cached.
 'use strict';
 
 const REFRESH_MS = 2000;
@@ -26,12 +27,56 @@ function sweepFromHash() {
   return match ? Number(match[1]) : null;
 }
 
+function studyFromHash() {
+  const match = /study=([A-Za-z0-9_.-]+)/.exec(location.hash);
+  return match ? match[1] : null;
+}
+
+function renderStudies(studies, selected) {
+  const list = document.getElementById('study-list');
+  list.replaceChildren();
+  for (const study of studies) {
+    const name = study.spec.name;
+    const li = Xmod.node('li');
+    li.dataset.study = name;
+    if (name === selected) li.classList.add('selected');
+    const roles = study.spec.members.map(m => `${m.role} #${m.sweep_id}`).join(', ');
+    li.append(Xmod.node('span', 'name', name), Xmod.node('span', 'meta', roles));
+    li.addEventListener('click', () => {
+      location.hash = `study=${name}`;
+    });
+    list.appendChild(li);
+  }
+}
+
+// The selected study: its member sweeps and its fit (none yet until member runs succeed).
+async function renderStudy(study) {
+  document.getElementById('study-title').textContent = `Study ${study.spec.name}`;
+  document.getElementById('study-desc').textContent = [
+    study.spec.description,
+    `created ${Xmod.time(study.created_unix_ms)}`,
+  ].filter(Boolean).join(' · ');
+  const body = document.querySelector('#study-members tbody');
+  body.replaceChildren();
+  for (const member of study.spec.members) {
+    const tr = body.appendChild(Xmod.node('tr'));
+    Xmod.cell(tr, member.sweep_id, 'num');
+    Xmod.cell(tr, member.sweep_name);
+    Xmod.cell(tr, member.role);
+  }
+  let why = '';
+  const fit = await Xmod.api(`/api/studies/${study.spec.name}/fit`, message => {
+    why = message;
+  });
+  XmodFit.renderStudyFit(document.getElementById('study-fit'), fit, why);
+}
+
 function renderSweeps(sweeps) {
   const list = document.getElementById('sweep-list');
   list.replaceChildren();
   for (const sweep of sweeps) {
     const id = Number(sweep.id);
-    const counts = sweep.runCounts;
+    const counts = sweep.run_counts;
     const total = Object.values(counts).reduce((a, b) => a + b, 0);
     const ended = ['SUCCEEDED', 'FAILED', 'CANCELLED'].reduce((a, s) => a + (counts[s] || 0), 0);
     const li = Xmod.node('li');
@@ -51,7 +96,7 @@ function renderSweeps(sweeps) {
     li.append(
         bar,
         Xmod.node(
-            'span', 'meta', `${ended}/${total} runs ended · ` + Xmod.time(sweep.createdUnixMs)));
+            'span', 'meta', `${ended}/${total} runs ended · ` + Xmod.time(sweep.created_unix_ms)));
     li.addEventListener('click', () => {
       location.hash = `sweep=${id}`;
     });
@@ -64,25 +109,25 @@ function renderSweepHeader(sweep) {
   const training = sweep.spec.training;
   document.getElementById('sweep-desc').textContent = [
     sweep.spec.description,
-    `default budget ${Xmod.flops(training.flopBudget)} FLOPs`,
-    `${training.batchTokens} tokens/step`,
-    `created ${Xmod.time(sweep.createdUnixMs)}`,
+    `default budget ${Xmod.flops(training.flop_budget)} FLOPs`,
+    `${training.batch_tokens} tokens/step`,
+    `created ${Xmod.time(sweep.created_unix_ms)}`,
   ].filter(Boolean).join(' · ');
   const chips = document.getElementById('sweep-counts');
   chips.replaceChildren();
   for (const s of RUN_STATES) {
-    if (sweep.runCounts[s])
-      chips.appendChild(Xmod.node('span', `state ${s}`, `${s}: ${sweep.runCounts[s]}`));
+    if (sweep.run_counts[s])
+      chips.appendChild(Xmod.node('span', `state ${s}`, `${s}: ${sweep.run_counts[s]}`));
   }
 }
 
 // φ/φ_D (paper Table 1): forward FLOPs per token over the Dense run's at the same backbone
 // and L in this sweep; undefined without such a Dense run.
 function phiRatio(run, runs) {
-  const key = r => `${r.spec.model.backbone.name}|${r.spec.training.seqLen}`;
+  const key = r => `${r.spec.model.backbone.name}|${r.spec.training.seq_len}`;
   const dense = runs.find(r => r.spec.model.arch === 'DENSE' && key(r) === key(run));
-  return dense && dense.forwardFlopsPerToken ?
-      run.forwardFlopsPerToken / dense.forwardFlopsPerToken :
+  return dense && dense.forward_flops_per_token ?
+      run.forward_flops_per_token / dense.forward_flops_per_token :
       undefined;
 }
 
@@ -107,13 +152,13 @@ function renderRuns(runs) {
     Xmod.cell(tr, model.arch.toLowerCase());
     Xmod.cell(tr, model.arch === 'DENSE' ? '' : model.k, 'num');
     Xmod.cell(tr, model.arch === 'DENSE' ? '' : model.a, 'num');
-    Xmod.cell(tr, run.spec.training.seqLen, 'num');
-    Xmod.cell(tr, Xmod.count(run.totalParams), 'num');
+    Xmod.cell(tr, run.spec.training.seq_len, 'num');
+    Xmod.cell(tr, Xmod.count(run.total_params), 'num');
     const phi = phiRatio(run, runs);
     Xmod.cell(tr, phi === undefined ? '' : phi.toFixed(3), 'num');
     Xmod.cell(tr, run.state, `state ${run.state}`).title =
-        `attempt ${run.attempts}/${run.maxAttempts}` + (run.worker ? ` on ${run.worker}` : '');
-    const budget = progress.flopBudget || run.spec.training.flopBudget;
+        `attempt ${run.attempts}/${run.max_attempts}` + (run.worker ? ` on ${run.worker}` : '');
+    const budget = progress.flop_budget || run.spec.training.flop_budget;
     const pct = budget ? Math.min(100, 100 * progress.flops / budget) : 0;
     const bar = Xmod.node('div', `bar ${run.state}`);
     bar.appendChild(Xmod.node('div')).style.width = `${pct}%`;
@@ -122,10 +167,37 @@ function renderRuns(runs) {
     wrap.append(bar, Xmod.node('span', 'pct', `${pct.toFixed(0)}%`));
     progressCell.title = `${Xmod.flops(progress.flops)} / ${Xmod.flops(budget)} FLOPs, ` +
         `step ${progress.step}, ${Xmod.count(progress.tokens)} tokens`;
-    Xmod.cell(tr, Xmod.loss(lastValue(id, 'train/loss', progress.trainLoss)), 'num');
-    Xmod.cell(tr, Xmod.loss(lastValue(id, 'val/loss', progress.valLoss)), 'num');
-    Xmod.cell(tr, progress.tokensPerSecond ? progress.tokensPerSecond.toFixed(0) : '', 'num');
+    Xmod.cell(tr, Xmod.loss(lastValue(id, 'train/loss', progress.train_loss)), 'num');
+    Xmod.cell(tr, Xmod.loss(lastValue(id, 'val/loss', progress.val_loss)), 'num');
+    Xmod.cell(tr, progress.tokens_per_second ? progress.tokens_per_second.toFixed(0) : '', 'num');
+    renderEval(Xmod.cell(tr, ''), run);
     body.appendChild(tr);
+  }
+}
+
+// The zero-shot tasks of a run's spec (training.eval_tasks) and their metric names.
+function evalTasks(run) {
+  return (run.spec.training.eval_tasks || []).map(t => t.task);
+}
+function evalSeries(run) {
+  return evalTasks(run).flatMap(
+      task => ['acc', 'acc_norm', 'ppl', 'n'].map(field => `eval/${task}/${field}`));
+}
+
+// "task acc" per zero-shot task once the run reported it; the title adds acc_norm / ppl, n.
+function renderEval(cell, run) {
+  const id = Number(run.id);
+  for (const task of evalTasks(run)) {
+    const acc = lastValue(id, `eval/${task}/acc`);
+    if (acc === undefined) continue;
+    const norm = lastValue(id, `eval/${task}/acc_norm`);
+    const ppl = lastValue(id, `eval/${task}/ppl`);
+    const item = cell.appendChild(Xmod.node('div', '', `${task} ${acc.toFixed(3)}`));
+    item.title = [
+      norm === undefined ? '' : `acc_norm ${norm.toFixed(3)}`,
+      ppl === undefined ? '' : `ppl ${ppl.toFixed(2)}`,
+      `n ${lastValue(id, `eval/${task}/n`)}`,
+    ].filter(Boolean).join(', ');
   }
 }
 
@@ -139,7 +211,8 @@ async function fetchMetrics(runs) {
   });
   await Promise.all(stale.map(async run => {
     const id = Number(run.id);
-    const url = `/api/runs/${id}/metrics?names=${SERIES.join(',')}&max_points=400`;
+    const names = SERIES.concat(evalSeries(run));
+    const url = `/api/runs/${id}/metrics?names=${names.join(',')}&max_points=400`;
     const data = await Xmod.api(url);
     const series = {};
     for (const s of (data ? data.series : [])) {
@@ -174,11 +247,17 @@ async function refresh() {
   const status = document.getElementById('status');
   try {
     const sweeps = (await Xmod.api('/api/sweeps'))?.sweeps || [];
-    state.sweepId = sweepFromHash() ?? (sweeps.length ? Number(sweeps[0].id) : null);
+    const studies = (await Xmod.api('/api/studies'))?.studies || [];
+    const studyName = studyFromHash();
+    const study = studies.find(s => s.spec.name === studyName);
+    state.sweepId = study ? null : sweepFromHash() ?? (sweeps.length ? Number(sweeps[0].id) : null);
     renderSweeps(sweeps);
+    renderStudies(studies, study ? studyName : null);
     const sweep = sweeps.find(s => Number(s.id) === state.sweepId);
-    document.getElementById('empty').hidden = !!sweep;
+    document.getElementById('empty').hidden = !!sweep || !!study;
     document.getElementById('sweep-view').hidden = !sweep;
+    document.getElementById('study-view').hidden = !study;
+    if (study) await renderStudy(study);
     if (sweep) {
       renderSweepHeader(sweep);
       const runs = (await Xmod.api(`/api/sweeps/${sweep.id}/runs`))?.runs || [];

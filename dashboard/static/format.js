@@ -1,6 +1,7 @@
 // format.js — helpers shared by the dashboard scripts: the JSON API client and number/DOM
-// formatting. The API is protobuf's JSON mapping: lowerCamelCase field names, int64 values
-// as strings (read them with Number()), enums by name, default-valued scalars present.
+// formatting. The API is protobuf's JSON mapping with proto field names (snake_case, as in
+// the .proto files and xmodctl -o json; common/proto_json.h), int64 values as strings (read
+// them with Number()), enums by name, default-valued scalars present.
 'use strict';
 
 const Xmod = (() => {

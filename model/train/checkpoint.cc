@@ -20,6 +20,7 @@ namespace {
 constexpr int64_t kFormatVersion = 1;
 constexpr char kPrefix[] = "ckpt-";
 constexpr char kSuffix[] = ".pt";
+constexpr char kSpecKey[] = "spec/run";
 
 torch::Tensor Int64(int64_t v) { return torch::tensor(v, torch::kInt64); }
 
@@ -62,9 +63,15 @@ std::string CheckpointPath(const std::string& dir, int attempt, int64_t step) {
 
 absl::StatusOr<CheckpointInfo> SaveCheckpoint(const std::string& path, torch::nn::Module& model,
                                               const Muon& muon, const AdamW& adamw,
-                                              const TrainState& state) {
+                                              const TrainState& state,
+                                              const xmod::v1::RunSpec* spec) {
   torch::serialize::OutputArchive archive;
   archive.write("format", Int64(kFormatVersion));
+  if (spec != nullptr) {
+    std::string bytes = spec->SerializeAsString();
+    archive.write(kSpecKey, torch::tensor(std::vector<uint8_t>(bytes.begin(), bytes.end()),
+                                          torch::kUInt8));  // (bytes) the serialized RunSpec
+  }
   for (const auto& item : model.named_parameters(/*recurse=*/true)) {
     archive.write("model/" + item.key(), item.value().detach());
   }
@@ -99,8 +106,10 @@ absl::StatusOr<CheckpointInfo> SaveCheckpoint(const std::string& path, torch::nn
   return info;
 }
 
-absl::Status LoadCheckpoint(const std::string& path, torch::nn::Module* model, Muon* muon,
-                            AdamW* adamw, TrainState* state) {
+namespace {
+
+// Reads the file at `path` into `archive` after checking its sidecar, when present.
+absl::Status OpenArchive(const std::string& path, torch::serialize::InputArchive* archive) {
   absl::StatusOr<std::string> bytes = ReadFile(path);
   if (!bytes.ok()) return bytes.status();
   absl::StatusOr<std::string> sidecar = ReadFile(path + ".sha256");
@@ -115,38 +124,54 @@ absl::Status LoadCheckpoint(const std::string& path, torch::nn::Module* model, M
     return sidecar.status();
   }
 
-  torch::serialize::InputArchive archive;
   try {
     std::istringstream stream(*std::move(bytes));
-    archive.load_from(stream, torch::kCPU);
+    archive->load_from(stream, torch::kCPU);
   } catch (const c10::Error& e) {
     return absl::DataLossError(
         absl::StrCat(path, ": not a checkpoint: ", e.what_without_backtrace()));
   } catch (const std::exception& e) {  // LibTorch's archive parser also throws runtime_error
     return absl::DataLossError(absl::StrCat(path, ": not a checkpoint: ", e.what()));
   }
+  return absl::OkStatus();
+}
+
+// Checks the format version and that every model tensor of `archive` belongs to `model`,
+// then copies them into it.
+absl::Status ReadModel(const std::string& path, torch::serialize::InputArchive& archive,
+                       torch::nn::Module* model) {
+  absl::StatusOr<torch::Tensor> format = Read(archive, "format");
+  if (!format.ok()) return format.status();
+  if (format->item<int64_t>() != kFormatVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": checkpoint format ", format->item<int64_t>(), ", expected ", kFormatVersion));
+  }
+  const auto params = model->named_parameters(/*recurse=*/true);
+  const auto buffers = model->named_buffers(/*recurse=*/true);
+  for (const std::string& key : archive.keys()) {
+    if (!absl::StartsWith(key, "model/")) continue;
+    const std::string name = key.substr(6);
+    if (params.find(name) == nullptr && buffers.find(name) == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(path, ": checkpoint holds ", key, ", which the model lacks"));
+    }
+  }
+  absl::Status status = ReadInto(archive, params);
+  if (status.ok()) status = ReadInto(archive, buffers);
+  if (!status.ok()) return absl::Status(status.code(), absl::StrCat(path, ": ", status.message()));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status LoadCheckpoint(const std::string& path, torch::nn::Module* model, Muon* muon,
+                            AdamW* adamw, TrainState* state) {
+  torch::serialize::InputArchive archive;
+  if (absl::Status s = OpenArchive(path, &archive); !s.ok()) return s;
   // A well-formed archive can still hold tensors of the wrong kind (a counter that is not
   // one number, a generator state of the wrong size): LibTorch throws then.
   try {
-    absl::StatusOr<torch::Tensor> format = Read(archive, "format");
-    if (!format.ok()) return format.status();
-    if (format->item<int64_t>() != kFormatVersion) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          path, ": checkpoint format ", format->item<int64_t>(), ", expected ", kFormatVersion));
-    }
-    // Every model tensor in the archive must belong to the model.
-    const auto params = model->named_parameters(/*recurse=*/true);
-    const auto buffers = model->named_buffers(/*recurse=*/true);
-    for (const std::string& key : archive.keys()) {
-      if (!absl::StartsWith(key, "model/")) continue;
-      const std::string name = key.substr(6);
-      if (params.find(name) == nullptr && buffers.find(name) == nullptr) {
-        return absl::FailedPreconditionError(
-            absl::StrCat(path, ": checkpoint holds ", key, ", which the model lacks"));
-      }
-    }
-    absl::Status status = ReadInto(archive, params);
-    if (status.ok()) status = ReadInto(archive, buffers);
+    absl::Status status = ReadModel(path, archive, model);
     if (status.ok()) status = muon->Load(archive, "muon");
     if (status.ok()) status = adamw->Load(archive, "adamw");
     if (!status.ok()) {
@@ -208,6 +233,35 @@ absl::Status VerifyCheckpointFile(const std::string& path, const std::string& ex
                                             expected, ", file hashes to ", *actual));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<xmod::v1::RunSpec> ReadCheckpointSpec(const std::string& path) {
+  torch::serialize::InputArchive archive;
+  if (absl::Status s = OpenArchive(path, &archive); !s.ok()) return s;
+  torch::Tensor bytes;  // (bytes) uint8
+  if (!archive.try_read(kSpecKey, bytes)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": the checkpoint holds no run spec (written by an older xmod-train)"));
+  }
+  xmod::v1::RunSpec spec;
+  if (bytes.scalar_type() != torch::kUInt8 || bytes.dim() != 1 ||
+      !spec.ParseFromArray(bytes.contiguous().data_ptr(), static_cast<int>(bytes.numel()))) {
+    return absl::DataLossError(absl::StrCat(path, ": malformed ", kSpecKey));
+  }
+  return spec;
+}
+
+absl::Status LoadModelWeights(const std::string& path, torch::nn::Module* model) {
+  torch::serialize::InputArchive archive;
+  if (absl::Status s = OpenArchive(path, &archive); !s.ok()) return s;
+  try {
+    return ReadModel(path, archive, model);
+  } catch (const c10::Error& e) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": malformed checkpoint: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::DataLossError(absl::StrCat(path, ": malformed checkpoint: ", e.what()));
+  }
 }
 
 ResumeChoice ChooseResume(const std::vector<ResumeCandidate>& candidates) {

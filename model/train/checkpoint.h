@@ -1,8 +1,9 @@
 // Checkpoints: everything a run needs to continue bit-exactly — model parameters and
 // buffers, both optimizers' state (Muon momentum, AdamW moments and step count), the step,
-// token and FLOP counters, the data position and the torch CPU generator state. The data
-// order is a pure function of (seed, position), so the position is the loader's whole RNG
-// state; the learning rate is recomputed from the schedule.
+// token and FLOP counters, the data position and the torch CPU generator state — and the
+// run's RunSpec, for evaluating the file on its own (xmod-eval). The data order is a pure function
+// of (seed, position), so the position is the loader's whole RNG state; the learning rate is
+// recomputed from the schedule.
 //
 // Files belong to the attempt that wrote them: `ckpt-a<attempt>-s<step, 10 digits>.pt` (a
 // torch::serialize archive), so a fenced-off attempt can never overwrite or delete another
@@ -27,6 +28,7 @@
 #include "model/train/adamw.h"
 #include "model/train/data_loader.h"
 #include "model/train/muon.h"
+#include "xmod/v1/spec.pb.h"
 
 namespace xmod {
 
@@ -47,10 +49,13 @@ struct CheckpointInfo {
 // `dir`/ckpt-a<attempt>-s<step>.pt.
 std::string CheckpointPath(const std::string& dir, int attempt, int64_t step);
 
-// Writes the checkpoint and its sidecar. INTERNAL (with the path) on I/O failure.
+// Writes the checkpoint and its sidecar; with `spec`, the run's RunSpec too (as its binary
+// serialization, key `spec/run`), so that the file alone rebuilds the model (xmod-eval).
+// INTERNAL (with the path) on I/O failure.
 absl::StatusOr<CheckpointInfo> SaveCheckpoint(const std::string& path, torch::nn::Module& model,
                                               const Muon& muon, const AdamW& adamw,
-                                              const TrainState& state);
+                                              const TrainState& state,
+                                              const xmod::v1::RunSpec* spec = nullptr);
 
 // Restores into objects built from the same spec (the torch CPU generator included).
 // NOT_FOUND if missing; DATA_LOSS if the sidecar's checksum differs, the archive does not
@@ -58,6 +63,14 @@ absl::StatusOr<CheckpointInfo> SaveCheckpoint(const std::string& path, torch::nn
 // is missing or shaped unlike the model's. Never throws.
 absl::Status LoadCheckpoint(const std::string& path, torch::nn::Module* model, Muon* muon,
                             AdamW* adamw, TrainState* state);
+
+// For evaluation: the RunSpec stored in the checkpoint at `path` (sidecar checked as by
+// LoadCheckpoint), and the model tensors loaded into `model` (built from that spec; the
+// optimizers' state and the counters are ignored). NOT_FOUND / DATA_LOSS as LoadCheckpoint;
+// FAILED_PRECONDITION when the file holds no spec (written before specs were stored) or a
+// model tensor is missing or shaped unlike the model's. Never throws.
+absl::StatusOr<xmod::v1::RunSpec> ReadCheckpointSpec(const std::string& path);
+absl::Status LoadModelWeights(const std::string& path, torch::nn::Module* model);
 
 // Checks, without loading it, that the file at `path` hashes to `expected_sha256` (lower-case
 // hex; the digest the coordinator recorded), or, when that is empty, to its sidecar's digest.

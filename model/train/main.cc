@@ -15,6 +15,7 @@
 // and --rank 0..W-1 (each with its own --threads / --device); rank 0 alone writes events and
 // checkpoints. See trainer.h and distributed_options.h.
 #include <glog/logging.h>
+#include <torch/version.h>
 
 #include <atomic>
 #include <csignal>
@@ -27,6 +28,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/build_info.h"
 #include "model/train/checkpoint.h"
 #include "model/train/events.h"
 #include "model/train/exit_codes.h"
@@ -91,6 +93,7 @@ absl::StatusOr<std::string> ChooseResumePath(const std::vector<std::string>& pat
 
 int main(int argc, char** argv) {
   CLI::App app{"xmod-train: trains one xmod run (a RunSpec) to its training-FLOP budget"};
+  app.set_version_flag("--version", xmod::VersionLine("xmod-train", "LibTorch " TORCH_VERSION));
   std::string spec_path;
   int threads = 0;
   xmod::TrainerOptions options;
@@ -132,7 +135,14 @@ int main(int argc, char** argv) {
                  "hostname if it resolves, else loopback)");
   app.add_option("--dist_timeout_s", dist.timeout_s,
                  "seconds a rank waits for the others at rendezvous and at each collective");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version print and succeed; a command line this binary cannot parse is
+    // kExitBadFlags (another worker's binary may match), not CLI11's own codes.
+    const int code = app.exit(e);
+    return code == 0 ? xmod::kExitOk : xmod::kExitBadFlags;
+  }
 
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);

@@ -90,6 +90,19 @@ class TrainProcessTest : public ::testing::Test {
     return pid;
   }
 
+  // Starts xmod-train, drains its events and waits: its exit code (-1 unless it exited).
+  int RunToExit(const std::string& spec, const std::vector<std::string>& extra = {}) {
+    int events_fd;
+    pid_t pid = Start(spec, &events_fd, extra);
+    char buffer[256];
+    while (::read(events_fd, buffer, sizeof(buffer)) > 0) {
+    }
+    ::close(events_fd);
+    int status = 0;
+    if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+    return WEXITSTATUS(status);
+  }
+
   std::string binary_;
   std::string dir_;
 };
@@ -195,18 +208,14 @@ TEST_F(TrainProcessTest, ALeaseLapsingMidRunStopsTheTrainerWithoutWritingAfterIt
 }
 
 TEST_F(TrainProcessTest, TooSmallBudgetFailsNamingTheField) {
-  int events_fd;
-  pid_t pid = Start(WriteSpec(1.0), &events_fd);
-  char buffer[256];
-  while (::read(events_fd, buffer, sizeof(buffer)) > 0) {
-  }
-  ::close(events_fd);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), kExitInvalidConfig);
+  EXPECT_EQ(RunToExit(WriteSpec(1.0)), kExitInvalidConfig);
   EXPECT_THAT(*ReadFile(dir_ + "/stderr"),
               HasSubstr("training.flop_budget: 1 FLOPs is too small for one step of"));
+}
+
+TEST_F(TrainProcessTest, AnUnknownFlagExits2) {
+  EXPECT_EQ(RunToExit(WriteSpec(1e9), {"--no_such_flag"}), kExitBadFlags);
+  EXPECT_THAT(*ReadFile(dir_ + "/stderr"), HasSubstr("--no_such_flag"));
 }
 
 }  // namespace

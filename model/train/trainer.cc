@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "common/files.h"
 #include "model/accounting/accounting.h"
+#include "model/eval/evaluate.h"
 #include "model/routing_diagnostics.h"
 #include "model/torch_compat.h"
 #include "model/train/adamw.h"
@@ -87,6 +88,10 @@ class Run {
   absl::Status Setup();
   absl::Status Step();
   absl::StatusOr<Evaluation> Evaluate();
+  // Reads training.eval_tasks and the tokenizer (at setup, so that a bad file fails the run
+  // before it trains), then, after the final evaluation, scores them into eval/* metrics.
+  absl::Status LoadEvalTasks();
+  absl::Status EvaluateTasks();
   // Fails unless every rank holds the same parameters and buffers.
   absl::Status CheckRanksInSync();
   absl::Status WriteCheckpoint();
@@ -125,6 +130,8 @@ class Run {
   std::unique_ptr<LrSchedule> schedule_;
   std::unique_ptr<TrainLoader> loader_;
   std::unique_ptr<ValidationSet> validation_;
+  std::unique_ptr<Tokenizer> eval_tokenizer_;            // rank 0, with eval tasks
+  std::vector<std::vector<TaskExample>> eval_examples_;  // one per training.eval_tasks
   Transformer model_{nullptr};
   std::unique_ptr<Muon> muon_;
   std::unique_ptr<AdamW> adamw_;
@@ -188,6 +195,7 @@ absl::Status Run::Setup() {
       spec.data().val_glob(), "data.val_glob", seq_len, vocab, training_.eval_tokens());
   if (!validation.ok()) return validation.status();
   validation_ = *std::move(validation);
+  if (absl::Status s = LoadEvalTasks(); !s.ok()) return s;
 
   try {
     device_ = torch::Device(options_.device);
@@ -444,8 +452,11 @@ absl::StatusOr<Evaluation> Run::Evaluate() {
     result.loss += out.loss.item<double>() * n;
     if (routed_) {
       diagnostics.Add(trace);
+      // A separate top-k-driven pass over the same batch (Table 10's agreement; C.4).
+      RoutingTrace topk_trace;
       result.loss_topk +=
-          model_->forward(inputs, targets, RoutingMode::kTopK).loss.item<double>() * n;
+          model_->forward(inputs, targets, RoutingMode::kTopK, &topk_trace).loss.item<double>() * n;
+      diagnostics.AddTopKPass(topk_trace, trace);
     }
   }
   model_->train();
@@ -456,6 +467,52 @@ absl::StatusOr<Evaluation> Run::Evaluate() {
   absl::Status status = comm_->BroadcastFromRankZero(&losses);
   if (!status.ok()) return status;
   return result;
+}
+
+absl::Status Run::LoadEvalTasks() {
+  if (rank_ != 0 || training_.eval_tasks().empty()) return absl::OkStatus();
+  for (int i = 0; i < training_.eval_tasks_size(); ++i) {
+    const xmod::v1::EvalTask& task = training_.eval_tasks(i);
+    absl::StatusOr<std::vector<TaskExample>> examples =
+        ReadTask(task.task(), task.data(), task.labels());
+    if (!examples.ok()) {
+      return absl::Status(
+          examples.status().code(),
+          absl::StrCat("training.eval_tasks[", i, "]: ", examples.status().message()));
+    }
+    eval_examples_.push_back(*std::move(examples));
+  }
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
+      OpenEvalTokenizer(training_.eval_tokenizer(), options_.spec, accounting_.backbone.vocab_size);
+  if (!tokenizer.ok()) {
+    return absl::Status(tokenizer.status().code(),
+                        absl::StrCat("training.eval_tokenizer: ", tokenizer.status().message()));
+  }
+  eval_tokenizer_ = *std::move(tokenizer);
+  return absl::OkStatus();
+}
+
+absl::Status Run::EvaluateTasks() {
+  if (eval_tokenizer_ == nullptr) return absl::OkStatus();
+  Scorer scorer(model_, training_.seq_len(), device_, sequences_per_micro_);
+  for (int i = 0; i < training_.eval_tasks_size(); ++i) {
+    const std::string& task = training_.eval_tasks(i).task();
+    absl::StatusOr<xmod::v1::EvalTaskResult> result;
+    {
+      AutocastGuard autocast(device_.type(), autocast_);
+      result = EvaluateTask(task, eval_examples_[i], *eval_tokenizer_, scorer);
+    }
+    if (!result.ok()) return result.status();
+    for (const auto& [name, value] : EvalMetrics(*result)) {
+      absl::Status status = Metric(name, value);
+      if (!status.ok()) return status;
+    }
+    LOG(INFO) << absl::StrFormat("%s: n %d, acc %.4f%s", task, result->n(), result->acc(),
+                                 result->has_ppl()
+                                     ? absl::StrFormat(", ppl %.3f", result->ppl())
+                                     : absl::StrFormat(", acc_norm %.4f", result->acc_norm()));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Run::CheckRanksInSync() {
@@ -482,7 +539,7 @@ absl::Status Run::WriteCheckpoint() {
   // checkpoints once newer ones are durable in the coordinator's database.
   absl::StatusOr<CheckpointInfo> info = SaveCheckpoint(
       CheckpointPath(options_.spec.checkpoint_dir(), options_.spec.attempt(), state_.step), *model_,
-      *muon_, *adamw_, state_);
+      *muon_, *adamw_, state_, &options_.spec);
   if (!info.ok()) return info.status();
   last_checkpoint_step_ = state_.step;
   last_checkpoint_ = info->path;
@@ -528,6 +585,17 @@ absl::StatusOr<TrainerResult> Run::Train() {
         metrics.push_back({"route/coverage", routing.coverage});
         metrics.push_back({"route/jaccard", routing.jaccard});
         metrics.push_back({"route/agreement", routing.agreement});
+        metrics.push_back({"route/agreement_topk_pass", routing.agreement_topk_pass});
+        metrics.push_back({"route/agreement_passes", routing.agreement_passes});
+        if (options_.spec.model().k() >= 1 && routing.interval_length >= 1) {
+          const int k = options_.spec.model().k(), n = routing.interval_length;
+          const ReferenceScheme identical = IdenticalSubsetReference(k, n);
+          const ReferenceScheme random = RandomSubsetsReference(k, n);
+          metrics.push_back({"route/coverage_identical", identical.coverage});
+          metrics.push_back({"route/jaccard_identical", identical.jaccard});
+          metrics.push_back({"route/coverage_random", random.coverage});
+          metrics.push_back({"route/jaccard_random", random.jaccard});
+        }
         for (size_t n = 0; n < routing.updates.size(); ++n) {
           metrics.push_back({absl::StrCat("route/updates_", n), routing.updates[n]});
         }
@@ -565,6 +633,10 @@ absl::StatusOr<TrainerResult> Run::Train() {
     }
   }
 
+  if (!result.preempted) {
+    status = EvaluateTasks();  // after the final evaluation, before `finished`
+    if (!status.ok()) return status;
+  }
   result.steps = state_.step;
   result.tokens = state_.tokens;
   result.flops = state_.flops;

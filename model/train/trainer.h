@@ -7,10 +7,14 @@
 // with Muon and the rest with AdamW (paper Table 5) at rates from the warmup + cosine
 // schedule. Evaluation at `eval_marks` evenly spaced FLOP marks, the last one at the end:
 // val/loss with the causal threshold rule, and for routed models val/loss_topk and the
-// routing diagnostics of B.7. Checkpoints at every evaluation (and every
-// checkpoint_every_steps), named by attempt and step; the trainer deletes none (the worker
-// collects them once newer ones are durable in the coordinator). Events go to the
-// EventWriter: `started`, then metric / progress / checkpoint events, `finished` last.
+// routing diagnostics of B.7 (with Table 10's separate top-k-driven pass and reference
+// schemes). After the final evaluation, the zero-shot tasks of training.eval_tasks
+// (model/eval; read at setup, so a bad file fails the run before training) give the metrics
+// eval/<task>/acc, acc_norm or ppl, and n, at the final step. Checkpoints at every
+// evaluation (and every checkpoint_every_steps), named by attempt and step; the trainer
+// deletes none (the worker collects them once newer ones are durable in the coordinator).
+// Events go to the EventWriter: `started`, then metric / progress / checkpoint events,
+// `finished` last.
 //
 // The GPU step (TrainingSpec precision / attention / activation_checkpointing /
 // overlap_grad_reduce / log_every_steps; docs/gpu-training.md): bf16 autocast with fp32
@@ -50,10 +54,10 @@ namespace xmod {
 
 struct TrainerOptions {
   xmod::v1::RunSpec spec;
-  int events_fd = -1;              // delimited TrainerEvent stream; -1 = none (glog on stderr only)
-  std::string resume_path;         // checkpoint to continue from; empty = fresh start
-  std::string device = "cpu";      // "cpu" or "cuda:N" (needs a CUDA LibTorch)
-  int log_every = 0;               // train/* metrics every N steps; 0 = spec's log_every_steps
+  int events_fd = -1;          // delimited TrainerEvent stream; -1 = none (glog on stderr only)
+  std::string resume_path;     // checkpoint to continue from; empty = fresh start
+  std::string device = "cpu";  // "cpu" or "cuda:N" (needs a CUDA LibTorch)
+  int log_every = 0;           // train/* metrics every N steps; 0 = spec's log_every_steps
   // Tokens per forward/backward; 0 = the spec's training.micro_batch_tokens (whose 0 is the
   // rank's whole share of the batch).
   int64_t micro_batch_tokens = 0;

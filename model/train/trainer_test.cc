@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 
+#include "absl/strings/str_cat.h"
 #include "common/files.h"
+#include "data/bpe_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/accounting/accounting.h"
@@ -180,8 +183,49 @@ TEST_F(TrainerTest, RoutedModelReportsTopKLossAndRoutingDiagnostics) {
   EXPECT_GT(coverage[0].value(), 0.0);
   EXPECT_LE(coverage[0].value(), 1.0);
   EXPECT_EQ(Points(events, "route/agreement").size(), 1u);
+  for (const char* name : {"route/agreement_topk_pass", "route/agreement_passes"}) {
+    std::vector<xmod::v1::MetricPoint> agreement = Points(events, name);
+    ASSERT_EQ(agreement.size(), 1u) << name;
+    EXPECT_GT(agreement[0].value(), 0.0) << name;
+    EXPECT_LE(agreement[0].value(), 1.0) << name;
+  }
+  // Table 10's references for K = 2 and the spec's A*K = 2-layer intervals.
+  ASSERT_EQ(Points(events, "route/coverage_identical").size(), 1u);
+  EXPECT_DOUBLE_EQ(Points(events, "route/coverage_identical")[0].value(), 0.5);
+  EXPECT_DOUBLE_EQ(Points(events, "route/jaccard_identical")[0].value(), 1.0);
+  EXPECT_DOUBLE_EQ(Points(events, "route/coverage_random")[0].value(), 0.75);
+  EXPECT_DOUBLE_EQ(Points(events, "route/jaccard_random")[0].value(), 1.0 / 3.0);
   EXPECT_FALSE(Points(events, "route/updates_0").empty());
   EXPECT_TRUE(result.last_checkpoint.empty());  // no checkpoint_dir, no checkpoints
+}
+
+// training.eval_tasks: scored after the final evaluation, before `finished`, with the
+// tokenizer found beside the validation shards.
+TEST_F(TrainerTest, EvalTasksGiveEvalMetricsAtTheEnd) {
+  ASSERT_TRUE(SaveBpeMerges(dir_ + "/tokenizer_256.txt", {}).ok());  // byte-level, vocab 256
+  const std::string testdata = std::string(std::getenv("XMOD_SOURCE_DIR")) + "/model/eval/testdata";
+  TrainerOptions options;
+  options.spec = Spec(xmod::v1::XMOD, 2, "");
+  for (const char* task : {"boolq", "lambada"}) {
+    xmod::v1::EvalTask* eval = options.spec.mutable_training()->add_eval_tasks();
+    eval->set_task(task);
+    eval->set_data(absl::StrCat(testdata, "/", task, ".jsonl"));
+  }
+  TrainerResult result;
+  std::vector<xmod::v1::TrainerEvent> events = RunAndCollect(options, &result);
+  ASSERT_FALSE(events.empty());
+  ASSERT_TRUE(events.back().has_finished());
+  std::vector<xmod::v1::MetricPoint> acc = Points(events, "eval/boolq/acc");
+  ASSERT_EQ(acc.size(), 1u);
+  EXPECT_EQ(acc[0].step(), 2);
+  EXPECT_GE(acc[0].value(), 0.0);
+  EXPECT_LE(acc[0].value(), 1.0);
+  EXPECT_EQ(Points(events, "eval/boolq/acc_norm").size(), 1u);
+  ASSERT_EQ(Points(events, "eval/boolq/n").size(), 1u);
+  EXPECT_EQ(Points(events, "eval/boolq/n")[0].value(), 5);
+  ASSERT_EQ(Points(events, "eval/lambada/ppl").size(), 1u);
+  EXPECT_GT(Points(events, "eval/lambada/ppl")[0].value(), 1.0);
+  EXPECT_TRUE(Points(events, "eval/lambada/acc_norm").empty());
 }
 
 class ResumeTest : public TrainerTest,
@@ -276,6 +320,14 @@ TEST_F(TrainerTest, BadInputsAreRefusedWithTheField) {
   options.spec = Spec(xmod::v1::DENSE, 1, "");
   options.device = "gpu7";
   EXPECT_THAT(RunTrainer(options).status().message(), HasSubstr("--device"));
+
+  // Eval tasks are read at setup: a missing file fails the run before it trains.
+  options = TrainerOptions();
+  options.spec = Spec(xmod::v1::DENSE, 1, "");
+  xmod::v1::EvalTask* eval = options.spec.mutable_training()->add_eval_tasks();
+  eval->set_task("boolq");
+  eval->set_data(dir_ + "/missing.jsonl");
+  EXPECT_THAT(RunTrainer(options).status().message(), HasSubstr("training.eval_tasks[0]"));
 }
 
 }  // namespace

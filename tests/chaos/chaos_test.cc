@@ -1,4 +1,4 @@
-// Chaos test (issue 8, item 7): a real xmod-coordinator and three real xmod-workers (with
+// Chaos test: a real xmod-coordinator and three real xmod-workers (with
 // their xmod-train children) on loopback run a sweep of six tiny runs twice. The first pass
 // has no faults and is the reference. During the second, at random moments (a seeded RNG;
 // the seed is printed and XMOD_CHAOS_SEED replays it) the test

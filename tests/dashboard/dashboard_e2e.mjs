@@ -4,20 +4,22 @@
 // page's scripts), the sweep in the list, one SUCCEEDED
 // row per run, one multi-point loss curve per run, the series switch redrawing the chart,
 // the law-fit panel showing /api/sweeps/{id}/fit, the recommendation form answering (also
-// under a parameter cap), no console errors and no failed requests. Saves a
-// full-page screenshot.
+// under a parameter cap), the study in the study list and its fit panel showing
+// /api/studies/{name}/fit, no console errors and no failed requests. Saves a full-page
+// screenshot.
 //
 // Usage: node dashboard_e2e.mjs PLAYWRIGHT_CORE_DIR BASE_URL SWEEP_ID RUN_COUNT SCREENSHOT
-//        TOKEN_FILE
+//        TOKEN_FILE STUDY
 // Exit 0 on success; 1 with the failed check on stderr.
 import {readFileSync} from 'node:fs';
 import {pathToFileURL} from 'node:url';
 
-const [playwrightDir, baseUrl, sweepArg, runsArg, screenshot, tokenFile] =
+const [playwrightDir, baseUrl, sweepArg, runsArg, screenshot, tokenFile, study] =
     process.argv.slice(2);
-if (!tokenFile) {
+if (!study) {
   console.error(
-      'usage: node dashboard_e2e.mjs PLAYWRIGHT_DIR BASE_URL SWEEP_ID RUNS SCREENSHOT TOKEN_FILE');
+      'usage: node dashboard_e2e.mjs PLAYWRIGHT_DIR BASE_URL SWEEP_ID RUNS SCREENSHOT ' +
+      'TOKEN_FILE STUDY');
   process.exit(2);
 }
 const token = readFileSync(tokenFile, 'utf8').trim();
@@ -148,8 +150,21 @@ try {
   const capped = await page.textContent('#recommendation p');
   const cappedN = Number(await page.getAttribute('#recommendation .best', 'data-total-params'));
   check(cappedN > 0 && cappedN <= cap, `capped recommendation has N <= ${cap} (${capped})`);
-  const fitSummary = `R²_Δ ${fitBody.r2.toFixed(3)} on ${fitBody.nObs} observations; ${answer}; ` +
+  const fitSummary = `R²_Δ ${fitBody.r2.toFixed(3)} on ${fitBody.n_obs} observations; ${answer}; ` +
       `with N <= ${cap}: ${capped}`;
+
+  // The study (the shell script waited for its fit): listed, and its panel shows the fit.
+  await page.locator(`#study-list li[data-study="${study}"]`).click();
+  await page.waitForSelector('#study-view:not([hidden]) #study-fit table.params');
+  const studyFit = await (await page.request.get(`${baseUrl}/api/studies/${study}/fit`)).json();
+  const studyText = await page.textContent('#study-fit');
+  check(
+      studyText.includes(`R²_Δ = ${studyFit.r2.toFixed(4)}`),
+      `study fit panel shows R² (${studyText})`);
+  check(studyText.includes('stages by sweep'), `study fit is by sweep (${studyText})`);
+  check(
+      (await page.textContent('#study-members')).includes('kxl'),
+      'study members list the role');
 
   await page.screenshot({path: screenshot, fullPage: true});
   check(problems.length === 0, `no console errors or failed requests:\n  ${problems.join('\n  ')}`);

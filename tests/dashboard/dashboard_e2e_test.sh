@@ -4,7 +4,8 @@
 # K = 2..16 on tiny-test at L = 64 and 128) on byte-level shards that xmod-data makes from
 # dict-gcide. While a run is RUNNING, the coordinator's Prometheus endpoint must export its
 # per-run series; once the sweep ends they must be gone, and the coordinator must have
-# fitted the law over the eight sparse runs. The coordinator has credentials (workers and
+# fitted the law over the eight sparse runs; a study over the sweep (xmodctl study create)
+# is then fitted too. The coordinator has credentials (workers and
 # xmodctl use token files); headless Chromium (playwright-core) signs in through the login form
 # with a read credential, checks the page (dashboard_e2e.mjs) and saves
 # $TEST_TMP/dashboard.png (KEEP_TMP=1 keeps it).
@@ -105,7 +106,7 @@ fit_url="http://127.0.0.1:$COORD_HTTP/api/sweeps/$SWEEP/fit"
 deadline=$((SECONDS + 60))
 until [ "$(curl -s -H @"$TEST_TMP/read_auth_header" -o "$TEST_TMP/fit.json" -w '%{http_code}' \
   "$fit_url")" = 200 ] &&
-  /usr/bin/python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["nObs"] != 8)' \
+  /usr/bin/python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["n_obs"] != 8)' \
     "$TEST_TMP/fit.json"; do
   if ((SECONDS > deadline)); then
     echo "FAIL: no fit over the 8 sparse runs within 60 s of the sweep's end:" >&2
@@ -116,6 +117,21 @@ until [ "$(curl -s -H @"$TEST_TMP/read_auth_header" -o "$TEST_TMP/fit.json" -w '
 done
 step "fit stored: $(head -c 160 "$TEST_TMP/fit.json")"
 
+# A study over the finished sweep (as the K x L sweep): fitted at the coordinator's next poll.
+"$XMOD_BIN_DIR/xmodctl" study create dash-study --member "kxl=$SWEEP" >/dev/null
+study_fit_url="http://127.0.0.1:$COORD_HTTP/api/studies/dash-study/fit"
+deadline=$((SECONDS + 60))
+until [ "$(curl -s -H @"$TEST_TMP/read_auth_header" -o "$TEST_TMP/study_fit.json" \
+  -w '%{http_code}' "$study_fit_url")" = 200 ]; do
+  if ((SECONDS > deadline)); then
+    echo "FAIL: no fit of study dash-study within 60 s:" >&2
+    cat "$TEST_TMP/study_fit.json" >&2
+    exit 1
+  fi
+  sleep 0.5
+done
+step "study fit stored: $(head -c 160 "$TEST_TMP/study_fit.json")"
+
 node "$SRC/tests/dashboard/dashboard_e2e.mjs" "$PLAYWRIGHT" "http://127.0.0.1:$COORD_HTTP" \
-  "$SWEEP" "$RUNS" "$TEST_TMP/dashboard.png" "$READ_TOKEN_FILE"
+  "$SWEEP" "$RUNS" "$TEST_TMP/dashboard.png" "$READ_TOKEN_FILE" dash-study
 step "browser checks passed; screenshot $TEST_TMP/dashboard.png"

@@ -1,4 +1,4 @@
-// Cross-process integration tests (issue 2, item 8): the real xmod-coordinator, two real
+// Cross-process integration tests: the real xmod-coordinator, two real
 // xmod-workers and their xmod-train children on loopback run tiny sweeps on shards this test
 // writes; every assertion is read back from the coordinator's SQLite file, opened read-only.
 //   1. A 4-run sweep (Dense, X-MoD K2 and K4, MoD K2) finishes: every run SUCCEEDED, steps

@@ -1,0 +1,153 @@
+"""xmod.Client against an in-process fake Coordinator: credentials, requests, error mapping,
+and the watch's end and reconnect rules."""
+from concurrent import futures
+
+import grpc
+import pytest
+
+import xmod
+from xmod.v1 import coordinator_pb2 as pb
+from xmod.v1 import coordinator_pb2_grpc, types_pb2
+
+
+class FakeCoordinator(coordinator_pb2_grpc.CoordinatorServicer):
+    def __init__(self):
+        self.metadata = []        # the authorization header of each call ("" = none)
+        self.requests = []
+        self.watch_script = []    # per WatchSweep call: a list of events, or a status code
+
+    def _seen(self, request, context):
+        header = dict(context.invocation_metadata()).get("authorization", "")
+        self.metadata.append(header)
+        self.requests.append(request)
+
+    def SubmitSweep(self, request, context):
+        self._seen(request, context)
+        if request.spec.grids and list(request.spec.grids[0].ks) == [0]:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "grids[0].ks[0]: K must be >= 1")
+        return pb.SubmitSweepResponse(sweep_id=0 if request.dry_run else 7)
+
+    def ListSweeps(self, request, context):
+        self._seen(request, context)
+        return pb.ListSweepsResponse()
+
+    def Predict(self, request, context):
+        self._seen(request, context)
+        return pb.PredictResponse(predictions=[pb.Prediction(point=p, delta=0.1)
+                                               for p in request.points])
+
+    def WatchSweep(self, request, context):
+        self._seen(request, context)
+        script = self.watch_script.pop(0)
+        for item in script:
+            if isinstance(item, grpc.StatusCode):
+                context.abort(item, "coordinator restarting")
+            yield item
+
+
+def event(state, snapshot=False):
+    return pb.WatchSweepEvent(snapshot=snapshot, sweep=types_pb2.Sweep(id=7, state=state))
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    for name in ("XMOD_ADDR", "XMOD_TOKEN", "XMOD_TOKEN_FILE", "XMOD_TLS_CA", "XMOD_TLS_CERT",
+                 "XMOD_TLS_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    servicer = FakeCoordinator()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    coordinator_pb2_grpc.add_CoordinatorServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    servicer.addr = f"127.0.0.1:{port}"
+    yield servicer
+    server.stop(None)
+
+
+def test_token_sources_in_xmodctl_order(fake, tmp_path, monkeypatch):
+    xmod.Client(fake.addr).sweeps()
+    assert fake.metadata[-1] == ""  # no credentials: no header
+    monkeypatch.setenv("XMOD_TOKEN", "env-token-0123456789")
+    xmod.Client(fake.addr).sweeps()
+    assert fake.metadata[-1] == "Bearer env-token-0123456789"
+    path = tmp_path / "token"
+    path.write_text("file-token-0123456789\n")
+    monkeypatch.setenv("XMOD_TOKEN_FILE", str(path))
+    xmod.Client(fake.addr).sweeps()
+    assert fake.metadata[-1] == "Bearer file-token-0123456789"
+    xmod.Client(fake.addr, "arg-token-0123456789").sweeps()
+    assert fake.metadata[-1] == "Bearer arg-token-0123456789"
+    path.write_text("\n")
+    with pytest.raises(xmod.XmodError, match="is empty"):
+        xmod.Client(fake.addr)
+    with pytest.raises(xmod.XmodError) as e:
+        xmod.Client(fake.addr, token_file=str(tmp_path / "missing"))
+    assert e.value.code == grpc.StatusCode.NOT_FOUND
+
+
+def test_address_from_environment(fake, monkeypatch):
+    assert xmod.Client().addr == "127.0.0.1:7070"
+    monkeypatch.setenv("XMOD_ADDR", fake.addr)
+    assert xmod.Client().submit({"name": "s"}, dry_run=True)["sweep_id"] == "0"
+
+
+def test_submit_sends_the_spec_with_absolute_globs(fake):
+    with xmod.Client(fake.addr) as client:
+        response = client.submit('name: "s" data { train_glob: "c/*.bin" }', base_dir="/d")
+    assert response == {"sweep_id": "7", "runs": []}
+    request = fake.requests[-1]
+    assert request.spec.name == "s" and request.spec.data.train_glob == "/d/c/*.bin"
+    assert not request.dry_run
+
+
+def test_server_errors_keep_code_and_message(fake):
+    with pytest.raises(xmod.XmodError) as e:
+        xmod.Client(fake.addr).submit({"grids": [{"ks": [0]}]})
+    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert e.value.code_name == "INVALID_ARGUMENT"
+    assert e.value.message == "grids[0].ks[0]: K must be >= 1"
+    assert str(e.value) == "INVALID_ARGUMENT: grids[0].ks[0]: K must be >= 1"
+    with pytest.raises(xmod.XmodError) as e:
+        xmod.Client(fake.addr).fit()
+    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT  # neither sweep nor study
+
+
+def test_predict_expands_the_grid(fake):
+    frame = xmod.Client(fake.addr).predict(3, flops=[1e19, 1e20], seq_len=4096,
+                                           backbone="556M", k=[2, 4, 8], a=[1, 2])
+    assert len(frame) == 12 and fake.requests[-1].sweep_id == 3
+    assert sorted(set(frame["point.k"])) == [2, 4, 8] and set(frame["point.a"]) == {1.0, 2.0}
+
+
+def test_watch_ends_with_the_sweep(fake):
+    fake.watch_script = [[event(types_pb2.SWEEP_ACTIVE, snapshot=True),
+                          event(types_pb2.SWEEP_DONE), event(types_pb2.SWEEP_ACTIVE)]]
+    events = list(xmod.Client(fake.addr).watch(7))
+    assert [e["sweep"]["state"] for e in events] == ["SWEEP_ACTIVE", "SWEEP_DONE"]
+    fake.watch_script = [[event(types_pb2.SWEEP_ACTIVE, snapshot=True)]]
+    with pytest.raises(xmod.XmodError, match="ended before the sweep did"):
+        list(xmod.Client(fake.addr).watch(7))
+
+
+def test_watch_reconnects_after_the_coordinator_went_away(fake):
+    fake.watch_script = [
+        [event(types_pb2.SWEEP_ACTIVE, snapshot=True), grpc.StatusCode.UNAVAILABLE],
+        [event(types_pb2.SWEEP_ACTIVE, snapshot=True), event(types_pb2.SWEEP_FAILED)],
+    ]
+    client = xmod.Client(fake.addr)
+    events = list(client.watch(7))
+    assert [e["snapshot"] for e in events] == [True, True, False]
+    fake.watch_script = [[event(types_pb2.SWEEP_ACTIVE, snapshot=True),
+                          event(types_pb2.SWEEP_DONE)]]
+    assert client.wait(7)["state"] == "SWEEP_DONE"
+    fake.watch_script = [[grpc.StatusCode.PERMISSION_DENIED]]
+    with pytest.raises(xmod.XmodError) as e:
+        list(client.watch(7))
+    assert e.value.code == grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_unreachable_coordinator_is_unavailable():
+    with pytest.raises(xmod.XmodError) as e:
+        xmod.Client("127.0.0.1:1", timeout=5).sweeps()
+    assert e.value.code == grpc.StatusCode.UNAVAILABLE
+    assert "cannot reach the coordinator at 127.0.0.1:1" in str(e.value)

@@ -1,0 +1,36 @@
+// A study's fit over several sweeps. See study_fit.h.
+#include "fitter/study_fit.h"
+
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace xmod::fitter {
+
+absl::StatusOr<FitReport> FitStudy(const std::vector<StudyMemberRuns>& members,
+                                   const SweepFitOptions& options) {
+  std::vector<Observation> observations;
+  std::vector<RunCurve> all_runs;
+  for (const StudyMemberRuns& member : members) {
+    absl::StatusOr<std::vector<Observation>> obs =
+        BuildObservations(member.runs, options.observations);
+    if (!obs.ok()) {
+      return absl::Status(obs.status().code(),
+                          absl::StrCat(member.name, ": ", obs.status().message()));
+    }
+    for (Observation& o : *obs) {
+      if (member.role.has_value()) o.sweeps = {*member.role};
+      observations.push_back(std::move(o));
+    }
+    all_runs.insert(all_runs.end(), member.runs.begin(), member.runs.end());
+  }
+  absl::StatusOr<std::map<std::string, LossCurve>> dense = DenseCurves(all_runs);
+  if (!dense.ok()) return dense.status();
+  absl::StatusOr<FitReport> report = FitObservations(std::move(observations), options);
+  if (!report.ok()) return report.status();
+  report->dense_curves = *std::move(dense);
+  return report;
+}
+
+}  // namespace xmod::fitter

@@ -1,0 +1,149 @@
+// Zero-shot evaluation: tokenizing choices, picking answers, loading the model.
+#include "model/eval/evaluate.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "model/accounting/accounting.h"
+#include "model/train/checkpoint.h"
+#include "model/train/run_spec_file.h"
+
+namespace xmod {
+namespace {
+
+std::vector<int64_t> Encode(Tokenizer& tokenizer, const std::string& text) {
+  std::vector<uint32_t> ids = tokenizer.Encode(text);
+  return std::vector<int64_t>(ids.begin(), ids.end());
+}
+
+// Index of the largest value (the first of equals).
+size_t ArgMax(const std::vector<double>& values) {
+  size_t best = 0;
+  for (size_t i = 1; i < values.size(); ++i) {
+    if (values[i] > values[best]) best = i;
+  }
+  return best;
+}
+
+}  // namespace
+
+absl::StatusOr<xmod::v1::EvalTaskResult> EvaluateTask(const std::string& task,
+                                                      const std::vector<TaskExample>& examples,
+                                                      Tokenizer& tokenizer, Scorer& scorer) {
+  std::vector<ScoreRequest> requests;
+  for (size_t e = 0; e < examples.size(); ++e) {
+    for (const Choice& choice : examples[e].choices) {
+      ScoreRequest request{Encode(tokenizer, choice.context),
+                           Encode(tokenizer, choice.continuation)};
+      if (request.context.empty() || request.continuation.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(task, " example ", e + 1, ": its ",
+                         request.context.empty() ? "context" : "answer", " encodes to no token"));
+      }
+      requests.push_back(std::move(request));
+    }
+  }
+  absl::StatusOr<std::vector<ContinuationScore>> scores = scorer.Score(requests);
+  if (!scores.ok()) return scores.status();
+
+  xmod::v1::EvalTaskResult result;
+  result.set_task(task);
+  result.set_n(static_cast<int>(examples.size()));
+  int correct = 0, correct_norm = 0;
+  double loglik = 0;
+  int64_t tokens = 0;
+  size_t next = 0;
+  for (const TaskExample& example : examples) {
+    std::vector<double> raw, per_char;
+    bool greedy = true;
+    for (const Choice& choice : example.choices) {
+      const ContinuationScore& s = (*scores)[next++];
+      raw.push_back(s.loglik);
+      per_char.push_back(s.loglik / static_cast<double>(choice.continuation.size()));
+      greedy = greedy && s.greedy;
+      loglik += s.loglik;
+      tokens += s.tokens;
+    }
+    if (IsLastWordTask(task)) {
+      correct += greedy ? 1 : 0;
+    } else {
+      correct += ArgMax(raw) == static_cast<size_t>(example.label) ? 1 : 0;
+      correct_norm += ArgMax(per_char) == static_cast<size_t>(example.label) ? 1 : 0;
+    }
+  }
+  const double n = static_cast<double>(examples.size());
+  result.set_acc(correct / n);
+  if (IsLastWordTask(task)) {
+    result.set_ppl(std::exp(-loglik / static_cast<double>(tokens)));
+  } else {
+    result.set_acc_norm(correct_norm / n);
+  }
+  return result;
+}
+
+std::vector<std::pair<std::string, double>> EvalMetrics(const xmod::v1::EvalTaskResult& result) {
+  const std::string prefix = absl::StrCat("eval/", result.task(), "/");
+  std::vector<std::pair<std::string, double>> metrics = {{prefix + "acc", result.acc()}};
+  if (result.has_acc_norm()) metrics.push_back({prefix + "acc_norm", result.acc_norm()});
+  if (result.has_ppl()) metrics.push_back({prefix + "ppl", result.ppl()});
+  metrics.push_back({prefix + "n", result.n()});
+  return metrics;
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> OpenEvalTokenizer(const std::string& spec,
+                                                             const xmod::v1::RunSpec& run,
+                                                             int vocab) {
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer;
+  if (absl::StartsWith(spec, "gpt2:")) {
+    tokenizer = OpenTokenizer("gpt2", spec.substr(5));
+  } else if (!spec.empty()) {
+    tokenizer = OpenTokenizer(spec, "");
+  } else {
+    const std::filesystem::path dir = std::filesystem::path(run.data().val_glob()).parent_path();
+    tokenizer = OpenTokenizer((dir / absl::StrCat("tokenizer_", vocab, ".txt")).string(), "");
+  }
+  if (!tokenizer.ok()) return tokenizer.status();
+  if ((*tokenizer)->vocab_size() > static_cast<size_t>(vocab)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("tokenizer: its ", (*tokenizer)->vocab_size(),
+                     " tokens do not fit the model's vocabulary of ", vocab));
+  }
+  return tokenizer;
+}
+
+absl::StatusOr<EvalModel> LoadEvalModel(const std::string& checkpoint,
+                                        const std::string& spec_override,
+                                        const std::string& device) {
+  EvalModel out;
+  absl::StatusOr<xmod::v1::RunSpec> spec =
+      spec_override.empty() ? ReadCheckpointSpec(checkpoint) : ReadRunSpec(spec_override);
+  if (!spec.ok()) return spec.status();
+  out.spec = *std::move(spec);
+  out.seq_len = out.spec.training().seq_len();
+  if (out.seq_len < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(checkpoint, ": training.seq_len ", out.seq_len, " must be >= 1"));
+  }
+  absl::StatusOr<Accounting> accounting = Account(out.spec.model(), out.seq_len);
+  if (!accounting.ok()) {
+    return absl::Status(accounting.status().code(),
+                        absl::StrCat("model.", accounting.status().message()));
+  }
+  out.vocab = accounting->backbone.vocab_size;
+  try {
+    const torch::Device target(device);
+    out.model = Transformer(out.spec.model(), *accounting, out.seq_len);
+    absl::Status loaded = LoadModelWeights(checkpoint, out.model.get());
+    if (!loaded.ok()) return loaded;
+    out.model->to(target);
+    out.model->eval();
+  } catch (const c10::Error& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model on \"", device, "\": ", e.what_without_backtrace()));
+  }
+  return out;
+}
+
+}  // namespace xmod

@@ -1,0 +1,65 @@
+// Zero-shot evaluation of a trained model: a task's examples (tasks.h) tokenized and scored
+// (scorer.h) into an EvalTaskResult, the run metrics it becomes, and the pieces xmod-eval
+// and xmod-train share — opening the run's tokenizer and rebuilding a model from a
+// checkpoint. Scoring follows the usual zero-shot conventions:
+//   - multiple choice: acc = the choice of highest summed log-likelihood is the label;
+//     acc_norm = the same with each log-likelihood divided by its continuation's length in
+//     characters (UTF-8 bytes);
+//   - lambada: acc = greedy decoding reproduces every token of the last word; ppl =
+//     exp(-mean log-likelihood per target token) over all examples.
+// Thread-compatible.
+#ifndef XMOD_MODEL_EVAL_EVALUATE_H_
+#define XMOD_MODEL_EVAL_EVALUATE_H_
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "data/tokenizer.h"
+#include "model/eval/scorer.h"
+#include "model/eval/tasks.h"
+#include "model/transformer.h"
+#include "xmod/v1/eval.pb.h"
+#include "xmod/v1/spec.pb.h"
+
+namespace xmod {
+
+// Scores `examples` of `task`. Errors of Scorer::Score, INVALID_ARGUMENT naming the example
+// whose context or continuation encodes to no token.
+absl::StatusOr<xmod::v1::EvalTaskResult> EvaluateTask(const std::string& task,
+                                                      const std::vector<TaskExample>& examples,
+                                                      Tokenizer& tokenizer, Scorer& scorer);
+
+// The run metrics of a result: eval/<task>/acc, eval/<task>/acc_norm (multiple choice),
+// eval/<task>/ppl (lambada) and eval/<task>/n.
+std::vector<std::pair<std::string, double>> EvalMetrics(const xmod::v1::EvalTaskResult& result);
+
+// The tokenizer named by `spec`: a merges file (xmod-data train-bpe) or "gpt2:DIR"; empty =
+// tokenizer_<vocab>.txt in the directory of the run's data.val_glob (where
+// data/make_demo_corpus.sh writes it). FAILED_PRECONDITION when its vocabulary is larger
+// than the model's `vocab`; the errors of OpenTokenizer.
+absl::StatusOr<std::unique_ptr<Tokenizer>> OpenEvalTokenizer(const std::string& spec,
+                                                             const xmod::v1::RunSpec& run,
+                                                             int vocab);
+
+// A model rebuilt from a checkpoint, on `device`, in evaluation mode.
+struct EvalModel {
+  xmod::v1::RunSpec spec;
+  Transformer model{nullptr};
+  int seq_len = 0;  // the run's training.seq_len: the longest window scored
+  int vocab = 0;
+};
+// `spec_override` non-empty: a RunSpec file (run_spec_file.h) to use instead of the one in
+// the checkpoint. Errors of ReadCheckpointSpec / LoadModelWeights / Account, and
+// INVALID_ARGUMENT for a bad device.
+absl::StatusOr<EvalModel> LoadEvalModel(const std::string& checkpoint,
+                                        const std::string& spec_override,
+                                        const std::string& device);
+
+}  // namespace xmod
+
+#endif  // XMOD_MODEL_EVAL_EVALUATE_H_

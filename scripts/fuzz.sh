@@ -33,7 +33,9 @@ mkdir -p "$artifacts"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_odr_violation=0}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/fuzz/lsan.supp}
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-"$BUILD_DIR/bin/xmod-fuzz-seeds" "$work/seeds" examples/*.textpb examples/paper/*.textpb
+# The sweep specs among the examples (study specs, *_study.textpb, are another message).
+mapfile -t sweep_specs < <(ls examples/*.textpb examples/paper/*.textpb | grep -v '_study\.textpb$')
+"$BUILD_DIR/bin/xmod-fuzz-seeds" "$work/seeds" "${sweep_specs[@]}"
 
 seeds_of() {
   case "$1" in

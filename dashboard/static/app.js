@@ -83,9 +83,10 @@ function renderSweeps(sweeps) {
     li.dataset.sweepId = id;
     if (id === state.sweepId) li.classList.add('selected');
     const sweepState = sweep.state.replace('SWEEP_', '');
+    // The badge floats right: first, so that it stays on the name's first line.
     li.append(
-        Xmod.node('span', 'name', `#${id} ${sweep.name}`),
-        Xmod.node('span', `badge ${sweepState}`, sweepState.toLowerCase()));
+        Xmod.node('span', `badge ${sweepState}`, sweepState.toLowerCase()),
+        Xmod.node('span', 'name', `#${id} ${sweep.name}`));
     const bar = Xmod.node('div', 'stack');
     for (const s of RUN_STATES) {
       if (!counts[s]) continue;
@@ -106,10 +107,10 @@ function renderSweeps(sweeps) {
 
 function renderSweepHeader(sweep) {
   document.getElementById('sweep-title').textContent = `Sweep #${sweep.id} — ${sweep.name}`;
-  const training = sweep.spec.training;
+  const training = sweep.spec.training || {};
   document.getElementById('sweep-desc').textContent = [
     sweep.spec.description,
-    `default budget ${Xmod.flops(training.flop_budget)} FLOPs`,
+    budgetText(sweep.spec),
     `${training.batch_tokens} tokens/step`,
     `created ${Xmod.time(sweep.created_unix_ms)}`,
   ].filter(Boolean).join(' · ');
@@ -120,6 +121,31 @@ function renderSweepHeader(sweep) {
       chips.appendChild(Xmod.node('span', `state ${s}`, `${s}: ${sweep.run_counts[s]}`));
   }
 }
+
+// The sweep's training-FLOP budget: training.flop_budget, else the grids' own
+// flop_budgets (paper sweeps set them per grid).
+function budgetText(spec) {
+  const budget = Number(spec.training?.flop_budget);
+  if (budget) return `default budget ${Xmod.flops(budget)} FLOPs`;
+  const perGrid = [...new Set((spec.grids || []).flatMap(g => g.flop_budgets || []).map(Number))]
+                      .filter(Boolean)
+                      .sort((a, b) => a - b);
+  if (!perGrid.length) return '';
+  return `budget${perGrid.length > 1 ? 's' : ''} ${perGrid.map(Xmod.flops).join(', ')} FLOPs`;
+}
+
+// The arch column: MoE runs name their experts ("moe 6:128+2", paper Table 1's notation).
+function archText(model) {
+  const arch = model.arch.toLowerCase();
+  const moe = model.moe;
+  if (model.arch !== 'MOE' || !moe || !moe.total_experts) return arch;
+  return `${arch} ${moe.active_experts}:${moe.total_experts}` +
+      (moe.shared_experts ? `+${moe.shared_experts}` : '');
+}
+
+// K and A apply to the depth-sparse archs (X-MoD, MoD and the controls), not Dense or MoE
+// (whose K, A the expander leaves at 1, 0: its sparsity is in the arch column).
+const hasKA = model => model.arch !== 'DENSE' && model.arch !== 'MOE';
 
 // φ/φ_D (paper Table 1): forward FLOPs per token over the Dense run's at the same backbone
 // and L in this sweep; undefined without such a Dense run.
@@ -148,10 +174,14 @@ function renderRuns(runs) {
     tr.dataset.runId = id;
     Xmod.cell(tr, id, 'num');
     const name = Xmod.cell(tr, run.name);
+    if (run.held_out) {
+      name.appendChild(Xmod.node('span', 'tag held-out', 'held out')).title =
+          'out of the fit\'s range (spec fit.held_out_*): predicted, not fitted';
+    }
     if (run.error) name.appendChild(Xmod.node('div', 'error', run.error));
-    Xmod.cell(tr, model.arch.toLowerCase());
-    Xmod.cell(tr, model.arch === 'DENSE' ? '' : model.k, 'num');
-    Xmod.cell(tr, model.arch === 'DENSE' ? '' : model.a, 'num');
+    Xmod.cell(tr, archText(model));
+    Xmod.cell(tr, hasKA(model) && model.k ? model.k : '', 'num');
+    Xmod.cell(tr, hasKA(model) && model.a ? model.a : '', 'num');  // MoD has no A (0)
     Xmod.cell(tr, run.spec.training.seq_len, 'num');
     Xmod.cell(tr, Xmod.count(run.total_params), 'num');
     const phi = phiRatio(run, runs);
@@ -202,10 +232,11 @@ function renderEval(cell, run) {
 }
 
 // Fetches the loss series of runs that may have new points: not cached yet, still going,
-// or whose state changed since they were fetched.
+// or whose state changed since they were fetched. A run that never took a step (queued, or
+// cancelled or failed before training) has none: a cancelled paper sweep has hundreds.
 async function fetchMetrics(runs) {
   const stale = runs.filter(run => {
-    if (run.state === 'QUEUED' && Number(run.progress.step) === 0) return false;
+    if (run.state !== 'RUNNING' && Number(run.progress.step) === 0) return false;
     const cached = state.metrics.get(Number(run.id));
     return !cached || cached.state !== run.state || !ENDED.has(run.state);
   });
@@ -270,6 +301,8 @@ async function refresh() {
     status.textContent = `updated ${new Date().toLocaleTimeString()}`;
     status.classList.remove('failing');
     document.body.dataset.loaded = 'true';
+    // What the page now shows ("sweep=ID", "study=NAME", "" for none): tests wait on it.
+    document.body.dataset.view = study ? `study=${studyName}` : sweep ? `sweep=${sweep.id}` : '';
   } catch (error) {
     if (error.unauthenticated) {
       showLogin('your session ended; sign in again');

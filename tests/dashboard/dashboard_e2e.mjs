@@ -4,22 +4,27 @@
 // page's scripts), the sweep in the list, one SUCCEEDED
 // row per run, one multi-point loss curve per run, the series switch redrawing the chart,
 // the law-fit panel showing /api/sweeps/{id}/fit, the recommendation form answering (also
-// under a parameter cap), the study in the study list and its fit panel showing
-// /api/studies/{name}/fit, no console errors and no failed requests. Saves a full-page
-// screenshot.
+// under a parameter cap), the chart's hover read-out (the nearest point's series, FLOPs and
+// loss) and its zoom (a drag narrows the x axis, a double-click restores it), the study in
+// the study list and its fit panel showing /api/studies/{name}/fit. Then it opens every
+// other sweep and every study (the shell script submitted every bundled example spec, most
+// of them cancelled at once: many runs, queued and cancelled runs, no fit, held-out runs,
+// MoE) and checks each renders: one row per run, no "undefined"/"NaN", no error banner.
+// Throughout: no console errors, page errors or failed requests (a 404 from a fit endpoint
+// is the API's "no fit yet" and expected). Saves a full-page screenshot.
 //
 // Usage: node dashboard_e2e.mjs PLAYWRIGHT_CORE_DIR BASE_URL SWEEP_ID RUN_COUNT SCREENSHOT
-//        TOKEN_FILE STUDY
+//        TOKEN_FILE STUDY [SWEEP_COUNT]
 // Exit 0 on success; 1 with the failed check on stderr.
 import {readFileSync} from 'node:fs';
 import {pathToFileURL} from 'node:url';
 
-const [playwrightDir, baseUrl, sweepArg, runsArg, screenshot, tokenFile, study] =
+const [playwrightDir, baseUrl, sweepArg, runsArg, screenshot, tokenFile, study, sweepsArg] =
     process.argv.slice(2);
 if (!study) {
   console.error(
       'usage: node dashboard_e2e.mjs PLAYWRIGHT_DIR BASE_URL SWEEP_ID RUNS SCREENSHOT ' +
-      'TOKEN_FILE STUDY');
+      'TOKEN_FILE STUDY [SWEEP_COUNT]');
   process.exit(2);
 }
 const token = readFileSync(tokenFile, 'utf8').trim();
@@ -33,6 +38,147 @@ function check(condition, message) {
 
 const fitPath = `/api/sweeps/${sweepId}/fit`;
 const problems = [];  // console errors, failed requests, HTTP errors
+let where = 'login';  // the view being checked, for the problem reports
+// The API answers 404 for "no fit yet" (format.js's api() reads it as null); Chromium logs
+// each as a failed resource load. Any other status >= 400 is a problem.
+const expected404 = url => /\/api\/(sweeps\/\d+|studies\/[A-Za-z0-9_.-]+)\/fit$/.test(
+    new URL(url).pathname);
+
+// The chart's interaction, on the drawn `curves` (from curves()): hovering a point shows its
+// read-out; a drag across the middle of the plot zooms the x axis in; a double-click resets.
+async function checkChart(curves) {
+  const svg = page.locator('#curves');
+  // The client position of a curve's point (its path's vertex, in viewBox units).
+  const target = curves[0].d.match(/[ML]([\d.]+),([\d.]+)/g).map(
+      m => m.slice(1).split(',').map(Number))[1];
+  const toClient = ([x, y]) => page.$eval('#curves', (el, [x, y]) => {
+    const p = new DOMPoint(x, y).matrixTransform(el.getScreenCTM());
+    return [p.x, p.y];
+  }, [x, y]);
+  const [cx, cy] = await toClient(target);
+  await page.mouse.move(cx, cy);
+  const tooltip = page.locator('#curves g.tooltip');
+  await tooltip.waitFor({timeout: 5000});
+  const tip = await tooltip.evaluate(g => ({
+    text: [...g.querySelectorAll('text')].map(t => t.textContent),
+    label: g.dataset.label,
+    flops: Number(g.dataset.flops),
+    value: Number(g.dataset.value),
+  }));
+  const ring = await page.$eval('#curves g.overlay circle', c => [Number(c.getAttribute('cx')),
+                                                                   Number(c.getAttribute('cy'))]);
+  check(Math.hypot(ring[0] - target[0], ring[1] - target[1]) < 1.5,
+        `hover marks the nearest point (${ring} vs ${target})`);
+  check(curves.some(c => c.label === tip.label) && tip.text[0] === tip.label,
+        `tooltip names a series (${tip.text})`);
+  check(tip.text.some(t => t.startsWith('C = ') && t.endsWith('FLOPs')) &&
+            tip.text.some(t => t === `train/loss = ${tip.value.toFixed(4)}`) && tip.flops > 0,
+        `tooltip shows the point's FLOPs and loss (${tip.text})`);
+  await page.mouse.move(5, 5);  // off the chart: the read-out goes
+  await page.waitForSelector('#curves g.tooltip', {state: 'detached', timeout: 5000});
+
+  // Drag from 30% to 65% of the plot's width: the x range narrows to about that.
+  const range = () => svg.evaluate(el => [Number(el.dataset.xMin), Number(el.dataset.xMax)]);
+  const ticks = () => page.$$eval('#curves text.xtick', ts => ts.map(t => t.textContent).join(' '));
+  const before = await range();
+  const ticksBefore = await ticks();
+  const [left, top] = await toClient([60, 14]);  // chart.js's plot area: LEFT, TOP ...
+  const [right, bottom] = await toClient([880, 336]);  // ... W - RIGHT, H - BOTTOM
+  const y = (top + bottom) / 2;
+  await page.mouse.move(left + 0.30 * (right - left), y);
+  await page.mouse.down();
+  await page.mouse.move(left + 0.50 * (right - left), y, {steps: 4});
+  check(await page.locator('#curves g.overlay rect.selection').count() === 1,
+        'dragging shows the selection');
+  await page.mouse.move(left + 0.65 * (right - left), y, {steps: 4});
+  await page.mouse.up();
+  await page.waitForSelector('#curves[data-zoomed=true]', {timeout: 5000});
+  const zoomed = await range();
+  const decades = r => Math.log10(r[1]) - Math.log10(r[0]);
+  check(zoomed[0] > before[0] && zoomed[1] < before[1] &&
+            Math.abs(decades(zoomed) / decades(before) - 0.35) < 0.03,
+        `a drag over 35% of the plot zooms x to 35% of its range (${before} -> ${zoomed})`);
+  check((await ticks()) !== ticksBefore, 'the x axis is relabelled after the zoom');
+  check(await page.locator('#curves path.curve').count() === curves.length,
+        'every curve is still drawn (clipped) when zoomed');
+  // The periodic refresh redraws the chart: the zoom must survive it.
+  await page.waitForTimeout(2500);
+  check(JSON.stringify(await range()) === JSON.stringify(zoomed), 'the zoom survives a refresh');
+  await page.mouse.dblclick(left + 0.5 * (right - left), y);
+  await page.waitForSelector('#curves:not([data-zoomed])', {timeout: 5000});
+  const reset = await range();
+  check(JSON.stringify(reset) === JSON.stringify(before),
+        `a double-click resets the x range (${reset} vs ${before})`);
+  await page.mouse.move(5, 5);
+  return `tooltip "${tip.text.join(' | ')}", zoom ${before.join('..')} -> ${zoomed.join('..')}`;
+}
+
+// The view of every sweep and study the coordinator holds besides the main sweep; the main
+// sweep too once more (other sweeps' views must not leave state behind). A sweep's view:
+// one row per run, every run's state shown, the fit panel in one of its states, no error
+// banner, no "undefined" or "NaN" anywhere in it.
+async function checkEverySweepAndStudy() {
+  const sweeps = (await (await page.request.get(`${baseUrl}/api/sweeps`)).json()).sweeps;
+  if (sweepsArg) {
+    check(sweeps.length === Number(sweepsArg),
+          `the coordinator holds ${sweepsArg} sweeps (${sweeps.length})`);
+  }
+  const visibleErrors = () => page.$$eval(
+      '#status.failing, #detail .error, #login-error',
+      els => els.filter(e => e.offsetParent && e.textContent.trim())
+                 .map(e => e.textContent.trim()));
+  const shapes = [];
+  for (const sweep of sweeps) {
+    const id = Number(sweep.id);
+    where = `sweep ${id} (${sweep.name})`;
+    const runs = (await (await page.request.get(`${baseUrl}/api/sweeps/${id}/runs`)).json()).runs;
+    await page.locator(`#sweep-list li[data-sweep-id="${id}"]`).click();
+    await page.waitForFunction(
+        ([id, n]) => document.body.dataset.view === `sweep=${id}` &&
+            document.querySelectorAll('#runs tbody tr').length === n,
+        [id, runs.length], {timeout: 10000});
+    const seen = await page.evaluate(() => ({
+      text: document.getElementById('sweep-view').innerText,
+      desc: document.getElementById('sweep-desc').textContent,
+      states: [...document.querySelectorAll('#runs tbody tr')].map(tr => tr.cells[8].textContent),
+      heldOut: document.querySelectorAll('#runs .held-out').length,
+      fit: document.getElementById('fit').textContent,
+      curves: document.querySelectorAll('#curves path.curve').length,
+    }));
+    check(!/undefined|NaN|\[object /.test(seen.text), `${where}: no undefined/NaN shown`);
+    check(!/ {2}|· ·|^ ·|· $/.test(seen.desc),
+          `${where}: description well-formed (${seen.desc})`);
+    check(JSON.stringify(seen.states) === JSON.stringify(runs.map(r => r.state)),
+          `${where}: every run's state shown`);
+    check(seen.heldOut === runs.filter(r => r.held_out).length,
+          `${where}: held-out runs marked (${seen.heldOut})`);
+    check(/No fit yet|The law fit is off|R²_Δ =/.test(seen.fit),
+          `${where}: fit panel (${seen.fit})`);
+    const errors = await visibleErrors();
+    check(errors.length === 0, `${where}: no error banner (${errors})`);
+    const ended = runs.filter(r => r.state === 'CANCELLED').length;
+    shapes.push(`#${id} ${sweep.name}: ${runs.length} runs` +
+                (ended ? ` (${ended} cancelled)` : '') +
+                (seen.heldOut ? `, ${seen.heldOut} held out` : '') + `, ${seen.curves} curves`);
+  }
+  const studies = (await (await page.request.get(`${baseUrl}/api/studies`)).json()).studies;
+  for (const s of studies) {
+    const name = s.spec.name;
+    where = `study ${name}`;
+    await page.locator(`#study-list li[data-study="${name}"]`).click();
+    await page.waitForFunction(
+        ([name, n]) => document.body.dataset.view === `study=${name}` &&
+            document.querySelectorAll('#study-members tbody tr').length === n,
+        [name, s.spec.members.length], {timeout: 10000});
+    const text = await page.textContent('#study-view');
+    check(!/undefined|NaN|\[object /.test(text), `${where}: no undefined/NaN shown`);
+    check(/No fit yet|R²_Δ =/.test(await page.textContent('#study-fit')), `${where}: fit panel`);
+    const errors = await visibleErrors();
+    check(errors.length === 0, `${where}: no error banner (${errors})`);
+    shapes.push(`study ${name}: ${s.spec.members.length} members`);
+  }
+  return shapes.join('; ');
+}
 
 const browser = await chromium.launch({
   executablePath: '/usr/bin/chromium',
@@ -43,17 +189,21 @@ const browser = await chromium.launch({
 });
 const page = await browser.newPage({viewport: {width: 1400, height: 1000}});
 try {
-  page.on('pageerror', error => problems.push(`page error: ${error.message}`));
+  page.on('pageerror', error => problems.push(`[${where}] page error: ${error.stack}`));
   page.on('requestfailed', request => {
-    problems.push(`request failed: ${request.url()} ${request.failure()?.errorText}`);
+    problems.push(`[${where}] request failed: ${request.url()} ${request.failure()?.errorText}`);
   });
   page.on('response', response => {
-    if (response.status() >= 400) problems.push(`HTTP ${response.status()}: ${response.url()}`);
+    const status = response.status();
+    if (status >= 400 && !(status === 404 && expected404(response.url()))) {
+      problems.push(`[${where}] HTTP ${status}: ${response.url()}`);
+    }
   });
   page.on('console', message => {
-    if (message.type() === 'error') {
-      problems.push(`console error: ${message.text()} (${message.location().url || ''})`);
-    }
+    if (message.type() !== 'error') return;
+    const url = message.location().url || '';
+    if (/status of 404/.test(message.text()) && url && expected404(url)) return;
+    problems.push(`[${where}] console error: ${message.text()} (${url})`);
   });
 
   const started = Date.now();
@@ -78,6 +228,7 @@ try {
       'page scripts cannot read the session');
 
   // The sweep list, then select the sweep by clicking it.
+  where = `sweep ${sweepId}`;
   const item = page.locator(`#sweep-list li[data-sweep-id="${sweepId}"]`);
   await item.waitFor({timeout: 10000});
   check((await item.textContent()).includes('dash-e2e'), 'sweep list item names the sweep');
@@ -125,6 +276,7 @@ try {
   check(
       (await page.textContent('#curves-title')).startsWith('Training loss'),
       'chart title follows the series');
+  const chartSummary = await checkChart(train);
 
   // Law-fit panel: must show the sweep's fit (the shell script waited for it), and the
   // recommendation form must answer from it.
@@ -154,6 +306,7 @@ try {
       `with N <= ${cap}: ${capped}`;
 
   // The study (the shell script waited for its fit): listed, and its panel shows the fit.
+  where = `study ${study}`;
   await page.locator(`#study-list li[data-study="${study}"]`).click();
   await page.waitForSelector('#study-view:not([hidden]) #study-fit table.params');
   const studyFit = await (await page.request.get(`${baseUrl}/api/studies/${study}/fit`)).json();
@@ -168,12 +321,18 @@ try {
 
   await page.screenshot({path: screenshot, fullPage: true});
   check(problems.length === 0, `no console errors or failed requests:\n  ${problems.join('\n  ')}`);
+  const mainSeconds = (Date.now() - started) / 1000;
+  const shapes = await checkEverySweepAndStudy();
+  check(problems.length === 0, `no console errors or failed requests:\n  ${problems.join('\n  ')}`);
   console.log(
-      `dashboard OK in ${((Date.now() - started) / 1000).toFixed(1)} s: ` +
+      `dashboard OK in ${((Date.now() - started) / 1000).toFixed(1)} s ` +
+      `(main sweep ${mainSeconds.toFixed(1)} s): ` +
       `${rows.length} runs, curves ${val.map(c => c.points)} (val) ` +
-      `${train.map(c => c.points)} (train) points; fit: ${fitSummary}`);
+      `${train.map(c => c.points)} (train) points; chart: ${chartSummary}; fit: ${fitSummary}\n` +
+      `other views: ${shapes}`);
 } catch (error) {
-  console.error(error.message);
+  console.error(`[${where}] ${error.message}`);
+  if (problems.length) console.error(`problems so far:\n  ${problems.join('\n  ')}`);
   await page.screenshot({path: screenshot, fullPage: true}).catch(() => {});
   console.error(`page at the failure: ${screenshot}`);
   process.exitCode = 1;

@@ -8,7 +8,9 @@
 # is then fitted too. The coordinator has credentials (workers and
 # xmodctl use token files); headless Chromium (playwright-core) signs in through the login form
 # with a read credential, checks the page (dashboard_e2e.mjs) and saves
-# $TEST_TMP/dashboard.png (KEEP_TMP=1 keeps it).
+# $TEST_TMP/dashboard.png (KEEP_TMP=1 keeps it). Then every bundled example spec is submitted
+# (and all but one cancelled at once) and the browser opens every sweep and study, failing
+# on any console error, page error, failed /api/ request or error banner.
 # Needs node, /usr/bin/chromium and playwright-core: scripts/setup.sh installs them.
 SRC=${XMOD_SOURCE_DIR:?XMOD_SOURCE_DIR must point at the source tree}
 PLAYWRIGHT=$SRC/.cache/npm/node_modules/playwright-core
@@ -47,7 +49,9 @@ use_credentials w1 w2
 printf 'Authorization: Bearer %s\n' "$(<"$READ_TOKEN_FILE")" >"$TEST_TMP/read_auth_header"
 start_coordinator --dashboard_dir="$SRC/dashboard/static"
 start_worker w1
+WORKER_PIDS=("${PIDS[-1]}")
 start_worker w2
+WORKER_PIDS+=("${PIDS[-1]}")
 
 # Dense and X-MoD (K = 2, 4, 8, 16; A = 1) on tiny-test at L = 64 and 128: ten runs, eight
 # sparse ones, the fewest the law fit's first stage accepts (fitter/two_stage.cc). tiny-test
@@ -93,6 +97,9 @@ step "per-run series exported for RUNNING run $active"
 timeout 300 "$XMOD_BIN_DIR/xmodctl" sweep watch "$SWEEP" >"$TEST_TMP/watch.txt"
 tail -1 "$TEST_TMP/watch.txt"
 step "sweep ended"
+# No run is left for the workers: they drain (leasing nothing more) while the fits land, so
+# that none takes a run of the example sweeps submitted below.
+for pid in "${WORKER_PIDS[@]}"; do kill "$pid"; done
 curl -sf "$metrics_url" >"$TEST_TMP/metrics.txt"
 if grep -q '^xmod_run_flops_done{' "$TEST_TMP/metrics.txt"; then
   echo "FAIL: per-run series outlived their runs:" >&2
@@ -132,6 +139,39 @@ until [ "$(curl -s -H @"$TEST_TMP/read_auth_header" -o "$TEST_TMP/study_fit.json
 done
 step "study fit stored: $(head -c 160 "$TEST_TMP/study_fit.json")"
 
+# Every bundled example spec as a stored sweep shape the dashboard must render: most are far
+# too long to run (the paper's), so the workers are stopped (above) and each sweep is
+# submitted (data globs rewritten to this corpus) and cancelled at once: cancelled runs, many
+# runs (cpu_b4's 68, b4_kxl's 67), no fit block, held-out runs (b4_kxl, b4_nact), MoE
+# (b3_pilot, table1_main), the mechanism controls and ablations. examples/tiny.textpb stays
+# queued (no worker takes it). examples/paper/b4_study.textpb is a study over three of them.
+for pid in "${WORKER_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+SWEEPS=1
+STUDY_SPECS=()
+for spec in "$SRC"/examples/*.textpb "$SRC"/examples/paper/*.textpb; do
+  name=$(basename "$spec" .textpb)
+  if grep -q '^members' "$spec"; then
+    STUDY_SPECS+=("$spec")
+    continue
+  fi
+  sed -e "s#train_glob: \"[^\"]*\"#train_glob: \"$corpus/gcide_train_*.bin\"#" \
+    -e "s#val_glob: \"[^\"]*\"#val_glob: \"$corpus/gcide_val_*.bin\"#" \
+    "$spec" >"$TEST_TMP/example-$name.textpb"
+  grep -q "$corpus/gcide_train_" "$TEST_TMP/example-$name.textpb" || {
+    echo "FAIL: no data.train_glob rewritten in $spec" >&2
+    exit 1
+  }
+  "$XMOD_BIN_DIR/xmodctl" -o json sweep submit "$TEST_TMP/example-$name.textpb" \
+    >"$TEST_TMP/example-$name.json"
+  id=$(json_field "$TEST_TMP/example-$name.json" sweep_id)
+  [ "$name" = tiny ] || "$XMOD_BIN_DIR/xmodctl" sweep cancel "$id" >/dev/null
+  SWEEPS=$((SWEEPS + 1))
+done
+for spec in "${STUDY_SPECS[@]}"; do
+  "$XMOD_BIN_DIR/xmodctl" study create -f "$spec" >/dev/null
+done
+step "submitted $((SWEEPS - 1)) example sweeps (all but tiny cancelled), ${#STUDY_SPECS[@]} study"
+
 node "$SRC/tests/dashboard/dashboard_e2e.mjs" "$PLAYWRIGHT" "http://127.0.0.1:$COORD_HTTP" \
-  "$SWEEP" "$RUNS" "$TEST_TMP/dashboard.png" "$READ_TOKEN_FILE" dash-study
+  "$SWEEP" "$RUNS" "$TEST_TMP/dashboard.png" "$READ_TOKEN_FILE" dash-study "$SWEEPS"
 step "browser checks passed; screenshot $TEST_TMP/dashboard.png"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Checks the operator files against the real tools: promtool validates deploy/prometheus,
-# then a real Prometheus scrapes a real coordinator and worker on loopback and every
+# Checks the operator files against the real tools: promtool validates deploy/prometheus
+# and lints what the coordinator and a worker export, then a real Prometheus scrapes a real coordinator and worker on loopback and every
 # Grafana panel's PromQL is evaluated against it: each must parse, and every metric it
 # names must exist in what xmod exports.
 source "$(dirname "$0")/../lib/cluster.sh"
@@ -11,6 +11,10 @@ promtool check rules "$SRC/deploy/prometheus/xmod_rules.yml"
 
 start_coordinator
 start_worker w1
+# Both exporters pass promtool's lint (names, units, help text, label conventions).
+for port in "$COORD_METRICS" "$WORKER_METRICS"; do
+  curl -sf "http://127.0.0.1:$port/metrics" | promtool check metrics
+done
 PROM_PORT=$(free_port)
 cat >"$TEST_TMP/prometheus.yml" <<YAML
 global: {scrape_interval: 1s, evaluation_interval: 1s}

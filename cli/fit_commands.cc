@@ -109,8 +109,8 @@ absl::Status FitRecommend(const Context& ctx, const RecommendOptions& options) {
   best.title = "Recommendation";
   best.columns = {"K", "A", "delta", "total_params"};
   best.AddRow({Cell::Int(response->k()), Cell::Num(response->a()),
-               Cell::Num(response->delta(), absl::StrFormat("%+.4f", response->delta())),
-               Cell::Num(response->total_params(), FormatParams(response->total_params()))});
+               Cell::Shown(absl::StrFormat("%+.4f", response->delta())),
+               Cell::Shown(FormatParams(response->total_params()))});
   std::vector<xmod::v1::Prediction> top(response->candidates().begin(),
                                         response->candidates().end());
   if (options.top >= 0 && static_cast<int>(top.size()) > options.top) top.resize(options.top);

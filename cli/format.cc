@@ -81,10 +81,8 @@ absl::StatusOr<OutputFormat> ParseOutputFormat(absl::string_view text) {
 Cell Cell::Str(absl::string_view s) { return Cell{std::string(s), false, false}; }
 Cell Cell::Null() { return Cell{"-", false, true}; }
 Cell Cell::Int(int64_t v) { return Cell{absl::StrCat(v), true, false}; }
-Cell Cell::Num(double /*v*/, absl::string_view shown) {
-  return Cell{std::string(shown), true, false};
-}
-Cell Cell::Num(double v) { return Num(v, FormatNumber(v)); }
+Cell Cell::Shown(absl::string_view shown) { return Cell{std::string(shown), true, false}; }
+Cell Cell::Num(double v) { return Shown(FormatNumber(v)); }
 Cell Cell::Bool(bool v) { return Cell{v ? "yes" : "no", false, false}; }
 
 std::string RenderText(const Table& table) {

@@ -31,9 +31,8 @@ struct Cell {
   static Cell Str(absl::string_view s);
   static Cell Null();  // shown as "-"
   static Cell Int(int64_t v);
-  // `shown` is the text for tables/CSV (`v` only makes it a number).
-  static Cell Num(double v, absl::string_view shown);
-  static Cell Num(double v);  // shown with FormatNumber
+  static Cell Shown(absl::string_view shown);  // a number, already formatted as `shown`
+  static Cell Num(double v);                   // a number shown with FormatNumber
   static Cell Bool(bool v);
 };
 

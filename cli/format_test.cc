@@ -13,8 +13,8 @@ using ::testing::HasSubstr;
 Table Sample() {
   Table t;
   t.columns = {"name", "loss", "note"};
-  t.AddRow({Cell::Str("dense"), Cell::Num(3.14159, FormatLoss(3.14159)), Cell::Str("a,b")});
-  t.AddRow({Cell::Str("xmod-K4"), Cell::Num(12.5, FormatLoss(12.5)), Cell::Null()});
+  t.AddRow({Cell::Str("dense"), Cell::Shown(FormatLoss(3.14159)), Cell::Str("a,b")});
+  t.AddRow({Cell::Str("xmod-K4"), Cell::Shown(FormatLoss(12.5)), Cell::Null()});
   return t;
 }
 
@@ -42,7 +42,7 @@ TEST(FormatTest, EmptyTableSaysNoRows) {
 
 TEST(FormatTest, CsvQuotesSpecialFieldsAndLeavesMissingEmpty) {
   Table t = Sample();
-  t.AddRow({Cell::Str("say \"hi\""), Cell::Num(1, "1.0000"), Cell::Str("two\nlines")});
+  t.AddRow({Cell::Str("say \"hi\""), Cell::Shown("1.0000"), Cell::Str("two\nlines")});
   EXPECT_EQ(RenderCsv(t),
             "name,loss,note\n"
             "dense,3.1416,\"a,b\"\n"

@@ -100,16 +100,13 @@ absl::Status Plan(const Context& ctx, const PlanOptions& options) {
   row("dense_layers", Cell::Int(p.dense_layers()));
   row("sparse_layers", Cell::Int(p.sparse_layers()));
   row("layer_plan", Cell::Str(p.layer_plan()));
-  row("per_layer_params", Cell::Num(p.per_layer_params(), FormatParams(p.per_layer_params())));
-  row("total_params", Cell::Num(p.total_params(), FormatParams(p.total_params())));
-  row("active_params", Cell::Num(p.active_params(), FormatParams(p.active_params())));
-  row("embedding_params", Cell::Num(p.embedding_params(), FormatParams(p.embedding_params())));
-  row("forward_flops_per_token",
-      Cell::Num(p.forward_flops_per_token(), FormatFlops(p.forward_flops_per_token())));
-  row("train_flops_per_token",
-      Cell::Num(p.train_flops_per_token(), FormatFlops(p.train_flops_per_token())));
-  row("phi_over_phi_dense",
-      Cell::Num(p.phi_over_phi_dense(), absl::StrFormat("%.4f", p.phi_over_phi_dense())));
+  row("per_layer_params", Cell::Shown(FormatParams(p.per_layer_params())));
+  row("total_params", Cell::Shown(FormatParams(p.total_params())));
+  row("active_params", Cell::Shown(FormatParams(p.active_params())));
+  row("embedding_params", Cell::Shown(FormatParams(p.embedding_params())));
+  row("forward_flops_per_token", Cell::Shown(FormatFlops(p.forward_flops_per_token())));
+  row("train_flops_per_token", Cell::Shown(FormatFlops(p.train_flops_per_token())));
+  row("phi_over_phi_dense", Cell::Shown(absl::StrFormat("%.4f", p.phi_over_phi_dense())));
   *ctx.out << Render(t, ctx.format);
   return absl::OkStatus();
 }

@@ -30,11 +30,11 @@ Cell ACell(const Run& run) {
   return IsSparse(m.arch()) && m.arch() != xmod::v1::MOD ? Cell::Num(m.a()) : Cell::Null();
 }
 Cell LossCell(double loss) {
-  return loss == 0 || std::isnan(loss) ? Cell::Null() : Cell::Num(loss, FormatLoss(loss));
+  return loss == 0 || std::isnan(loss) ? Cell::Null() : Cell::Shown(FormatLoss(loss));
 }
-Cell FlopsCell(double flops) { return Cell::Num(flops, FormatFlops(flops)); }
+Cell FlopsCell(double flops) { return Cell::Shown(FormatFlops(flops)); }
 Cell ParamsCell(double params) {
-  return params == 0 ? Cell::Null() : Cell::Num(params, FormatParams(params));
+  return params == 0 ? Cell::Null() : Cell::Shown(FormatParams(params));
 }
 // Shown as local time (left-aligned, like text).
 Cell TimeCell(int64_t unix_ms) {
@@ -143,7 +143,7 @@ Table RunsTable(const std::vector<Run>& runs) {
     t.AddRow({Cell::Int(r.id()), Cell::Int(r.sweep_id()), Cell::Str(r.name()),
               Cell::Str(RunStateName(r.state())), Cell::Str(ArchName(m.arch())), KCell(r), ACell(r),
               Cell::Int(r.spec().training().seq_len()), Cell::Str(m.backbone().name()),
-              Cell::Num(fraction, FormatPercent(fraction)), Cell::Int(r.progress().step()),
+              Cell::Shown(FormatPercent(fraction)), Cell::Int(r.progress().step()),
               LossCell(r.progress().train_loss()), LossCell(r.progress().val_loss()),
               StrOrNull(r.worker())});
   }
@@ -162,13 +162,13 @@ Table PlannedRunsTable(const std::vector<Run>& runs) {
     // C = multiplier x forward FLOPs/token x tokens (TrainingSpec.train_flops_multiplier).
     const double n_tokens =
         fwd > 0 ? budget / (TrainFlopsMultiplier(r.spec().training()) * fwd) : 0;
-    Cell tokens = fwd > 0 ? Cell::Num(n_tokens, FormatParams(n_tokens)) : Cell::Null();
+    Cell tokens = fwd > 0 ? Cell::Shown(FormatParams(n_tokens)) : Cell::Null();
     // Tokens per active-equivalent parameter (N_act with embeddings, the paper's size axis).
     Cell per_param = Cell::Null();
     absl::StatusOr<Accounting> acc = Account(m, r.spec().training().seq_len());
     if (fwd > 0 && acc.ok() && acc->active_params > 0) {
       const double ratio = n_tokens / (acc->active_params + acc->embedding_params);
-      per_param = Cell::Num(ratio, absl::StrFormat("%.3g", ratio));
+      per_param = Cell::Shown(absl::StrFormat("%.3g", ratio));
     }
     t.AddRow({r.id() ? Cell::Int(r.id()) : Cell::Null(), Cell::Str(r.name()),
               Cell::Str(ArchName(m.arch())), KCell(r), ACell(r),
@@ -198,16 +198,15 @@ Table RunSummaryTable(const Run& r) {
   t.AddRow({Cell::Str("fwd_flops/token"), FlopsCell(r.forward_flops_per_token())});
   t.AddRow({Cell::Str("flop_budget"), FlopsCell(budget)});
   t.AddRow({Cell::Str("flops_spent"), FlopsCell(p.flops())});
-  t.AddRow({Cell::Str("progress"), Cell::Num(budget > 0 ? p.flops() / budget : 0,
-                                             FormatPercent(budget > 0 ? p.flops() / budget : 0))});
+  t.AddRow(
+      {Cell::Str("progress"), Cell::Shown(FormatPercent(budget > 0 ? p.flops() / budget : 0))});
   t.AddRow({Cell::Str("step"), Cell::Int(p.step())});
   t.AddRow({Cell::Str("tokens"), Cell::Int(p.tokens())});
   t.AddRow({Cell::Str("train_loss"), LossCell(p.train_loss())});
   t.AddRow({Cell::Str("val_loss"), LossCell(p.val_loss())});
-  t.AddRow({Cell::Str("tokens/s"),
-            p.tokens_per_second() > 0
-                ? Cell::Num(p.tokens_per_second(), FormatRate(p.tokens_per_second()))
-                : Cell::Null()});
+  t.AddRow({Cell::Str("tokens/s"), p.tokens_per_second() > 0
+                                       ? Cell::Shown(FormatRate(p.tokens_per_second()))
+                                       : Cell::Null()});
   t.AddRow(
       {Cell::Str("attempts"), Cell::Str(absl::StrCat(r.attempts(), " of ", r.max_attempts()))});
   t.AddRow({Cell::Str("worker"), StrOrNull(r.worker())});
@@ -227,7 +226,7 @@ Table AttemptsTable(const xmod::v1::GetRunResponse& response) {
     Cell duration = Cell::Null();
     if (a.started_unix_ms() > 0 && a.ended_unix_ms() >= a.started_unix_ms()) {
       double s = (a.ended_unix_ms() - a.started_unix_ms()) / 1000.0;
-      duration = Cell::Num(s, FormatDuration(s));
+      duration = Cell::Shown(FormatDuration(s));
     }
     t.AddRow({Cell::Int(a.number()), StrOrNull(a.worker()), Cell::Str(a.outcome()),
               TimeCell(a.started_unix_ms()), duration, Cell::Int(a.exit_code()),
@@ -242,7 +241,7 @@ Table CheckpointsTable(const xmod::v1::GetRunResponse& response) {
   t.columns = {"step", "tokens", "flops", "bytes", "sha256", "path"};
   for (const auto& c : response.checkpoints()) {
     t.AddRow({Cell::Int(c.step()), Cell::Int(c.tokens()), FlopsCell(c.flops()),
-              Cell::Num(c.bytes(), FormatParams(c.bytes())), Cell::Str(c.sha256().substr(0, 12)),
+              Cell::Shown(FormatParams(c.bytes())), Cell::Str(c.sha256().substr(0, 12)),
               Cell::Str(c.path())});
   }
   return t;
@@ -306,13 +305,12 @@ Table FitSummaryTable(const xmod::v1::Fit& fit) {
   }
   t.AddRow({Cell::Str("created"), TimeCell(fit.created_unix_ms())});
   t.AddRow({Cell::Str("observations"), Cell::Int(fit.n_obs())});
-  t.AddRow({Cell::Str("r2_delta"), Cell::Num(fit.r2(), absl::StrFormat("%.4f", fit.r2()))});
-  t.AddRow({Cell::Str("rmse"), Cell::Num(fit.rmse(), absl::StrFormat("%.5f", fit.rmse()))});
-  t.AddRow({Cell::Str("mae"), Cell::Num(fit.mae(), absl::StrFormat("%.5f", fit.mae()))});
+  t.AddRow({Cell::Str("r2_delta"), Cell::Shown(absl::StrFormat("%.4f", fit.r2()))});
+  t.AddRow({Cell::Str("rmse"), Cell::Shown(absl::StrFormat("%.5f", fit.rmse()))});
+  t.AddRow({Cell::Str("mae"), Cell::Shown(absl::StrFormat("%.5f", fit.mae()))});
   t.AddRow({Cell::Str("stages"), Cell::Str(fit.by_sweep() ? "by sweep" : "by A")});
   t.AddRow({Cell::Str("e_stage2"),
-            fit.by_sweep() ? Cell::Num(fit.e_stage2(), absl::StrFormat("%.5f", fit.e_stage2()))
-                           : Cell::Null()});
+            fit.by_sweep() ? Cell::Shown(absl::StrFormat("%.5f", fit.e_stage2())) : Cell::Null()});
   t.AddRow({Cell::Str("at_bound"),
             fit.at_bound().empty() ? Cell::Null() : Cell::Str(absl::StrJoin(fit.at_bound(), ","))});
   t.AddRow({Cell::Str("error"), StrOrNull(fit.error())});
@@ -359,8 +357,8 @@ Table FitCvTable(const xmod::v1::Fit& fit) {
   t.title = "Held-out groups (grouped CV)";
   t.columns = {"group", "rmse", "n"};
   for (const auto& g : fit.cv()) {
-    t.AddRow({Cell::Str(g.group()), Cell::Num(g.rmse(), absl::StrFormat("%.5f", g.rmse())),
-              Cell::Int(g.n())});
+    t.AddRow(
+        {Cell::Str(g.group()), Cell::Shown(absl::StrFormat("%.5f", g.rmse())), Cell::Int(g.n())});
   }
   return t;
 }
@@ -373,11 +371,9 @@ Table PredictionsTable(const std::vector<xmod::v1::Prediction>& predictions) {
     bool interval = p.delta_low() != 0 || p.delta_high() != 0;
     t.AddRow({FlopsCell(pt.flops()), Cell::Int(pt.seq_len()), Cell::Str(pt.backbone()),
               Cell::Int(pt.k()), Cell::Num(pt.a()),
-              Cell::Num(p.delta(), absl::StrFormat("%+.4f", p.delta())), LossCell(p.loss()),
-              interval ? Cell::Num(p.delta_low(), absl::StrFormat("%+.4f", p.delta_low()))
-                       : Cell::Null(),
-              interval ? Cell::Num(p.delta_high(), absl::StrFormat("%+.4f", p.delta_high()))
-                       : Cell::Null()});
+              Cell::Shown(absl::StrFormat("%+.4f", p.delta())), LossCell(p.loss()),
+              interval ? Cell::Shown(absl::StrFormat("%+.4f", p.delta_low())) : Cell::Null(),
+              interval ? Cell::Shown(absl::StrFormat("%+.4f", p.delta_high())) : Cell::Null()});
   }
   return t;
 }

@@ -2,8 +2,6 @@
 // (xmod.v1.GcideTaskExample through protobuf's JSON printer).
 #include "data/gcide_task.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <algorithm>
 #include <random>
 #include <vector>
@@ -13,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
+#include "common/proto_json.h"
 #include "data/corpus_encoder.h"
 #include "xmod/v1/eval.pb.h"
 
@@ -100,9 +99,6 @@ absl::StatusOr<std::string> MakeGcideTask(absl::string_view corpus_text,
   }
   std::mt19937_64 rng(options.seed);
   const size_t n = std::min(entries.size(), static_cast<size_t>(options.max_examples));
-  google::protobuf::util::JsonPrintOptions print;
-  print.always_print_primitive_fields = true;
-  print.preserve_proto_field_names = true;
   std::string out;
   for (size_t e = 0; e < n; ++e) {
     const size_t right = e * entries.size() / n;  // evenly spread
@@ -117,10 +113,9 @@ absl::StatusOr<std::string> MakeGcideTask(absl::string_view corpus_text,
     example.set_definition(entries[right].definition);
     for (size_t p : picked) example.add_choices(entries[p].headword);
     example.set_label(static_cast<int>(label));
-    std::string json;
-    auto status = google::protobuf::util::MessageToJsonString(example, &json, print);
-    if (!status.ok()) return absl::InternalError(status.ToString());
-    absl::StrAppend(&out, json, "\n");
+    absl::StatusOr<std::string> json = ProtoJson(example, JsonLayout::kLine);
+    if (!json.ok()) return json.status();
+    absl::StrAppend(&out, *json, "\n");
   }
   stats->examples = static_cast<int64_t>(n);
   return out;

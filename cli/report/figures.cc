@@ -65,6 +65,24 @@ Series Markers(std::string label, Color color, Marker marker, bool hollow = fals
   return s;
 }
 
+// One group of a law figure: its law curve, then its measured and held-out points (each
+// only when it has any).
+void AddGroup(Chart& chart, Series law, Series measured, Series held_out) {
+  chart.series.push_back(std::move(law));
+  for (Series* s : {&measured, &held_out}) {
+    if (!s->x.empty()) chart.series.push_back(std::move(*s));
+  }
+}
+
+// The legend entries a law figure shares: the curve style, and hollow markers when any
+// point is out of range.
+void AddLawLegend(Chart& chart, bool any_held_out) {
+  chart.series.push_back(LegendOnly("law (Eq. 14)", SeriesStyle::kLine));
+  if (any_held_out) {
+    chart.series.push_back(LegendOnly("out of range", SeriesStyle::kMarkers, /*hollow=*/true));
+  }
+}
+
 Figure DeltaVsK(const Fit& fit) {
   Figure fig{"delta_vs_k", std::nullopt, ""};
   const Rows rows = ContextSweepRows(fit);
@@ -112,15 +130,9 @@ Figure DeltaVsK(const Fit& fit) {
       law.x.push_back(k);
       law.y.push_back(LawDelta(params, *group.front(), k, 1));
     }
-    chart.series.push_back(std::move(law));
-    for (Series* s : {&measured, &held_out}) {
-      if (!s->x.empty()) chart.series.push_back(std::move(*s));
-    }
+    AddGroup(chart, std::move(law), std::move(measured), std::move(held_out));
   }
-  chart.series.push_back(LegendOnly("law (Eq. 14)", SeriesStyle::kLine));
-  if (any_held_out) {
-    chart.series.push_back(LegendOnly("out of range", SeriesStyle::kMarkers, /*hollow=*/true));
-  }
+  AddLawLegend(chart, any_held_out);
   fig.chart = std::move(chart);
   return fig;
 }
@@ -175,15 +187,9 @@ Figure DeltaVsA(const Fit& fit) {
       law.x.push_back(a);
       law.y.push_back(LawDelta(params, *group.front(), k, a) + shift);
     }
-    chart.series.push_back(std::move(law));
-    for (Series* s : {&measured, &held_out}) {
-      if (!s->x.empty()) chart.series.push_back(std::move(*s));
-    }
+    AddGroup(chart, std::move(law), std::move(measured), std::move(held_out));
   }
-  chart.series.push_back(LegendOnly("law (Eq. 14)", SeriesStyle::kLine));
-  if (any_held_out) {
-    chart.series.push_back(LegendOnly("out of range", SeriesStyle::kMarkers, /*hollow=*/true));
-  }
+  AddLawLegend(chart, any_held_out);
   fig.chart = std::move(chart);
   return fig;
 }

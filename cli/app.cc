@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "cli/commands.h"
-#include "common/build_info.h"
+#include "common/command_line.h"
 #include "common/credentials.h"
 
 namespace xmod::cli {
@@ -51,6 +51,7 @@ struct State {
   std::string study;
   PredictOptions predict;
   RecommendOptions recommend;
+  ProposeOptions propose;
   // study
   StudyCreateOptions study_create;
   // plan
@@ -187,6 +188,19 @@ void AddFitCommands(CLI::App& app, State& s, Action* action) {
       ->delimiter(',')
       ->allow_extra_args(false);
   recommend->add_option("--top", r.top, "Candidates shown");
+
+  ProposeOptions& pr = s.propose;
+  CLI::App* propose =
+      Leaf(fit, "propose", "The next runs that tell most about (K*, A*) per FLOP", action,
+           [&pr](const Context& c) { return FitPropose(c, pr); });
+  propose->add_option("SWEEP", pr.sweep_id, "Sweep id")->required();
+  propose->add_option("--target", pr.targets,
+                      "C:L:BACKBONE, repeatable (default: the sweep's adaptive targets)");
+  propose->add_option("--compute_left", pr.compute_left, "Training FLOPs still to spend");
+  propose->add_option("--count", pr.count, "Proposals shown (and queued with --submit)");
+  propose->add_option("--bootstrap", pr.bootstrap_samples, "Ensemble size (default 32)");
+  propose->add_option("--seed", pr.seed, "Ensemble seed");
+  propose->add_flag("--submit", pr.submit, "Queue the proposals as runs of the sweep");
 }
 
 void AddStudyCommands(CLI::App& app, State& s, Action* action) {
@@ -249,7 +263,7 @@ int RunXmodctl(const std::vector<std::string>& args, const Io& io) {
   CLI::App app{"xmodctl: the xmod command line (sweeps, runs, metrics, queries, fits, plans)",
                "xmodctl"};
   app.fallthrough();  // global options may follow the subcommand
-  app.set_version_flag("--version", VersionLine("xmodctl"));
+  AddVersionFlag(app, "xmodctl");
   app.require_subcommand(1);
   State s;
   Action action;
@@ -284,16 +298,8 @@ int RunXmodctl(const std::vector<std::string>& args, const Io& io) {
   std::vector<std::string> reversed(args.rbegin(), args.rend() - (args.empty() ? 0 : 1));
   try {
     app.parse(reversed);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e, *io.out, *io.err);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e, *io.out, *io.err);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e, *io.out, *io.err);
   } catch (const CLI::ParseError& e) {
-    *io.err << "xmodctl: " << absl::StrReplaceAll(e.what(), {{"\n", " "}})
-            << " (see xmodctl --help)\n";
-    return 2;
+    return ExitForParseError(app, e, *io.out, *io.err);
   }
   if (!s.globals.token_flag.empty()) {
     *io.err << "xmodctl: --token is no longer accepted (a token on the command line is visible "

@@ -84,6 +84,23 @@ absl::Status StudyCreate(const Context& ctx, const StudyCreateOptions& options);
 absl::Status StudyList(const Context& ctx);
 absl::Status StudyShow(const Context& ctx, const std::string& name);
 absl::Status FitPredict(const Context& ctx, const PredictOptions& options);
+
+// Law-guided design (docs/adaptive-design.md): the ranked next runs for a sweep's targets
+// (ProposeRuns); `targets` are "C:L:BACKBONE" (empty = the sweep's AdaptiveSpec targets).
+struct ProposeOptions {
+  int64_t sweep_id = 0;
+  std::vector<std::string> targets;
+  std::string compute_left;  // training FLOPs still to spend, e.g. "2e12"; empty = no limit
+  int count = 5;
+  int bootstrap_samples = 0;  // 0 = the sweep's AdaptiveSpec's, else 32
+  uint64_t seed = 0;
+  bool submit = false;  // queue the proposals as runs of the sweep
+};
+absl::Status FitPropose(const Context& ctx, const ProposeOptions& options);
+// "5e11:256:cpu-d96" -> DesignTarget; INVALID_ARGUMENT naming --target otherwise.
+absl::StatusOr<xmod::v1::DesignTarget> ParseDesignTarget(absl::string_view text);
+// The summary, recommendation and proposal tables of one decision.
+std::vector<Table> DecisionTables(const xmod::v1::DesignDecision& decision);
 absl::Status FitRecommend(const Context& ctx, const RecommendOptions& options);
 
 // The Figure 2-style plots and report.md of the latest fit of a sweep or study (exactly one,

@@ -90,6 +90,16 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status GetSweep(grpc::ServerContext* context, const xmod::v1::GetSweepRequest* request,
+                        xmod::v1::Sweep* sweep) override {
+    Record(context);
+    sweep->set_id(request->sweep_id());
+    sweep->set_name("adaptive");
+    sweep->set_state(xmod::v1::SWEEP_ACTIVE);
+    (*sweep->mutable_run_counts())["RUNNING"] = 1;
+    return grpc::Status::OK;
+  }
+
   grpc::Status ListRuns(grpc::ServerContext* context, const xmod::v1::ListRunsRequest* request,
                         xmod::v1::ListRunsResponse* response) override {
     Record(context);
@@ -220,6 +230,60 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
     return grpc::Status::OK;
   }
 
+  // A decision with one recommendation and two proposals, the first queued with --submit.
+  static xmod::v1::DesignDecision Decision(const xmod::v1::ProposeRunsRequest& request) {
+    xmod::v1::DesignDecision d;
+    d.set_id(4);
+    d.set_sweep_id(request.sweep_id());
+    d.set_source("propose");
+    d.set_compute_spent(2e12);
+    d.set_compute_budget(request.compute_left() > 0 ? 2e12 + request.compute_left() : 0);
+    d.set_observations(9);
+    auto* r = d.add_recommendations();
+    r->mutable_target()->set_flops(5e11);
+    r->mutable_target()->set_seq_len(256);
+    r->mutable_target()->set_backbone("cpu-d96");
+    r->set_k(8);
+    r->set_a(2);
+    r->set_delta(-0.0431);
+    r->set_p_best(0.75);
+    for (int k : {16, 4}) {
+      auto* p = d.add_proposals();
+      p->set_backbone("cpu-d96");
+      p->set_seq_len(256);
+      p->set_k(k);
+      p->set_a(2);
+      p->set_flops(5e11);
+      p->set_cost_flops(5e11);
+      p->set_score(0.5 / k);
+      p->set_reason(absl::StrCat("K=", k, " decides the answer at L=256"));
+      if (request.submit() && k == 16) p->set_run_id(41);
+    }
+    return d;
+  }
+
+  grpc::Status ProposeRuns(grpc::ServerContext* context,
+                           const xmod::v1::ProposeRunsRequest* request,
+                           xmod::v1::DesignDecision* decision) override {
+    Record(context);
+    absl::MutexLock lock(&mu_);
+    last_propose_ = *request;
+    *decision = Decision(*request);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListDecisions(grpc::ServerContext* context,
+                             const xmod::v1::ListDecisionsRequest* request,
+                             xmod::v1::ListDecisionsResponse* response) override {
+    Record(context);
+    if (request->sweep_id() == 7) {
+      xmod::v1::ProposeRunsRequest asked;
+      asked.set_sweep_id(7);
+      *response->add_decisions() = Decision(asked);
+    }
+    return grpc::Status::OK;
+  }
+
   grpc::Status CreateStudy(grpc::ServerContext* context,
                            const xmod::v1::CreateStudyRequest* request,
                            xmod::v1::Study* study) override {
@@ -274,6 +338,10 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
     absl::MutexLock lock(&mu_);
     return last_predict_;
   }
+  xmod::v1::ProposeRunsRequest last_propose() {
+    absl::MutexLock lock(&mu_);
+    return last_propose_;
+  }
   xmod::v1::RecommendRequest last_recommend() {
     absl::MutexLock lock(&mu_);
     return last_recommend_;
@@ -318,6 +386,7 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
   int drop_next_watches_ = 0;
   xmod::v1::PredictRequest last_predict_;
   xmod::v1::RecommendRequest last_recommend_;
+  xmod::v1::ProposeRunsRequest last_propose_;
   xmod::v1::CreateStudyRequest last_create_study_;
   std::string last_authorization_;
 };
@@ -570,6 +639,36 @@ TEST_F(CommandsTest, FitRecommendPassesTheCapAndShowsTheBest) {
   EXPECT_THAT(r.out, HasSubstr("Best 2 of 3 candidates"));
   EXPECT_THAT(r.out, HasSubstr("-0.0220"));       // second candidate (K = 8)
   EXPECT_THAT(r.out, Not(HasSubstr("-0.0280")));  // third candidate (K = 2), cut by --top
+}
+
+TEST_F(CommandsTest, FitProposeSendsTheTargetsAndShowsTheRankedProposals) {
+  Result r = Xmodctl({"fit", "propose", "7", "--target", "5e11:256:cpu-d96", "--count", "2",
+                      "--compute_left", "3e12", "--submit"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  xmod::v1::ProposeRunsRequest sent = fake_.last_propose();
+  EXPECT_EQ(sent.sweep_id(), 7);
+  ASSERT_EQ(sent.targets_size(), 1);
+  EXPECT_DOUBLE_EQ(sent.targets(0).flops(), 5e11);
+  EXPECT_EQ(sent.targets(0).seq_len(), 256);
+  EXPECT_EQ(sent.targets(0).backbone(), "cpu-d96");
+  EXPECT_EQ(sent.count(), 2);
+  EXPECT_DOUBLE_EQ(sent.compute_left(), 3e12);
+  EXPECT_TRUE(sent.submit());
+  EXPECT_THAT(r.out, HasSubstr("K=16 decides the answer at L=256"));
+  EXPECT_THAT(r.out, HasSubstr("C=5.00e11 L=256 cpu-d96  8  2  -0.0431"));
+  EXPECT_THAT(r.out, HasSubstr("75%"));
+  EXPECT_THAT(r.out, HasSubstr("41"));  // the queued run
+
+  Result bad = Xmodctl({"fit", "propose", "7", "--target", "5e11:cpu-d96"});
+  EXPECT_NE(bad.code, 0);
+  EXPECT_THAT(bad.err, HasSubstr("--target: '5e11:cpu-d96' is not C:L:BACKBONE"));
+}
+
+TEST_F(CommandsTest, SweepShowIncludesTheLatestDesignDecision) {
+  Result r = Xmodctl({"sweep", "show", "7"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Latest of 1 design decisions"));
+  EXPECT_THAT(r.out, HasSubstr("K=4 decides the answer at L=256"));
 }
 
 TEST_F(CommandsTest, StudyCreateFromFlagsOrAFile) {

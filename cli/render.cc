@@ -42,6 +42,14 @@ Cell TimeCell(int64_t unix_ms) {
 }
 Cell StrOrNull(const std::string& s) { return s.empty() ? Cell::Null() : Cell::Str(s); }
 
+// The run's live matched-FLOP Δ ("+0.0123"), "-" before its reference covers a mark;
+// a censored (stopped early) run says so.
+Cell LiveDeltaCell(const Run& r) {
+  if (!r.progress().has_live_delta()) return Cell::Null();
+  return Cell::Shown(absl::StrFormat("%+.4f%s", r.progress().live_delta(),
+                                     r.censored() ? " (stopped early)" : ""));
+}
+
 Table KeyValue(std::string title) {
   Table t;
   t.title = std::move(title);
@@ -134,8 +142,9 @@ Table SweepSummaryTable(const xmod::v1::Sweep& sweep) {
 
 Table RunsTable(const std::vector<Run>& runs) {
   Table t;
-  t.columns = {"id", "sweep",    "name",     "state", "arch",       "K",        "A",
-               "L",  "backbone", "progress", "step",  "train_loss", "val_loss", "worker"};
+  t.columns = {"id",       "sweep",    "name", "state",      "arch",     "K",
+               "A",        "L",        "backbone", "progress", "step", "train_loss",
+               "val_loss", "live_delta", "worker"};
   for (const auto& r : runs) {
     const auto& m = r.spec().model();
     double budget = RunBudget(r);
@@ -145,7 +154,7 @@ Table RunsTable(const std::vector<Run>& runs) {
               Cell::Int(r.spec().training().seq_len()), Cell::Str(m.backbone().name()),
               Cell::Shown(FormatPercent(fraction)), Cell::Int(r.progress().step()),
               LossCell(r.progress().train_loss()), LossCell(r.progress().val_loss()),
-              StrOrNull(r.worker())});
+              LiveDeltaCell(r), StrOrNull(r.worker())});
   }
   return t;
 }

@@ -94,7 +94,20 @@ absl::Status SweepShow(const Context& ctx, int64_t sweep_id) {
   if (!runs.ok()) return runs.status();
   Table runs_table = RunsTable(Runs(runs->runs()));
   runs_table.title = "Runs";
-  *ctx.out << RenderSections({SweepSummaryTable(*sweep), runs_table}, ctx.format);
+  std::vector<Table> sections = {SweepSummaryTable(*sweep), runs_table};
+  // An adaptive sweep's latest decision (docs/adaptive-design.md), and how many came before.
+  xmod::v1::ListDecisionsRequest decisions_request;
+  decisions_request.set_sweep_id(sweep_id);
+  decisions_request.set_limit(1000);
+  auto decisions = client->Call(&Coordinator::Stub::ListDecisions, decisions_request);
+  if (!decisions.ok()) return decisions.status();
+  if (decisions->decisions_size() > 0) {
+    std::vector<Table> latest = DecisionTables(decisions->decisions(0));
+    latest[0].title = absl::StrCat("Latest of ", decisions->decisions_size(),
+                                   " design decisions (", latest[0].title, ")");
+    sections.insert(sections.end(), latest.begin(), latest.end());
+  }
+  *ctx.out << RenderSections(sections, ctx.format);
   return absl::OkStatus();
 }
 

@@ -72,6 +72,11 @@ std::string WatchView::RunLine(int64_t run_id) const {
       absl::StrFormat("%-*s  %-9s  %s %4s  step %6d  loss %7s  val %7s", name_width, run.name(),
                       RunStateName(run.state()), Bar(fraction), FormatPercent(fraction), p.step(),
                       FormatLoss(p.train_loss()), FormatLoss(p.val_loss()));
+  if (p.has_live_delta()) {
+    absl::StrAppend(&line, absl::StrFormat("  Δ %+.4f @%s", p.live_delta(),
+                                           FormatFlops(p.live_delta_flops())));
+  }
+  if (run.censored()) absl::StrAppend(&line, "  stopped early");
   if (run.state() == xmod::v1::RUNNING && p.tokens_per_second() > 0) {
     absl::StrAppend(&line, "  ", FormatRate(p.tokens_per_second()), " tok/s");
   }

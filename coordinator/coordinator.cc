@@ -12,6 +12,7 @@
 #include "common/files.h"
 #include "coordinator/coordinator_service.h"
 #include "coordinator/fit_trigger.h"
+#include "coordinator/sweep_monitor.h"
 #include "coordinator/http_server.h"
 #include "coordinator/worker_gateway_service.h"
 #include "glog/logging.h"
@@ -74,6 +75,8 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   SchedulerOptions scheduler_options;
   scheduler_options.lease_ttl_ms = options.lease_ttl_ms;
   scheduler_options.heartbeat_interval_ms = options.heartbeat_interval_ms;
+  // A polling worker takes its gang part at once; one lease TTL covers a slow start.
+  scheduler_options.gang_start_timeout_ms = options.lease_ttl_ms;
   scheduler_options.checkpoint_root = options.checkpoint_root;
   absl::StatusOr<std::unique_ptr<Scheduler>> scheduler =
       Scheduler::Create(c->store_.get(), clock, &c->feed_, metrics, scheduler_options);
@@ -81,11 +84,20 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   c->scheduler_ = *std::move(scheduler);
   c->fit_trigger_ = std::make_unique<FitTrigger>(c->store_.get(), clock, metrics->registry().get(),
                                                  FitTriggerOptions());
+  c->adaptive_ = std::make_unique<AdaptiveController>(c->store_.get(), c->scheduler_.get(), clock,
+                                                      metrics->registry().get());
+  Scheduler* sched = c->scheduler_.get();
+  c->sweep_monitor_ = std::make_unique<SweepMonitor>(
+      c->store_.get(), &c->feed_, metrics,
+      [sched](int64_t run_id, double flops, double live_delta, const std::string& reason) {
+        return sched->StopEarly(run_id, flops, live_delta, reason);
+      });
 
   CoordinatorServiceOptions user_options;
   user_options.credentials = options.credentials;
   user_options.check_data_paths = options.check_data_paths;
   user_options.fit_trigger = c->fit_trigger_.get();
+  user_options.adaptive = c->adaptive_.get();
   user_options.clock = clock;
   c->user_service_ = std::make_unique<CoordinatorService>(c->store_.get(), c->scheduler_.get(),
                                                           &c->feed_, metrics, user_options);
@@ -158,6 +170,8 @@ void Coordinator::Tick() {
   scheduler_->ExpireLeases();
   // The first poll (at start) also schedules the refits a restart left owing.
   if (absl::Status s = fit_trigger_->Poll(); !s.ok()) LOG(WARNING) << "fit poll: " << s;
+  if (absl::Status s = sweep_monitor_->Poll(); !s.ok()) LOG(WARNING) << "live delta: " << s;
+  adaptive_->Poll();
   std::map<std::string, int> counts;
   absl::Status s = store_->Read([&counts](Db& db) {
     absl::StatusOr<Stmt> stmt = db.Prepare("SELECT state, COUNT(*) FROM runs GROUP BY state");
@@ -184,6 +198,7 @@ void Coordinator::Shutdown() {
   if (ticker_.joinable()) ticker_.join();
   // Start() may have failed part way: stop only what exists.
   if (fit_trigger_) fit_trigger_->Shutdown();  // a running fit is cancelled, stores nothing
+  if (adaptive_) adaptive_->Shutdown();        // a decision in progress completes first
   if (scheduler_) scheduler_->Shutdown();
   if (user_service_) user_service_->Stop();
   if (grpc_server_) {

@@ -19,6 +19,7 @@
 #include "common/clock.h"
 #include "common/credentials.h"
 #include "common/transport.h"
+#include "coordinator/adaptive_controller.h"
 #include "coordinator/change_feed.h"
 #include "coordinator/coordinator_metrics.h"
 #include "coordinator/scheduler.h"
@@ -32,6 +33,7 @@ namespace xmod {
 
 class CoordinatorService;
 class FitTrigger;
+class SweepMonitor;
 class WorkerGatewayService;
 class HttpServer;
 
@@ -78,6 +80,7 @@ class Coordinator {
   Store* store() { return store_.get(); }
   Scheduler* scheduler() { return scheduler_.get(); }
   FitTrigger* fit_trigger() { return fit_trigger_.get(); }
+  AdaptiveController* adaptive() { return adaptive_.get(); }
 
  private:
   Coordinator() = default;
@@ -90,6 +93,8 @@ class Coordinator {
   ChangeFeed feed_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<FitTrigger> fit_trigger_;
+  std::unique_ptr<AdaptiveController> adaptive_;
+  std::unique_ptr<SweepMonitor> sweep_monitor_;
   std::unique_ptr<CoordinatorService> user_service_;
   std::unique_ptr<WorkerGatewayService> worker_service_;
   std::unique_ptr<grpc::Server> grpc_server_;

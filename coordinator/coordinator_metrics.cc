@@ -51,7 +51,12 @@ CoordinatorMetrics::CoordinatorMetrics()
       run_loss_(prometheus::BuildGauge()
                     .Name("xmod_run_train_loss")
                     .Help("Latest training loss (nats) of each running run")
-                    .Register(*registry_)) {
+                    .Register(*registry_)),
+      run_live_delta_(prometheus::BuildGauge()
+                          .Name("xmod_run_live_delta")
+                          .Help("Live matched-FLOP delta (nats) of each running sparse run: "
+                                "val/loss minus its dense reference's at the same FLOPs")
+                          .Register(*registry_)) {
   AddBuildInfoGauge(*registry_);
   absl::MutexLock lock(&mu_);
   for (xmod::v1::RunState state : {xmod::v1::QUEUED, xmod::v1::RUNNING, xmod::v1::SUCCEEDED,
@@ -105,6 +110,22 @@ void CoordinatorMetrics::RunEnded(const std::string& run) {
   run_flops_.Remove(it->second.first);
   run_loss_.Remove(it->second.second);
   active_runs_.erase(it);
+  auto delta = live_deltas_.find(run);
+  if (delta != live_deltas_.end()) {
+    run_live_delta_.Remove(delta->second);
+    live_deltas_.erase(delta);
+  }
+}
+
+void CoordinatorMetrics::SetRunLiveDelta(const std::string& run, double delta) {
+  absl::MutexLock lock(&mu_);
+  // Only runs with a progress series are running; an ended run's report comes too late.
+  if (active_runs_.count(run) == 0) return;
+  auto it = live_deltas_.find(run);
+  if (it == live_deltas_.end()) {
+    it = live_deltas_.emplace(run, &run_live_delta_.Add({{"run", run}})).first;
+  }
+  it->second->Set(delta);
 }
 
 }  // namespace xmod

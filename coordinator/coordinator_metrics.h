@@ -34,6 +34,8 @@ class CoordinatorMetrics {
   void AddLeasesExpired(int leases);
   // Progress of a running run; the labelled series exist until RunEnded(run).
   void SetRunProgress(const std::string& run, double flops_done, double train_loss);
+  // Live matched-FLOP Δ of a running run (coordinator/sweep_monitor.h); removed by RunEnded.
+  void SetRunLiveDelta(const std::string& run, double delta);
   void RunEnded(const std::string& run);
 
  private:
@@ -47,11 +49,13 @@ class CoordinatorMetrics {
   prometheus::Counter& leases_expired_;
   prometheus::Family<prometheus::Gauge>& run_flops_;
   prometheus::Family<prometheus::Gauge>& run_loss_;
+  prometheus::Family<prometheus::Gauge>& run_live_delta_;
 
   absl::Mutex mu_;
   std::map<std::string, prometheus::Gauge*> run_state_gauges_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::pair<prometheus::Gauge*, prometheus::Gauge*>> active_runs_
       ABSL_GUARDED_BY(mu_);
+  std::map<std::string, prometheus::Gauge*> live_deltas_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace xmod

@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "coordinator/adaptive_controller.h"
 #include "coordinator/fit_queries.h"
 #include "coordinator/fit_trigger.h"
 #include "coordinator/service_util.h"
@@ -44,6 +45,11 @@ grpc::Status CoordinatorService::SubmitSweep(ServerContext* context,
                  absl::StatusOr<std::vector<xmod::v1::Run>> runs =
                      ExpandSweep(request->spec(), expansion);
                  if (!runs.ok()) return runs.status();
+                 if (request->spec().adaptive().enabled()) {
+                   // The grids are the candidate space; only the seed set is queued.
+                   runs = SeedRuns(request->spec(), *runs);
+                   if (!runs.ok()) return runs.status();
+                 }
                  if (!request->dry_run()) {
                    absl::StatusOr<int64_t> id = scheduler_->SubmitSweep(request->spec(), &*runs);
                    if (!id.ok()) return id.status();
@@ -366,6 +372,42 @@ grpc::Status CoordinatorService::ListStudies(ServerContext* context,
       return absl::OkStatus();
     });
   });
+}
+
+grpc::Status CoordinatorService::ProposeRuns(ServerContext* context,
+                                             const xmod::v1::ProposeRunsRequest* request,
+                                             xmod::v1::DesignDecision* response) {
+  return Serve("ProposeRuns", request->submit() ? Access::kWrite : Access::kRead,
+               *options_.credentials, context, metrics_, [&]() -> absl::Status {
+                 if (options_.adaptive == nullptr) {
+                   return absl::UnavailableError("this coordinator makes no design decisions");
+                 }
+                 absl::StatusOr<xmod::v1::DesignDecision> decision =
+                     options_.adaptive->Propose(*request);
+                 if (!decision.ok()) return decision.status();
+                 *response = *std::move(decision);
+                 return absl::OkStatus();
+               });
+}
+
+grpc::Status CoordinatorService::ListDecisions(ServerContext* context,
+                                               const xmod::v1::ListDecisionsRequest* request,
+                                               xmod::v1::ListDecisionsResponse* response) {
+  return Serve("ListDecisions", Access::kRead, *options_.credentials, context, metrics_,
+               [&]() -> absl::Status {
+                 if (options_.adaptive == nullptr) {
+                   return absl::UnavailableError("this coordinator makes no design decisions");
+                 }
+                 if (request->limit() < 0) {
+                   return absl::InvalidArgumentError("limit: must be >= 0");
+                 }
+                 absl::StatusOr<std::vector<xmod::v1::DesignDecision>> decisions =
+                     options_.adaptive->Decisions(request->sweep_id(),
+                                                  request->limit() > 0 ? request->limit() : 100);
+                 if (!decisions.ok()) return decisions.status();
+                 for (auto& d : *decisions) *response->add_decisions() = std::move(d);
+                 return absl::OkStatus();
+               });
 }
 
 }  // namespace xmod

@@ -22,6 +22,7 @@
 
 namespace xmod {
 
+class AdaptiveController;
 class FitTrigger;
 
 struct CoordinatorServiceOptions {
@@ -33,6 +34,8 @@ struct CoordinatorServiceOptions {
   int max_metric_points = kMaxMetricPoints;  // GetMetrics: points per series at most
   // CancelSweep also stops the sweep's running fit. May be null (no fits).
   FitTrigger* fit_trigger = nullptr;
+  // Serves ProposeRuns and ListDecisions. May be null: they answer UNAVAILABLE.
+  AdaptiveController* adaptive = nullptr;
   // Stamps created studies. Never null.
   Clock* clock = Clock::Real();
 };
@@ -89,6 +92,12 @@ class CoordinatorService final : public xmod::v1::Coordinator::Service {
   grpc::Status ListStudies(grpc::ServerContext* context,
                            const xmod::v1::ListStudiesRequest* request,
                            xmod::v1::ListStudiesResponse* response) override;
+  grpc::Status ProposeRuns(grpc::ServerContext* context,
+                           const xmod::v1::ProposeRunsRequest* request,
+                           xmod::v1::DesignDecision* response) override;
+  grpc::Status ListDecisions(grpc::ServerContext* context,
+                             const xmod::v1::ListDecisionsRequest* request,
+                             xmod::v1::ListDecisionsResponse* response) override;
 
  private:
   Store* const store_;

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
+#include "coordinator/adaptive_controller.h"
 #include "coordinator/sweep_expansion.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
@@ -35,6 +36,7 @@ TEST(ExamplesTest, EveryBundledSpecExpands) {
       {"examples/paper/table2_controls.textpb", {8, 0}},
       {"examples/paper/table3_ablations.textpb", {6, 0}},
       {"examples/paper/table9_deep.textpb", {5, 0}},
+      {"examples/adaptive_cpu.textpb", {156, 0}},  // the candidate space
   };
   for (const auto& [path, want] : expected) {
     SCOPED_TRACE(path);
@@ -92,6 +94,26 @@ TEST(ExamplesTest, TheB4StudyCoversTheThreeB4Sweeps) {
   }
   EXPECT_EQ(total, 124);
   EXPECT_EQ(configurations.size(), 109u);
+}
+
+// The adaptive example queues only its seed set, which the design picks from its grid.
+TEST(ExamplesTest, TheAdaptiveExampleQueuesItsSeedSet) {
+  const char* source = std::getenv("XMOD_SOURCE_DIR");
+  ASSERT_NE(source, nullptr) << "run through ctest (XMOD_SOURCE_DIR)";
+  absl::StatusOr<std::string> text =
+      ReadFile(std::string(source) + "/examples/adaptive_cpu.textpb");
+  ASSERT_TRUE(text.ok()) << text.status();
+  xmod::v1::SweepSpec spec;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(*text, &spec));
+  absl::StatusOr<std::vector<xmod::v1::Run>> all =
+      ExpandSweep(spec, ExpansionOptions{.check_data_paths = false});
+  ASSERT_TRUE(all.ok()) << all.status();
+  absl::StatusOr<std::vector<xmod::v1::Run>> seed = SeedRuns(spec, *all);
+  ASSERT_TRUE(seed.ok()) << seed.status();
+  double seed_flops = 0;
+  for (const xmod::v1::Run& run : *seed) seed_flops += run.spec().training().flop_budget();
+  EXPECT_LT(seed->size(), 34u);  // fewer than cpu_b4's configurations
+  EXPECT_LT(seed_flops, spec.adaptive().compute_budget());
 }
 
 }  // namespace

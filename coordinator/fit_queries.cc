@@ -40,12 +40,15 @@ struct SweepCurves {
 // The curves of the sweeps a fit was made from: one sweep's, or every member's of a study.
 absl::StatusOr<SweepCurves> LoadSweepCurves(Store& store, const std::vector<int64_t>& sweep_ids) {
   std::vector<fitter::RunCurve> runs;
-  for (int64_t sweep_id : sweep_ids) {
-    absl::StatusOr<std::vector<fitter::RunCurve>> some =
-        fitter::LoadSweepRuns(store.path(), sweep_id);
-    if (!some.ok()) return some.status();
-    runs.insert(runs.end(), some->begin(), some->end());
-  }
+  absl::Status read = store.Read([&](Db& db) {
+    for (int64_t sweep_id : sweep_ids) {
+      absl::StatusOr<std::vector<fitter::RunCurve>> some = fitter::LoadSweepRuns(db, sweep_id);
+      if (!some.ok()) return some.status();
+      runs.insert(runs.end(), some->begin(), some->end());
+    }
+    return absl::OkStatus();
+  });
+  if (!read.ok()) return read;
   SweepCurves out;
   for (const fitter::RunCurve& run : runs) {
     if (run.arch == xmod::v1::XMOD && run.k >= 2) {

@@ -25,7 +25,7 @@ using fitter::IsObservation;
 
 // A defect no later run can repair: a succeeded run of the fit with no val/loss point, or
 // with a value that is not finite and positive (a NaN, which the store keeps as text
-// (store_writes.h), reads as 0 through fitter::LoadSweepRuns).
+// (store_writes.h), reads as NaN through fitter::LoadSweepRuns).
 bool HasUnrepairableInput(const std::vector<fitter::RunCurve>& runs) {
   for (const fitter::RunCurve& run : runs) {
     if (!IsDenseReference(run) && !IsObservation(run)) continue;
@@ -37,23 +37,6 @@ bool HasUnrepairableInput(const std::vector<fitter::RunCurve>& runs) {
     }
   }
   return false;
-}
-
-// While a sweep runs: the sparse runs whose dense group has no succeeded reference yet are
-// left out (their reference is still coming). Returns how many were dropped.
-int DropSparseWithoutDense(std::vector<fitter::RunCurve>* runs) {
-  std::set<std::pair<int, std::string>> dense;
-  for (const fitter::RunCurve& run : *runs) {
-    if (IsDenseReference(run)) dense.insert({run.seq_len, run.backbone});
-  }
-  const size_t before = runs->size();
-  runs->erase(
-      std::remove_if(runs->begin(), runs->end(),
-                     [&](const fitter::RunCurve& run) {
-                       return IsObservation(run) && !dense.count({run.seq_len, run.backbone});
-                     }),
-      runs->end());
-  return static_cast<int>(before - runs->size());
 }
 
 }  // namespace
@@ -243,10 +226,15 @@ absl::Status FitTrigger::Poll() {
 absl::Status FitTrigger::ReadSweepJob(int64_t sweep_id, Job* job) {
   job->name = absl::StrCat("sweep ", sweep_id);
   xmod::v1::Sweep sweep;
+  std::vector<fitter::RunCurve> runs;
   absl::Status read = store_->Read([&](Db& db) {
     absl::StatusOr<xmod::v1::Sweep> s = LoadSweep(db, sweep_id);
     if (!s.ok()) return s.status();
     sweep = *std::move(s);
+    if (!sweep.spec().fit().enabled()) return absl::OkStatus();
+    absl::StatusOr<std::vector<fitter::RunCurve>> r = fitter::LoadSweepRuns(db, sweep_id);
+    if (!r.ok()) return r.status();
+    runs = *std::move(r);
     return absl::OkStatus();
   });
   if (!read.ok()) return read;
@@ -256,12 +244,9 @@ absl::Status FitTrigger::ReadSweepJob(int64_t sweep_id, Job* job) {
   job->active = sweep.state() == xmod::v1::SWEEP_ACTIVE;
   job->seed = plan.seed();
   job->bootstrap_samples = plan.bootstrap_samples();
-  absl::StatusOr<std::vector<fitter::RunCurve>> runs =
-      fitter::LoadSweepRuns(store_->path(), sweep_id);
-  if (!runs.ok()) return runs.status();
-  job->members.push_back({job->name, *std::move(runs), std::nullopt});
+  job->members.push_back({job->name, std::move(runs), std::nullopt});
   if (job->active) {
-    if (int dropped = DropSparseWithoutDense(&job->members.back().runs); dropped > 0) {
+    if (int dropped = fitter::DropSparseWithoutDense(&job->members.back().runs); dropped > 0) {
       VLOG(1) << job->name << ": " << dropped << " sparse runs wait for their dense reference";
     }
   }
@@ -270,7 +255,8 @@ absl::Status FitTrigger::ReadSweepJob(int64_t sweep_id, Job* job) {
 
 absl::Status FitTrigger::ReadStudyJob(int64_t study_id, Job* job) {
   xmod::v1::Study study;
-  std::vector<bool> active;  // per member
+  std::vector<bool> active;                         // per member
+  std::vector<std::vector<fitter::RunCurve>> runs;  // per member
   absl::Status read = store_->Read([&](Db& db) {
     absl::StatusOr<xmod::v1::Study> s = LoadStudyById(db, study_id);
     if (!s.ok()) return s.status();
@@ -279,6 +265,9 @@ absl::Status FitTrigger::ReadStudyJob(int64_t study_id, Job* job) {
       absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, m.sweep_id());
       if (!sweep.ok()) return sweep.status();
       active.push_back(sweep->state() == xmod::v1::SWEEP_ACTIVE);
+      absl::StatusOr<std::vector<fitter::RunCurve>> r = fitter::LoadSweepRuns(db, m.sweep_id());
+      if (!r.ok()) return r.status();
+      runs.push_back(*std::move(r));
     }
     return absl::OkStatus();
   });
@@ -288,14 +277,11 @@ absl::Status FitTrigger::ReadStudyJob(int64_t study_id, Job* job) {
   job->bootstrap_samples = study.spec().bootstrap_samples();
   for (int i = 0; i < study.spec().members_size(); ++i) {
     const xmod::v1::StudyMember& m = study.spec().members(i);
-    absl::StatusOr<std::vector<fitter::RunCurve>> runs =
-        fitter::LoadSweepRuns(store_->path(), m.sweep_id());
-    if (!runs.ok()) return runs.status();
     job->members.push_back({absl::StrCat("sweep ", m.sweep_id(), " (", m.role(), ")"),
-                            *std::move(runs), MemberRole(m.role())});
+                            std::move(runs[i]), MemberRole(m.role())});
     if (active[i]) {
       job->active = true;
-      if (int dropped = DropSparseWithoutDense(&job->members.back().runs); dropped > 0) {
+      if (int dropped = fitter::DropSparseWithoutDense(&job->members.back().runs); dropped > 0) {
         VLOG(1) << job->name << ", " << job->members.back().name << ": " << dropped
                 << " sparse runs wait for their dense reference";
       }

@@ -17,9 +17,9 @@
 // one fit is queued or running; a request while it runs sets a pending flag that causes
 // exactly one more fit after it, however many requests came.
 //
-// A fit. On the fit thread: the sweep's spec and state through a read-only store connection,
-// the run curves through fitter::LoadSweepRuns (val/loss of the canonical metric rows against
-// training FLOPs), fitter::FitSweep seeded with the FitPlan's seed and bootstrap_samples,
+// A fit. On the fit thread: the sweep's spec and state and, in the same read transaction of
+// a read-only store connection, the run curves through fitter::LoadSweepRuns (val/loss of the
+// canonical metric rows against training FLOPs), fitter::FitSweep seeded with the FitPlan's seed and bootstrap_samples,
 // then one row through the store's writer (Store::Write; the writer never waits for a fit).
 // Each run carries its grid label (GridSpec.label), which names its sweep of the paper's B.4
 // design (kxl, nact, axk; fitter::SweepRoleOfLabel): a sweep whose grids are so labelled is

@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "common/auth.h"
 #include "common/proto_json.h"
+#include "coordinator/design_store.h"
 #include "coordinator/fit_queries.h"
 #include "coordinator/store_reads.h"
 #include "coordinator/studies.h"
@@ -294,6 +295,21 @@ void HttpServer::Route(Store* store, const HttpServerOptions& options) {
         });
         s.ok() ? SendJson(out, res) : SendError(s, res);
       });
+
+  server_->Get(R"(/api/sweeps/(\d+)/decisions)",
+               [store](const httplib::Request& req, httplib::Response& res) {
+                 const int64_t sweep_id = IdOf(req);
+                 xmod::v1::ListDecisionsResponse out;
+                 absl::Status s = store->Read([&](Db& db) {
+                   if (absl::Status e = LoadSweep(db, sweep_id).status(); !e.ok()) return e;
+                   absl::StatusOr<std::vector<xmod::v1::DesignDecision>> decisions =
+                       LoadDecisions(db, sweep_id, 100);
+                   if (!decisions.ok()) return decisions.status();
+                   for (auto& d : *decisions) *out.add_decisions() = std::move(d);
+                   return absl::OkStatus();
+                 });
+                 s.ok() ? SendJson(out, res) : SendError(s, res);
+               });
 
   server_->Get(R"(/api/sweeps/(\d+)/fit)",
                [store](const httplib::Request& req, httplib::Response& res) {

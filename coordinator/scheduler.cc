@@ -5,13 +5,16 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/files.h"
+#include "coordinator/design_store.h"
 #include "coordinator/store_reads.h"
 #include "coordinator/store_writes.h"
 #include "glog/logging.h"
-#include "model/train/exit_codes.h"
+#include "trainer_contract/exit_codes.h"
 
 namespace xmod {
 
@@ -19,8 +22,31 @@ using xmod::v1::RunState;
 
 namespace {
 
-// Slots a run occupies on one worker: its data-parallel ranks (training.ranks, 0 = 1).
-int SlotsNeeded(const xmod::v1::RunSpec& spec) { return std::max(1, spec.training().ranks()); }
+// Stores expanded `runs` in sweep `sweep_id` and fills in their ids.
+absl::Status InsertRuns(Db& db, int64_t sweep_id, std::vector<xmod::v1::Run>* runs, int64_t now) {
+  for (xmod::v1::Run& run : *runs) {
+    absl::StatusOr<int64_t> run_id = InsertRun(db, sweep_id, run, now);
+    if (!run_id.ok()) return run_id.status();
+    run.set_id(*run_id);
+    run.set_sweep_id(sweep_id);
+    run.set_created_unix_ms(now);
+  }
+  return absl::OkStatus();
+}
+
+// Workers a run spans: ranks / ranks_per_worker for a gang, else 1.
+int MembersNeeded(const xmod::v1::RunSpec& spec) {
+  const int ranks = std::max(1, spec.training().ranks());
+  const int per = spec.training().ranks_per_worker();
+  return per > 0 && per < ranks ? ranks / per : 1;
+}
+
+// Slots a run occupies on each of its workers: ranks_per_worker for a gang, else every rank
+// (training.ranks, 0 = 1).
+int SlotsPerMember(const xmod::v1::RunSpec& spec) {
+  const int ranks = std::max(1, spec.training().ranks());
+  return MembersNeeded(spec) > 1 ? spec.training().ranks_per_worker() : ranks;
+}
 
 }  // namespace
 
@@ -128,8 +154,13 @@ absl::Status Scheduler::Rebuild() {
   {
     absl::MutexLock lock(&mu_);
     for (const WorkerRow& w : snap.workers) {
-      workers_[w.id] =
-          WorkerEntry{w.name, w.slots, mono - std::max<int64_t>(0, now - w.last_seen_ms), 0};
+      WorkerEntry& worker = workers_[w.id];
+      worker.name = w.name;
+      worker.slots = w.slots;
+      worker.last_seen_ms = mono - std::max<int64_t>(0, now - w.last_seen_ms);
+      worker.host = w.advertise_host;
+      worker.port_first = w.rendezvous_port_first;
+      worker.port_last = w.rendezvous_port_last;
     }
     for (const RunQueueEntry& e : snap.runs) {
       RunEntry& run = runs_[e.run_id];
@@ -151,15 +182,29 @@ absl::Status Scheduler::Rebuild() {
             Checkpoint{p->second.step(), p->second.path(), p->second.sha256()};
       }
     }
+    std::map<std::string, int64_t> worker_ids;  // by name
+    for (const auto& [id, w] : workers_) worker_ids[w.name] = id;
     for (const OpenAttempt& a : snap.open_attempts) {
       auto run = runs_.find(a.run_id);
-      auto worker = workers_.find(a.worker_id);
       AttemptEntry entry;
-      entry.worker_id = a.worker_id;
-      // Keep the lease, with one TTL of grace from the restart for workers to reattach.
-      entry.lease_expires_ms = mono + std::max(a.lease_expires_ms - now, options_.lease_ttl_ms);
       entry.acked_seq = a.max_seq;
-      entry.worker = worker == workers_.end() ? "" : worker->second.name;
+      // One member per name; a gang's row lists them in member order (member 0 = worker_id).
+      const std::vector<std::string> names = absl::StrSplit(a.worker, ',');
+      const std::vector<std::string> slots = absl::StrSplit(a.slots, ';');
+      for (size_t i = 0; i < names.size(); ++i) {
+        Member member;
+        auto id = worker_ids.find(names[i]);
+        member.worker_id = i == 0 ? a.worker_id : (id == worker_ids.end() ? 0 : id->second);
+        member.worker = names[i];
+        // Keep the lease, with one TTL of grace from the restart for workers to reattach.
+        member.lease_expires_ms = mono + std::max(a.lease_expires_ms - now, options_.lease_ttl_ms);
+        for (absl::string_view slot :
+             absl::StrSplit(i < slots.size() ? slots[i] : "", ',', absl::SkipEmpty())) {
+          int32_t index = 0;
+          if (absl::SimpleAtoi(slot, &index)) member.slots.push_back(index);
+        }
+        entry.members.push_back(std::move(member));
+      }
       attempts_[{a.run_id, a.attempt}] = entry;
       if (run != runs_.end() && a.attempt == run->second.attempts) {
         run->second.current_attempt = a.attempt;
@@ -203,20 +248,40 @@ absl::StatusOr<int64_t> Scheduler::SubmitSweep(const xmod::v1::SweepSpec& spec,
     absl::StatusOr<int64_t> id = InsertSweep(db, spec, now);
     if (!id.ok()) return id.status();
     sweep_id = *id;
-    for (xmod::v1::Run& run : *runs) {
-      absl::StatusOr<int64_t> run_id = InsertRun(db, sweep_id, run, now);
-      if (!run_id.ok()) return run_id.status();
-      run.set_id(*run_id);
-      run.set_sweep_id(sweep_id);
-      run.set_created_unix_ms(now);
-    }
+    if (absl::Status s = InsertRuns(db, sweep_id, runs, now); !s.ok()) return s;
     return InsertEvent(db, now, "sweep_submitted", sweep_id, 0,
                        absl::StrCat(spec.name(), ": ", runs->size(), " runs"));
   });
   if (!status.ok()) return status;
+  QueueStored(sweep_id, *runs);
+  return sweep_id;
+}
+
+absl::Status Scheduler::AddRuns(int64_t sweep_id, std::vector<xmod::v1::Run>* runs,
+                                Store::WriteFn also) {
+  const int64_t now = clock_->NowMillis();
+  absl::Status status = store_->WriteAndWait([&](Db& db) {
+    absl::StatusOr<Stmt> sweep = db.Prepare("SELECT cancelled FROM sweeps WHERE id = ?");
+    if (!sweep.ok()) return sweep.status();
+    absl::StatusOr<bool> row = sweep->Bind(1, sweep_id).Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return absl::NotFoundError(absl::StrCat("sweep ", sweep_id, " does not exist"));
+    if (sweep->Int(0) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat("sweep ", sweep_id, " was cancelled"));
+    }
+    if (absl::Status s = InsertRuns(db, sweep_id, runs, now); !s.ok()) return s;
+    if (absl::Status s = also(db); !s.ok()) return s;
+    return InsertEvent(db, now, "runs_added", sweep_id, 0, absl::StrCat(runs->size(), " runs"));
+  });
+  if (!status.ok()) return status;
+  QueueStored(sweep_id, *runs);
+  return absl::OkStatus();
+}
+
+void Scheduler::QueueStored(int64_t sweep_id, const std::vector<xmod::v1::Run>& runs) {
   {
     absl::MutexLock lock(&mu_);
-    for (const xmod::v1::Run& r : *runs) {
+    for (const xmod::v1::Run& r : runs) {
       RunEntry& run = runs_[r.id()];
       run.sweep_id = sweep_id;
       run.priority = r.priority();
@@ -226,11 +291,17 @@ absl::StatusOr<int64_t> Scheduler::SubmitSweep(const xmod::v1::SweepSpec& spec,
       EnqueueLocked(r.id(), run);
     }
   }
-  for (const xmod::v1::Run& r : *runs) feed_->Publish(sweep_id, r.id());
-  return sweep_id;
+  for (const xmod::v1::Run& r : runs) feed_->Publish(sweep_id, r.id());
 }
 
-absl::Status Scheduler::CancelRun(int64_t run_id) {
+absl::Status Scheduler::CancelRun(int64_t run_id) { return EndRunByUser(run_id, std::nullopt); }
+
+absl::Status Scheduler::StopEarly(int64_t run_id, double flops, double live_delta,
+                                  const std::string& reason) {
+  return EndRunByUser(run_id, Censoring{flops, live_delta, reason});
+}
+
+absl::Status Scheduler::EndRunByUser(int64_t run_id, std::optional<Censoring> censoring) {
   absl::StatusOr<xmod::v1::Run> stored = absl::NotFoundError("");
   if (absl::Status s = store_->Read([&](Db& db) {
         stored = LoadRun(db, run_id);
@@ -258,13 +329,20 @@ absl::Status Scheduler::CancelRun(int64_t run_id) {
     const int64_t sweep_id = run.sweep_id;
     if (run.current_attempt == 0) runs_.erase(it);  // else kept until its attempt ends
     std::vector<Store::WriteFn> writes;
-    writes.push_back([run_id, sweep_id, now](Db& db) {
+    writes.push_back([run_id, sweep_id, now, censoring](Db& db) {
       RunUpdate u;
       u.run_id = run_id;
       u.state = xmod::v1::CANCELLED;
       u.finished_ms = now;
+      if (censoring) u.error = censoring->reason;
       if (absl::Status s = UpdateRun(db, u); !s.ok()) return s;
-      return InsertEvent(db, now, "run_cancelled", sweep_id, run_id, "");
+      if (!censoring) return InsertEvent(db, now, "run_cancelled", sweep_id, run_id, "");
+      if (absl::Status s = InsertCensoredRun(db, run_id, censoring->flops, censoring->live_delta,
+                                             censoring->reason, now);
+          !s.ok()) {
+        return s;
+      }
+      return InsertEvent(db, now, "run_stopped_early", sweep_id, run_id, censoring->reason);
     });
     status = CommitLocked(std::move(writes), change);
   }
@@ -411,130 +489,299 @@ absl::StatusOr<std::vector<int64_t>> Scheduler::RetryFailed(int64_t sweep_id) {
   return ids;
 }
 
+Scheduler::Member* Scheduler::MemberOn(AttemptEntry& attempt, int64_t worker_id) {
+  for (Member& member : attempt.members) {
+    if (member.worker_id == worker_id) return &member;
+  }
+  return nullptr;
+}
+
+bool Scheduler::AvailableLocked(const WorkerEntry& worker, int64_t mono) const {
+  return mono - worker.last_seen_ms <= options_.lease_ttl_ms &&
+         (worker.polling > 0 || mono - worker.poll_ended_ms <= options_.heartbeat_interval_ms);
+}
+
+std::optional<Scheduler::Placement> Scheduler::PlanLocked(int64_t poller, int64_t mono,
+                                                          int64_t* next_ready) {
+  const WorkerEntry& me = workers_.at(poller);
+  auto first = [](const std::vector<int32_t>& slots, int n) {
+    return std::vector<int32_t>(slots.begin(), slots.begin() + n);
+  };
+  std::set<int64_t> reserved;  // workers held for a run ahead in the queue
+  for (const QueueKey& key : queue_) {
+    const int64_t run_id = std::get<2>(key);
+    const RunEntry& run = runs_.at(run_id);
+    if (run.not_before_ms > mono) {
+      *next_ready = *next_ready < 0 ? run.not_before_ms : std::min(*next_ready, run.not_before_ms);
+      continue;
+    }
+    const int members = MembersNeeded(run.spec);
+    const int per = SlotsPerMember(run.spec);
+    const int my_free = static_cast<int>(me.free_slots.size());
+    if (members == 1) {
+      // On the poller only. A run that fits its size but not its free slots now reserves it:
+      // nothing behind it is leased here, so its slots drain. A run bigger than the worker
+      // waits for a bigger one.
+      if (reserved.count(poller) > 0) return std::nullopt;
+      if (per <= my_free) return Placement{run_id, {{poller, first(me.free_slots, per)}}};
+      if (per <= std::max(my_free, static_cast<int>(me.slots.size()))) return std::nullopt;
+      continue;
+    }
+    // A gang: `members` distinct workers not reserved ahead, each with `per` free slots.
+    std::vector<int64_t> ready;  // polling, with the slots free now
+    std::vector<int64_t> able;   // live, with that many slots at all
+    for (const auto& [id, worker] : workers_) {
+      if (reserved.count(id) > 0 || static_cast<int>(worker.slots.size()) < per ||
+          mono - worker.last_seen_ms > options_.lease_ttl_ms) {
+        continue;
+      }
+      able.push_back(id);
+      if (AvailableLocked(worker, mono) && static_cast<int>(worker.free_slots.size()) >= per) {
+        ready.push_back(id);
+      }
+    }
+    // Member 0 serves the store, so it needs rendezvous ports; the poller first if it can.
+    std::stable_partition(ready.begin(), ready.end(), [&](int64_t id) { return id == poller; });
+    auto host = std::find_if(ready.begin(), ready.end(),
+                             [&](int64_t id) { return workers_.at(id).port_first > 0; });
+    if (static_cast<int>(ready.size()) >= members && host != ready.end()) {
+      std::rotate(ready.begin(), host, host + 1);
+      Placement placement{run_id, {}};
+      for (int m = 0; m < members; ++m) {
+        placement.members.emplace_back(ready[m], first(workers_.at(ready[m]).free_slots, per));
+      }
+      return placement;
+    }
+    if (static_cast<int>(able.size()) < members) continue;  // waits for the cluster to grow
+    // Reserve the workers closest to fitting; they only gain free slots until it starts.
+    auto room = [&](int64_t id) {
+      return std::min(per, static_cast<int>(workers_.at(id).free_slots.size()));
+    };
+    std::stable_sort(able.begin(), able.end(),
+                     [&](int64_t a, int64_t b) { return room(a) > room(b); });
+    reserved.insert(able.begin(), able.begin() + members);
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<std::vector<xmod::v1::Assignment>> Scheduler::LeaseLocked(const Placement& placement,
+                                                                         int64_t arrived,
+                                                                         int64_t* sweep_id) {
+  // Memory changes are kept only once the database holds them.
+  const int64_t now = clock_->NowMillis();
+  const int64_t mono = clock_->MonotonicMillis();
+  const int64_t run_id = placement.run_id;
+  const bool gang = placement.members.size() > 1;
+  Change change;
+  SaveLocked(change, run_id);
+  RunEntry& run = runs_.at(run_id);
+  SaveLocked(change, AttemptKey{run_id, run.attempts + 1});
+  queue_.erase({-run.priority, run.sweep_id, run_id});
+  run.state = xmod::v1::RUNNING;
+  run.attempts += 1;
+  run.current_attempt = run.attempts;
+  *sweep_id = run.sweep_id;
+
+  xmod::v1::Assignment base;
+  base.set_run_id(run_id);
+  base.set_attempt(run.attempts);
+  *base.mutable_spec() = run.spec;
+  base.mutable_spec()->set_run_id(run_id);
+  base.mutable_spec()->set_attempt(run.attempts);
+  base.mutable_spec()->set_checkpoint_dir(
+      absl::StrCat(options_.checkpoint_root, "/sweep-", run.sweep_id, "/run-", run_id));
+  int64_t resumed_from = 0;
+  if (run.latest_checkpoint) {
+    resumed_from = run.latest_checkpoint->step;
+    base.mutable_resume()->set_path(run.latest_checkpoint->path);
+    base.mutable_resume()->set_sha256(run.latest_checkpoint->sha256);
+    base.mutable_resume()->set_step(run.latest_checkpoint->step);
+    if (run.previous_checkpoint) {
+      xmod::v1::ResumePoint* fallback = base.add_fallbacks();
+      fallback->set_path(run.previous_checkpoint->path);
+      fallback->set_sha256(run.previous_checkpoint->sha256);
+      fallback->set_step(run.previous_checkpoint->step);
+    }
+  }
+  std::string rendezvous;
+  if (gang) {
+    // A port of member 0's range that no open gang of it holds, round robin.
+    WorkerEntry& host = workers_.at(placement.members[0].first);
+    std::set<std::string> held;
+    for (const auto& [key, open] : attempts_) {
+      if (!open.parts.empty()) held.insert(open.parts[0].gang().rendezvous());
+    }
+    const int32_t span = host.port_last - host.port_first + 1;
+    for (int32_t i = 0; i < span; ++i) {
+      const int32_t port = host.port_first + (host.next_port + i) % span;
+      rendezvous = absl::StrCat("tcp://", host.host, ":", port);
+      if (held.count(rendezvous) == 0) {
+        host.next_port = (host.next_port + i + 1) % span;
+        break;
+      }
+    }
+  }
+
+  AttemptEntry attempt;
+  std::vector<xmod::v1::Assignment> parts;
+  std::vector<std::string> names;
+  std::vector<std::string> slot_lists;
+  const int world = std::max(1, run.spec.training().ranks());
+  for (size_t m = 0; m < placement.members.size(); ++m) {
+    const auto& [worker_id, slots] = placement.members[m];
+    WorkerEntry& worker = workers_.at(worker_id);
+    Member member;
+    member.worker_id = worker_id;
+    member.worker = worker.name;
+    member.worker_epoch = worker.epoch;
+    member.slots = slots;
+    member.delivered = !gang;  // a gang's members take their parts when they poll
+    member.lease_expires_ms =
+        mono + (gang ? options_.gang_start_timeout_ms : options_.lease_ttl_ms);
+    attempt.members.push_back(member);
+    for (int32_t slot : slots) {
+      worker.free_slots.erase(std::remove(worker.free_slots.begin(), worker.free_slots.end(), slot),
+                              worker.free_slots.end());
+    }
+    xmod::v1::Assignment part = base;
+    for (int32_t slot : slots) part.add_slots(slot);
+    if (gang) {
+      xmod::v1::GangPart* g = part.mutable_gang();
+      g->set_member(static_cast<int32_t>(m));
+      g->set_members(static_cast<int32_t>(placement.members.size()));
+      g->set_rank_offset(static_cast<int32_t>(m * slots.size()));
+      g->set_world_size(world);
+      g->set_rendezvous(rendezvous);
+      g->set_host(worker.host);
+    } else {
+      part.set_lease_ttl_ms(member.lease_expires_ms - arrived);
+    }
+    parts.push_back(std::move(part));
+    names.push_back(worker.name);
+    slot_lists.push_back(absl::StrJoin(slots, ","));
+  }
+  if (gang) attempt.parts = parts;
+  attempts_[{run_id, run.attempts}] = attempt;
+
+  AttemptStart start;
+  start.run_id = run_id;
+  start.attempt = run.attempts;
+  start.worker_id = placement.members[0].first;
+  start.worker = absl::StrJoin(names, ",");
+  start.slots = absl::StrJoin(slot_lists, ";");
+  start.started_ms = now;
+  start.resumed_from_step = resumed_from;
+  start.lease_expires_ms = now + (gang ? options_.gang_start_timeout_ms : options_.lease_ttl_ms);
+  std::vector<Store::WriteFn> writes;
+  writes.push_back([start, sweep_id = *sweep_id, attempts = run.attempts, rendezvous](Db& db) {
+    if (absl::Status s = InsertAttempt(db, start); !s.ok()) return s;
+    RunUpdate u;
+    u.run_id = start.run_id;
+    u.state = xmod::v1::RUNNING;
+    u.attempts = attempts;
+    if (absl::Status s = UpdateRun(db, u); !s.ok()) return s;
+    if (absl::Status s = MarkRunStarted(db, start.run_id, start.started_ms); !s.ok()) return s;
+    return InsertEvent(
+        db, start.started_ms, "attempt_started", sweep_id, start.run_id,
+        absl::StrCat("attempt ", start.attempt, " on ", start.worker,
+                     rendezvous.empty() ? "" : absl::StrCat(" (gang, ", rendezvous, ")"),
+                     start.resumed_from_step > 0
+                         ? absl::StrCat(" from step ", start.resumed_from_step)
+                         : ""));
+  });
+  if (absl::Status s = CommitLocked(std::move(writes), change); !s.ok()) return s;
+  return parts;
+}
+
+std::optional<xmod::v1::Assignment> Scheduler::TakePartLocked(int64_t worker_id, int64_t arrived) {
+  const int64_t mono = clock_->MonotonicMillis();
+  for (auto& [key, attempt] : attempts_) {
+    auto run = runs_.find(key.first);
+    // A cancelled run's parts are never handed out; its members' leases lapse.
+    if (attempt.parts.empty() || run == runs_.end() || run->second.current_attempt != key.second ||
+        run->second.state != xmod::v1::RUNNING) {
+      continue;
+    }
+    for (size_t m = 0; m < attempt.members.size(); ++m) {
+      Member& member = attempt.members[m];
+      if (member.worker_id != worker_id || member.delivered) continue;
+      WorkerEntry& worker = workers_.at(worker_id);
+      member.delivered = true;
+      member.worker_epoch = worker.epoch;
+      member.lease_expires_ms = mono + options_.lease_ttl_ms;
+      for (int32_t slot : member.slots) {
+        worker.free_slots.erase(
+            std::remove(worker.free_slots.begin(), worker.free_slots.end(), slot),
+            worker.free_slots.end());
+      }
+      xmod::v1::Assignment part = attempt.parts[m];
+      part.set_lease_ttl_ms(member.lease_expires_ms - arrived);
+      return part;
+    }
+  }
+  return std::nullopt;
+}
+
 absl::StatusOr<std::optional<xmod::v1::Assignment>> Scheduler::Acquire(
     const xmod::v1::AcquireRunRequest& request) {
   const absl::Time deadline =
       absl::Now() + absl::Milliseconds(std::max<int64_t>(0, request.wait_ms()));
   // The lease lasts lease_ttl_ms from its grant; the worker counts from its request.
   const int64_t arrived = clock_->MonotonicMillis();
-  xmod::v1::Assignment assignment;
-  int64_t sweep_id = 0;
+  const int64_t worker_id = request.worker_id();
+  std::optional<xmod::v1::Assignment> assignment;
+  std::vector<Touched> started;
+  absl::Status status;
   {
     absl::MutexLock lock(&mu_);
-    auto worker = workers_.find(request.worker_id());
-    if (worker == workers_.end()) {
+    auto it = workers_.find(worker_id);
+    if (it == workers_.end()) {
       return absl::FailedPreconditionError(
-          absl::StrCat("unknown worker ", request.worker_id(), ": register again"));
+          absl::StrCat("unknown worker ", worker_id, ": register again"));
     }
-    if (request.free_slots().empty()) return std::optional<xmod::v1::Assignment>();
-    int64_t run_id = 0;
-    while (true) {
-      if (shutdown_) return std::optional<xmod::v1::Assignment>();
-      const int64_t now = clock_->MonotonicMillis();
+    WorkerEntry& worker = it->second;
+    worker.free_slots.assign(request.free_slots().begin(), request.free_slots().end());
+    // While it polls, its free slots are current: gangs placed by others may use them.
+    worker.polling += 1;
+    while (!shutdown_) {
+      assignment = TakePartLocked(worker_id, arrived);
+      if (assignment || request.free_slots().empty()) break;
       int64_t next_ready = -1;
-      // Multi-rank policy (no backfill): the first ready run in queue order that fits the
-      // free slots is leased. A ready run that needs more slots than are free now but no
-      // more than the worker has reserves the worker: nothing queued behind it is leased
-      // here, so the worker's slots drain until it fits, and a multi-rank run cannot starve
-      // behind a stream of single-slot runs. A run needing more slots than the worker has
-      // is skipped (it waits for a bigger worker).
-      const int free_slots = request.free_slots_size();
-      const int capacity = std::max(free_slots, static_cast<int>(worker->second.slots.size()));
-      for (const QueueKey& key : queue_) {
-        const RunEntry& run = runs_.at(std::get<2>(key));
-        if (run.not_before_ms > now) {
-          next_ready = next_ready < 0 ? run.not_before_ms : std::min(next_ready, run.not_before_ms);
-          continue;
-        }
-        const int needed = SlotsNeeded(run.spec);
-        if (needed <= free_slots) {
-          run_id = std::get<2>(key);
+      const int64_t now = clock_->MonotonicMillis();
+      if (std::optional<Placement> placement = PlanLocked(worker_id, now, &next_ready)) {
+        int64_t sweep_id = 0;
+        absl::StatusOr<std::vector<xmod::v1::Assignment>> parts =
+            LeaseLocked(*placement, arrived, &sweep_id);
+        if (!parts.ok()) {
+          status = parts.status();
           break;
         }
-        if (needed <= capacity) break;  // reserved: wait for this worker's slots to drain
+        started.push_back({sweep_id, placement->run_id});
+        if (placement->members.size() == 1) {
+          assignment = std::move(parts->front());
+          break;
+        }
+        queue_changed_.SignalAll();  // wakes the other members' polls
+        continue;                    // this worker's part, if any, is taken above
       }
-      if (run_id != 0) break;
-      if (absl::Now() >= deadline) return std::optional<xmod::v1::Assignment>();
+      if (absl::Now() >= deadline) break;
       absl::Time wake = deadline;
       if (next_ready >= 0)
         wake = std::min(wake, absl::Now() + absl::Milliseconds(next_ready - now));
       queue_changed_.WaitWithDeadline(&mu_, wake);
     }
-    // Lease it: memory changes are kept only once the database holds them.
-    const int64_t now = clock_->NowMillis();
-    const int64_t mono = clock_->MonotonicMillis();
-    Change change;
-    SaveLocked(change, run_id);
-    RunEntry& run = runs_.at(run_id);
-    SaveLocked(change, AttemptKey{run_id, run.attempts + 1});
-    queue_.erase({-run.priority, run.sweep_id, run_id});
-    run.state = xmod::v1::RUNNING;
-    run.attempts += 1;
-    run.current_attempt = run.attempts;
-    sweep_id = run.sweep_id;
-    AttemptEntry attempt;
-    attempt.worker_id = request.worker_id();
-    attempt.worker = worker->second.name;
-    attempt.worker_epoch = worker->second.epoch;
-    attempt.lease_expires_ms = mono + options_.lease_ttl_ms;
-    attempts_[{run_id, run.attempts}] = attempt;
-
-    const std::string checkpoint_dir =
-        absl::StrCat(options_.checkpoint_root, "/sweep-", run.sweep_id, "/run-", run_id);
-    assignment.set_run_id(run_id);
-    assignment.set_attempt(run.attempts);
-    *assignment.mutable_spec() = run.spec;
-    assignment.mutable_spec()->set_run_id(run_id);
-    assignment.mutable_spec()->set_attempt(run.attempts);
-    assignment.mutable_spec()->set_checkpoint_dir(checkpoint_dir);
-    const int needed = SlotsNeeded(run.spec);
-    for (int i = 0; i < needed; ++i) assignment.add_slots(request.free_slots(i));
-    int64_t resumed_from = 0;
-    assignment.set_lease_ttl_ms(attempt.lease_expires_ms - arrived);
-    if (run.latest_checkpoint) {
-      resumed_from = run.latest_checkpoint->step;
-      assignment.mutable_resume()->set_path(run.latest_checkpoint->path);
-      assignment.mutable_resume()->set_sha256(run.latest_checkpoint->sha256);
-      assignment.mutable_resume()->set_step(run.latest_checkpoint->step);
-      if (run.previous_checkpoint) {
-        xmod::v1::ResumePoint* fallback = assignment.add_fallbacks();
-        fallback->set_path(run.previous_checkpoint->path);
-        fallback->set_sha256(run.previous_checkpoint->sha256);
-        fallback->set_step(run.previous_checkpoint->step);
-      }
+    worker.polling -= 1;
+    worker.poll_ended_ms = clock_->MonotonicMillis();
+  }
+  if (!status.ok()) return status;
+  if (assignment) {
+    if (absl::Status s = MakeDirs(assignment->spec().checkpoint_dir()); !s.ok()) {
+      LOG(WARNING) << "cannot create " << assignment->spec().checkpoint_dir() << " here (" << s
+                   << "); the worker must";
     }
-    AttemptStart start;
-    start.run_id = run_id;
-    start.attempt = run.attempts;
-    start.worker_id = request.worker_id();
-    start.worker = worker->second.name;
-    start.slots = absl::StrJoin(assignment.slots(), ",");
-    start.started_ms = now;
-    start.resumed_from_step = resumed_from;
-    start.lease_expires_ms = now + options_.lease_ttl_ms;
-    std::vector<Store::WriteFn> writes;
-    writes.push_back([start, sweep_id, attempts = run.attempts](Db& db) {
-      if (absl::Status s = InsertAttempt(db, start); !s.ok()) return s;
-      RunUpdate u;
-      u.run_id = start.run_id;
-      u.state = xmod::v1::RUNNING;
-      u.attempts = attempts;
-      if (absl::Status s = UpdateRun(db, u); !s.ok()) return s;
-      if (absl::Status s = MarkRunStarted(db, start.run_id, start.started_ms); !s.ok()) return s;
-      return InsertEvent(db, start.started_ms, "attempt_started", sweep_id, start.run_id,
-                         absl::StrCat("attempt ", start.attempt, " on ", start.worker,
-                                      start.resumed_from_step > 0
-                                          ? absl::StrCat(" from step ", start.resumed_from_step)
-                                          : ""));
-    });
-    if (absl::Status s = CommitLocked(std::move(writes), change); !s.ok()) return s;
   }
-  if (absl::Status s = MakeDirs(assignment.spec().checkpoint_dir()); !s.ok()) {
-    LOG(WARNING) << "cannot create " << assignment.spec().checkpoint_dir() << " here (" << s
-                 << "); the worker must";
-  }
-  feed_->Publish(sweep_id, assignment.run_id());
-  return std::optional<xmod::v1::Assignment>(std::move(assignment));
+  Publish(started);
+  return assignment;
 }
 
 Scheduler::Retry Scheduler::RetryOfFailure(RunEntry& run, int exit_code) {
@@ -666,13 +913,22 @@ absl::Status Scheduler::FinishRun(const xmod::v1::FinishRunRequest& request) {
     const AttemptKey key{request.run_id(), request.attempt()};
     auto it = attempts_.find(key);
     if (it == attempts_.end()) return absl::OkStatus();  // already ended (e.g. lost)
-    if (it->second.worker_id != request.worker_id()) {
+    const Member* member = MemberOn(it->second, request.worker_id());
+    if (member == nullptr) {
+      std::vector<std::string> names;
+      for (const Member& m : it->second.members) names.push_back(m.worker);
       return absl::FailedPreconditionError(absl::StrCat("attempt ", request.attempt(), " of run ",
                                                         request.run_id(), " belongs to worker ",
-                                                        it->second.worker));
+                                                        absl::StrJoin(names, ",")));
     }
+    const size_t index = member - it->second.members.data();
+    // Rank 0's outcome is the attempt's: another member's success ends nothing.
+    if (index > 0 && request.outcome() == xmod::v1::OUTCOME_SUCCEEDED) return absl::OkStatus();
     Change change;
     std::string error = request.error();
+    if (it->second.members.size() > 1) {
+      error = absl::StrCat("gang member ", index, " (", member->worker, "): ", error);
+    }
     Retry retry = Retry::kRequeue;
     if (request.outcome() == xmod::v1::OUTCOME_SUCCEEDED && request.last_seq() > 0 &&
         it->second.acked_seq < request.last_seq()) {
@@ -710,17 +966,30 @@ int Scheduler::ExpireLeases() {
   int expired = 0;
   {
     absl::MutexLock lock(&mu_);
-    std::vector<AttemptKey> lapsed;
+    std::vector<std::pair<AttemptKey, std::string>> lapsed;  // and why
     for (const auto& [key, attempt] : attempts_) {
-      if (attempt.lease_expires_ms < mono) lapsed.push_back(key);
+      const bool gang = attempt.members.size() > 1;
+      for (size_t m = 0; m < attempt.members.size(); ++m) {
+        const Member& member = attempt.members[m];
+        if (member.lease_expires_ms >= mono) continue;
+        if (!gang) {
+          lapsed.emplace_back(key, "lease expired");
+        } else if (member.delivered) {
+          lapsed.emplace_back(
+              key, absl::StrCat("lease of gang member ", m, " (", member.worker, ") expired"));
+        } else {
+          lapsed.emplace_back(key, absl::StrCat("gang member ", m, " (", member.worker,
+                                                ") did not take its part within ",
+                                                options_.gang_start_timeout_ms, " ms"));
+        }
+        break;
+      }
     }
     Change change;
-    for (const AttemptKey& key : lapsed) {
-      LOG(WARNING) << "lease of run " << key.first << " attempt " << key.second << " on "
-                   << attempts_.at(key).worker << " expired";
+    for (const auto& [key, reason] : lapsed) {
+      LOG(WARNING) << "run " << key.first << " attempt " << key.second << ": " << reason;
       const Retry retry = LostRetryLocked(key, &change);
-      EndAttemptLocked(key, "lost", retry, 0, "lease expired", now, mono, &writes, &touched,
-                       &change);
+      EndAttemptLocked(key, "lost", retry, 0, reason, now, mono, &writes, &touched, &change);
     }
     int connected = 0;
     for (const auto& [id, worker] : workers_) {
@@ -752,7 +1021,9 @@ std::optional<int64_t> Scheduler::LeaseExpiry(int64_t run_id, int attempt) {
   absl::MutexLock lock(&mu_);
   auto it = attempts_.find({run_id, attempt});
   if (it == attempts_.end()) return std::nullopt;
-  return it->second.lease_expires_ms;
+  int64_t earliest = it->second.members.front().lease_expires_ms;
+  for (const Member& m : it->second.members) earliest = std::min(earliest, m.lease_expires_ms);
+  return earliest;
 }
 
 }  // namespace xmod

@@ -12,12 +12,31 @@
 // checkpoints table so it is never offered again, and the attempt's resumed_from_step and
 // error note the fallback (shown by `xmodctl run show`) with a "checkpoint_rejected" event.
 // Replies carry lease_ttl_ms so the worker can fence its trainers (worker/agent.h).
+//
+// Gangs (training.ranks_per_worker = P > 0 with ranks R > P): one attempt spans R / P
+// workers, its members, each running P ranks; member 0 runs rank 0, serves the TCPStore on
+// its advertised host and a port from its declared range, and alone reports metrics and
+// checkpoints. Placement is all or nothing: the attempt row is written once with every
+// member (worker "a,b", slots "0;0"), the polling worker gets its part at once and each
+// other member when it next polls. Each member holds its own lease; a member that does not
+// take its part within gang_start_timeout_ms, a member's lapsed lease, or a member's failed,
+// preempted or cancelled FinishRun ends the attempt for all (the other members get KILL
+// orders), and the run resumes from its latest checkpoint on a fresh gang. A member other
+// than 0 finishing SUCCEEDED ends nothing: rank 0's outcome is the attempt's.
+// Policy: priority, then FIFO (the queue order), with reservation. The first ready gang
+// that cannot be placed reserves the R / P live workers (not reserved ahead of it) with
+// room for P ranks that are closest to fitting; nothing behind it is leased on them, so
+// they drain and the gang starts (no starvation by small runs), while workers outside the
+// reservation take runs from further back (backfill). Nothing is held before a placement,
+// so two gangs cannot each hold part of what the other needs (no deadlock); a later gang
+// may only reserve workers an earlier one did not. A single-worker run needing more slots
+// than are free on the polling worker reserves that worker in the same way.
 // Cancelled runs get STOP orders in heartbeat replies; attempts that are no longer current
 // get KILL orders (never a SIGTERM that would let them checkpoint). A trainer that hangs is
 // the worker's to kill (its stall timeout, worker/agent.h), so a heartbeat keeps a lease only
 // while the worker's trainer makes step progress.
 //
-// Failures: FinishRun's exit code (model/train/exit_codes.h) decides the retry. Invalid
+// Failures: FinishRun's exit code (trainer_contract/exit_codes.h) decides the retry. Invalid
 // configuration and a diverged loss fail the run at once; out of memory is retried once and
 // fails the run the second time; anything else is retried with backoff. A run is SUCCEEDED
 // only when every metric point the attempt produced (FinishRunRequest.last_seq) is durable;
@@ -75,6 +94,9 @@ struct SchedulerOptions {
   // at once without counting against max_attempts; past this many since the scheduler
   // started or the run was resumed, the run FAILs instead, so it cannot loop forever.
   int max_lost_attempts = 20;
+  // A gang member that has not taken its part (AcquireRun) this long after the placement
+  // ends the attempt as lost and releases every member.
+  int64_t gang_start_timeout_ms = 30000;
 };
 
 class Scheduler {
@@ -91,9 +113,18 @@ class Scheduler {
   // the run ids. Returns the sweep id.
   absl::StatusOr<int64_t> SubmitSweep(const xmod::v1::SweepSpec& spec,
                                       std::vector<xmod::v1::Run>* runs);
+  // Adds expanded `runs` to the existing sweep and queues them, in one transaction with
+  // `also` (e.g. the design decision that proposed them; it sees the runs' ids); fills in
+  // the run ids. FAILED_PRECONDITION when the sweep was cancelled, NOT_FOUND when it does
+  // not exist; then nothing is stored.
+  absl::Status AddRuns(int64_t sweep_id, std::vector<xmod::v1::Run>* runs, Store::WriteFn also);
   // QUEUED -> CANCELLED at once; RUNNING -> CANCELLED with a STOP order to its worker.
   // Cancelling a cancelled run is a no-op; a SUCCEEDED or FAILED run is FAILED_PRECONDITION.
   absl::Status CancelRun(int64_t run_id);
+  // Early stopping (EarlyStopping): CancelRun, plus the run's censored_runs row (the live
+  // Δ `live_delta` at `flops` and the reason) and a "run_stopped_early" event.
+  absl::Status StopEarly(int64_t run_id, double flops, double live_delta,
+                         const std::string& reason);
   // Cancels every queued or running run of the sweep and marks the sweep cancelled.
   absl::Status CancelSweep(int64_t sweep_id);
   // FAILED or CANCELLED -> QUEUED with a fresh allowance of attempts; the next attempt
@@ -105,11 +136,10 @@ class Scheduler {
   // --- Worker API ---------------------------------------------------------------------
   absl::StatusOr<xmod::v1::RegisterResponse> Register(const xmod::v1::RegisterRequest& request);
   absl::StatusOr<xmod::v1::HeartbeatResponse> Heartbeat(const xmod::v1::HeartbeatRequest& request);
-  // Waits up to request.wait_ms (real time) for a queued run whose backoff has passed and
-  // that fits the worker's free slots, and leases it in the first W free slots (W =
-  // training.ranks, 0 = 1). A ready run that needs more slots than are free but no more than
-  // the worker has reserves the worker (nothing behind it is leased there), so multi-rank
-  // runs do not starve behind single-slot ones. nullopt when nothing came.
+  // Waits up to request.wait_ms (real time) for this worker's part of a gang placed
+  // earlier, or for a queued run whose backoff has passed and that can be placed by the
+  // policy above: on this worker's first W free slots (W = training.ranks, 0 = 1), or as a
+  // gang across this and other polling workers. nullopt when nothing came.
   // FAILED_PRECONDITION for an unknown worker (it should register again).
   absl::StatusOr<std::optional<xmod::v1::Assignment>> Acquire(
       const xmod::v1::AcquireRunRequest& request);
@@ -137,7 +167,8 @@ class Scheduler {
   void Shutdown();
 
   const SchedulerOptions& options() const { return options_; }
-  // Lease deadline of an open attempt on the monotonic clock, for tests and diagnostics.
+  // Lease deadline of an open attempt on the monotonic clock (a gang's earliest member's),
+  // for tests and diagnostics.
   std::optional<int64_t> LeaseExpiry(int64_t run_id, int attempt);
   int64_t BackoffMillis(int failures) const;
 
@@ -165,18 +196,40 @@ class Scheduler {
     std::optional<Checkpoint> previous_checkpoint;
     int lost = 0;  // lost leases since the scheduler started or the run was resumed
   };
-  struct AttemptEntry {
+  // One worker's share of an attempt (the only one, unless the run is a gang).
+  struct Member {
     int64_t worker_id = 0;
-    int64_t lease_expires_ms = 0;  // monotonic
-    int64_t acked_seq = -1;        // highest seq with every earlier point durable (-1 = none)
-    int64_t worker_epoch = 0;      // the worker's registration count when the attempt began
     std::string worker;
+    int64_t worker_epoch = 0;      // the worker's registration count when it took its part
+    int64_t lease_expires_ms = 0;  // monotonic
+    std::vector<int32_t> slots;
+    bool delivered = true;  // the worker has its part (gang members get it when they poll)
+  };
+  struct AttemptEntry {
+    std::vector<Member> members;  // members[0] runs rank 0: metrics and checkpoints
+    int64_t acked_seq = -1;       // highest seq with every earlier point durable (-1 = none)
+    // A gang's parts, built at placement (members[i] gets parts[i]); empty otherwise.
+    std::vector<xmod::v1::Assignment> parts;
   };
   struct WorkerEntry {
     std::string name;
     std::vector<xmod::v1::Slot> slots;
     int64_t last_seen_ms = 0;  // monotonic
     int64_t epoch = 0;         // registrations seen by this coordinator process
+    std::string host;          // advertised address (RegisterRequest.advertise_host)
+    int32_t port_first = 0;    // rendezvous ports it declared (0 = none)
+    int32_t port_last = 0;
+    int32_t next_port = 0;  // the next one to hand out, round robin
+    // Free slots as of its last AcquireRun, less those leased since; meaningful while it
+    // polls (polling > 0) or stopped polling at most a heartbeat interval ago.
+    std::vector<int32_t> free_slots;
+    int polling = 0;
+    int64_t poll_ended_ms = 0;  // monotonic
+  };
+  // Where a run goes: one worker's slots per member (member 0 first).
+  struct Placement {
+    int64_t run_id = 0;
+    std::vector<std::pair<int64_t, std::vector<int32_t>>> members;  // (worker id, slots)
   };
   using QueueKey = std::tuple<int, int64_t, int64_t>;  // (-priority, sweep, run)
   using AttemptKey = std::pair<int64_t, int>;          // (run, attempt)
@@ -189,6 +242,26 @@ class Scheduler {
   Scheduler(Store* store, Clock* clock, ChangeFeed* feed, CoordinatorMetrics* metrics,
             const SchedulerOptions& options);
   absl::Status Rebuild();
+
+  // The policy (header comment): the first run to place for `poller`, if any, scanning the
+  // queue in order. `next_ready` gets the earliest backoff end among runs not yet ready.
+  std::optional<Placement> PlanLocked(int64_t poller, int64_t mono, int64_t* next_ready)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `worker` is live and polling (its free slots are current).
+  bool AvailableLocked(const WorkerEntry& worker, int64_t mono) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts attempt `run.attempts + 1` of `placement` (memory, then one commit): the
+  // assignments of its members, member 0's first. `arrived` is when the poller's request
+  // arrived (monotonic).
+  absl::StatusOr<std::vector<xmod::v1::Assignment>> LeaseLocked(const Placement& placement,
+                                                                int64_t arrived, int64_t* sweep_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A gang part placed for `worker_id` that it has not taken yet: marks it taken (its lease
+  // starts at `arrived`) and returns it.
+  std::optional<xmod::v1::Assignment> TakePartLocked(int64_t worker_id, int64_t arrived)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The member of `attempt` on `worker_id`, or null.
+  static Member* MemberOn(AttemptEntry& attempt, int64_t worker_id);
 
   // The memory an operation changed, saved before the change so that a failed commit can put
   // it back, and what to do once the commit succeeded.
@@ -219,6 +292,16 @@ class Scheduler {
                         std::vector<Store::WriteFn>* writes, std::vector<Touched>* touched,
                         Change* change) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EnqueueLocked(int64_t run_id, RunEntry& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues runs just stored for `sweep_id` and tells watchers.
+  void QueueStored(int64_t sweep_id, const std::vector<xmod::v1::Run>& runs);
+  // Why a run ended early, for its censored_runs row (StopEarly).
+  struct Censoring {
+    double flops = 0;
+    double live_delta = 0;
+    std::string reason;
+  };
+  // CancelRun, or StopEarly with `censoring`.
+  absl::Status EndRunByUser(int64_t run_id, std::optional<Censoring> censoring);
   // The retry policy of a FAILED outcome with `exit_code` for `run`; counts an
   // out-of-memory failure on the run.
   Retry RetryOfFailure(RunEntry& run, int exit_code) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -17,6 +17,10 @@ absl::StatusOr<xmod::v1::RegisterResponse> Scheduler::Register(
   if (request.worker_name().empty()) {
     return absl::InvalidArgumentError("worker_name: must not be empty");
   }
+  if (request.worker_name().find(',') != std::string::npos) {
+    // A gang's attempt row lists its members' names comma-separated.
+    return absl::InvalidArgumentError("worker_name: must not contain ','");
+  }
   std::set<int> indexes;
   for (int i = 0; i < request.slots_size(); ++i) {
     if (!indexes.insert(request.slots(i).index()).second) {
@@ -24,11 +28,22 @@ absl::StatusOr<xmod::v1::RegisterResponse> Scheduler::Register(
           absl::StrCat("slots[", i, "].index: slot ", request.slots(i).index(), " repeats"));
     }
   }
+  const int32_t first = request.rendezvous_port_first();
+  const int32_t last = request.rendezvous_port_last();
+  if (first < 0 || first > 65535 || (first > 0 && (last < first || last > 65535)) ||
+      (first == 0 && last != 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rendezvous_port_first, rendezvous_port_last: ", first, "..", last,
+                     " is not a port range within 1..65535 (or 0..0 for none)"));
+  }
+  // The address gangs reach it at: as advertised, else (no address seen) its hostname.
+  xmod::v1::RegisterRequest registration = request;
+  if (registration.advertise_host().empty()) registration.set_advertise_host(request.hostname());
   const int64_t now = clock_->NowMillis();
   int64_t worker_id = 0;
   // The id comes from the database (stable across re-registrations and restarts).
   absl::Status status = store_->WriteAndWait([&](Db& db) {
-    absl::StatusOr<int64_t> id = UpsertWorker(db, request, now);
+    absl::StatusOr<int64_t> id = UpsertWorker(db, registration, now);
     if (!id.ok()) return id.status();
     worker_id = *id;
     return InsertEvent(db, now, "worker_registered", 0, 0,
@@ -42,6 +57,11 @@ absl::StatusOr<xmod::v1::RegisterResponse> Scheduler::Register(
     worker.name = request.worker_name();
     worker.slots.assign(request.slots().begin(), request.slots().end());
     worker.last_seen_ms = clock_->MonotonicMillis();
+    worker.host = registration.advertise_host();
+    if (worker.port_first != first || worker.port_last != last) worker.next_port = 0;
+    worker.port_first = first;
+    worker.port_last = last;
+    worker.free_slots.clear();  // known again from its next AcquireRun
     // Attempts begun before this registration are lost unless the next heartbeat lists them.
     worker.epoch += 1;
   }
@@ -84,8 +104,10 @@ absl::StatusOr<xmod::v1::HeartbeatResponse> Scheduler::Heartbeat(
       listed.insert(key);
       auto attempt = attempts_.find(key);
       auto run = runs_.find(running.run_id());
-      if (attempt == attempts_.end() || attempt->second.worker_id != worker_id ||
-          run == runs_.end() || run->second.current_attempt != running.attempt()) {
+      const Member* member =
+          attempt == attempts_.end() ? nullptr : MemberOn(attempt->second, worker_id);
+      if (member == nullptr || run == runs_.end() ||
+          run->second.current_attempt != running.attempt()) {
         // Lost, finished or someone else's: the child must stop at once, writing nothing
         // (another attempt may own the run now).
         xmod::v1::Order* order = response.add_orders();
@@ -103,7 +125,8 @@ absl::StatusOr<xmod::v1::HeartbeatResponse> Scheduler::Heartbeat(
         order->set_run_id(running.run_id());
         order->set_attempt(running.attempt());
         order->set_action(xmod::v1::STOP);
-      } else if (running.has_progress()) {
+      } else if (running.has_progress() && member == &attempt->second.members.front()) {
+        // Only member 0 runs rank 0, whose events carry the progress.
         xmod::v1::Progress progress = running.progress();
         // Losses come from durable metric points (ReportMetrics); a heartbeat's snapshot
         // can predate the last evaluation, so it moves only the position and the rate.
@@ -121,8 +144,9 @@ absl::StatusOr<xmod::v1::HeartbeatResponse> Scheduler::Heartbeat(
     // with the worker's previous life. Ending them changes the queue: committed under the
     // lock, memory kept only if the commit succeeds.
     std::vector<AttemptKey> orphaned;
-    for (const auto& [key, attempt] : attempts_) {
-      if (attempt.worker_id == worker_id && attempt.worker_epoch < worker->second.epoch &&
+    for (auto& [key, attempt] : attempts_) {
+      const Member* member = MemberOn(attempt, worker_id);
+      if (member != nullptr && member->delivered && member->worker_epoch < worker->second.epoch &&
           listed.count(key) == 0) {
         orphaned.push_back(key);
       }
@@ -150,11 +174,12 @@ absl::StatusOr<xmod::v1::HeartbeatResponse> Scheduler::Heartbeat(
       worker->second.last_seen_ms = std::max(worker->second.last_seen_ms, mono);
       for (const AttemptKey& key : renewed) {
         auto attempt = attempts_.find(key);
-        if (attempt == attempts_.end() || attempt->second.worker_id != worker_id) continue;
-        attempt->second.lease_expires_ms =
-            std::max(attempt->second.lease_expires_ms, mono + options_.lease_ttl_ms);
+        Member* member =
+            attempt == attempts_.end() ? nullptr : MemberOn(attempt->second, worker_id);
+        if (member == nullptr) continue;
+        member->lease_expires_ms = std::max(member->lease_expires_ms, mono + options_.lease_ttl_ms);
         // Listed attempts now belong to the current registration.
-        attempt->second.worker_epoch = worker->second.epoch;
+        member->worker_epoch = worker->second.epoch;
       }
     }
     // Under the lock that ends runs (CommitLocked), so a heartbeat in flight when its run
@@ -189,7 +214,7 @@ absl::StatusOr<xmod::v1::ReportMetricsResponse> Scheduler::ReportMetrics(
     auto run = runs_.find(request.run_id());
     if (attempt == attempts_.end() || run == runs_.end() ||
         run->second.current_attempt != request.attempt() ||
-        attempt->second.worker_id != request.worker_id()) {
+        attempt->second.members.front().worker_id != request.worker_id()) {
       response.set_stale(true);
       response.set_acked_seq(std::max<int64_t>(last_seq, request.first_seq() - 1));
       return response;
@@ -260,7 +285,7 @@ absl::Status Scheduler::ReportCheckpoint(const xmod::v1::ReportCheckpointRequest
     auto run = runs_.find(request.run_id());
     if (attempt == attempts_.end() || run == runs_.end() ||
         run->second.current_attempt != request.attempt() ||
-        attempt->second.worker_id != request.worker_id()) {
+        attempt->second.members.front().worker_id != request.worker_id()) {
       return absl::FailedPreconditionError(absl::StrCat("attempt ", request.attempt(), " of run ",
                                                         request.run_id(), " is not current"));
     }

@@ -10,7 +10,7 @@
 #include "coordinator/sweep_expansion.h"
 #include "coordinator/test_util.h"
 #include "gtest/gtest.h"
-#include "model/train/exit_codes.h"
+#include "trainer_contract/exit_codes.h"
 
 namespace xmod {
 namespace {
@@ -84,28 +84,10 @@ class SchedulerTest : public testing::Test {
     return a.ok() ? *a : std::nullopt;
   }
 
-  xmod::v1::Run Load(int64_t run_id) {
-    xmod::v1::Run run;
-    EXPECT_TRUE(store_
-                    ->Read([&](Db& db) {
-                      absl::StatusOr<xmod::v1::Run> r = LoadRun(db, run_id);
-                      if (r.ok()) run = *r;
-                      return r.status();
-                    })
-                    .ok());
-    return run;
-  }
+  xmod::v1::Run Load(int64_t run_id) { return StoredRun(*store_, run_id); }
 
   std::vector<xmod::v1::Attempt> Attempts(int64_t run_id) {
-    std::vector<xmod::v1::Attempt> out;
-    EXPECT_TRUE(store_
-                    ->Read([&](Db& db) {
-                      auto a = LoadAttempts(db, run_id);
-                      if (a.ok()) out = *a;
-                      return a.status();
-                    })
-                    .ok());
-    return out;
+    return StoredAttempts(*store_, run_id);
   }
 
   xmod::v1::HeartbeatResponse Beat(int64_t worker, const xmod::v1::Assignment& a) {

@@ -6,8 +6,8 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "coordinator/schema.h"
 #include "glog/logging.h"
+#include "resultsdb/schema.h"
 
 namespace xmod {
 

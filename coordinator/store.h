@@ -23,7 +23,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "coordinator/sqlite_db.h"
+#include "resultsdb/sqlite_db.h"
 
 namespace xmod {
 

@@ -1,7 +1,6 @@
 // See store_reads.h.
 #include "coordinator/store_reads.h"
 
-#include <limits>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -16,10 +15,13 @@ using xmod::v1::RunState;
 constexpr const char* kRunColumns =
     "r.id, r.sweep_id, r.label, r.name, r.spec, r.state, r.attempts, r.max_attempts, r.step,"
     " r.tokens, r.flops_done, r.flop_budget, r.train_loss, r.val_loss, r.tokens_per_second,"
-    " (SELECT t.worker FROM attempts t WHERE t.run_id = r.id AND t.ended_ms = 0"
+    " (SELECT t.worker FROM attempts t WHERE t.run_id = r.id AND t.ended_ms IS NULL"
     "   ORDER BY t.attempt DESC LIMIT 1),"
     " r.error, r.created_ms, r.started_ms, r.finished_ms, r.priority, r.held_out,"
-    " r.forward_flops_per_token, r.total_params";
+    " r.forward_flops_per_token, r.total_params,"
+    " (SELECT d.delta FROM live_delta d WHERE d.run_id = r.id ORDER BY d.flops DESC LIMIT 1),"
+    " (SELECT MAX(d.flops) FROM live_delta d WHERE d.run_id = r.id),"
+    " EXISTS (SELECT 1 FROM censored_runs c WHERE c.run_id = r.id)";
 
 RunState ParseState(const std::string& name) {
   RunState state = xmod::v1::RUN_STATE_UNSPECIFIED;
@@ -54,15 +56,24 @@ xmod::v1::Run RunFromRow(const Stmt& s) {
   run.set_held_out(s.Int(21) != 0);
   run.set_forward_flops_per_token(s.Double(22));
   run.set_total_params(s.Double(23));
+  if (!s.IsNull(24)) {
+    p->set_live_delta(s.Double(24));
+    p->set_live_delta_flops(s.Double(25));
+  }
+  run.set_censored(s.Int(26) != 0);
   return run;
 }
 
-xmod::v1::SweepState SweepStateFrom(const xmod::v1::Sweep& sweep, bool cancelled) {
+// `design_going` — an adaptive sweep whose design has not stopped — keeps the sweep active
+// between a run's end and the next decision.
+xmod::v1::SweepState SweepStateFrom(const xmod::v1::Sweep& sweep, bool cancelled,
+                                    bool design_going) {
   const auto count = [&](RunState state) {
     auto it = sweep.run_counts().find(xmod::v1::RunState_Name(state));
     return it == sweep.run_counts().end() ? 0 : it->second;
   };
   if (count(xmod::v1::QUEUED) + count(xmod::v1::RUNNING) > 0) return xmod::v1::SWEEP_ACTIVE;
+  if (design_going && !cancelled) return xmod::v1::SWEEP_ACTIVE;
   if (cancelled) return xmod::v1::SWEEP_CANCELLED;
   if (count(xmod::v1::FAILED) > 0) return xmod::v1::SWEEP_FAILED;
   return xmod::v1::SWEEP_DONE;
@@ -83,17 +94,20 @@ absl::Status FillSweep(Db& db, Stmt& row, xmod::v1::Sweep* sweep) {
     if (!*r) break;
     (*sweep->mutable_run_counts())[counts->Text(0)] = static_cast<int>(counts->Int(1));
   }
-  sweep->set_state(SweepStateFrom(*sweep, row.Int(3) != 0));
+  bool design_going = false;
+  if (sweep->spec().adaptive().enabled()) {
+    absl::StatusOr<Stmt> stopped = db.Prepare(
+        "SELECT 1 FROM design_decisions WHERE sweep_id = ? AND source = 'adaptive' AND stop = 1");
+    if (!stopped.ok()) return stopped.status();
+    absl::StatusOr<bool> found = stopped->Bind(1, sweep->id()).Step();
+    if (!found.ok()) return found.status();
+    design_going = !*found;
+  }
+  sweep->set_state(SweepStateFrom(*sweep, row.Int(3) != 0, design_going));
   return absl::OkStatus();
 }
 
 constexpr const char* kSweepColumns = "id, name, spec, cancelled, created_ms";
-
-// A REAL metric column; text there is how InsertMetrics keeps NaN.
-double RealOrNaN(const Stmt& s, int col) {
-  return sqlite3_column_type(s.raw(), col) == SQLITE_TEXT ? std::numeric_limits<double>::quiet_NaN()
-                                                          : s.Double(col);
-}
 
 }  // namespace
 
@@ -228,13 +242,23 @@ absl::StatusOr<std::optional<xmod::v1::Checkpoint>> LatestCheckpoint(Db& db, int
 
 absl::StatusOr<std::vector<xmod::v1::MetricSeries>> LoadMetrics(
     Db& db, int64_t run_id, const std::vector<std::string>& names, int max_points) {
-  std::string sql =
-      "SELECT name, step, tokens, flops, value FROM canonical_metrics WHERE run_id = ?";
+  // The reported series, and the live matched-FLOP Δ (sweep_monitor.h) as "delta/live" at
+  // the steps of the val/loss points it was computed at.
+  std::string in_names;
   if (!names.empty()) {
-    std::vector<std::string> marks(names.size(), "?");
-    absl::StrAppend(&sql, " AND name IN (", absl::StrJoin(marks, ","), ")");
+    std::vector<std::string> marks;
+    for (size_t i = 0; i < names.size(); ++i) marks.push_back(absl::StrCat("?", i + 2));
+    in_names = absl::StrCat(" IN (", absl::StrJoin(marks, ","), ")");
   }
-  absl::StrAppend(&sql, " ORDER BY name, flops, step, attempt");
+  std::string sql = "SELECT name, step, tokens, flops, value, attempt FROM canonical_metrics "
+                    "WHERE run_id = ?1";
+  if (!names.empty()) absl::StrAppend(&sql, " AND name", in_names);
+  absl::StrAppend(&sql,
+                  " UNION ALL SELECT 'delta/live', c.step, c.tokens, d.flops, d.delta, c.attempt"
+                  " FROM live_delta d JOIN canonical_metrics c ON c.run_id = d.run_id"
+                  " AND c.name = 'val/loss' AND c.flops = d.flops WHERE d.run_id = ?1");
+  if (!names.empty()) absl::StrAppend(&sql, " AND 'delta/live'", in_names);
+  absl::StrAppend(&sql, " ORDER BY 1, 4, 2, 6");
   absl::StatusOr<Stmt> stmt = db.Prepare(sql);
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, run_id);
@@ -248,8 +272,8 @@ absl::StatusOr<std::vector<xmod::v1::MetricSeries>> LoadMetrics(
     p.set_name(stmt->Text(0));
     p.set_step(stmt->Int(1));
     p.set_tokens(stmt->Int(2));
-    p.set_flops(RealOrNaN(*stmt, 3));
-    p.set_value(RealOrNaN(*stmt, 4));
+    p.set_flops(stmt->RealOrNaN(3));  // text there is how InsertMetrics keeps NaN
+    p.set_value(stmt->RealOrNaN(4));
   }
   std::vector<xmod::v1::MetricSeries> out;
   for (auto& [name, points] : by_name) {
@@ -332,7 +356,7 @@ absl::StatusOr<SchedulerSnapshot> LoadSchedulerSnapshot(Db& db) {
     absl::StatusOr<Stmt> stmt = db.Prepare(
         "SELECT id, sweep_id, priority, state, attempts, failures, max_attempts, not_before_ms,"
         " name, spec FROM runs WHERE state IN ('QUEUED','RUNNING') OR id IN"
-        " (SELECT run_id FROM attempts WHERE ended_ms = 0) ORDER BY id");
+        " (SELECT run_id FROM attempts WHERE ended_ms IS NULL) ORDER BY id");
     if (!stmt.ok()) return stmt.status();
     while (true) {
       absl::StatusOr<bool> row = stmt->Step();
@@ -359,8 +383,8 @@ absl::StatusOr<SchedulerSnapshot> LoadSchedulerSnapshot(Db& db) {
   {
     absl::StatusOr<Stmt> stmt = db.Prepare(
         "SELECT a.run_id, a.attempt, a.worker_id, a.lease_expires_ms,"
-        " (SELECT MAX(seq) FROM metrics m WHERE m.run_id = a.run_id AND m.attempt = a.attempt)"
-        " FROM attempts a WHERE a.ended_ms = 0");
+        " (SELECT MAX(seq) FROM metrics m WHERE m.run_id = a.run_id AND m.attempt = a.attempt),"
+        " a.worker, a.slots FROM attempts a WHERE a.ended_ms IS NULL");
     if (!stmt.ok()) return stmt.status();
     while (true) {
       absl::StatusOr<bool> row = stmt->Step();
@@ -372,6 +396,8 @@ absl::StatusOr<SchedulerSnapshot> LoadSchedulerSnapshot(Db& db) {
       a.worker_id = stmt->Int(2);
       a.lease_expires_ms = stmt->Int(3);
       a.max_seq = stmt->IsNull(4) ? -1 : stmt->Int(4);
+      a.worker = stmt->Text(5);
+      a.slots = stmt->Text(6);
     }
   }
   {
@@ -388,6 +414,9 @@ absl::StatusOr<SchedulerSnapshot> LoadSchedulerSnapshot(Db& db) {
       slots.ParseFromString(stmt->Text(2));
       w.slots.assign(slots.slots().begin(), slots.slots().end());
       w.last_seen_ms = stmt->Int(3);
+      w.advertise_host = slots.advertise_host();
+      w.rendezvous_port_first = slots.rendezvous_port_first();
+      w.rendezvous_port_last = slots.rendezvous_port_last();
     }
   }
   return snap;

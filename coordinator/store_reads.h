@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "coordinator/sqlite_db.h"
+#include "resultsdb/sqlite_db.h"
 #include "xmod/v1/coordinator.pb.h"
 #include "xmod/v1/types.pb.h"
 #include "xmod/v1/worker.pb.h"
@@ -68,6 +68,8 @@ struct OpenAttempt {
   int64_t worker_id = 0;
   int64_t lease_expires_ms = 0;
   int64_t max_seq = -1;  // highest stored metric seq (-1 = none)
+  std::string worker;    // member names, comma-separated (one unless a gang)
+  std::string slots;     // each member's slots, ';'-separated, e.g. "0,1" or "0;0"
 };
 struct RunQueueEntry {
   int64_t run_id = 0;
@@ -87,11 +89,14 @@ struct WorkerRow {
   std::string name;
   std::vector<xmod::v1::Slot> slots;
   int64_t last_seen_ms = 0;
+  std::string advertise_host;  // for gangs, as registered
+  int32_t rendezvous_port_first = 0;
+  int32_t rendezvous_port_last = 0;
 };
 struct SchedulerSnapshot {
   std::vector<RunQueueEntry> runs;         // runs QUEUED or RUNNING, and runs with an
                                            // open attempt in any state
-  std::vector<OpenAttempt> open_attempts;  // attempts with ended_ms = 0
+  std::vector<OpenAttempt> open_attempts;  // attempts with ended_ms NULL
   std::vector<WorkerRow> workers;
 };
 absl::StatusOr<SchedulerSnapshot> LoadSchedulerSnapshot(Db& db);

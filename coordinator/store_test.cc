@@ -6,11 +6,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "coordinator/schema.h"
 #include "coordinator/store_reads.h"
 #include "coordinator/store_writes.h"
 #include "coordinator/test_util.h"
 #include "gtest/gtest.h"
+#include "resultsdb/schema.h"
 
 namespace xmod {
 namespace {
@@ -185,6 +185,119 @@ TEST(StoreTest, CanonicalViewDropsSupersededRowsAfterResume) {
                   })
                   .ok());
   EXPECT_EQ(Count(*store, "SELECT COUNT(*) FROM canonical_metrics"), 0);
+}
+
+// What is not known yet or does not apply is stored NULL, and reads back as the proto's 0.
+TEST(StoreTest, MissingValuesAreStoredAsNull) {
+  const std::string dir = NewTestDir("nulls");
+  auto store = OpenStore(dir + "/x.db");
+  const int64_t run = AddRun(*store);  // no anchors (A = 0), not MOE, never started
+  const std::string where = absl::StrCat(" FROM runs WHERE id = ", run);
+  EXPECT_EQ(Count(*store,
+                  "SELECT started_ms IS NULL AND finished_ms IS NULL AND train_loss IS"
+                  " NULL AND val_loss IS NULL AND tokens_per_second IS NULL AND a IS NULL"
+                  " AND moe IS NULL" +
+                      where),
+            1);
+
+  xmod::v1::Progress train_only;  // no evaluation yet: val_loss stays unknown
+  train_only.set_train_loss(5.5);
+  ASSERT_TRUE(store
+                  ->WriteAndWait([&](Db& db) {
+                    if (auto s = MarkRunStarted(db, run, 1000); !s.ok()) return s;
+                    if (auto s = MarkRunStarted(db, run, 2000); !s.ok()) return s;
+                    if (auto s = UpdateProgress(db, run, train_only); !s.ok()) return s;
+                    if (auto s = InsertAttempt(db, {run, 1, 1, "w", "0", 1000, 0, 9000}); !s.ok())
+                      return s;
+                    return InsertAttempt(db, {run, 2, 1, "w", "0", 3000, 0, 9000});
+                  })
+                  .ok());
+  EXPECT_EQ(Count(*store, "SELECT started_ms" + where), 1000);  // the first start only
+  EXPECT_EQ(Count(*store, "SELECT val_loss IS NULL AND train_loss = 5.5" + where), 1);
+  // Open attempts have no end and no exit code.
+  EXPECT_EQ(Count(*store,
+                  "SELECT COUNT(*) FROM attempts WHERE ended_ms IS NULL AND exit_code IS"
+                  " NULL"),
+            2);
+
+  ASSERT_TRUE(store
+                  ->WriteAndWait([&](Db& db) {
+                    if (auto s = EndAttempt(db, run, 1, "lost", 0, "lease expired", 2000); !s.ok())
+                      return s;
+                    if (auto s = EndAttempt(db, run, 2, "failed", 4, "diverged", 4000); !s.ok())
+                      return s;
+                    RunUpdate failed;
+                    failed.run_id = run;
+                    failed.finished_ms = 4000;
+                    return UpdateRun(db, failed);
+                  })
+                  .ok());
+  EXPECT_EQ(Count(*store,
+                  "SELECT exit_code IS NULL AND ended_ms = 2000 FROM attempts"
+                  " WHERE attempt = 1"),
+            1);  // lost: no exit was seen
+  EXPECT_EQ(Count(*store, "SELECT exit_code FROM attempts WHERE attempt = 2"), 4);
+  EXPECT_EQ(Count(*store, "SELECT finished_ms" + where), 4000);
+  ASSERT_TRUE(store
+                  ->WriteAndWait([&](Db& db) {
+                    RunUpdate resumed;
+                    resumed.run_id = run;
+                    resumed.finished_ms = 0;
+                    return UpdateRun(db, resumed);
+                  })
+                  .ok());
+  EXPECT_EQ(Count(*store, "SELECT finished_ms IS NULL" + where), 1);
+
+  // A study's failed fit: no sweep, no params, n_obs or cv. A sweep's fit: no study.
+  xmod::v1::Fit study_fit;
+  study_fit.set_study_id(7);
+  study_fit.set_created_unix_ms(5000);
+  study_fit.set_error("too few runs");
+  xmod::v1::Fit sweep_fit;
+  sweep_fit.set_sweep_id(1);
+  sweep_fit.set_created_unix_ms(6000);
+  sweep_fit.set_n_obs(3);
+  ASSERT_TRUE(store
+                  ->WriteAndWait([&](Db& db) {
+                    if (auto s = InsertFit(db, study_fit).status(); !s.ok()) return s;
+                    return InsertFit(db, sweep_fit).status();
+                  })
+                  .ok());
+  EXPECT_EQ(Count(*store,
+                  "SELECT sweep_id IS NULL AND params IS NULL AND n_obs IS NULL AND cv IS"
+                  " NULL AND r2 IS NULL FROM fits WHERE study_id = 7"),
+            1);
+  EXPECT_EQ(Count(*store, "SELECT study_id IS NULL AND n_obs = 3 FROM fits WHERE sweep_id = 1"), 1);
+
+  // Read back, NULL is the proto's 0 ("none").
+  ASSERT_TRUE(store
+                  ->Read([&](Db& db) {
+                    absl::StatusOr<xmod::v1::Run> r = LoadRun(db, run);
+                    EXPECT_TRUE(r.ok()) << r.status();
+                    if (r.ok()) {
+                      EXPECT_EQ(r->finished_unix_ms(), 0);
+                      EXPECT_EQ(r->progress().val_loss(), 0);
+                      EXPECT_EQ(r->progress().train_loss(), 5.5);
+                    }
+                    absl::StatusOr<std::vector<xmod::v1::Attempt>> attempts = LoadAttempts(db, run);
+                    EXPECT_TRUE(attempts.ok()) << attempts.status();
+                    if (attempts.ok() && attempts->size() == 2) {
+                      EXPECT_EQ((*attempts)[0].exit_code(), 0);
+                      EXPECT_EQ((*attempts)[1].exit_code(), 4);
+                    }
+                    absl::StatusOr<LatestFits> fits = LoadLatestStudyFits(db, 7);
+                    EXPECT_TRUE(fits.ok()) << fits.status();
+                    if (fits.ok()) {
+                      EXPECT_FALSE(fits->ok.has_value());
+                      EXPECT_TRUE(fits->failed.has_value());
+                    }
+                    if (fits.ok() && fits->failed.has_value()) {
+                      EXPECT_EQ(fits->failed->sweep_id(), 0);
+                      EXPECT_EQ(fits->failed->error(), "too few runs");
+                    }
+                    return absl::OkStatus();
+                  })
+                  .ok());
 }
 
 TEST(StoreTest, MetricsAreDownsampledEvenly) {

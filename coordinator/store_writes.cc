@@ -2,6 +2,7 @@
 #include "coordinator/store_writes.h"
 
 #include <cmath>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -11,6 +12,19 @@ namespace xmod {
 
 using xmod::v1::Architecture_Name;
 using xmod::v1::RunState_Name;
+
+namespace {
+
+// NULL for 0: the value of a field whose 0 means "none" (a time not reached, the id of no
+// sweep or run, A of an architecture without anchors).
+std::optional<int64_t> NullIfZero(int64_t value) {
+  return value == 0 ? std::nullopt : std::optional<int64_t>(value);
+}
+std::optional<double> NullIfZero(double value) {
+  return value == 0 ? std::nullopt : std::optional<double>(value);
+}
+
+}  // namespace
 
 absl::StatusOr<int64_t> InsertSweep(Db& db, const xmod::v1::SweepSpec& spec, int64_t now_ms) {
   absl::StatusOr<Stmt> stmt = db.Prepare(
@@ -43,10 +57,10 @@ absl::StatusOr<int64_t> InsertRun(Db& db, int64_t sweep_id, const xmod::v1::Run&
       .Bind(3, run.name())
       .Bind(4, Architecture_Name(model.arch()))
       .Bind(5, model.k())
-      .Bind(6, model.a())
+      .BindOptional(6, NullIfZero(model.a()))
       .Bind(7, run.spec().training().seq_len())
       .Bind(8, model.backbone().name())
-      .Bind(9, moe)
+      .BindTextOrNull(9, moe)
       .Bind(10, run.spec().training().flop_budget())
       .Bind(11, run.forward_flops_per_token())
       .Bind(12, run.total_params())
@@ -81,15 +95,15 @@ absl::Status UpdateRun(Db& db, const RunUpdate& u) {
   if (u.max_attempts) stmt->Bind(i++, *u.max_attempts);
   if (u.not_before_ms) stmt->Bind(i++, *u.not_before_ms);
   if (u.error) stmt->Bind(i++, *u.error);
-  if (u.started_ms) stmt->Bind(i++, *u.started_ms);
-  if (u.finished_ms) stmt->Bind(i++, *u.finished_ms);
+  if (u.started_ms) stmt->BindOptional(i++, NullIfZero(*u.started_ms));
+  if (u.finished_ms) stmt->BindOptional(i++, NullIfZero(*u.finished_ms));
   stmt->Bind(i, u.run_id);
   return stmt->Run();
 }
 
 absl::Status MarkRunStarted(Db& db, int64_t run_id, int64_t now_ms) {
   absl::StatusOr<Stmt> stmt =
-      db.Prepare("UPDATE runs SET started_ms = ? WHERE id = ? AND started_ms = 0");
+      db.Prepare("UPDATE runs SET started_ms = ? WHERE id = ? AND started_ms IS NULL");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, now_ms).Bind(2, run_id);
   return stmt->Run();
@@ -138,11 +152,11 @@ absl::Status EndAttempt(Db& db, int64_t run_id, int attempt, const std::string& 
   absl::StatusOr<Stmt> stmt = db.Prepare(
       "UPDATE attempts SET ended_ms = ?1, outcome = ?2, exit_code = ?3,"
       " error = CASE WHEN error = '' THEN ?4 WHEN ?4 = '' THEN error ELSE ?4 || '; ' || error END"
-      " WHERE run_id = ?5 AND attempt = ?6 AND ended_ms = 0");
+      " WHERE run_id = ?5 AND attempt = ?6 AND ended_ms IS NULL");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, now_ms)
       .Bind(2, outcome)
-      .Bind(3, exit_code)
+      .BindOptional(3, outcome == "lost" ? std::nullopt : std::optional<int64_t>(exit_code))
       .Bind(4, error)
       .Bind(5, run_id)
       .Bind(6, attempt);
@@ -237,8 +251,12 @@ absl::Status NoteResumeFallback(Db& db, int64_t run_id, int attempt, int64_t res
 
 absl::StatusOr<int64_t> UpsertWorker(Db& db, const xmod::v1::RegisterRequest& request,
                                      int64_t now_ms) {
-  xmod::v1::RegisterRequest slots_only;
-  *slots_only.mutable_slots() = request.slots();
+  // The slots and what gangs need of the worker (advertised host, rendezvous ports).
+  xmod::v1::RegisterRequest stored;
+  *stored.mutable_slots() = request.slots();
+  stored.set_advertise_host(request.advertise_host());
+  stored.set_rendezvous_port_first(request.rendezvous_port_first());
+  stored.set_rendezvous_port_last(request.rendezvous_port_last());
   absl::StatusOr<Stmt> stmt = db.Prepare(
       "INSERT INTO workers (name, hostname, version, slots, registered_ms, last_seen_ms)"
       " VALUES (?,?,?,?,?,?) ON CONFLICT(name) DO UPDATE SET hostname = excluded.hostname,"
@@ -248,7 +266,7 @@ absl::StatusOr<int64_t> UpsertWorker(Db& db, const xmod::v1::RegisterRequest& re
   stmt->Bind(1, request.worker_name())
       .Bind(2, request.hostname())
       .Bind(3, request.version())
-      .BindBlob(4, slots_only.SerializeAsString())
+      .BindBlob(4, stored.SerializeAsString())
       .Bind(5, now_ms)
       .Bind(6, now_ms);
   if (absl::Status s = stmt->Run(); !s.ok()) return s;
@@ -280,18 +298,8 @@ absl::Status InsertEvent(Db& db, int64_t now_ms, const std::string& kind, int64_
   absl::StatusOr<Stmt> stmt =
       db.Prepare("INSERT INTO events (time_ms, kind, sweep_id, run_id, text) VALUES (?,?,?,?,?)");
   if (!stmt.ok()) return stmt.status();
-  stmt->Bind(1, now_ms).Bind(2, kind);
-  if (sweep_id > 0) {
-    stmt->Bind(3, sweep_id);
-  } else {
-    stmt->BindNull(3);
-  }
-  if (run_id > 0) {
-    stmt->Bind(4, run_id);
-  } else {
-    stmt->BindNull(4);
-  }
-  stmt->Bind(5, text);
+  stmt->Bind(1, now_ms).Bind(2, kind).BindOptional(3, NullIfZero(sweep_id));
+  stmt->BindOptional(4, NullIfZero(run_id)).Bind(5, text);
   return stmt->Run();
 }
 
@@ -300,14 +308,10 @@ absl::StatusOr<int64_t> InsertFit(Db& db, const xmod::v1::Fit& fit) {
       "INSERT INTO fits (sweep_id, created_ms, params, r2, rmse, mae, n_obs, cv, fit, error,"
       " study_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
   if (!stmt.ok()) return stmt.status();
-  stmt->Bind(1, fit.sweep_id()).Bind(2, fit.created_unix_ms());
-  if (fit.study_id() != 0) {
-    stmt->Bind(11, fit.study_id());
-  } else {
-    stmt->BindNull(11);
-  }
+  stmt->BindOptional(1, NullIfZero(fit.sweep_id())).Bind(2, fit.created_unix_ms());
+  stmt->BindOptional(11, NullIfZero(fit.study_id()));
   if (!fit.error().empty()) {
-    stmt->Bind(3, "{}").BindNull(4).BindNull(5).BindNull(6).Bind(7, 0).Bind(8, "[]").BindNull(9);
+    stmt->BindNull(3).BindNull(4).BindNull(5).BindNull(6).BindNull(7).BindNull(8).BindNull(9);
     stmt->Bind(10, fit.error());
   } else {
     absl::StatusOr<std::string> params = ProtoJson(fit.params(), JsonLayout::kLine);

@@ -1,6 +1,8 @@
 // Domain writes on the coordinator database. Each function runs inside a write closure on
 // the store's writer thread (Store::Write), so it is part of a batched transaction.
-// Errors are INTERNAL (sqlite) unless stated.
+// What is not known yet or does not apply is stored NULL, never as a 0 or '' that would read
+// like a value (docs/results-database.md, "Conventions"). Errors are INTERNAL (sqlite) unless
+// stated.
 #ifndef XMOD_COORDINATOR_STORE_WRITES_H_
 #define XMOD_COORDINATOR_STORE_WRITES_H_
 
@@ -11,7 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "coordinator/sqlite_db.h"
+#include "resultsdb/sqlite_db.h"
 #include "xmod/v1/coordinator.pb.h"
 #include "xmod/v1/types.pb.h"
 #include "xmod/v1/worker.pb.h"
@@ -23,11 +25,14 @@ absl::StatusOr<int64_t> InsertSweep(Db& db, const xmod::v1::SweepSpec& spec, int
 
 // A new run row in state QUEUED from an expanded run (sweep_id, label, name, spec,
 // priority, max_attempts, held_out, forward_flops_per_token, total_params are read from
-// `run`); returns its id.
+// `run`); returns its id. Column `a` is NULL for an architecture without anchors (A = 0 in
+// the spec), `moe` NULL unless the architecture is MOE; start, end and progress losses stay
+// NULL until they happen.
 absl::StatusOr<int64_t> InsertRun(Db& db, int64_t sweep_id, const xmod::v1::Run& run,
                                   int64_t now_ms);
 
-// Changes to a run row; unset fields are left alone.
+// Changes to a run row; unset fields are left alone. A started_ms or finished_ms of 0 stores
+// NULL (not started, not finished: a resumed run's finished_ms is cleared so).
 struct RunUpdate {
   int64_t run_id = 0;
   std::optional<xmod::v1::RunState> state;
@@ -41,11 +46,11 @@ struct RunUpdate {
 };
 absl::Status UpdateRun(Db& db, const RunUpdate& update);
 
-// Sets started_ms on a run's first start; later starts leave it alone.
+// Sets started_ms (NULL until then) on a run's first start; later starts leave it alone.
 absl::Status MarkRunStarted(Db& db, int64_t run_id, int64_t now_ms);
 
 // Progress columns from a heartbeat or the latest metric points. Zero losses and rates are
-// "unknown" and leave the stored value alone.
+// "unknown" and leave the stored value alone (NULL until the first known one).
 absl::Status UpdateProgress(Db& db, int64_t run_id, const xmod::v1::Progress& progress);
 
 struct AttemptStart {
@@ -60,8 +65,9 @@ struct AttemptStart {
 };
 absl::Status InsertAttempt(Db& db, const AttemptStart& start);
 
-// Closes an open attempt (ended_ms = 0) with its outcome; a closed one is left alone. A note
-// already in its error (NoteResumeFallback) is kept after `error`.
+// Closes an open attempt (ended_ms NULL) with its outcome; a closed one is left alone. A note
+// already in its error (NoteResumeFallback) is kept after `error`. The exit code is stored
+// NULL for outcome "lost": no exit of the trainer was seen.
 absl::Status EndAttempt(Db& db, int64_t run_id, int attempt, const std::string& outcome,
                         int exit_code, const std::string& error, int64_t now_ms);
 
@@ -90,22 +96,24 @@ absl::Status DeleteCheckpoint(Db& db, int64_t run_id, const std::string& path);
 absl::Status NoteResumeFallback(Db& db, int64_t run_id, int attempt, int64_t resumed_from_step,
                                 const std::string& note);
 
-// Inserts or updates the worker named `request.worker_name`; returns its id (stable across
-// re-registrations).
+// Inserts or updates the worker named `request.worker_name`, with its slots, advertised host
+// and rendezvous ports (in the `slots` blob); returns its id (stable across re-registrations).
 absl::StatusOr<int64_t> UpsertWorker(Db& db, const xmod::v1::RegisterRequest& request,
                                      int64_t now_ms);
 absl::Status TouchWorker(Db& db, int64_t worker_id, int64_t now_ms);
 
 absl::Status MarkSweepCancelled(Db& db, int64_t sweep_id);
 
+// sweep_id or run_id 0: the event concerns none (stored NULL).
 absl::Status InsertEvent(Db& db, int64_t now_ms, const std::string& kind, int64_t sweep_id,
                          int64_t run_id, const std::string& text);
 
 // A row of the fits table from `fit` (sweep_id, or study_id with sweep_id 0 for a study's
-// fit, created_unix_ms and the rest; `id` is ignored); returns its id. A fit with `error` set
-// is a failed attempt: only its sweep or study, time and error are stored (params '{}', cv
-// '[]', r2/rmse/mae and the blob NULL). Otherwise params and cv are stored as JSON (proto
-// field names, e.g. "eta_n") next to the binary Fit.
+// fit, created_unix_ms and the rest; `id` is ignored); returns its id. The owner that is not
+// fitted (sweep_id of a study's fit, study_id of a sweep's) is stored NULL. A fit with
+// `error` set is a failed attempt: only its sweep or study, time and error are stored
+// (params, r2, rmse, mae, n_obs, cv and the blob NULL). Otherwise params and cv are stored as
+// JSON (proto field names, e.g. "eta_n") next to the binary Fit.
 absl::StatusOr<int64_t> InsertFit(Db& db, const xmod::v1::Fit& fit);
 
 }  // namespace xmod

@@ -12,8 +12,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "coordinator/sqlite_db.h"
 #include "fitter/observations.h"
+#include "resultsdb/sqlite_db.h"
 #include "xmod/v1/coordinator.pb.h"
 
 namespace xmod {

@@ -136,6 +136,14 @@ absl::Status ValidateTraining(const xmod::v1::TrainingSpec& t) {
   }
   if (t.threads() < 0) return Invalid("training.threads", "must be >= 0");
   if (t.ranks() < 0) return Invalid("training.ranks", "must be >= 0 (0 = 1 rank)");
+  if (t.ranks_per_worker() < 0) {
+    return Invalid("training.ranks_per_worker", "must be >= 0 (0 = every rank on one worker)");
+  }
+  if (t.ranks_per_worker() > 0 && std::max(1, t.ranks()) % t.ranks_per_worker() != 0) {
+    return Invalid("training.ranks_per_worker",
+                   absl::StrCat("training.ranks ", std::max(1, t.ranks()), " must divide by it (",
+                                t.ranks_per_worker(), ")"));
+  }
   if (!(t.train_flops_multiplier() >= 0) || !std::isfinite(t.train_flops_multiplier())) {
     return Invalid("training.train_flops_multiplier", "must be finite and > 0 (0 = default 3)");
   }

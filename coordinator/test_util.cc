@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/store_reads.h"
 #include "gtest/gtest.h"
 
 namespace xmod {
@@ -39,6 +40,30 @@ xmod::v1::SweepSpec TinySweep(const std::string& dir) {
   grid->add_ks(4);
   grid->add_as(1);
   return spec;
+}
+
+xmod::v1::Run StoredRun(Store& store, int64_t run_id) {
+  xmod::v1::Run run;
+  EXPECT_TRUE(store
+                  .Read([&](Db& db) {
+                    absl::StatusOr<xmod::v1::Run> r = LoadRun(db, run_id);
+                    if (r.ok()) run = *r;
+                    return r.status();
+                  })
+                  .ok());
+  return run;
+}
+
+std::vector<xmod::v1::Attempt> StoredAttempts(Store& store, int64_t run_id) {
+  std::vector<xmod::v1::Attempt> out;
+  EXPECT_TRUE(store
+                  .Read([&](Db& db) {
+                    auto a = LoadAttempts(db, run_id);
+                    if (a.ok()) out = *a;
+                    return a.status();
+                  })
+                  .ok());
+  return out;
 }
 
 }  // namespace xmod

@@ -1,10 +1,16 @@
-// Helpers for the coordinator tests: fresh temporary directories and a small valid sweep.
+// Helpers for the coordinator tests: fresh temporary directories, a small valid sweep, and
+// the stored state of a run.
 #ifndef XMOD_COORDINATOR_TEST_UTIL_H_
 #define XMOD_COORDINATOR_TEST_UTIL_H_
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
+#include "coordinator/store.h"
+#include "xmod/v1/coordinator.pb.h"
 #include "xmod/v1/spec.pb.h"
+#include "xmod/v1/types.pb.h"
 
 namespace xmod {
 
@@ -15,6 +21,11 @@ std::string NewTestDir(const std::string& name);
 // archs [DENSE, XMOD], L = [64], K = [1, 2, 4], A = [1], one budget -> 3 runs
 // (DENSE, XMOD K=1 folded into DENSE, XMOD K=2, XMOD K=4).
 xmod::v1::SweepSpec TinySweep(const std::string& dir);
+
+// The run / its attempts as the store holds them; a failed read fails the test (and gives
+// an empty message).
+xmod::v1::Run StoredRun(Store& store, int64_t run_id);
+std::vector<xmod::v1::Attempt> StoredAttempts(Store& store, int64_t run_id);
 
 }  // namespace xmod
 

@@ -3,13 +3,38 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 #include <utility>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
 #include "coordinator/service_util.h"
 
 namespace xmod {
 
 using grpc::ServerContext;
+
+namespace {
+
+// The address part of a gRPC peer ("ipv4:10.0.0.2:5000", "ipv6:[::1]:5000", URI-escaped
+// brackets too); empty for other kinds (e.g. unix sockets).
+std::string PeerHost(const std::string& peer) {
+  std::string address;
+  if (absl::StartsWith(peer, "ipv4:")) {
+    address = peer.substr(5);
+  } else if (absl::StartsWith(peer, "ipv6:")) {
+    address = absl::StrReplaceAll(peer.substr(5), {{"%5B", "["}, {"%5D", "]"}});
+  } else {
+    return "";
+  }
+  address = address.substr(0, address.rfind(':'));
+  if (address.size() >= 2 && address.front() == '[' && address.back() == ']') {
+    address = address.substr(1, address.size() - 2);
+  }
+  return address;
+}
+
+}  // namespace
 
 WorkerGatewayService::WorkerGatewayService(Scheduler* scheduler, Store* store,
                                            CoordinatorMetrics* metrics,
@@ -25,7 +50,11 @@ grpc::Status WorkerGatewayService::Register(ServerContext* context,
                      !s.ok()) {
                    return s;
                  }
-                 absl::StatusOr<xmod::v1::RegisterResponse> r = scheduler_->Register(*request);
+                 xmod::v1::RegisterRequest registration = *request;
+                 if (registration.advertise_host().empty()) {
+                   registration.set_advertise_host(PeerHost(context->peer()));
+                 }
+                 absl::StatusOr<xmod::v1::RegisterResponse> r = scheduler_->Register(registration);
                  if (!r.ok()) return r.status();
                  identity_.Remember(r->worker_id(), request->worker_name());
                  *response = *std::move(r);

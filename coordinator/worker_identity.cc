@@ -2,6 +2,7 @@
 #include "coordinator/worker_identity.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace xmod {
 namespace {
@@ -79,7 +80,10 @@ absl::Status WorkerIdentity::CheckAttempt(const Principal& caller, int64_t worke
     if (attempt_workers_.size() >= kMaxCached) attempt_workers_.clear();
     attempt_workers_[{run_id, attempt}] = holder;
   }
-  if (holder == caller.name) return absl::OkStatus();
+  // A gang's attempt is held by each of its members (names comma-separated).
+  for (absl::string_view member : absl::StrSplit(holder, ',')) {
+    if (member == caller.name) return absl::OkStatus();
+  }
   return absl::PermissionDeniedError(absl::StrCat("attempt ", attempt, " of run ", run_id,
                                                   " is held by worker \"", holder, "\", not \"",
                                                   caller.name, "\""));

@@ -1,7 +1,8 @@
 // WorkerIdentity: binds WorkerGateway calls to the worker credential that makes them. A
 // worker credential named N (common/credentials.h) may register only as worker N, and may
-// name only worker N's id and report only for attempts that worker N holds; anything else is
-// PERMISSION_DENIED. The anonymous principal (no credentials configured) passes every check.
+// name only worker N's id and report only for attempts that worker N holds (alone or as a
+// member of a gang); anything else is PERMISSION_DENIED. The anonymous principal (no
+// credentials configured) passes every check.
 //
 // Worker ids and the worker of an attempt never change once written, so both are read from
 // the database once and cached (the caches are cleared when they grow past a bound).

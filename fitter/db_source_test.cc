@@ -1,5 +1,5 @@
-// xmod-fit --db against a real coordinator database: the coordinator's own schema
-// (coordinator/schema.h) filled with a synthetic sweep, read back through the
+// xmod-fit --db against a real results database: the schema the coordinator migrates to
+// (resultsdb/schema.h) filled with a synthetic sweep, read back through the
 // flop_aligned_loss view and fitted.
 #include "fitter/db_source.h"
 
@@ -8,13 +8,13 @@
 #include <set>
 #include <sstream>
 
-#include "coordinator/schema.h"
-#include "coordinator/sqlite_db.h"
 #include "fitter/fit_command.h"
 #include "fitter/sweep_fit.h"
 #include "fitter/synthetic.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "resultsdb/schema.h"
+#include "resultsdb/sqlite_db.h"
 
 namespace xmod::fitter {
 namespace {

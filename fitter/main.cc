@@ -2,14 +2,15 @@
 // coordinator's database. Parses flags into FitCommandOptions and runs RunFitCommand.
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <optional>
 
-#include "common/build_info.h"
+#include "common/command_line.h"
 #include "fitter/fit_command.h"
 
 int main(int argc, char** argv) {
   xmod::fitter::FitCommandOptions options;
   CLI::App app{"xmod-fit: fit the X-MoD scaling law (paper Eq. 14) and recommend (K, A)"};
-  app.set_version_flag("--version", xmod::VersionLine("xmod-fit"));
+  xmod::AddVersionFlag(app, "xmod-fit");
   app.add_option(
       "--csv", options.csv,
       "CSV with header n_act,L,K,A,delta[,group][,held_out][,sweep]; sweep: kxl, nact or axk "
@@ -33,7 +34,7 @@ int main(int argc, char** argv) {
                  "differential evolution stops when best and worst SSE/SST differ by less");
   bool no_cv = false;
   app.add_flag("--no_cv", no_cv, "skip the grouped cross-validation");
-  CLI11_PARSE(app, argc, argv);
+  if (std::optional<int> exit = xmod::ParseCommandLine(app, argc, argv)) return *exit;
   options.cross_validate = !no_cv;
 
   const absl::Status status = xmod::fitter::RunFitCommand(options, std::cout);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -56,6 +57,21 @@ bool IsDenseReference(const RunCurve& run) {
 }
 
 bool IsObservation(const RunCurve& run) { return run.arch == xmod::v1::XMOD && run.k >= 2; }
+
+int DropSparseWithoutDense(std::vector<RunCurve>* runs) {
+  std::set<std::pair<int, std::string>> dense;
+  for (const RunCurve& run : *runs) {
+    if (IsDenseReference(run)) dense.insert({run.seq_len, run.backbone});
+  }
+  const size_t before = runs->size();
+  runs->erase(std::remove_if(runs->begin(), runs->end(),
+                             [&](const RunCurve& run) {
+                               return IsObservation(run) &&
+                                      dense.count({run.seq_len, run.backbone}) == 0;
+                             }),
+              runs->end());
+  return static_cast<int>(before - runs->size());
+}
 
 namespace {
 

@@ -50,6 +50,7 @@ struct RunCurve {
   double a = 1;                    // A (ignored for DENSE)
   int n0 = 4;                      // dense prefix N0 of the layer plan
   bool held_out = false;           // out-of-range: predicted, never fitted (FitPlan)
+  double flop_budget = 0;          // training FLOPs the run was asked to spend (0 = unknown)
   std::string label;               // grid label(s), '+'-joined; name its roles (SweepRolesOfLabels)
   std::vector<CurvePoint> points;  // val/loss against cumulative training FLOPs
 };
@@ -92,6 +93,10 @@ struct ObservationOptions {
 // with K >= 2 are observations; other architectures (MoD, MoE, controls) are not fitted.
 bool IsDenseReference(const RunCurve& run);
 bool IsObservation(const RunCurve& run);
+
+// While a sweep runs: drops the sparse runs whose (L, backbone) group has no dense
+// reference among `runs` yet (their reference is still coming). Returns how many.
+int DropSparseWithoutDense(std::vector<RunCurve>* runs);
 
 // Observations from run curves. DENSE runs (and K = 1) are references; X-MoD runs with
 // K >= 2 become observations, in the sweeps their label names (SweepRolesOfLabels); other

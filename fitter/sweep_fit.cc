@@ -8,19 +8,6 @@
 namespace xmod::fitter {
 namespace {
 
-void ToProto(const LawParams& p, xmod::v1::LawParams* out) {
-  out->set_e(p.e);
-  out->set_u(p.u);
-  out->set_eta_n(p.eta_n);
-  out->set_rho_n(p.rho_n);
-  out->set_w(p.w);
-  out->set_eta_l(p.eta_l);
-  out->set_rho_l(p.rho_l);
-  out->set_z(p.z);
-  out->set_rho_k(p.rho_k);
-  out->set_rho_a(p.rho_a);
-}
-
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -79,6 +66,21 @@ absl::StatusOr<FitReport> FitObservations(std::vector<Observation> observations,
   return report;
 }
 
+xmod::v1::LawParams LawParamsToProto(const LawParams& p) {
+  xmod::v1::LawParams out;
+  out.set_e(p.e);
+  out.set_u(p.u);
+  out.set_eta_n(p.eta_n);
+  out.set_rho_n(p.rho_n);
+  out.set_w(p.w);
+  out.set_eta_l(p.eta_l);
+  out.set_rho_l(p.rho_l);
+  out.set_z(p.z);
+  out.set_rho_k(p.rho_k);
+  out.set_rho_a(p.rho_a);
+  return out;
+}
+
 LawParams LawParamsFromProto(const xmod::v1::LawParams& p) {
   LawParams out;
   out.e = p.e();
@@ -96,7 +98,7 @@ LawParams LawParamsFromProto(const xmod::v1::LawParams& p) {
 
 xmod::v1::Fit ToFitProto(const FitReport& report) {
   xmod::v1::Fit fit;
-  ToProto(report.fit.params, fit.mutable_params());
+  *fit.mutable_params() = LawParamsToProto(report.fit.params);
   fit.set_r2(report.fit.r2);
   fit.set_rmse(report.fit.rmse);
   fit.set_mae(report.fit.mae);
@@ -112,8 +114,8 @@ xmod::v1::Fit ToFitProto(const FitReport& report) {
   }
   for (const std::string& name : report.fit.at_bound) fit.add_at_bound(name);
   if (report.bootstrap.has_value()) {
-    ToProto(report.bootstrap->low, fit.mutable_ci_low());
-    ToProto(report.bootstrap->high, fit.mutable_ci_high());
+    *fit.mutable_ci_low() = LawParamsToProto(report.bootstrap->low);
+    *fit.mutable_ci_high() = LawParamsToProto(report.bootstrap->high);
   }
   for (const Observation& o : report.observations) {
     xmod::v1::FitObservation* out = fit.add_observations();

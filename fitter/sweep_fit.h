@@ -59,6 +59,8 @@ xmod::v1::Fit ToFitProto(const FitReport& report);
 
 // The law's parameters from the API message (the inverse of what ToFitProto writes).
 LawParams LawParamsFromProto(const xmod::v1::LawParams& p);
+// ... and the other way.
+xmod::v1::LawParams LawParamsToProto(const LawParams& p);
 
 }  // namespace xmod::fitter
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything xmod needs on Debian 12, as root: compilers, LibTorch, gRPC,
 # SQLite, prometheus-cpp, pagmo2, cairo (xmodctl report's plots), test tools, Prometheus,
-# Chromium, the dict-gcide corpus, and the npm packages used for data files and browser
-# tests. Idempotent and quick when everything is present.
+# Slurm, munge and systemd-analyze (deploy tests), Chromium, the dict-gcide corpus, and the
+# npm packages used for data files and browser tests. Idempotent and quick when everything
+# is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +19,7 @@ PACKAGES=(
   dict-gcide python3-torch python3-scipy python3-numpy python3-venv
   prometheus chromium chromium-driver clang-format nodejs
   clang libclang-rt-14-dev
+  slurm-wlm munge systemd
 )
 
 missing=()

@@ -14,7 +14,9 @@
 #include "absl/time/time.h"
 #include "common/files.h"
 #include "glog/logging.h"
-#include "model/train/exit_codes.h"
+#include "trainer_contract/exit_codes.h"
+#include "trainer_contract/trainer_args.h"
+#include "trainer_contract/trainer_env.h"
 #include "worker/rank_group.h"
 
 namespace xmod {
@@ -93,6 +95,9 @@ absl::Status Agent::RegisterOnce() {
   request.set_worker_name(options_.worker_name);
   request.set_hostname(options_.hostname);
   request.set_version(options_.version);
+  request.set_advertise_host(options_.advertise_host);
+  request.set_rendezvous_port_first(options_.rendezvous_port_first);
+  request.set_rendezvous_port_last(options_.rendezvous_port_last);
   for (const v1::Slot& slot : slots_) *request.add_slots() = slot;
   absl::StatusOr<v1::RegisterResponse> reply = gateway_->Register(request);
   if (!reply.ok()) return reply.status();
@@ -219,7 +224,10 @@ void Agent::EnforceStallTimeout() {
   absl::MutexLock lock(&mu_);
   const int64_t now = clock_->MonotonicMillis();
   for (auto& [key, attempt] : attempts_) {
-    if (attempt->killed || now - attempt->progress_ms < options_.stall_timeout_ms) continue;
+    if (attempt->killed || !attempt->has_events ||
+        now - attempt->progress_ms < options_.stall_timeout_ms) {
+      continue;
+    }
     const std::string reason =
         absl::StrCat("no step progress for ", (now - attempt->progress_ms) / 1000,
                      " s (stall timeout ", options_.stall_timeout_ms / 1000, " s, last step ",
@@ -292,9 +300,14 @@ void Agent::StartAttempt(const v1::Assignment& assignment, int64_t lease_deadlin
   refusal.set_attempt(key.attempt);
   refusal.set_worker_id(worker_id());
 
-  // Slots: W = training.ranks (0 = 1); the assigned ones that are free here, topped up with
-  // other free slots.
-  const int ranks = std::max(1, assignment.spec().training().ranks());
+  // Slots: W = training.ranks (0 = 1), or ranks_per_worker for a gang's part; the assigned
+  // ones that are free here, topped up with other free slots.
+  const bool gang = assignment.has_gang();
+  const int ranks = gang ? assignment.spec().training().ranks_per_worker()
+                         : std::max(1, assignment.spec().training().ranks());
+  // This worker's ranks are rank_offset .. rank_offset + W - 1 of world_size.
+  const int rank_offset = gang ? assignment.gang().rank_offset() : 0;
+  const int world_size = gang ? assignment.gang().world_size() : ranks;
   std::vector<int32_t> slots;
   {
     absl::MutexLock lock(&mu_);
@@ -336,8 +349,9 @@ void Agent::StartAttempt(const v1::Assignment& assignment, int64_t lease_deadlin
   absl::Status status = MakeDirs(dir);
   if (status.ok()) status = MakeDirs(spec.checkpoint_dir());
   if (status.ok()) status = WriteFileAtomic(spec_path, spec.SerializeAsString());
-  const std::string rendezvous = dir + "/rdzv";
-  if (status.ok() && ranks > 1) {
+  // A gang meets at member 0's TCPStore; ranks on this worker alone at a FileStore here.
+  const std::string rendezvous = gang ? assignment.gang().rendezvous() : dir + "/rdzv";
+  if (status.ok() && !gang && ranks > 1) {
     // A FileStore must be fresh: a file left by an earlier start holds its keys.
     std::error_code error;
     std::filesystem::remove(rendezvous, error);
@@ -353,18 +367,12 @@ void Agent::StartAttempt(const v1::Assignment& assignment, int64_t lease_deadlin
     const v1::Slot& slot = slots_[slots[rank]];
     threads = spec.training().threads() > 0 ? spec.training().threads() : slot.cores();
     threads = std::max(threads, 1);
-    LaunchOptions launch;
-    launch.argv = {options_.train_bin,
-                   "--spec",
-                   spec_path,
-                   "--events_fd",
-                   rank == 0 ? absl::StrCat(options_.events_fd) : "-1",
-                   "--threads",
-                   absl::StrCat(threads),
-                   "--lease_deadline_ms",
-                   absl::StrCat(lease_deadline_ms),
-                   "--lease_fd",
-                   absl::StrCat(options_.control_fd)};
+    TrainerArgs args;
+    args.spec = spec_path;
+    args.events_fd = rank_offset + rank == 0 ? options_.events_fd : -1;
+    args.threads = threads;
+    args.lease_deadline_ms = lease_deadline_ms;
+    args.lease_fd = options_.control_fd;
     // Resume candidates, newest first, each with the digest the coordinator recorded.
     std::vector<v1::ResumePoint> candidates;
     if (assignment.has_resume() && !assignment.resume().path().empty()) {
@@ -375,28 +383,29 @@ void Agent::StartAttempt(const v1::Assignment& assignment, int64_t lease_deadlin
     const bool digests = std::all_of(candidates.begin(), candidates.end(),
                                      [](const v1::ResumePoint& c) { return !c.sha256().empty(); });
     for (const v1::ResumePoint& candidate : candidates) {
-      launch.argv.insert(launch.argv.end(), {"--resume", candidate.path()});
-      if (digests) launch.argv.insert(launch.argv.end(), {"--resume_sha256", candidate.sha256()});
+      args.resume.push_back(candidate.path());
+      if (digests) args.resume_sha256.push_back(candidate.sha256());
     }
-    if (ranks > 1) {
-      launch.argv.insert(launch.argv.end(), {"--rank", absl::StrCat(rank), "--world_size",
-                                             absl::StrCat(ranks), "--rendezvous", rendezvous});
+    if (world_size > 1) {
+      args.rank = rank_offset + rank;
+      args.world_size = world_size;
+      args.rendezvous = rendezvous;
     }
+    if (gang) args.dist_host = assignment.gang().host();  // where the other members reach it
+    LaunchOptions launch;
     if (slot.kind() == v1::CUDA) {
-      launch.argv.push_back("--device");
-      launch.argv.push_back("cuda:0");
-      if (ranks > 1) {
-        launch.argv.push_back("--backend");
-        launch.argv.push_back("nccl");
-      }
-      launch.env.emplace_back("CUDA_VISIBLE_DEVICES", absl::StrCat(slot.device()));
+      args.device = "cuda:0";  // the slot's GPU, the only one CUDA_VISIBLE_DEVICES shows
+      if (world_size > 1) args.backend = "nccl";
+      launch.env.emplace_back(kEnvCudaVisibleDevices, absl::StrCat(slot.device()));
     }
-    launch.env.emplace_back("OMP_NUM_THREADS", absl::StrCat(threads));
-    launch.env.emplace_back("OPENBLAS_NUM_THREADS", absl::StrCat(threads));
+    launch.argv = args.ToArgv();
+    launch.argv.insert(launch.argv.begin(), options_.train_bin);
+    launch.env.emplace_back(kEnvOmpNumThreads, absl::StrCat(threads));
+    launch.env.emplace_back(kEnvOpenblasNumThreads, absl::StrCat(threads));
     // Idle OpenMP threads sleep instead of spinning on cores OpenBLAS's threads need (libgomp
     // reads this at load, so only the parent can set it); the worker's own setting wins.
-    if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
-      launch.env.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
+    if (std::getenv(kEnvOmpWaitPolicy) == nullptr) {
+      launch.env.emplace_back(kEnvOmpWaitPolicy, kOmpWaitPolicyPassive);
     }
     for (const auto& entry : options_.train_env) launch.env.push_back(entry);
     launch.log_path =
@@ -427,6 +436,11 @@ void Agent::StartAttempt(const v1::Assignment& assignment, int64_t lease_deadlin
   LOG(INFO) << "run " << key.run_id << " attempt " << key.attempt << ": started pid "
             << (*child)->pid() << " on slots " << absl::StrJoin(slots, ",") << " with " << threads
             << " threads" << (ranks > 1 ? absl::StrCat(" per rank, ", ranks, " ranks") : "")
+            << (gang ? absl::StrCat(", gang member ", assignment.gang().member(), " of ",
+                                    assignment.gang().members(), " (ranks ", rank_offset, "..",
+                                    rank_offset + ranks - 1, " of ", world_size, ", ", rendezvous,
+                                    ")")
+                     : "")
             << (assignment.has_resume() ? ", resuming" : "");
   if (metrics_ != nullptr) metrics_->children_started.Increment();
   relay_.Open(key);
@@ -439,6 +453,7 @@ void Agent::StartAttempt(const v1::Assignment& assignment, int64_t lease_deadlin
   attempt->slots = slots;
   attempt->lease_deadline_ms = lease_deadline_ms;
   attempt->progress_ms = clock_->MonotonicMillis();
+  attempt->has_events = rank_offset == 0;
   Attempt* raw = attempt.get();
   attempts_[key] = std::move(attempt);
   raw->thread = std::thread([this, raw] { Supervise(raw); });
@@ -567,6 +582,11 @@ void Agent::Supervise(Attempt* attempt) {
     // The trainer fenced itself off: its lease lapsed (e.g. this worker was frozen).
     finish.set_outcome(v1::OUTCOME_PREEMPTED);
     finish.set_error("the trainer's lease lapsed; it stopped without writing a checkpoint");
+  } else if (exit.signal == 0 && exit.code == kExitPreempted) {
+    // Someone else sent the trainer SIGTERM (a scheduler's scancel or preemption signals
+    // the whole job): it checkpointed and stopped, as if this worker had asked.
+    finish.set_outcome(v1::OUTCOME_PREEMPTED);
+    finish.set_error("the trainer was stopped by SIGTERM from outside the worker");
   } else {
     finish.set_outcome(v1::OUTCOME_FAILED);
     std::string tail = child->StderrTail();

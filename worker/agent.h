@@ -7,7 +7,10 @@
 //   ├──▶ acquire thread: long-polls AcquireRun with the free slots; per assignment writes
 //   │    <work_dir>/run-<id>-a<attempt>/spec.pb and starts one xmod-train child per rank
 //   │    (training.ranks = W, one slot each; W > 1: --rank r --world_size W --rendezvous
-//   │    <that folder>/rdzv, supervised as one RankGroup, see rank_group.h)
+//   │    <that folder>/rdzv, supervised as one RankGroup, see rank_group.h). A gang's part
+//   │    (Assignment.gang) runs ranks_per_worker ranks, rank_offset + r of world_size, with
+//   │    --rendezvous tcp://HOST:PORT (member 0's rank 0 serves it) and --dist_host the
+//   │    worker's advertised address; only global rank 0 writes events.
 //   ├──▶ one supervisor thread per attempt: reads its TrainerEvents into the MetricRelay,
 //   │    waits for it to exit, waits until its points are acknowledged, then FinishRun
 //   └──▶ relay thread: MetricRelay::RunPumpLoop
@@ -78,6 +81,11 @@ struct AgentOptions {
   std::string work_dir;   // per-attempt folders: spec, train.log
   std::string train_bin;  // the xmod-train executable
   std::string version = "0.1.0";
+  // Gangs (RegisterRequest): the address other workers reach this one's ranks at ("" = the
+  // one the coordinator sees) and the ports a gang's TCPStore may take here (0 = none).
+  std::string advertise_host;
+  int32_t rendezvous_port_first = 0;
+  int32_t rendezvous_port_last = 0;
   int64_t acquire_wait_ms = 5'000;  // AcquireRun long-poll bound
   int64_t kill_grace_ms = 60'000;   // SIGTERM → SIGKILL (Clock time)
   // No step progress this long (monotonic): SIGKILL, attempt FAILED and retried. 0 = never.
@@ -144,6 +152,9 @@ class Agent {
     int64_t lease_deadline_ms = 0;  // monotonic; the child stops by then unless extended
     int64_t last_step = -1;         // furthest step seen in the child's events
     int64_t progress_ms = 0;        // monotonic time the child last moved (or started)
+    // Its rank 0 writes events (false on gang members other than 0, whose liveness is
+    // rank 0's: a stalled peer stalls it too).
+    bool has_events = true;
     // Checkpoint reports handed to the relay, in order (acknowledged ones first), and the
     // checkpoint files already deleted. Supervise thread only.
     std::vector<v1::ReportCheckpointRequest> reports;

@@ -3,12 +3,15 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "common/files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "model/train/exit_codes.h"
+#include "trainer_contract/exit_codes.h"
 #include "worker/fake_gateway.h"
 #include "worker/fake_process.h"
 
@@ -435,6 +438,19 @@ TEST_F(AgentTest, AChildStoppedByItsLeaseIsReportedPreempted) {
   EXPECT_EQ(gateway_.Finishes()[0].exit_code(), kExitLeaseExpired);
 }
 
+TEST_F(AgentTest, AChildStoppedBySigtermFromOutsideIsReportedPreempted) {
+  // Slurm's scancel signals the job's trainers as well as the worker.
+  StartAgent();
+  gateway_.QueueAssignment(MakeAssignment(27, 1, 0));
+  std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
+  ASSERT_NE(child, nullptr);
+  child->EmitCheckpoint(9, "/ckpt/step-9.pt");
+  child->Exit(kExitPreempted);
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  EXPECT_EQ(gateway_.Finishes()[0].outcome(), v1::OUTCOME_PREEMPTED);
+  EXPECT_EQ(gateway_.Finishes()[0].exit_code(), kExitPreempted);
+}
+
 // Polls `done` until it holds (bounded: 30 s).
 void WaitUntil(const std::function<bool()>& done) {
   for (int i = 0; i < 30'000 && !done(); ++i) absl::SleepFor(absl::Milliseconds(1));
@@ -625,6 +641,52 @@ TEST_F(AgentTest, AMultiRankRunNeedsAsManyFreeSlots) {
   EXPECT_THAT(finish.error(), HasSubstr("needs 2 free slots, 1 are free"));
   EXPECT_EQ(launcher_.started(), 1u);
   single->Exit(0);
+}
+
+// The value after `flag` in `argv`, or "" when the flag is absent.
+std::string FlagValue(const std::vector<std::string>& argv, const std::string& flag) {
+  auto it = std::find(argv.begin(), argv.end(), flag);
+  return it == argv.end() || it + 1 == argv.end() ? "" : *(it + 1);
+}
+
+TEST_F(AgentTest, AGangPartRunsItsRanksOfTheWholeWorldAtTheGangsStore) {
+  options_.advertise_host = "10.0.0.2";
+  options_.rendezvous_port_first = 29500;
+  options_.rendezvous_port_last = 29509;
+  StartAgent();
+  const v1::RegisterRequest registration = gateway_.Registrations().back();
+  EXPECT_EQ(registration.advertise_host(), "10.0.0.2");
+  EXPECT_EQ(registration.rendezvous_port_first(), 29500);
+  EXPECT_EQ(registration.rendezvous_port_last(), 29509);
+  // Member 1 of a 4-rank gang, 2 ranks per worker: global ranks 2 and 3.
+  v1::Assignment part = TwoRankAssignment(35);
+  part.mutable_spec()->mutable_training()->set_ranks(4);
+  part.mutable_spec()->mutable_training()->set_ranks_per_worker(2);
+  v1::GangPart* gang = part.mutable_gang();
+  gang->set_member(1);
+  gang->set_members(2);
+  gang->set_rank_offset(2);
+  gang->set_world_size(4);
+  gang->set_rendezvous("tcp://10.0.0.1:29500");
+  gang->set_host("10.0.0.2");
+  gateway_.QueueAssignment(part);
+  std::shared_ptr<FakeChild> first = launcher_.WaitForChild(0);
+  std::shared_ptr<FakeChild> second = launcher_.WaitForChild(1);
+  ASSERT_NE(second, nullptr);
+  int rank = 2;
+  for (const std::shared_ptr<FakeChild>& child : {first, second}) {
+    const std::vector<std::string>& argv = child->options().argv;
+    EXPECT_EQ(FlagValue(argv, "--rank"), std::to_string(rank++));
+    EXPECT_EQ(FlagValue(argv, "--world_size"), "4");
+    EXPECT_EQ(FlagValue(argv, "--rendezvous"), "tcp://10.0.0.1:29500");
+    EXPECT_EQ(FlagValue(argv, "--dist_host"), "10.0.0.2");
+    EXPECT_EQ(FlagValue(argv, "--events_fd"), "-1");  // only global rank 0 writes events
+  }
+  EXPECT_FALSE(ReadFile(dir_ + "/run-35-a1/rdzv").ok());  // no FileStore for a gang
+  second->Exit(0);
+  first->Exit(0);
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  EXPECT_EQ(gateway_.Finishes()[0].outcome(), v1::OUTCOME_SUCCEEDED);
 }
 
 }  // namespace

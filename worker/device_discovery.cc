@@ -1,15 +1,19 @@
 #include "worker/device_discovery.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "glog/logging.h"
 
 namespace xmod {
 namespace {
@@ -28,7 +32,84 @@ absl::StatusOr<std::string> RunCommand(const std::string& command) {
   return out;
 }
 
+// A positive CPU count: SLURM_CPUS_ON_NODE is "N", SLURM_JOB_CPUS_PER_NODE is "N(xM),..." with
+// this node's count first (the batch step runs on the allocation's first node).
+absl::StatusOr<int> ParseCpuCount(const char* variable, absl::string_view value) {
+  absl::string_view first = value.substr(0, value.find_first_of("(,"));
+  int cpus = 0;
+  if (!absl::SimpleAtoi(first, &cpus) || cpus < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(variable, ": \"", value, "\" is not a positive CPU count"));
+  }
+  return cpus;
+}
+
+absl::StatusOr<std::vector<int>> ParseGpuIndices(const char* variable, absl::string_view value) {
+  std::vector<int> gpus;
+  for (absl::string_view entry : absl::StrSplit(value, ',', absl::SkipWhitespace())) {
+    int index = 0;
+    if (!absl::SimpleAtoi(entry, &index) || index < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          variable, ": \"", value, "\" is not a list of GPU indices (\"", entry, "\")"));
+    }
+    gpus.push_back(index);
+  }
+  return gpus;
+}
+
 }  // namespace
+
+std::optional<std::string> ProcessEnvironment(const char* name) {
+  const char* value = getenv(name);
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
+absl::StatusOr<std::optional<SlurmAllocation>> ReadSlurmAllocation(const EnvironmentLookup& env) {
+  std::optional<std::string> job_id = env("SLURM_JOB_ID");
+  if (!job_id.has_value()) return std::nullopt;
+  SlurmAllocation allocation;
+  allocation.job_id = *job_id;
+  for (const char* variable : {"SLURM_CPUS_ON_NODE", "SLURM_JOB_CPUS_PER_NODE"}) {
+    std::optional<std::string> value = env(variable);
+    if (!value.has_value()) continue;
+    absl::StatusOr<int> cpus = ParseCpuCount(variable, *value);
+    if (!cpus.ok()) return cpus.status();
+    allocation.cpus = *cpus;
+    break;
+  }
+  for (const char* variable : {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES"}) {
+    std::optional<std::string> value = env(variable);
+    if (!value.has_value()) continue;
+    absl::StatusOr<std::vector<int>> gpus = ParseGpuIndices(variable, *value);
+    if (!gpus.ok()) return gpus.status();
+    allocation.gpus = *std::move(gpus);
+    allocation.gpus_from = variable;
+    break;
+  }
+  return allocation;
+}
+
+absl::StatusOr<std::vector<v1::Slot>> SelectAllocatedGpus(std::vector<v1::Slot> listed,
+                                                          const SlurmAllocation& allocation) {
+  std::vector<v1::Slot> selected;
+  if (listed.size() == allocation.gpus.size()) {
+    selected = std::move(listed);
+  } else {
+    for (int index : allocation.gpus) {
+      auto it = std::find_if(listed.begin(), listed.end(),
+                             [index](const v1::Slot& slot) { return slot.device() == index; });
+      if (it == listed.end()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            allocation.gpus_from, ": Slurm allocated GPU ", index, " but nvidia-smi lists ",
+            listed.empty() ? "no GPU" : "no GPU with that index"));
+      }
+      selected.push_back(*it);
+    }
+  }
+  for (size_t i = 0; i < selected.size(); ++i) selected[i].set_index(static_cast<int32_t>(i));
+  return selected;
+}
 
 absl::StatusOr<std::vector<v1::Slot>> ParseNvidiaSmiCsv(absl::string_view csv, int cores_per_gpu) {
   std::vector<v1::Slot> slots;
@@ -77,19 +158,39 @@ absl::StatusOr<std::vector<v1::Slot>> MakeCpuSlots(int slots, int cores_per_slot
 
 absl::StatusOr<std::vector<v1::Slot>> SystemDeviceProbe::Probe() {
   int total_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (options_.use_gpus && !options_.nvidia_smi_command.empty()) {
+  absl::StatusOr<std::optional<SlurmAllocation>> slurm = ReadSlurmAllocation(options_.environment);
+  if (!slurm.ok()) return slurm.status();
+  if (slurm->has_value()) {
+    const SlurmAllocation& allocation = **slurm;
+    if (allocation.cpus > 0) total_cores = allocation.cpus;
+    LOG(INFO) << "Slurm job " << allocation.job_id << ": " << total_cores << " CPUs, GPUs ["
+              << absl::StrJoin(allocation.gpus, ",") << "]"
+              << (allocation.gpus_from.empty() ? "" : " from ") << allocation.gpus_from;
+  }
+  // Outside Slurm every GPU nvidia-smi lists is ours; inside, only allocated ones.
+  const bool look_for_gpus = options_.use_gpus && !options_.nvidia_smi_command.empty() &&
+                             (!slurm->has_value() || !(*slurm)->gpus.empty());
+  if (look_for_gpus) {
+    std::vector<v1::Slot> gpus;
     absl::StatusOr<std::string> csv = RunCommand(options_.nvidia_smi_command);
     if (csv.ok()) {
-      absl::StatusOr<std::vector<v1::Slot>> gpus = ParseNvidiaSmiCsv(*csv, 1);
-      if (!gpus.ok()) return gpus.status();
-      if (!gpus->empty()) {
-        // The host's cores are shared among the GPUs' data loaders and launch threads.
-        int cores = options_.cores_per_slot > 0
-                        ? options_.cores_per_slot
-                        : std::max(1, total_cores / static_cast<int>(gpus->size()));
-        for (v1::Slot& slot : *gpus) slot.set_cores(cores);
-        return gpus;
-      }
+      absl::StatusOr<std::vector<v1::Slot>> listed = ParseNvidiaSmiCsv(*csv, 1);
+      if (!listed.ok()) return listed.status();
+      gpus = *std::move(listed);
+    }
+    if (slurm->has_value()) {
+      absl::StatusOr<std::vector<v1::Slot>> allocated =
+          SelectAllocatedGpus(std::move(gpus), **slurm);
+      if (!allocated.ok()) return allocated.status();
+      gpus = *std::move(allocated);
+    }
+    if (!gpus.empty()) {
+      // The cores are shared among the GPUs' data loaders and launch threads.
+      int cores = options_.cores_per_slot > 0
+                      ? options_.cores_per_slot
+                      : std::max(1, total_cores / static_cast<int>(gpus.size()));
+      for (v1::Slot& slot : gpus) slot.set_cores(cores);
+      return gpus;
     }
   }
   int64_t memory = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);

@@ -1,22 +1,42 @@
 // fake_train: a stand-in for xmod-train in worker tests, following the process contract of
-// docs/design.md, "Process contract" (`--spec FILE --events_fd N [--threads T] [--resume PATH]`,
-// size-delimited TrainerEvents on fd N, exit 0 when done, 75 after a SIGTERM checkpoint). What it
-// does is chosen by the environment:
+// docs/worker-trainer-contract.md through trainer_contract/ (xmod-train's command line, parsed
+// by TrainerArgs::Parse; size-delimited TrainerEvents on --events_fd; exit 0 when done, 75 after
+// a SIGTERM checkpoint, kExitBadFlags for a command line it cannot parse, a spec it cannot read
+// or no --events_fd). It reads --spec (binary only), --events_fd and --resume, and ignores the
+// lease (it does not fence itself). What it does is chosen by the environment:
 //   FAKE_TRAIN_MODE=ok      started, FAKE_TRAIN_STEPS (default 5) train/loss points,
-//                           a checkpoint, finished; exit 0
+//                           a checkpoint, finished; exit 0. With FAKE_TRAIN_STEP_MS > 0 each
+//                           step takes that long, and a SIGTERM between steps ends the run
+//                           as xmod-train's would: a checkpoint of the last step done, exit 75
 //   FAKE_TRAIN_MODE=fail    one metric, then "fake_train: boom" on stderr; exit 3
 //   FAKE_TRAIN_MODE=term    started, then waits for SIGTERM: checkpoint event, exit 75
+//   FAKE_TRAIN_MODE=law     as ok, with train/loss and val/loss at FAKE_TRAIN_STEPS marks
+//                           evenly spaced up to the run's flop_budget, drawn from a known
+//                           scaling law: dense L(C) = 2 + 40·C^−0.15, an X-MoD run
+//                           L(C) + Δ(K, A, L, N_act) of paper Eq. 14 with the parameters
+//                           of the JSON file FAKE_TRAIN_LAW (xmod-fit's "params" keys), plus
+//                           Gaussian noise of sd FAKE_TRAIN_SIGMA nats (default 0) seeded
+//                           by training.seed and the run's configuration
 // It prints its arguments and thread variables to stdout (the attempt's log file).
 #include <signal.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <random>
 #include <string>
 
 #include "common/files.h"
-#include "google/protobuf/util/delimited_message_util.h"
+#include "fitter/design_sim.h"
+#include "fitter/law.h"
+#include "fitter/observations.h"
+#include "trainer_contract/event_stream.h"
+#include "trainer_contract/exit_codes.h"
+#include "trainer_contract/trainer_args.h"
+#include "trainer_contract/trainer_env.h"
 #include "xmod/v1/spec.pb.h"
 #include "xmod/v1/trainer.pb.h"
 
@@ -25,10 +45,6 @@ namespace {
 volatile sig_atomic_t g_terminate = 0;
 
 void OnTerm(int) { g_terminate = 1; }
-
-bool Emit(int fd, const xmod::v1::TrainerEvent& event) {
-  return google::protobuf::util::SerializeDelimitedToFileDescriptor(event, fd);
-}
 
 xmod::v1::TrainerEvent Metric(int64_t step, const char* name, double value) {
   xmod::v1::TrainerEvent event;
@@ -52,57 +68,114 @@ xmod::v1::TrainerEvent Checkpoint(int64_t step, const std::string& dir) {
   return event;
 }
 
+// Law mode: the run's Δ from FAKE_TRAIN_LAW (0 for a dense run), with its noise drawn.
+absl::StatusOr<double> LawDelta(const xmod::v1::RunSpec& spec) {
+  const xmod::v1::ModelSpec& m = spec.model();
+  if (m.arch() != xmod::v1::XMOD || m.k() < 2) return 0.0;
+  const char* path = std::getenv("FAKE_TRAIN_LAW");
+  if (path == nullptr) return absl::InvalidArgumentError("FAKE_TRAIN_LAW: not set");
+  absl::StatusOr<std::string> json = xmod::ReadFile(path);
+  if (!json.ok()) return json.status();
+  absl::StatusOr<xmod::fitter::LawParams> truth = xmod::fitter::LawParamsFromJson(*json);
+  if (!truth.ok()) return truth.status();
+  absl::StatusOr<xmod::fitter::Observation> at = xmod::fitter::MakeDeltaObservation(
+      "fake", m.backbone().name(), spec.training().seq_len(), m.k(), m.a(), 0.0);
+  if (!at.ok()) return at.status();
+  const char* sigma_env = std::getenv("FAKE_TRAIN_SIGMA");
+  const double sigma = sigma_env ? std::atof(sigma_env) : 0.0;
+  std::seed_seq seed{static_cast<uint64_t>(spec.training().seed()), static_cast<uint64_t>(m.k()),
+                     static_cast<uint64_t>(m.a() * 1000),
+                     static_cast<uint64_t>(spec.training().seq_len()),
+                     static_cast<uint64_t>(std::hash<std::string>()(m.backbone().name()))};
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> noise(0.0, sigma > 0 ? sigma : 1.0);
+  return xmod::fitter::PredictDelta(*truth, at->point()) + (sigma > 0 ? noise(rng) : 0.0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string spec_path;
-  std::string resume;
-  int fd = -1;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i];
-    if (flag == "--spec") spec_path = argv[i + 1];
-    if (flag == "--events_fd") fd = std::atoi(argv[i + 1]);
-    if (flag == "--resume") resume = argv[i + 1];
-  }
   for (int i = 0; i < argc; ++i) std::printf("%s%s", i ? " " : "", argv[i]);
-  const char* omp = std::getenv("OMP_NUM_THREADS");
-  std::printf("\nOMP_NUM_THREADS=%s\n", omp ? omp : "");
+  const char* omp = std::getenv(xmod::kEnvOmpNumThreads);
+  std::printf("\n%s=%s\n", xmod::kEnvOmpNumThreads, omp ? omp : "");
   std::fflush(stdout);
 
+  const xmod::ParsedTrainerArgs parsed = xmod::TrainerArgs::Parse(argc, argv, "fake_train");
+  if (!parsed.args.has_value()) return parsed.exit_code;
+  const xmod::TrainerArgs& args = *parsed.args;
   xmod::v1::RunSpec spec;
-  auto bytes = xmod::ReadFile(spec_path);
-  if (!bytes.ok() || !spec.ParseFromString(*bytes) || fd < 0) {
+  auto bytes = xmod::ReadFile(args.spec);
+  if (!bytes.ok() || !spec.ParseFromString(*bytes) || args.events_fd < 0) {
     std::fprintf(stderr, "fake_train: bad --spec or --events_fd\n");
-    return 2;
+    return xmod::kExitBadFlags;
   }
+  xmod::EventWriter events(args.events_fd);
+  auto emit = [&events](const xmod::v1::TrainerEvent& event) { (void)events.Write(event); };
   signal(SIGTERM, OnTerm);
   const char* mode_env = std::getenv("FAKE_TRAIN_MODE");
   const std::string mode = mode_env ? mode_env : "ok";
   const char* steps_env = std::getenv("FAKE_TRAIN_STEPS");
   const int steps = steps_env ? std::atoi(steps_env) : 5;
+  const char* step_ms_env = std::getenv("FAKE_TRAIN_STEP_MS");
+  const int step_ms = step_ms_env ? std::atoi(step_ms_env) : 0;
 
   xmod::v1::TrainerEvent started;
-  started.mutable_started()->set_resumed_from_step(resume.empty() ? 0 : 1);
+  started.mutable_started()->set_resumed_from_step(args.resume.empty() ? 0 : 1);
   started.mutable_started()->set_steps_planned(steps);
-  Emit(fd, started);
+  emit(started);
 
   if (mode == "fail") {
-    Emit(fd, Metric(1, "train/loss", 5.0));
+    emit(Metric(1, "train/loss", 5.0));
     std::fprintf(stderr, "fake_train: step 1\nfake_train: boom\n");
-    return 3;
+    return xmod::kExitInvalidConfig;
   }
   if (mode == "term") {
     while (!g_terminate) usleep(5'000);
-    Emit(fd, Checkpoint(1, spec.checkpoint_dir()));
-    return 75;
+    emit(Checkpoint(1, spec.checkpoint_dir()));
+    return xmod::kExitPreempted;
+  }
+  if (mode == "law") {
+    absl::StatusOr<double> delta = LawDelta(spec);
+    if (!delta.ok()) {
+      std::fprintf(stderr, "fake_train: %s\n", std::string(delta.status().message()).c_str());
+      return xmod::kExitInvalidConfig;
+    }
+    const double budget = spec.training().flop_budget();
+    double loss = 0;
+    for (int step = 1; step <= steps; ++step) {
+      if (step_ms > 0) usleep(step_ms * 1000);
+      const double flops = budget * step / steps;
+      loss = 2 + 40 * std::pow(flops, -0.15) + *delta;
+      for (const char* name : {"train/loss", "val/loss"}) {
+        xmod::v1::TrainerEvent event = Metric(step, name, loss);
+        event.mutable_metric()->set_flops(flops);
+        emit(event);
+      }
+    }
+    xmod::v1::TrainerEvent checkpoint = Checkpoint(steps, spec.checkpoint_dir());
+    checkpoint.mutable_checkpoint()->set_flops(budget);
+    emit(checkpoint);
+    xmod::v1::TrainerEvent finished;
+    finished.mutable_finished()->set_steps(steps);
+    finished.mutable_finished()->set_flops(budget);
+    finished.mutable_finished()->set_final_val_loss(loss);
+    emit(finished);
+    return xmod::kExitOk;
   }
   for (int step = 1; step <= steps; ++step) {
-    Emit(fd, Metric(step, "train/loss", 5.0 / step));
+    if (step_ms > 0) {
+      usleep(step_ms * 1000);
+      if (g_terminate) {
+        if (step > 1) emit(Checkpoint(step - 1, spec.checkpoint_dir()));
+        return xmod::kExitPreempted;
+      }
+    }
+    emit(Metric(step, "train/loss", 5.0 / step));
   }
-  Emit(fd, Checkpoint(steps, spec.checkpoint_dir()));
+  emit(Checkpoint(steps, spec.checkpoint_dir()));
   xmod::v1::TrainerEvent finished;
   finished.mutable_finished()->set_steps(steps);
   finished.mutable_finished()->set_final_val_loss(1.0);
-  Emit(fd, finished);
-  return 0;
+  emit(finished);
+  return xmod::kExitOk;
 }

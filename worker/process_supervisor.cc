@@ -18,9 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "glog/logging.h"
-#include "google/protobuf/io/zero_copy_stream_impl.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "google/protobuf/util/delimited_message_util.h"
+#include "trainer_contract/event_stream.h"
 
 extern char** environ;
 
@@ -46,10 +44,7 @@ class PosixChild : public ChildProcess {
  public:
   // Takes ownership of the descriptors (`control_write` may be -1).
   PosixChild(pid_t pid, int events_read, int stderr_read, int log_fd, int control_write)
-      : pid_(pid),
-        events_read_(events_read),
-        control_write_(control_write),
-        events_stream_(events_read) {
+      : pid_(pid), events_read_(events_read), control_write_(control_write), events_(events_read) {
     tee_ = std::thread([this, stderr_read, log_fd] { TeeStderr(stderr_read, log_fd); });
   }
 
@@ -63,15 +58,11 @@ class PosixChild : public ChildProcess {
   int pid() const override { return pid_; }
 
   absl::StatusOr<bool> ReadEvent(v1::TrainerEvent* event) override {
-    if (events_done_) return false;
-    bool clean_eof = false;
-    if (google::protobuf::util::ParseDelimitedFromZeroCopyStream(event, &events_stream_,
-                                                                 &clean_eof)) {
-      return true;
+    absl::StatusOr<bool> read = events_.Next(event);
+    if (!read.ok()) {
+      return absl::DataLossError(absl::StrCat("pid ", pid_, ": ", read.status().message()));
     }
-    events_done_ = true;
-    if (clean_eof) return false;
-    return absl::DataLossError(absl::StrCat("pid ", pid_, ": malformed or truncated event stream"));
+    return read;
   }
 
   ExitStatus Wait() override {
@@ -116,11 +107,7 @@ class PosixChild : public ChildProcess {
     if (control_write_ < 0) return;
     v1::TrainerControl control;
     control.set_lease_deadline_ms(deadline_ms);
-    std::string bytes;
-    {
-      google::protobuf::io::StringOutputStream stream(&bytes);
-      google::protobuf::util::SerializeDelimitedToZeroCopyStream(control, &stream);
-    }
+    const std::string bytes = DelimitedBytes(control);
     absl::MutexLock lock(&mu_);
     if (reaped_) return;
     // One packet per message: it arrives whole or not at all. A full buffer (EAGAIN) or a
@@ -176,8 +163,7 @@ class PosixChild : public ChildProcess {
   const pid_t pid_;
   const int events_read_;
   const int control_write_;
-  google::protobuf::io::FileInputStream events_stream_;  // used by the reading thread only
-  bool events_done_ = false;                             // used by the reading thread only
+  EventReader events_;  // used by the reading thread only
   std::thread tee_;
   absl::once_flag tee_joined_;
 

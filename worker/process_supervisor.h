@@ -1,11 +1,12 @@
-// Process supervisor: starts xmod-train children and watches them (the worker/trainer process
-// contract in docs/design.md, "Process contract"). A child gets its argv, extra environment (thread
-// counts, CUDA_VISIBLE_DEVICES), its stdout and stderr appended to a per-attempt log file, and the
-// write end of a pipe at a fixed descriptor number on which it streams size-delimited
-// xmod.v1.TrainerEvent messages. Optionally a control channel the other way (a
-// SOCK_SEQPACKET socket at another fixed descriptor number) carries xmod.v1.TrainerControl
-// lease deadlines to the child (fencing, model/train/lease.h). Each child leads its own
-// process group, so signals reach whatever it spawned too.
+// Process supervisor: starts xmod-train children and watches them (the worker <-> trainer
+// contract, docs/worker-trainer-contract.md and trainer_contract/). A child gets its argv,
+// extra environment (thread counts, CUDA_VISIBLE_DEVICES), its stdout and stderr appended to a
+// per-attempt log file, and the write end of a pipe at a fixed descriptor number on which it
+// streams size-delimited xmod.v1.TrainerEvent messages (trainer_contract/event_stream.h).
+// Optionally a control channel the other way (a SOCK_SEQPACKET socket at another fixed descriptor
+// number) carries xmod.v1.TrainerControl lease deadlines to the child (fencing,
+// model/train/lease.h). Each child leads its own process group, so signals reach whatever it
+// spawned too.
 //
 // Behind the ProcessLauncher / ChildProcess interfaces so that tests can script children
 // (fake_process.h) and make a worker "lose" one (STYLE.md, "Injected time and OS").

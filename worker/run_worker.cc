@@ -8,7 +8,9 @@
 #include <memory>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/clock.h"
 #include "common/files.h"
 #include "glog/logging.h"
@@ -56,6 +58,20 @@ absl::Status RunWorker(const WorkerOptions& options) {
   agent_options.kill_grace_ms = options.kill_grace_ms;
   agent_options.stall_timeout_ms = options.stall_timeout_ms;
   agent_options.train_env = options.train_env;
+  agent_options.advertise_host = options.advertise_host;
+  if (!options.rendezvous_ports.empty()) {
+    const std::vector<std::string> range = absl::StrSplit(options.rendezvous_ports, '-');
+    int32_t first = 0;
+    int32_t last = 0;
+    if (range.size() != 2 || !absl::SimpleAtoi(range[0], &first) ||
+        !absl::SimpleAtoi(range[1], &last) || first < 1 || last < first || last > 65535) {
+      return absl::InvalidArgumentError(absl::StrCat("rendezvous_ports: \"",
+                                                     options.rendezvous_ports,
+                                                     "\" is not FIRST-LAST within 1..65535"));
+    }
+    agent_options.rendezvous_port_first = first;
+    agent_options.rendezvous_port_last = last;
+  }
   if (access(agent_options.train_bin.c_str(), X_OK) != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("train_bin: not executable: ", agent_options.train_bin));

@@ -34,6 +34,8 @@ struct WorkerOptions {
   int64_t kill_grace_ms = 60'000;
   int64_t stall_timeout_ms = 900'000;  // no step progress this long: kill, retry (0 = never)
   std::vector<std::pair<std::string, std::string>> train_env;  // added to every trainer's env
+  std::string advertise_host;                    // for gangs ("" = as the coordinator sees it)
+  std::string rendezvous_ports = "29500-29599";  // FIRST-LAST for a gang's TCPStore ("" = none)
 };
 
 // Runs until drained by a signal. OK after a clean drain; an error when the worker could not

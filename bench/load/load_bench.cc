@@ -14,15 +14,15 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -30,24 +30,28 @@
 #include "bench/load/proc_stats.h"
 #include "bench/load/raw_insert.h"
 #include "bench/load/sim_worker.h"
+#include "common/command_line.h"
 #include "xmod/v1/coordinator.grpc.pb.h"
-
-ABSL_FLAG(std::string, addr, "", "the coordinator's gRPC address (127.0.0.1:PORT)");
-ABSL_FLAG(int, coordinator_pid, 0, "the coordinator's process id, for CPU and memory");
-ABSL_FLAG(std::string, db, "", "the coordinator's database (source rows of the raw phase)");
-ABSL_FLAG(std::string, raw_db, "", "where the raw phase writes its database (must not exist)");
-ABSL_FLAG(int, workers, 200, "simulated workers, one slot each");
-ABSL_FLAG(int, heartbeat_ms, 1000, "heartbeat period of each worker");
-ABSL_FLAG(int, run_ms, 6000, "how long each simulated run reports metrics before finishing");
-ABSL_FLAG(int, warmup_s, 5, "seconds of steady load before measuring");
-ABSL_FLAG(int, steady_s, 25, "seconds of the steady phase");
-ABSL_FLAG(int, saturate_s, 25, "seconds of the saturate phase");
-ABSL_FLAG(int, steady_points, 20, "points per report (one report a second) when steady");
-ABSL_FLAG(int, saturate_points, 100, "points per report when saturating");
-ABSL_FLAG(int, raw_rows_per_transaction, 10000, "rows per commit of the raw phase");
 
 namespace xmod::bench {
 namespace {
+
+// The command line (see main).
+struct Flags {
+  std::string addr;
+  int coordinator_pid = 0;
+  std::string db;
+  std::string raw_db;
+  int workers = 200;
+  int heartbeat_ms = 1000;
+  int run_ms = 6000;
+  int warmup_s = 5;
+  int steady_s = 25;
+  int saturate_s = 25;
+  int steady_points = 20;
+  int saturate_points = 100;
+  int raw_rows_per_transaction = 10000;
+};
 
 constexpr int kBudgetsPerSweep = 1000;  // the spec limit on a repeated field
 constexpr int kKs[] = {2, 4};
@@ -134,22 +138,19 @@ PhaseResult RunPhase(const LoadPhase& phase, int seconds, LoadStats& stats, Load
   return {json + "}", stats.points_acked.load() / wall};
 }
 
-int Main() {
-  const std::string addr = absl::GetFlag(FLAGS_addr);
-  const pid_t pid = absl::GetFlag(FLAGS_coordinator_pid);
-  const int n = absl::GetFlag(FLAGS_workers);
-  if (addr.empty() || pid <= 0 || absl::GetFlag(FLAGS_db).empty() ||
-      absl::GetFlag(FLAGS_raw_db).empty()) {
+int Main(const Flags& flags) {
+  const std::string addr = flags.addr;
+  const pid_t pid = flags.coordinator_pid;
+  const int n = flags.workers;
+  if (addr.empty() || pid <= 0 || flags.db.empty() || flags.raw_db.empty()) {
     std::fprintf(stderr, "bench_load: --addr, --coordinator_pid, --db and --raw_db are needed\n");
     return 2;
   }
   const absl::Time start = absl::Now();
   auto user =
       v1::Coordinator::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
-  const int seconds = absl::GetFlag(FLAGS_warmup_s) + absl::GetFlag(FLAGS_steady_s) +
-                      absl::GetFlag(FLAGS_saturate_s);
-  const int64_t runs_needed =
-      static_cast<int64_t>(n) * (seconds * 1000 / absl::GetFlag(FLAGS_run_ms) + 3);
+  const int seconds = flags.warmup_s + flags.steady_s + flags.saturate_s;
+  const int64_t runs_needed = static_cast<int64_t>(n) * (seconds * 1000 / flags.run_ms + 3);
   int64_t runs = 0;
   for (int i = 0; runs < runs_needed; ++i) {
     v1::SubmitSweepRequest request;
@@ -167,8 +168,8 @@ int Main() {
 
   std::fprintf(stderr, "bench_load: %lld runs queued, %.0f s since start\n",
                static_cast<long long>(runs), absl::ToDoubleSeconds(absl::Now() - start));
-  const LoadPhase steady_phase{"steady", absl::GetFlag(FLAGS_steady_points), 1000};
-  const LoadPhase saturate_phase{"saturate", absl::GetFlag(FLAGS_saturate_points), 0};
+  const LoadPhase steady_phase{"steady", flags.steady_points, 1000};
+  const LoadPhase saturate_phase{"saturate", flags.saturate_points, 0};
   PhaseSlot slot;
   LoadStats warmup_stats, steady_stats, saturate_stats, tail_stats;
   slot.phase.store(&steady_phase);
@@ -179,8 +180,8 @@ int Main() {
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // one connection per worker
     SimWorkerOptions options;
     options.name = absl::StrFormat("sim-%03d", i);
-    options.heartbeat_ms = absl::GetFlag(FLAGS_heartbeat_ms);
-    options.run_ms = absl::GetFlag(FLAGS_run_ms);
+    options.heartbeat_ms = flags.heartbeat_ms;
+    options.run_ms = flags.run_ms;
     options.first_heartbeat_delay_ms = options.heartbeat_ms * i / n;
     workers.push_back(std::make_unique<SimWorker>(
         grpc::CreateCustomChannel(addr, grpc::InsecureChannelCredentials(), args), options, &slot));
@@ -191,19 +192,18 @@ int Main() {
   }
   std::fprintf(stderr, "bench_load: %d workers registered, %.0f s since start\n", n,
                absl::ToDoubleSeconds(absl::Now() - start));
-  absl::SleepFor(absl::Seconds(absl::GetFlag(FLAGS_warmup_s)));
-  const PhaseResult steady = RunPhase(steady_phase, absl::GetFlag(FLAGS_steady_s), steady_stats,
-                                      &warmup_stats, &slot, pid);
-  const PhaseResult saturate = RunPhase(saturate_phase, absl::GetFlag(FLAGS_saturate_s),
-                                        saturate_stats, &tail_stats, &slot, pid);
+  absl::SleepFor(absl::Seconds(flags.warmup_s));
+  const PhaseResult steady =
+      RunPhase(steady_phase, flags.steady_s, steady_stats, &warmup_stats, &slot, pid);
+  const PhaseResult saturate =
+      RunPhase(saturate_phase, flags.saturate_s, saturate_stats, &tail_stats, &slot, pid);
   for (auto& worker : workers) worker->RequestStop();  // all at once: no reporter outlives
   for (auto& worker : workers) worker->Stop();         // the measured phases by much
   std::fprintf(stderr, "bench_load: phases done, %.0f s since start\n",
                absl::ToDoubleSeconds(absl::Now() - start));
 
   absl::StatusOr<RawInsertResult> raw =
-      RawInsertMetrics(absl::GetFlag(FLAGS_db), absl::GetFlag(FLAGS_raw_db),
-                       absl::GetFlag(FLAGS_raw_rows_per_transaction));
+      RawInsertMetrics(flags.db, flags.raw_db, flags.raw_rows_per_transaction);
   if (!raw.ok()) {
     std::fprintf(stderr, "bench_load: raw insert: %s\n", raw.status().ToString().c_str());
     return 1;
@@ -215,10 +215,9 @@ int Main() {
       " \"raw_sqlite\": {\"rows\": %lld, \"seconds\": %s, \"rows_per_transaction\": %d, "
       "\"points_per_s\": %s},\n"
       " \"durable_vs_raw\": %s}\n",
-      n, absl::GetFlag(FLAGS_heartbeat_ms), absl::GetFlag(FLAGS_run_ms),
-      static_cast<long long>(runs), steady.json.c_str(), saturate.json.c_str(),
-      static_cast<long long>(raw->rows), Number(raw->seconds).c_str(),
-      absl::GetFlag(FLAGS_raw_rows_per_transaction), Number(raw_rate).c_str(),
+      n, flags.heartbeat_ms, flags.run_ms, static_cast<long long>(runs), steady.json.c_str(),
+      saturate.json.c_str(), static_cast<long long>(raw->rows), Number(raw->seconds).c_str(),
+      flags.raw_rows_per_transaction, Number(raw_rate).c_str(),
       Number(saturate.durable_points_per_s / raw_rate).c_str());
   return 0;
 }
@@ -227,6 +226,28 @@ int Main() {
 }  // namespace xmod::bench
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
-  return xmod::bench::Main();
+  xmod::bench::Flags flags;
+  CLI::App app{"bench_load: simulated workers against one running xmod-coordinator"};
+  xmod::AddVersionFlag(app, "bench_load");
+  app.option_defaults()->always_capture_default();
+  app.add_option("--addr", flags.addr, "the coordinator's gRPC address (127.0.0.1:PORT)");
+  app.add_option("--coordinator_pid", flags.coordinator_pid,
+                 "the coordinator's process id, for CPU and memory");
+  app.add_option("--db", flags.db, "the coordinator's database (source rows of the raw phase)");
+  app.add_option("--raw_db", flags.raw_db,
+                 "where the raw phase writes its database (must not exist)");
+  app.add_option("--workers", flags.workers, "simulated workers, one slot each");
+  app.add_option("--heartbeat_ms", flags.heartbeat_ms, "heartbeat period of each worker");
+  app.add_option("--run_ms", flags.run_ms,
+                 "how long each simulated run reports metrics before finishing");
+  app.add_option("--warmup_s", flags.warmup_s, "seconds of steady load before measuring");
+  app.add_option("--steady_s", flags.steady_s, "seconds of the steady phase");
+  app.add_option("--saturate_s", flags.saturate_s, "seconds of the saturate phase");
+  app.add_option("--steady_points", flags.steady_points,
+                 "points per report (one report a second) when steady");
+  app.add_option("--saturate_points", flags.saturate_points, "points per report when saturating");
+  app.add_option("--raw_rows_per_transaction", flags.raw_rows_per_transaction,
+                 "rows per commit of the raw phase");
+  if (std::optional<int> exit = xmod::ParseCommandLine(app, argc, argv)) return *exit;
+  return xmod::bench::Main(flags);
 }

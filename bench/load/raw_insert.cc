@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "coordinator/schema.h"
-#include "coordinator/sqlite_db.h"
 #include "coordinator/store_writes.h"
+#include "resultsdb/schema.h"
+#include "resultsdb/sqlite_db.h"
 
 namespace xmod::bench {
 namespace {

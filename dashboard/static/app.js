@@ -199,6 +199,11 @@ function renderRuns(runs) {
         `step ${progress.step}, ${Xmod.count(progress.tokens)} tokens`;
     Xmod.cell(tr, Xmod.loss(lastValue(id, 'train/loss', progress.train_loss)), 'num');
     Xmod.cell(tr, Xmod.loss(lastValue(id, 'val/loss', progress.val_loss)), 'num');
+    const live = progress.live_delta;
+    Xmod.cell(tr, live === undefined ? '' : (live >= 0 ? '+' : '') + live.toFixed(4), 'num')
+        .title = run.censored ? 'stopped early: a censored observation, never fitted' :
+                                live === undefined ? '' :
+                                `at ${Xmod.flops(progress.live_delta_flops)} FLOPs`;
     Xmod.cell(tr, progress.tokens_per_second ? progress.tokens_per_second.toFixed(0) : '', 'num');
     renderEval(Xmod.cell(tr, ''), run);
     body.appendChild(tr);
@@ -297,6 +302,7 @@ async function refresh() {
       renderRuns(runs);
       renderCurves();
       await XmodFit.update(sweep, runs);
+      await XmodDesign.update(sweep);
     }
     status.textContent = `updated ${new Date().toLocaleTimeString()}`;
     status.classList.remove('failing');

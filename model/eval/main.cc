@@ -7,12 +7,13 @@
 #include <torch/version.h>
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
-#include "common/build_info.h"
+#include "common/command_line.h"
 #include "common/proto_json.h"
 #include "model/eval/evaluate.h"
 #include "model/train/threads.h"
@@ -52,7 +53,7 @@ absl::StatusOr<std::string> Run(const std::string& checkpoint, const std::string
 
 int main(int argc, char** argv) {
   CLI::App app{"xmod-eval: zero-shot evaluation of an xmod checkpoint on one task"};
-  app.set_version_flag("--version", xmod::VersionLine("xmod-eval", "LibTorch " TORCH_VERSION));
+  xmod::AddVersionFlag(app, "xmod-eval", "LibTorch " TORCH_VERSION);
   std::string checkpoint, task, data, labels, tokenizer, spec, device = "cpu", output = "json";
   int batch_size = 16, threads = 0;
   app.add_option("--checkpoint", checkpoint, "checkpoint written by xmod-train")->required();
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
   app.add_option("--batch_size", batch_size, "sequences per forward pass");
   app.add_option("--threads", threads, "CPU threads (0: all cores)");
   app.add_option("--output", output, "json or text");
-  CLI11_PARSE(app, argc, argv);
+  if (std::optional<int> exit = xmod::ParseCommandLine(app, argc, argv)) return *exit;
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   xmod::ApplyThreadBudget(threads);
 

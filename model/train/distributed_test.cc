@@ -19,9 +19,9 @@
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "model/accounting/accounting.h"
-#include "model/train/events.h"
-#include "model/train/exit_codes.h"
 #include "model/train/test_corpus.h"
+#include "trainer_contract/event_stream.h"
+#include "trainer_contract/exit_codes.h"
 #include "xmod/v1/spec.pb.h"
 #include "xmod/v1/trainer.pb.h"
 

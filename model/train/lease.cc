@@ -12,7 +12,7 @@
 #include <memory>
 
 #include "google/protobuf/io/coded_stream.h"
-#include "model/train/exit_codes.h"
+#include "trainer_contract/exit_codes.h"
 #include "xmod/v1/trainer.pb.h"
 
 namespace xmod {

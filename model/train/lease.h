@@ -19,7 +19,7 @@
 // forward. End of file on the control descriptor (the worker died) leaves the deadline as it
 // is: nobody can extend it any more.
 //
-// The watchdog ends the process with _exit(kExitLeaseExpired) (model/train/exit_codes.h):
+// The watchdog ends the process with _exit(kExitLeaseExpired) (trainer_contract/exit_codes.h):
 // no destructors, no buffered writes, no rename, so a checkpoint being written at that moment
 // stays an unnamed temporary file. A step, an evaluation or a checkpoint write can take long,
 // which is why a thread, not only the checks between steps, enforces the deadline.

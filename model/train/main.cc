@@ -1,6 +1,7 @@
 // xmod-train: trains one run to its FLOP budget (see model/train/trainer.h and the worker
-// contract in docs/design.md). Parses flags, applies the thread budget, installs the SIGTERM
-// handler and calls RunTrainer. Exit codes (model/train/exit_codes.h): 0 = budget spent,
+// contract in docs/worker-trainer-contract.md, whose command line, event stream and exit codes
+// are in trainer_contract/). Parses flags, applies the thread budget, installs the SIGTERM
+// handler and calls RunTrainer. Exit codes (trainer_contract/exit_codes.h): 0 = budget spent,
 // 75 = stopped by SIGTERM after a checkpoint, 3..6 = a failure of a known kind (invalid
 // configuration, diverged loss, out of memory, data loss), 1 = any other failure; the reason
 // is on the last line of stderr.
@@ -24,18 +25,17 @@
 #include <thread>
 #include <vector>
 
-#include "CLI/CLI.hpp"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "common/build_info.h"
 #include "model/train/checkpoint.h"
-#include "model/train/events.h"
-#include "model/train/exit_codes.h"
 #include "model/train/lease.h"
 #include "model/train/run_spec_file.h"
 #include "model/train/threads.h"
 #include "model/train/trainer.h"
+#include "trainer_contract/event_stream.h"
+#include "trainer_contract/exit_codes.h"
+#include "trainer_contract/trainer_args.h"
 
 namespace {
 
@@ -92,73 +92,36 @@ absl::StatusOr<std::string> ChooseResumePath(const std::vector<std::string>& pat
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"xmod-train: trains one xmod run (a RunSpec) to its training-FLOP budget"};
-  app.set_version_flag("--version", xmod::VersionLine("xmod-train", "LibTorch " TORCH_VERSION));
-  std::string spec_path;
-  int threads = 0;
+  // The command line is the worker contract's (trainer_contract/trainer_args.h); a command
+  // line this binary cannot parse exits kExitBadFlags.
+  const xmod::ParsedTrainerArgs parsed =
+      xmod::TrainerArgs::Parse(argc, argv, "xmod-train", "LibTorch " TORCH_VERSION);
+  if (!parsed.args.has_value()) return parsed.exit_code;
+  const xmod::TrainerArgs& args = *parsed.args;
   xmod::TrainerOptions options;
-  app.add_option("--spec", spec_path, "RunSpec file: .pb (binary), .textpb (text) or .json")
-      ->required();
-  app.add_option("--events_fd", options.events_fd,
-                 "file descriptor for size-delimited TrainerEvent messages (-1: none)");
-  app.add_option("--threads", threads,
-                 "CPU threads (0: training.threads of the spec, else all cores)");
-  std::vector<std::string> resume_paths;
-  std::vector<std::string> resume_sha256s;
-  app.add_option("--resume", resume_paths,
-                 "checkpoint to resume from; repeat for fallbacks, newest first");
-  app.add_option("--resume_sha256", resume_sha256s,
-                 "the expected SHA-256 (hex) of each --resume, in the same order (default: "
-                 "each file's .sha256 sidecar)");
-  int64_t lease_deadline_ms = 0;
-  int lease_fd = -1;
-  app.add_option("--lease_deadline_ms", lease_deadline_ms,
-                 "CLOCK_MONOTONIC ms at which the attempt's lease lapses: exit 7 without "
-                 "writing (0: no lease)");
-  app.add_option("--lease_fd", lease_fd,
-                 "file descriptor of size-delimited TrainerControl messages extending the "
-                 "lease (-1: none)");
-  app.add_option("--device", options.device, "cpu or cuda:N");
-  app.add_option("--log_every", options.log_every,
-                 "train/* metrics and a log line every N steps (0 = training.log_every_steps)");
-  app.add_option("--micro_batch_tokens", options.micro_batch_tokens,
-                 "tokens per forward/backward on each rank (0: the rank's whole share)");
+  options.events_fd = args.events_fd;
+  options.device = args.device;
+  options.log_every = args.log_every;
+  options.micro_batch_tokens = args.micro_batch_tokens;
   xmod::DistributedOptions& dist = options.distributed;
-  app.add_option("--rank", dist.rank, "data-parallel rank of this process, 0..world_size-1");
-  app.add_option("--world_size", dist.world_size, "data-parallel processes of the run");
-  app.add_option("--rendezvous", dist.rendezvous,
-                 "where the ranks meet: a fresh c10d FileStore path all ranks see, or "
-                 "tcp://HOST:PORT (rank 0 serves a TCPStore there)");
-  app.add_option("--backend", dist.backend, "collectives: gloo (CPU) or nccl (CUDA builds)");
-  app.add_option("--dist_host", dist.host,
-                 "address/hostname this rank's Gloo transport binds to (default: the "
-                 "hostname if it resolves, else loopback)");
-  app.add_option("--dist_timeout_s", dist.timeout_s,
-                 "seconds a rank waits for the others at rendezvous and at each collective");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    // --help and --version print and succeed; a command line this binary cannot parse is
-    // kExitBadFlags (another worker's binary may match), not CLI11's own codes.
-    const int code = app.exit(e);
-    return code == 0 ? xmod::kExitOk : xmod::kExitBadFlags;
-  }
+  dist.rank = args.rank;
+  dist.world_size = args.world_size;
+  dist.rendezvous = args.rendezvous;
+  dist.backend = args.backend;
+  dist.host = args.dist_host;
+  dist.timeout_s = args.dist_timeout_s;
 
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
-  if (lease_deadline_ms > 0) xmod::InstallLease(lease_deadline_ms, lease_fd);
-  if (!resume_sha256s.empty() && resume_sha256s.size() != resume_paths.size()) {
-    std::fprintf(stderr, "xmod-train: --resume_sha256 given %zu times for %zu --resume\n",
-                 resume_sha256s.size(), resume_paths.size());
-    return xmod::kExitBadFlags;
-  }
+  if (args.lease_deadline_ms > 0) xmod::InstallLease(args.lease_deadline_ms, args.lease_fd);
 
-  absl::StatusOr<xmod::v1::RunSpec> spec = xmod::ReadRunSpec(spec_path);
+  absl::StatusOr<xmod::v1::RunSpec> spec = xmod::ReadRunSpec(args.spec);
   if (!spec.ok()) {
     std::fprintf(stderr, "xmod-train: %s\n", std::string(spec.status().message()).c_str());
     return ExitCodeFor(spec.status());
   }
   options.spec = *std::move(spec);
+  int threads = args.threads;
   if (threads <= 0) threads = options.spec.training().threads();
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   xmod::ApplyThreadBudget(threads);
@@ -171,9 +134,9 @@ int main(int argc, char** argv) {
     return g_stop.load();
   };
 
-  if (!resume_paths.empty()) {
+  if (!args.resume.empty()) {
     xmod::EventWriter events(dist.rank == 0 ? options.events_fd : -1);
-    absl::StatusOr<std::string> resume = ChooseResumePath(resume_paths, resume_sha256s, events);
+    absl::StatusOr<std::string> resume = ChooseResumePath(args.resume, args.resume_sha256, events);
     if (!resume.ok()) {
       std::fprintf(stderr, "xmod-train: %s\n", resume.status().ToString().c_str());
       return ExitCodeFor(resume.status());

@@ -7,11 +7,13 @@
 #include <cstdlib>
 #include <string>
 
+#include "trainer_contract/trainer_env.h"
+
 namespace xmod {
 
 bool ApplyThreadBudget(int threads) {
   const std::string count = std::to_string(threads);
-  for (const char* name : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"}) {
+  for (const char* name : {kEnvOmpNumThreads, kEnvOpenblasNumThreads, kEnvMklNumThreads}) {
     ::setenv(name, count.c_str(), /*overwrite=*/1);
   }
   torch::set_num_threads(threads);

@@ -16,11 +16,10 @@
 #include "common/files.h"
 #include "data/shard.h"
 #include "gmock/gmock.h"
-#include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "google/protobuf/text_format.h"
-#include "google/protobuf/util/delimited_message_util.h"
 #include "gtest/gtest.h"
-#include "model/train/exit_codes.h"
+#include "trainer_contract/event_stream.h"
+#include "trainer_contract/exit_codes.h"
 #include "xmod/v1/spec.pb.h"
 #include "xmod/v1/trainer.pb.h"
 
@@ -110,13 +109,11 @@ class TrainProcessTest : public ::testing::Test {
 TEST_F(TrainProcessTest, SigtermWritesACheckpointAndExits75) {
   int events_fd;
   pid_t pid = Start(WriteSpec(1e18), &events_fd);  // far more steps than the test runs
-  google::protobuf::io::FileInputStream stream(events_fd);
+  EventReader reader(events_fd);
   std::vector<xmod::v1::TrainerEvent> events;
   bool sent = false;
-  while (true) {
-    xmod::v1::TrainerEvent event;
-    bool eof = false;
-    if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&event, &stream, &eof)) break;
+  xmod::v1::TrainerEvent event;
+  while (reader.Next(&event).value_or(false)) {
     events.push_back(event);
     // Training is under way once a step's loss is out: ask it to stop.
     if (!sent && event.has_metric() && event.metric().name() == "train/loss") {
@@ -139,13 +136,9 @@ TEST_F(TrainProcessTest, SigtermWritesACheckpointAndExits75) {
 
 // Reads the whole event stream on `fd` (closing it) and reaps `pid`; its exit code.
 int Drain(int fd, pid_t pid, std::vector<xmod::v1::TrainerEvent>* events) {
-  google::protobuf::io::FileInputStream stream(fd);
-  while (true) {
-    xmod::v1::TrainerEvent event;
-    bool eof = false;
-    if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&event, &stream, &eof)) break;
-    events->push_back(event);
-  }
+  EventReader reader(fd);
+  xmod::v1::TrainerEvent event;
+  while (reader.Next(&event).value_or(false)) events->push_back(event);
   ::close(fd);
   int status = 0;
   EXPECT_EQ(::waitpid(pid, &status, 0), pid);

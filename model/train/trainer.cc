@@ -24,7 +24,6 @@
 #include "model/train/checkpoint.h"
 #include "model/train/communicator.h"
 #include "model/train/data_loader.h"
-#include "model/train/events.h"
 #include "model/train/grad_clip.h"
 #include "model/train/grad_reducer.h"
 #include "model/train/lease.h"
@@ -32,6 +31,7 @@
 #include "model/train/schedule.h"
 #include "model/train/training_config.h"
 #include "model/transformer.h"
+#include "trainer_contract/event_stream.h"
 
 namespace xmod {
 namespace {

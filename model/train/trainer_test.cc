@@ -16,9 +16,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/accounting/accounting.h"
-#include "model/train/events.h"
 #include "model/train/test_corpus.h"
 #include "model/train/threads.h"
+#include "trainer_contract/event_stream.h"
 
 namespace xmod {
 namespace {

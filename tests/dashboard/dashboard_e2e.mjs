@@ -137,6 +137,11 @@ async function checkEverySweepAndStudy() {
         ([id, n]) => document.body.dataset.view === `sweep=${id}` &&
             document.querySelectorAll('#runs tbody tr').length === n,
         [id, runs.length], {timeout: 10000});
+    const adaptive = Boolean(sweep.spec.adaptive && sweep.spec.adaptive.enabled);
+    if (adaptive) {
+      await page.waitForFunction(() => !document.getElementById('design').hidden, null,
+                                 {timeout: 10000});
+    }
     const seen = await page.evaluate(() => ({
       text: document.getElementById('sweep-view').innerText,
       desc: document.getElementById('sweep-desc').textContent,
@@ -144,6 +149,8 @@ async function checkEverySweepAndStudy() {
       heldOut: document.querySelectorAll('#runs .held-out').length,
       fit: document.getElementById('fit').textContent,
       curves: document.querySelectorAll('#curves path.curve').length,
+      design: document.getElementById('design').hidden ? null :
+                                                          document.getElementById('design').textContent,
     }));
     check(!/undefined|NaN|\[object /.test(seen.text), `${where}: no undefined/NaN shown`);
     check(!/ {2}|· ·|^ ·|· $/.test(seen.desc),
@@ -154,6 +161,10 @@ async function checkEverySweepAndStudy() {
           `${where}: held-out runs marked (${seen.heldOut})`);
     check(/No fit yet|The law fit is off|R²_Δ =/.test(seen.fit),
           `${where}: fit panel (${seen.fit})`);
+    if (adaptive) {
+      check(/No decision yet|Decision \d+ \(adaptive/.test(seen.design || ''),
+            `${where}: adaptive design panel (${seen.design})`);
+    }
     const errors = await visibleErrors();
     check(errors.length === 0, `${where}: no error banner (${errors})`);
     const ended = runs.filter(r => r.state === 'CANCELLED').length;

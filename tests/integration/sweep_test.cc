@@ -11,6 +11,9 @@
 //      run's (strictly increasing steps, no gaps, every planned step), both ranks end with
 //      the same parameters, and a 1-rank run of the same spec logs the same train/loss
 //      curve (within 0.1%: only the order of floating-point sums differs).
+//   3b. A gang: the same 2-rank run with training.ranks_per_worker = 1 spans two 1-slot
+//      workers (TCPStore on member 0, Gloo over loopback), SUCCEEDS with a clean curve, and
+//      both ranks end with the same parameters.
 //   4. A worker frozen (SIGSTOP) past its lease: its trainer stops by itself without writing
 //      (fencing), the run is retried elsewhere without using up an attempt, and after SIGCONT
 //      the stale attempt is killed; the run SUCCEEDS with a gap-free canonical curve.
@@ -387,6 +390,56 @@ TEST_F(SweepTest, TwoRankRunOnOneWorkerFinishesLikeAOneRankRun) {
   std::string digests[2];
   for (int rank = 0; rank < 2; ++rank) {
     const std::string log = attempt_dir + (rank == 0 ? "/train.log" : "/train.rank1.log");
+    absl::StatusOr<std::string> text = ReadFile(log);
+    ASSERT_TRUE(text.ok()) << text.status();
+    const std::string marker = absl::StrCat("[rank ", rank, "/2, parameters sha256 ");
+    const size_t at = text->find(marker);
+    ASSERT_NE(at, std::string::npos) << log << ":\n" << *text;
+    digests[rank] = text->substr(at + marker.size(), 64);
+  }
+  EXPECT_EQ(digests[0], digests[1]);
+}
+
+TEST_F(SweepTest, GangAcrossTwoWorkersEndsWithTheSameParametersOnBoth) {
+  ASSERT_TRUE(
+      cluster_.StartCoordinator({"--lease_ttl_ms=15000", "--heartbeat_interval_ms=500"}).ok())
+      << cluster_.Logs();
+  ASSERT_TRUE(cluster_.StartWorker("w1").ok());
+  ASSERT_TRUE(cluster_.StartWorker("w2").ok());
+  constexpr int kSteps = 40;
+  v1::SweepSpec spec = MakeSweep(data_dir_, DenseBudget(kSteps), 0);
+  spec.mutable_training()->set_ranks(2);
+  spec.mutable_training()->set_ranks_per_worker(1);  // one rank on each worker: a gang
+  AddGrid(&spec, {v1::DENSE}, {1});
+  const int64_t sweep_id = Submit(spec, 1);
+  absl::StatusOr<v1::Sweep> sweep = cluster_.WaitForSweep(sweep_id, absl::Seconds(300));
+  ASSERT_TRUE(sweep.ok()) << sweep.status() << "\n" << cluster_.Logs();
+  EXPECT_EQ(sweep->state(), v1::SWEEP_DONE) << sweep->ShortDebugString() << "\n" << cluster_.Logs();
+  cluster_.Stop();
+
+  ReadOnlyDb db(cluster_.db_path());
+  auto runs = db.Rows(absl::StrCat("SELECT id, state FROM runs WHERE sweep_id = ", sweep_id));
+  ASSERT_EQ(runs.size(), 1u);
+  const std::string run_id = runs[0][0];
+  EXPECT_EQ(runs[0][1], "SUCCEEDED");
+  // One attempt, written once with both members (member 0 first), one slot on each.
+  auto attempts =
+      db.Rows(absl::StrCat("SELECT outcome, worker, slots FROM attempts WHERE run_id = ", run_id));
+  ASSERT_EQ(attempts.size(), 1u);
+  EXPECT_EQ(attempts[0][0], "succeeded");
+  const std::vector<std::string> members = absl::StrSplit(attempts[0][1], ',');
+  ASSERT_EQ(members.size(), 2u) << attempts[0][1];
+  EXPECT_EQ(std::set<std::string>(members.begin(), members.end()),
+            (std::set<std::string>{"w1", "w2"}));
+  EXPECT_EQ(attempts[0][2], "0;0");
+  ExpectCleanCurves(db, run_id);
+  ExpectLearned(db, run_id);
+  // Global rank r ran on member r (its only rank, so its log is that worker's train.log);
+  // both trained to the end with the same parameters.
+  std::string digests[2];
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string log =
+        absl::StrCat(cluster_.dir(), "/", members[rank], "/run-", run_id, "-a1/train.log");
     absl::StatusOr<std::string> text = ReadFile(log);
     ASSERT_TRUE(text.ok()) << text.status();
     const std::string marker = absl::StrCat("[rank ", rank, "/2, parameters sha256 ");

@@ -1,5 +1,6 @@
 """A stand-in for xmod-train for the client's cluster test, following the process contract
-of docs/design.md ("Process contract": `--spec FILE --events_fd N ...`, size-delimited
+of docs/worker-trainer-contract.md (`--spec FILE --events_fd N ...` as the worker writes it,
+trainer_contract/trainer_args.h: every flag and its value as two words; size-delimited
 TrainerEvents on fd N, exit 0 when done), like worker/fake_train.cc, but with validation
 losses shaped like the paper's law, so that the coordinator fits the sweep:
 

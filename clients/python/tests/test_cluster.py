@@ -168,6 +168,18 @@ def test_fit_predict_recommend(client, sweep_id, fit):
         client.fit(sweep_id, study="b4")
 
 
+def test_propose_and_decisions(client, sweep_id, fit):
+    decision = client.propose(sweep_id, targets=[(1e11, 128, "tiny-test")], count=2)
+    assert decision["source"] == "propose" and len(decision["proposals"]) == 2
+    assert all(p["reason"] and p["run_id"] == "0" for p in decision["proposals"])
+    assert decision["recommendations"][0]["target"]["seq_len"] == 128
+    stored = client.decisions(sweep_id)
+    assert stored[0] == decision
+    assert stored[0] == http_api(f"/api/sweeps/{sweep_id}/decisions")["decisions"][0]
+    with pytest.raises(xmod.XmodError, match="targets\\[0\\].backbone"):
+        client.propose(sweep_id, targets=[(1e11, 128, "no-such-preset")])
+
+
 def test_dicts_equal_xmodctl_json_and_http(client, watched, sweep_id, fit):
     # The same document, defaults included, from the client, xmodctl and HTTP.
     run_id = watched[0]["runs"][2]["id"]

@@ -305,6 +305,31 @@ class Client:
         getattr(request, "as").extend(as_ or [])  # "as" is a Python keyword
         return to_dict(self._call(self._stub.Recommend, request))
 
+    def propose(self, sweep_id, *, targets=None, count=0, compute_left=0, submit=False,
+                bootstrap_samples=0, seed=0):
+        """The next runs that tell most about the targets' (K*, A*) per training FLOP
+        (docs/adaptive-design.md), as a dict (DesignDecision, as `xmodctl fit propose -o json`):
+        ranked proposals with their reasons, the recommendation per target, and, with
+        submit=True, the ids of the runs queued. targets: [(C, L, backbone), ...] or
+        DesignTarget dicts (default: the sweep's adaptive targets)."""
+        def target(t):
+            if isinstance(t, (tuple, list)):
+                flops, seq_len, backbone = t
+                return spec_pb2.DesignTarget(flops=flops, seq_len=seq_len, backbone=backbone)
+            return parse_message(t, spec_pb2.DesignTarget, "targets")
+        request = pb.ProposeRunsRequest(sweep_id=sweep_id,
+                                        targets=[target(t) for t in (targets or [])],
+                                        count=count, compute_left=compute_left, submit=submit,
+                                        bootstrap_samples=bootstrap_samples, seed=seed)
+        return to_dict(self._call(self._stub.ProposeRuns, request))
+
+    def decisions(self, sweep_id, *, limit=0):
+        """The sweep's stored design decisions, newest first, as a list of DesignDecision
+        dicts (adaptive sweeps and ProposeRuns)."""
+        response = self._call(self._stub.ListDecisions,
+                              pb.ListDecisionsRequest(sweep_id=sweep_id, limit=limit))
+        return [to_dict(d) for d in response.decisions]
+
     def plan(self, model, seq_len):
         """Layer plan, parameters and FLOPs of a model (paper Table 6 accounting) as a dict
         (PlanResponse). model: a ModelSpec as a message, dict ({"arch": "XMOD", "backbone":

@@ -1,7 +1,6 @@
-// Size-delimited TrainerEvent stream.
-#include "model/train/events.h"
+// Delimited TrainerEvent and TrainerControl streams.
+#include "trainer_contract/event_stream.h"
 
-#include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/util/delimited_message_util.h>
 #include <unistd.h>
@@ -13,17 +12,21 @@
 
 namespace xmod {
 
+std::string DelimitedBytes(const google::protobuf::MessageLite& message) {
+  std::string bytes;
+  {
+    // The stream trims `bytes` to what it wrote when it goes out of scope.
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::util::SerializeDelimitedToZeroCopyStream(message, &stream);
+  }
+  return bytes;
+}
+
 absl::Status EventWriter::Write(const xmod::v1::TrainerEvent& event) {
   if (fd_ < 0) return absl::OkStatus();
-  // Serialize to a buffer first and write it whole, so a message is never split by a
+  // Serialized to a buffer first and written whole, so a message is never split by a
   // buffered stream across two writes the reader could see apart.
-  std::string buffer;
-  {
-    google::protobuf::io::StringOutputStream stream(&buffer);
-    if (!google::protobuf::util::SerializeDelimitedToZeroCopyStream(event, &stream)) {
-      return absl::InternalError("cannot serialize a trainer event");
-    }
-  }
+  const std::string buffer = DelimitedBytes(event);
   size_t written = 0;
   while (written < buffer.size()) {
     ssize_t n = ::write(fd_, buffer.data() + written, buffer.size() - written);
@@ -47,6 +50,18 @@ absl::Status EventWriter::Metric(int64_t step, int64_t tokens, double flops,
   point->set_name(name);
   point->set_value(value);
   return Write(event);
+}
+
+absl::StatusOr<bool> EventReader::Next(xmod::v1::TrainerEvent* event) {
+  if (done_) return false;
+  event->Clear();  // the delimited parser merges into the message it is given
+  bool clean_eof = false;
+  if (google::protobuf::util::ParseDelimitedFromZeroCopyStream(event, &stream_, &clean_eof)) {
+    return true;
+  }
+  done_ = true;
+  if (clean_eof) return false;
+  return absl::DataLossError("malformed or truncated event stream");
 }
 
 absl::StatusOr<std::vector<xmod::v1::TrainerEvent>> ParseEvents(const std::string& bytes) {

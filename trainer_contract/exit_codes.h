@@ -1,7 +1,7 @@
-// Exit codes of xmod-train: the one contract between the trainer (which exits with them) and
-// the worker and coordinator (which read them from FinishRunRequest.exit_code to decide
-// whether an attempt is worth retrying). LibTorch-free and header-only, so that the worker
-// and the coordinator include it without linking the model.
+// Exit codes of xmod-train: the part of the worker <-> trainer contract between the trainer
+// (which exits with them) and the worker and coordinator (which read them from
+// FinishRunRequest.exit_code to decide whether an attempt is worth retrying). LibTorch-free and
+// header-only, so that the worker and the coordinator include it without linking the model.
 //
 //   code  name              retry policy     meaning
 //   0     kExitOk           —                the FLOP budget is spent
@@ -16,8 +16,8 @@
 //   75    kExitPreempted    requeue          stopped by SIGTERM after a checkpoint (EX_TEMPFAIL)
 //
 // A signal shows as 128 + signo (the worker's ExitStatus::AsExitCode) and is retried.
-#ifndef XMOD_MODEL_TRAIN_EXIT_CODES_H_
-#define XMOD_MODEL_TRAIN_EXIT_CODES_H_
+#ifndef XMOD_TRAINER_CONTRACT_EXIT_CODES_H_
+#define XMOD_TRAINER_CONTRACT_EXIT_CODES_H_
 
 namespace xmod {
 
@@ -78,4 +78,4 @@ constexpr const char* ExitReason(int exit_code) {
 
 }  // namespace xmod
 
-#endif  // XMOD_MODEL_TRAIN_EXIT_CODES_H_
+#endif  // XMOD_TRAINER_CONTRACT_EXIT_CODES_H_

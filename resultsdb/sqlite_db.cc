@@ -1,5 +1,7 @@
 // See sqlite_db.h.
-#include "coordinator/sqlite_db.h"
+#include "resultsdb/sqlite_db.h"
+
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 
@@ -35,6 +37,10 @@ absl::StatusOr<std::unique_ptr<Db>> Db::Open(const std::string& path, int flags,
   sqlite3_busy_timeout(raw, busy_timeout_ms);
   sqlite3_extended_result_codes(raw, 1);
   return std::unique_ptr<Db>(new Db(raw));
+}
+
+absl::StatusOr<std::unique_ptr<Db>> Db::OpenReadOnly(const std::string& path, int busy_timeout_ms) {
+  return Open(path, SQLITE_OPEN_READONLY, busy_timeout_ms);
 }
 
 Db::~Db() { sqlite3_close_v2(db_); }
@@ -91,6 +97,15 @@ Stmt& Stmt::BindNull(int index) {
   sqlite3_bind_null(stmt_, index);
   return *this;
 }
+Stmt& Stmt::BindOptional(int index, std::optional<int64_t> value) {
+  return value.has_value() ? Bind(index, *value) : BindNull(index);
+}
+Stmt& Stmt::BindOptional(int index, std::optional<double> value) {
+  return value.has_value() ? Bind(index, *value) : BindNull(index);
+}
+Stmt& Stmt::BindTextOrNull(int index, absl::string_view text) {
+  return text.empty() ? BindNull(index) : Bind(index, text);
+}
 
 absl::StatusOr<bool> Stmt::Step() {
   const int rc = sqlite3_step(stmt_);
@@ -110,6 +125,17 @@ absl::Status Stmt::Run() {
 void Stmt::Reset() {
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);
+}
+
+std::optional<double> Stmt::OptionalDouble(int col) const {
+  if (IsNull(col)) return std::nullopt;
+  return Double(col);
+}
+
+double Stmt::RealOrNaN(int col) const {
+  const int type = sqlite3_column_type(stmt_, col);
+  return type == SQLITE_FLOAT || type == SQLITE_INTEGER ? Double(col)
+                                                        : std::numeric_limits<double>::quiet_NaN();
 }
 
 std::string Stmt::Text(int col) const {

@@ -1,13 +1,15 @@
 // Thin RAII wrappers over the sqlite3 C API: a connection (Db) and a prepared statement
-// (Stmt) with absl::Status errors. Used by the store only. A Db is thread-compatible: one
-// thread at a time (the store gives each thread its own connection).
-#ifndef XMOD_COORDINATOR_SQLITE_DB_H_
-#define XMOD_COORDINATOR_SQLITE_DB_H_
+// (Stmt) with absl::Status errors. The one SQLite access of xmod: the coordinator's store
+// and the fitter's database reads (resultsdb/run_curves.h) both go through it. A Db is
+// thread-compatible: one thread at a time (the store gives each thread its own connection).
+#ifndef XMOD_RESULTSDB_SQLITE_DB_H_
+#define XMOD_RESULTSDB_SQLITE_DB_H_
 
 #include <sqlite3.h>
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -21,8 +23,12 @@ class Stmt;
 class Db {
  public:
   // Opens `path` with sqlite3_open_v2 `flags` (e.g. SQLITE_OPEN_READWRITE|SQLITE_OPEN_CREATE).
+  // UNAVAILABLE naming the path when it cannot be opened.
   static absl::StatusOr<std::unique_ptr<Db>> Open(const std::string& path, int flags,
                                                   int busy_timeout_ms);
+  // Open(path, SQLITE_OPEN_READONLY, busy_timeout_ms): for readers that change nothing.
+  static absl::StatusOr<std::unique_ptr<Db>> OpenReadOnly(const std::string& path,
+                                                          int busy_timeout_ms);
   ~Db();
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;
@@ -60,6 +66,11 @@ class Stmt {
   Stmt& Bind(int index, const char* text) { return Bind(index, absl::string_view(text)); }
   Stmt& BindBlob(int index, absl::string_view bytes);
   Stmt& BindNull(int index);
+  // The value, or NULL for nullopt (a value that is not known or does not apply).
+  Stmt& BindOptional(int index, std::optional<int64_t> value);
+  Stmt& BindOptional(int index, std::optional<double> value);
+  // The text, or NULL when it is empty.
+  Stmt& BindTextOrNull(int index, absl::string_view text);
 
   // Advances: true with a row, false when done; an error otherwise.
   absl::StatusOr<bool> Step();
@@ -72,6 +83,11 @@ class Stmt {
   double Double(int col) const { return sqlite3_column_double(stmt_, col); }
   std::string Text(int col) const;
   bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  // nullopt for NULL, else the value.
+  std::optional<double> OptionalDouble(int col) const;
+  // A REAL cell, or NaN when it holds no number: NULL, or text such as the 'NaN' the store
+  // writes for a NaN metric (sqlite would turn a bound NaN into NULL).
+  double RealOrNaN(int col) const;
   int ColumnCount() const { return sqlite3_column_count(stmt_); }
   sqlite3_stmt* raw() const { return stmt_; }
 
@@ -82,4 +98,4 @@ class Stmt {
 
 }  // namespace xmod
 
-#endif  // XMOD_COORDINATOR_SQLITE_DB_H_
+#endif  // XMOD_RESULTSDB_SQLITE_DB_H_

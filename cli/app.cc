@@ -190,10 +190,11 @@ void AddFitCommands(CLI::App& app, State& s, Action* action) {
   recommend->add_option("--top", r.top, "Candidates shown");
 
   ProposeOptions& pr = s.propose;
-  CLI::App* propose =
-      Leaf(fit, "propose", "The next runs that tell most about (K*, A*) per FLOP", action,
-           [&pr](const Context& c) { return FitPropose(c, pr); });
-  propose->add_option("SWEEP", pr.sweep_id, "Sweep id")->required();
+  CLI::App* propose = Leaf(fit, "propose", "The next runs that tell most about (K*, A*) per FLOP",
+                           action, [&pr](const Context& c) { return FitPropose(c, pr); });
+  propose->add_option("SWEEP", pr.sweep_id, "Sweep id (with --study: the member taking the runs)")
+      ->required();
+  propose->add_option("--study", pr.study, "Under the study's fit (every member's runs)");
   propose->add_option("--target", pr.targets,
                       "C:L:BACKBONE, repeatable (default: the sweep's adaptive targets)");
   propose->add_option("--compute_left", pr.compute_left, "Training FLOPs still to spend");

@@ -89,6 +89,7 @@ absl::Status FitPredict(const Context& ctx, const PredictOptions& options);
 // (ProposeRuns); `targets` are "C:L:BACKBONE" (empty = the sweep's AdaptiveSpec targets).
 struct ProposeOptions {
   int64_t sweep_id = 0;
+  std::string study;  // under the study's fit; SWEEP is then the member taking the runs
   std::vector<std::string> targets;
   std::string compute_left;  // training FLOPs still to spend, e.g. "2e12"; empty = no limit
   int count = 5;

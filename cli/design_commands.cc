@@ -45,6 +45,7 @@ std::vector<Table> DecisionTables(const xmod::v1::DesignDecision& d) {
   summary.title = absl::StrCat("Design decision ", d.id(), " (", d.source(), ")");
   summary.columns = {"field", "value"};
   summary.AddRow({Cell::Str("made"), Cell::Str(FormatUnixMs(d.created_unix_ms()))});
+  if (!d.study().empty()) summary.AddRow({Cell::Str("fit of study"), Cell::Str(d.study())});
   summary.AddRow({Cell::Str("fit observations"), Cell::Int(d.observations())});
   summary.AddRow(
       {Cell::Str("compute spent"),
@@ -81,6 +82,7 @@ absl::Status FitPropose(const Context& ctx, const ProposeOptions& options) {
   if (options.sweep_id <= 0) return absl::InvalidArgumentError("SWEEP: give a sweep id");
   xmod::v1::ProposeRunsRequest request;
   request.set_sweep_id(options.sweep_id);
+  request.set_study(options.study);
   for (const std::string& text : options.targets) {
     absl::StatusOr<xmod::v1::DesignTarget> target = ParseDesignTarget(text);
     if (!target.ok()) return target.status();

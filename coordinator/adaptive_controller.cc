@@ -12,10 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "coordinator/design_store.h"
 #include "coordinator/store_reads.h"
+#include "coordinator/studies.h"
 #include "coordinator/sweep_expansion.h"
 #include "fitter/backbones.h"
 #include "fitter/db_source.h"
 #include "fitter/observations.h"
+#include "fitter/study_fit.h"
 #include "fitter/sweep_fit.h"
 #include "glog/logging.h"
 
@@ -218,9 +220,41 @@ struct SweepSnapshot {
   std::vector<xmod::v1::Run> runs;
   std::vector<fitter::RunCurve> succeeded;  // curves of the succeeded runs
   std::optional<xmod::v1::DesignDecision> last;
+  // Under a study's fit: every member's succeeded runs in its role (the sweep's own
+  // included), and the runs of the other members.
+  std::vector<fitter::StudyMemberRuns> study_members;
+  std::vector<xmod::v1::Run> other_members_runs;
 };
 
-absl::StatusOr<SweepSnapshot> ReadSnapshot(Store* store, int64_t sweep_id) {
+absl::Status ReadStudy(Db& db, const std::string& name, int64_t sweep_id, SweepSnapshot* snap) {
+  absl::StatusOr<xmod::v1::Study> study = LoadStudy(db, name);
+  if (!study.ok()) return study.status();
+  bool member = false;
+  for (const xmod::v1::StudyMember& m : study->spec().members()) {
+    absl::StatusOr<std::vector<fitter::RunCurve>> curves = fitter::LoadSweepRuns(db, m.sweep_id());
+    if (!curves.ok()) return curves.status();
+    fitter::DropSparseWithoutDense(&*curves);
+    snap->study_members.push_back({absl::StrCat("sweep ", m.sweep_id(), " (", m.role(), ")"),
+                                   *std::move(curves), MemberRole(m.role())});
+    if (m.sweep_id() == sweep_id) {
+      member = true;
+      continue;
+    }
+    RunFilter filter;
+    filter.sweep_id = m.sweep_id();
+    absl::StatusOr<std::vector<xmod::v1::Run>> runs = LoadRuns(db, filter);
+    if (!runs.ok()) return runs.status();
+    snap->other_members_runs.insert(snap->other_members_runs.end(), runs->begin(), runs->end());
+  }
+  if (!member) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sweep_id: sweep ", sweep_id, " is not a member of study '", name, "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SweepSnapshot> ReadSnapshot(Store* store, int64_t sweep_id,
+                                           const std::string& study) {
   SweepSnapshot snap;
   absl::Status status = store->Read([&](Db& db) {
     absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, sweep_id);
@@ -237,7 +271,7 @@ absl::StatusOr<SweepSnapshot> ReadSnapshot(Store* store, int64_t sweep_id) {
     absl::StatusOr<std::vector<xmod::v1::DesignDecision>> last = LoadDecisions(db, sweep_id, 1);
     if (!last.ok()) return last.status();
     if (!last->empty()) snap.last = last->front();
-    return absl::OkStatus();
+    return study.empty() ? absl::OkStatus() : ReadStudy(db, study, sweep_id, &snap);
   });
   if (!status.ok()) return status;
   return snap;
@@ -248,29 +282,37 @@ bool InFlight(const xmod::v1::Run& run) {
 }
 
 // The design's state: observations of the succeeded runs (sparse runs whose reference has
-// not succeeded yet are left out, as the fit trigger does), dense references done, runs in
-// flight, compute spent (budgets of runs done or in flight, FLOPs of the ended rest).
+// not succeeded yet are left out, as the fit trigger does; a study's as it is fitted), dense
+// references done, runs in flight, compute spent (budgets of runs done or in flight, FLOPs
+// of the ended rest), over the sweep or every member of the study.
 fitter::DesignState StateOf(const SweepSnapshot& snap) {
   fitter::DesignState state;
-  std::vector<fitter::RunCurve> curves = snap.succeeded;
-  fitter::DropSparseWithoutDense(&curves);
-  if (absl::StatusOr<std::vector<fitter::Observation>> obs = fitter::BuildObservations(curves, {});
-      obs.ok()) {
+  absl::StatusOr<std::vector<fitter::Observation>> obs;
+  if (snap.study_members.empty()) {
+    std::vector<fitter::RunCurve> curves = snap.succeeded;
+    fitter::DropSparseWithoutDense(&curves);
+    obs = fitter::BuildObservations(curves, {});
+  } else {
+    obs = fitter::StudyObservations(snap.study_members, {});
+  }
+  if (obs.ok()) {
     for (fitter::Observation& o : *obs) {
       if (!o.held_out) state.completed.push_back(std::move(o));
     }
   }
-  for (const xmod::v1::Run& run : snap.runs) {
-    std::optional<fitter::Candidate> c = CandidateOf(run);
-    const double budget = run.spec().training().flop_budget();
-    if (run.state() == xmod::v1::SUCCEEDED || InFlight(run)) {
-      state.compute_spent += budget;
-    } else {
-      state.compute_spent += std::min(budget, run.progress().flops());
+  for (const std::vector<xmod::v1::Run>* runs : {&snap.runs, &snap.other_members_runs}) {
+    for (const xmod::v1::Run& run : *runs) {
+      std::optional<fitter::Candidate> c = CandidateOf(run);
+      const double budget = run.spec().training().flop_budget();
+      if (run.state() == xmod::v1::SUCCEEDED || InFlight(run)) {
+        state.compute_spent += budget;
+      } else {
+        state.compute_spent += std::min(budget, run.progress().flops());
+      }
+      if (!c) continue;
+      if (InFlight(run)) state.in_flight.push_back(*c);
+      if (run.state() == xmod::v1::SUCCEEDED && c->IsDense()) state.dense_done.push_back(*c);
     }
-    if (!c) continue;
-    if (InFlight(run)) state.in_flight.push_back(*c);
-    if (run.state() == xmod::v1::SUCCEEDED && c->IsDense()) state.dense_done.push_back(*c);
   }
   if (snap.last) {
     state.previous_answers = AnswersOf(*snap.last);
@@ -459,7 +501,12 @@ void AdaptiveController::PollOnce() {
 
 absl::StatusOr<xmod::v1::DesignDecision> AdaptiveController::Propose(
     const xmod::v1::ProposeRunsRequest& request) {
-  if (request.sweep_id() <= 0) return absl::InvalidArgumentError("sweep_id: must be > 0");
+  if (request.sweep_id() <= 0) {
+    return absl::InvalidArgumentError(request.study().empty()
+                                          ? "sweep_id: must be > 0"
+                                          : "sweep_id: name the member sweep of the study that the "
+                                            "candidates come from (and submitted runs go to)");
+  }
   if (request.count() < 0) return absl::InvalidArgumentError("count: must be >= 0");
   if (request.compute_left() < 0) {
     return absl::InvalidArgumentError("compute_left: must be >= 0");
@@ -489,7 +536,7 @@ absl::StatusOr<std::vector<xmod::v1::DesignDecision>> AdaptiveController::Decisi
 
 absl::StatusOr<xmod::v1::DesignDecision> AdaptiveController::DecideLocked(
     int64_t sweep_id, const xmod::v1::ProposeRunsRequest& ask, bool adaptive) {
-  absl::StatusOr<SweepSnapshot> snap = ReadSnapshot(store_, sweep_id);
+  absl::StatusOr<SweepSnapshot> snap = ReadSnapshot(store_, sweep_id, ask.study());
   if (!snap.ok()) return snap.status();
   Seen& seen = seen_[sweep_id];
   const std::vector<int64_t> signature = Signature(snap->runs);
@@ -545,6 +592,7 @@ absl::StatusOr<xmod::v1::DesignDecision> AdaptiveController::DecideLocked(
   decision.set_sweep_id(sweep_id);
   decision.set_created_unix_ms(clock_->NowMillis());
   decision.set_source(adaptive ? "adaptive" : "propose");
+  decision.set_study(ask.study());
   decision.set_compute_spent(state.compute_spent);
   decision.set_compute_budget(config->compute_budget < kUnlimitedCompute ? config->compute_budget
                                                                          : 0);

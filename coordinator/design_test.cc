@@ -12,6 +12,7 @@
 #include "coordinator/scheduler.h"
 #include "coordinator/store.h"
 #include "coordinator/store_reads.h"
+#include "coordinator/studies.h"
 #include "coordinator/sweep_expansion.h"
 #include "coordinator/sweep_monitor.h"
 #include "coordinator/test_util.h"
@@ -309,6 +310,52 @@ TEST_F(DesignTest, ProposeRunsStoresTheDecisionAndQueuesWhatItSubmits) {
   ASSERT_TRUE(scheduler_->CancelSweep(sweep_id).ok());
   EXPECT_EQ(controller.Propose(ask).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(controller.Decisions(sweep_id, 10)->size(), 2u);
+}
+
+TEST_F(DesignTest, ProposalsUnderAStudysFitComeFromTheNamedMemberSweep) {
+  xmod::v1::SweepSpec spec = AdaptiveTinySweep(dir_);
+  spec.clear_adaptive();
+  // Two empty sweeps over the same candidate space.
+  std::vector<int64_t> sweeps;
+  for (int i = 0; i < 2; ++i) {
+    std::vector<xmod::v1::Run> no_runs;
+    absl::StatusOr<int64_t> id = scheduler_->SubmitSweep(spec, &no_runs);
+    ASSERT_TRUE(id.ok()) << id.status();
+    sweeps.push_back(*id);
+  }
+  const int64_t first = sweeps[0];
+  const int64_t second = sweeps[1];
+  xmod::v1::StudySpec study;
+  study.set_name("pair");
+  for (int64_t sweep : {first, second}) {
+    xmod::v1::StudyMember* m = study.add_members();
+    m->set_sweep_id(sweep);
+    m->set_role(sweep == first ? "kxl" : "axk");
+  }
+  absl::Status stored = store_->WriteAndWait(
+      [&](Db& db) { return InsertStudy(db, study, 100, clock_.NowMillis()).status(); });
+  ASSERT_TRUE(stored.ok()) << stored;
+  AdaptiveController controller(store_.get(), scheduler_.get(), &clock_, nullptr);
+  xmod::v1::ProposeRunsRequest ask;
+  ask.set_study("pair");
+  *ask.add_targets() = AdaptiveTinySweep(dir_).adaptive().targets(0);
+  ask.set_count(2);
+  EXPECT_THAT(controller.Propose(ask).status().message(), HasSubstr("sweep_id: name the member"));
+  ask.set_sweep_id(second + 1);
+  EXPECT_FALSE(controller.Propose(ask).ok());
+  ask.set_sweep_id(second);
+  ask.set_submit(true);
+  absl::StatusOr<xmod::v1::DesignDecision> decision = controller.Propose(ask);
+  ASSERT_TRUE(decision.ok()) << decision.status();
+  EXPECT_EQ(decision->study(), "pair");
+  EXPECT_EQ(decision->sweep_id(), second);
+  for (const auto& p : decision->proposals()) {
+    if (p.run_id() != 0) EXPECT_EQ(Load(p.run_id()).sweep_id(), second);
+  }
+  ASSERT_TRUE(controller.Decisions(second, 1).ok());
+  EXPECT_TRUE(controller.Decisions(first, 1)->empty());
+  ask.set_study("no-such-study");
+  EXPECT_EQ(controller.Propose(ask).status().code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace

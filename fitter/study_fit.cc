@@ -8,13 +8,11 @@
 
 namespace xmod::fitter {
 
-absl::StatusOr<FitReport> FitStudy(const std::vector<StudyMemberRuns>& members,
-                                   const SweepFitOptions& options) {
+absl::StatusOr<std::vector<Observation>> StudyObservations(
+    const std::vector<StudyMemberRuns>& members, const ObservationOptions& options) {
   std::vector<Observation> observations;
-  std::vector<RunCurve> all_runs;
   for (const StudyMemberRuns& member : members) {
-    absl::StatusOr<std::vector<Observation>> obs =
-        BuildObservations(member.runs, options.observations);
+    absl::StatusOr<std::vector<Observation>> obs = BuildObservations(member.runs, options);
     if (!obs.ok()) {
       return absl::Status(obs.status().code(),
                           absl::StrCat(member.name, ": ", obs.status().message()));
@@ -23,11 +21,22 @@ absl::StatusOr<FitReport> FitStudy(const std::vector<StudyMemberRuns>& members,
       if (member.role.has_value()) o.sweeps = {*member.role};
       observations.push_back(std::move(o));
     }
+  }
+  return observations;
+}
+
+absl::StatusOr<FitReport> FitStudy(const std::vector<StudyMemberRuns>& members,
+                                   const SweepFitOptions& options) {
+  absl::StatusOr<std::vector<Observation>> observations =
+      StudyObservations(members, options.observations);
+  if (!observations.ok()) return observations.status();
+  std::vector<RunCurve> all_runs;
+  for (const StudyMemberRuns& member : members) {
     all_runs.insert(all_runs.end(), member.runs.begin(), member.runs.end());
   }
   absl::StatusOr<std::map<std::string, LossCurve>> dense = DenseCurves(all_runs);
   if (!dense.ok()) return dense.status();
-  absl::StatusOr<FitReport> report = FitObservations(std::move(observations), options);
+  absl::StatusOr<FitReport> report = FitObservations(*std::move(observations), options);
   if (!report.ok()) return report.status();
   report->dense_curves = *std::move(dense);
   return report;

@@ -24,6 +24,11 @@ struct StudyMemberRuns {
   std::optional<SweepRole> role;  // every observation's sweep; nullopt: its label's
 };
 
+// The study's observations: each member's own (BuildObservations on its runs), every one
+// taking the member's role where it has one. Errors name the member.
+absl::StatusOr<std::vector<Observation>> StudyObservations(
+    const std::vector<StudyMemberRuns>& members, const ObservationOptions& options);
+
 // Errors as FitSweep, those of one member's observations prefixed with its name.
 // report.dense_curves holds every member's dense curves (per group the one reaching the most
 // FLOPs, as DenseCurves).

@@ -306,12 +306,13 @@ class Client:
         return to_dict(self._call(self._stub.Recommend, request))
 
     def propose(self, sweep_id, *, targets=None, count=0, compute_left=0, submit=False,
-                bootstrap_samples=0, seed=0):
+                bootstrap_samples=0, seed=0, study=""):
         """The next runs that tell most about the targets' (K*, A*) per training FLOP
         (docs/adaptive-design.md), as a dict (DesignDecision, as `xmodctl fit propose -o json`):
         ranked proposals with their reasons, the recommendation per target, and, with
         submit=True, the ids of the runs queued. targets: [(C, L, backbone), ...] or
-        DesignTarget dicts (default: the sweep's adaptive targets)."""
+        DesignTarget dicts (default: the sweep's adaptive targets). study: under the study's
+        fit (every member's runs); sweep_id is then the member whose grids are the candidates."""
         def target(t):
             if isinstance(t, (tuple, list)):
                 flops, seq_len, backbone = t
@@ -320,7 +321,8 @@ class Client:
         request = pb.ProposeRunsRequest(sweep_id=sweep_id,
                                         targets=[target(t) for t in (targets or [])],
                                         count=count, compute_left=compute_left, submit=submit,
-                                        bootstrap_samples=bootstrap_samples, seed=seed)
+                                        bootstrap_samples=bootstrap_samples, seed=seed,
+                                        study=study)
         return to_dict(self._call(self._stub.ProposeRuns, request))
 
     def decisions(self, sweep_id, *, limit=0):

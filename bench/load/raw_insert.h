@@ -1,5 +1,5 @@
 // The load benchmark's baseline: the metric rows the coordinator stored, inserted again by
-// one thread straight into a fresh database of the same schema (coordinator/schema.h), with
+// one thread straight into a fresh database of the same schema (resultsdb/schema.h), with
 // the coordinator's pragmas (WAL, synchronous=FULL) and its insert statement
 // (coordinator/store_writes.h), `rows_per_transaction` rows per commit (a commit ends after the
 // batch that reaches it). Thread-compatible.

@@ -9,7 +9,7 @@
 //   - corrupts the newest recorded checkpoint of a running run (4 KiB flipped, sidecar
 //     deleted) and SIGKILLs that run's worker, so the retry must resume from it or fall back.
 // Then, read from the database: every run of both passes SUCCEEDED; the canonical metrics
-// (coordinator/schema.cc) of every run have no duplicate step in any series and no gap in
+// (resultsdb/schema.cc) of every run have no duplicate step in any series and no gap in
 // train/loss; every run's final train/loss and final val/loss equal, bit for bit, those of
 // the same run in the fault-free pass (CPU training is deterministic and resumes are exact).
 #include <signal.h>

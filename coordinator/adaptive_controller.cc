@@ -545,7 +545,6 @@ absl::StatusOr<xmod::v1::DesignDecision> AdaptiveController::DecideLocked(
       seen.stopped = true;  // decided before a restart
       return *snap->last;
     }
-    if (signature == seen.signature) return snap->last.value_or(xmod::v1::DesignDecision());
   }
   if ((adaptive || ask.submit()) && snap->sweep.state() == xmod::v1::SWEEP_CANCELLED) {
     return absl::FailedPreconditionError(absl::StrCat("sweep ", sweep_id, " was cancelled"));

@@ -51,24 +51,11 @@ class DesignTest : public testing::Test {
 
   // Registers a worker with `slots` CPU slots and leases every queued run to it.
   void LeaseAll(int slots) {
-    xmod::v1::RegisterRequest reg;
-    reg.set_worker_name("w");
-    for (int i = 0; i < slots; ++i) {
-      xmod::v1::Slot* slot = reg.add_slots();
-      slot->set_index(i);
-      slot->set_kind(xmod::v1::CPU);
-      slot->set_cores(1);
-    }
-    absl::StatusOr<xmod::v1::RegisterResponse> r = scheduler_->Register(reg);
+    absl::StatusOr<xmod::v1::RegisterResponse> r = scheduler_->Register(CpuWorker("w", slots));
     ASSERT_TRUE(r.ok()) << r.status();
     worker_id_ = r->worker_id();
-    for (int i = 0; i < slots; ++i) {
-      xmod::v1::AcquireRunRequest acquire;
-      acquire.set_worker_id(worker_id_);
-      acquire.add_free_slots(i);
-      absl::StatusOr<std::optional<xmod::v1::Assignment>> a = scheduler_->Acquire(acquire);
-      ASSERT_TRUE(a.ok() && a->has_value()) << a.status();
-    }
+    for (int i = 0; i < slots; ++i)
+      ASSERT_TRUE(AcquireNow(*scheduler_, worker_id_, {i}).has_value());
   }
 
   // Reports val/loss points (flops, loss) for attempt 1 of `run_id`.

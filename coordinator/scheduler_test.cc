@@ -59,14 +59,7 @@ class SchedulerTest : public testing::Test {
   }
 
   int64_t RegisterWorker(const std::string& name, int slots = 2) {
-    xmod::v1::RegisterRequest request;
-    request.set_worker_name(name);
-    for (int i = 0; i < slots; ++i) {
-      xmod::v1::Slot* slot = request.add_slots();
-      slot->set_index(i);
-      slot->set_kind(xmod::v1::CPU);
-      slot->set_cores(1);
-    }
+    xmod::v1::RegisterRequest request = CpuWorker(name, slots);
     absl::StatusOr<xmod::v1::RegisterResponse> r = scheduler_->Register(request);
     EXPECT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->lease_ttl_ms(), 10000);
@@ -75,13 +68,7 @@ class SchedulerTest : public testing::Test {
 
   std::optional<xmod::v1::Assignment> Acquire(int64_t worker,
                                               const std::vector<int32_t>& free_slots = {1}) {
-    xmod::v1::AcquireRunRequest request;
-    request.set_worker_id(worker);
-    for (int32_t slot : free_slots) request.add_free_slots(slot);
-    request.set_wait_ms(0);
-    absl::StatusOr<std::optional<xmod::v1::Assignment>> a = scheduler_->Acquire(request);
-    EXPECT_TRUE(a.ok()) << a.status();
-    return a.ok() ? *a : std::nullopt;
+    return AcquireNow(*scheduler_, worker, free_slots);
   }
 
   xmod::v1::Run Load(int64_t run_id) { return StoredRun(*store_, run_id); }

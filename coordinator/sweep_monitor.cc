@@ -76,10 +76,6 @@ absl::Status StoreLiveDeltas(Db& db, int64_t sweep_id,
   return absl::OkStatus();
 }
 
-bool SameBudget(double a, double b) {
-  return std::abs(a - b) <= fitter::kSameBudgetTolerance * std::max(a, b);
-}
-
 struct EarlyStop {
   int64_t run_id = 0;
   double flops = 0;
@@ -108,7 +104,7 @@ std::vector<EarlyStop> RunsToStop(const xmod::v1::EarlyStopping& rule,
       const SweepRun& o = *by_id.at(other.run_id);
       if (other.run_id == mine.run_id || o.curve.seq_len != run.curve.seq_len ||
           o.curve.backbone != run.curve.backbone ||
-          !SameBudget(o.curve.flop_budget, run.curve.flop_budget)) {
+          !fitter::SameBudget(o.curve.flop_budget, run.curve.flop_budget)) {
         continue;
       }
       for (const fitter::LiveDeltaPoint& p : other.points) {

@@ -66,4 +66,27 @@ std::vector<xmod::v1::Attempt> StoredAttempts(Store& store, int64_t run_id) {
   return out;
 }
 
+xmod::v1::RegisterRequest CpuWorker(const std::string& name, int slots) {
+  xmod::v1::RegisterRequest request;
+  request.set_worker_name(name);
+  for (int i = 0; i < slots; ++i) {
+    xmod::v1::Slot* slot = request.add_slots();
+    slot->set_index(i);
+    slot->set_kind(xmod::v1::CPU);
+    slot->set_cores(1);
+  }
+  return request;
+}
+
+std::optional<xmod::v1::Assignment> AcquireNow(Scheduler& scheduler, int64_t worker,
+                                               const std::vector<int32_t>& free_slots) {
+  xmod::v1::AcquireRunRequest request;
+  request.set_worker_id(worker);
+  for (int32_t slot : free_slots) request.add_free_slots(slot);
+  request.set_wait_ms(0);
+  absl::StatusOr<std::optional<xmod::v1::Assignment>> a = scheduler.Acquire(request);
+  EXPECT_TRUE(a.ok()) << a.status();
+  return a.ok() ? *a : std::nullopt;
+}
+
 }  // namespace xmod

@@ -4,9 +4,11 @@
 #define XMOD_COORDINATOR_TEST_UTIL_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "coordinator/scheduler.h"
 #include "coordinator/store.h"
 #include "xmod/v1/coordinator.pb.h"
 #include "xmod/v1/spec.pb.h"
@@ -26,6 +28,14 @@ xmod::v1::SweepSpec TinySweep(const std::string& dir);
 // an empty message).
 xmod::v1::Run StoredRun(Store& store, int64_t run_id);
 std::vector<xmod::v1::Attempt> StoredAttempts(Store& store, int64_t run_id);
+
+// A registration of worker `name` with `slots` one-core CPU slots, indexes 0 .. slots - 1.
+xmod::v1::RegisterRequest CpuWorker(const std::string& name, int slots);
+
+// Scheduler::Acquire for `worker` with `free_slots`, without waiting; a failed call fails the
+// test and gives nullopt.
+std::optional<xmod::v1::Assignment> AcquireNow(Scheduler& scheduler, int64_t worker,
+                                               const std::vector<int32_t>& free_slots);
 
 }  // namespace xmod
 

@@ -25,16 +25,16 @@ absl::StatusOr<LossCurve> CurveOf(const RunCurve& run) {
   return LossCurve::Create(std::move(points), run.name);
 }
 
-bool SameBudget(double a, double b) {
-  return a > 0 && b > 0 && std::abs(a - b) <= kSameBudgetTolerance * std::max(a, b);
-}
-
 struct DenseRef {
   double flop_budget = 0;
   LossCurve curve;
 };
 
 }  // namespace
+
+bool SameBudget(double a, double b) {
+  return a > 0 && b > 0 && std::abs(a - b) <= 0.02 * std::max(a, b);
+}
 
 std::vector<RunLiveDelta> LiveDeltas(const std::vector<RunCurve>& runs) {
   std::map<std::pair<int, std::string>, std::vector<DenseRef>> dense;  // by (L, backbone)

@@ -31,8 +31,9 @@ struct RunLiveDelta {
   std::vector<LiveDeltaPoint> points;  // ascending FLOPs; only marks a reference covers
 };
 
-// Budgets within this relative margin count as the same budget.
-inline constexpr double kSameBudgetTolerance = 0.02;
+// Two positive training-FLOP budgets within 2% of each other: the same budget (a run stops
+// at the first whole step past its budget).
+bool SameBudget(double a, double b);
 
 // Δ at the marks of every sparse run in `runs` (X-MoD with K >= 2, IsObservation) that has
 // at least one covered mark. `runs` may hold running runs: their curves end where they are.

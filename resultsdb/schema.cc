@@ -368,6 +368,16 @@ CREATE TABLE design_proposals (
   PRIMARY KEY (decision_id, rank)
 );
 )sql",
+    // Version 5: the rendezvous address a gang attempt was given (so a restarted
+    // coordinator never hands a running gang's port to another), and the coordinator's
+    // counters that must survive its restarts (lost leases, out-of-memory exits).
+    R"sql(
+ALTER TABLE attempts ADD COLUMN rendezvous TEXT;  -- "tcp://host:port"; NULL unless a gang
+CREATE TABLE counters (
+  name TEXT PRIMARY KEY,              -- e.g. 'leases_lost', 'oom_exits'
+  value INTEGER NOT NULL
+) WITHOUT ROWID;
+)sql",
 };
 
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);

@@ -41,9 +41,16 @@ CoordinatorMetrics::CoordinatorMetrics()
                 .Register(*registry_)),
       leases_expired_(prometheus::BuildCounter()
                           .Name("xmod_leases_expired_total")
-                          .Help("Attempts ended as lost because their lease expired")
+                          .Help("Attempts ended as lost because their lease expired, since "
+                                "the database was created")
                           .Register(*registry_)
                           .Add({})),
+      oom_exits_(prometheus::BuildCounter()
+                     .Name("xmod_oom_exits_total")
+                     .Help("Attempts that failed with the trainer out of memory (exit 5), since "
+                           "the database was created")
+                     .Register(*registry_)
+                     .Add({})),
       run_flops_(prometheus::BuildGauge()
                      .Name("xmod_run_flops_done")
                      .Help("Training FLOPs spent by each running run")
@@ -87,7 +94,13 @@ void CoordinatorMetrics::CountRpc(const std::string& method, const std::string& 
   rpcs_.Add({{"method", method}, {"code", code}}).Increment();
 }
 
-void CoordinatorMetrics::AddLeasesExpired(int leases) { leases_expired_.Increment(leases); }
+void CoordinatorMetrics::AddLeasesExpired(int64_t leases) {
+  leases_expired_.Increment(static_cast<double>(leases));
+}
+
+void CoordinatorMetrics::AddOomExits(int64_t exits) {
+  oom_exits_.Increment(static_cast<double>(exits));
+}
 
 void CoordinatorMetrics::SetRunProgress(const std::string& run, double flops_done,
                                         double train_loss) {

@@ -31,7 +31,9 @@ class CoordinatorMetrics {
   void ObserveCommit(double seconds, int batch_size);
   // One finished RPC: method name and gRPC code name ("OK", "INVALID_ARGUMENT", ...).
   void CountRpc(const std::string& method, const std::string& code);
-  void AddLeasesExpired(int leases);
+  // Counts since the database was created: the scheduler adds the stored ones at startup.
+  void AddLeasesExpired(int64_t leases);
+  void AddOomExits(int64_t exits);
   // Progress of a running run; the labelled series exist until RunEnded(run).
   void SetRunProgress(const std::string& run, double flops_done, double train_loss);
   // Live matched-FLOP Δ of a running run (coordinator/sweep_monitor.h); removed by RunEnded.
@@ -47,6 +49,7 @@ class CoordinatorMetrics {
   prometheus::Histogram& batch_size_;
   prometheus::Family<prometheus::Counter>& rpcs_;
   prometheus::Counter& leases_expired_;
+  prometheus::Counter& oom_exits_;
   prometheus::Family<prometheus::Gauge>& run_flops_;
   prometheus::Family<prometheus::Gauge>& run_loss_;
   prometheus::Family<prometheus::Gauge>& run_live_delta_;

@@ -226,6 +226,11 @@ absl::Status Scheduler::Rebuild() {
         });
       }
     }
+    if (metrics_ != nullptr) {
+      // The counts since the database was created, not since this process started.
+      metrics_->AddLeasesExpired(snap.counters[kLeasesLostCounter]);
+      metrics_->AddOomExits(snap.counters[kOomExitsCounter]);
+    }
     LOG(INFO) << "scheduler: rebuilt " << runs_.size() << " live runs, " << queue_.size()
               << " queued, " << attempts_.size() << " open attempts, " << workers_.size()
               << " workers";
@@ -908,6 +913,7 @@ absl::Status Scheduler::FinishRun(const xmod::v1::FinishRunRequest& request) {
   std::vector<Store::WriteFn> writes;
   std::vector<Touched> touched;
   absl::Status status;
+  bool out_of_memory = false;
   {
     absl::MutexLock lock(&mu_);
     const AttemptKey key{request.run_id(), request.attempt()};
@@ -952,9 +958,16 @@ absl::Status Scheduler::FinishRun(const xmod::v1::FinishRunRequest& request) {
     }
     EndAttemptLocked(key, outcome, retry, request.exit_code(), error, now, mono, &writes, &touched,
                      &change);
+    out_of_memory =
+        request.outcome() == xmod::v1::OUTCOME_FAILED && request.exit_code() == kExitOutOfMemory;
+    if (out_of_memory) {
+      writes.push_back([](Db& db) { return AddToCounter(db, kOomExitsCounter, 1); });
+    }
     status = CommitLocked(std::move(writes), change);
   }
-  if (status.ok()) Publish(touched);
+  if (!status.ok()) return status;
+  if (out_of_memory && metrics_ != nullptr) metrics_->AddOomExits(1);
+  Publish(touched);
   return status;
 }
 
@@ -997,6 +1010,9 @@ int Scheduler::ExpireLeases() {
     }
     if (metrics_ != nullptr) metrics_->SetWorkersConnected(connected);
     if (!lapsed.empty()) {
+      writes.push_back([lost = static_cast<int64_t>(lapsed.size())](Db& db) {
+        return AddToCounter(db, kLeasesLostCounter, lost);
+      });
       if (absl::Status s = CommitLocked(std::move(writes), change); !s.ok()) {
         LOG(ERROR) << "storing expired leases failed; will retry: " << s;
         return 0;

@@ -419,6 +419,16 @@ absl::StatusOr<SchedulerSnapshot> LoadSchedulerSnapshot(Db& db) {
       w.rendezvous_port_last = slots.rendezvous_port_last();
     }
   }
+  {
+    absl::StatusOr<Stmt> stmt = db.Prepare("SELECT name, value FROM counters");
+    if (!stmt.ok()) return stmt.status();
+    while (true) {
+      absl::StatusOr<bool> row = stmt->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      snap.counters[stmt->Text(0)] = stmt->Int(1);
+    }
+  }
   return snap;
 }
 

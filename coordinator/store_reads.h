@@ -4,6 +4,7 @@
 #define XMOD_COORDINATOR_STORE_READS_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -98,6 +99,7 @@ struct SchedulerSnapshot {
                                            // open attempt in any state
   std::vector<OpenAttempt> open_attempts;  // attempts with ended_ms NULL
   std::vector<WorkerRow> workers;
+  std::map<std::string, int64_t> counters;  // the counters table (AddToCounter)
 };
 absl::StatusOr<SchedulerSnapshot> LoadSchedulerSnapshot(Db& db);
 

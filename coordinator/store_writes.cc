@@ -286,6 +286,15 @@ absl::Status TouchWorker(Db& db, int64_t worker_id, int64_t now_ms) {
   return stmt->Run();
 }
 
+absl::Status AddToCounter(Db& db, const std::string& name, int64_t delta) {
+  absl::StatusOr<Stmt> stmt = db.Prepare(
+      "INSERT INTO counters (name, value) VALUES (?1, ?2)"
+      " ON CONFLICT (name) DO UPDATE SET value = value + excluded.value");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, name).Bind(2, delta);
+  return stmt->Run();
+}
+
 absl::Status MarkSweepCancelled(Db& db, int64_t sweep_id) {
   absl::StatusOr<Stmt> stmt = db.Prepare("UPDATE sweeps SET cancelled = 1 WHERE id = ?");
   if (!stmt.ok()) return stmt.status();

@@ -104,6 +104,12 @@ absl::Status TouchWorker(Db& db, int64_t worker_id, int64_t now_ms);
 
 absl::Status MarkSweepCancelled(Db& db, int64_t sweep_id);
 
+// Counts that survive coordinator restarts (the counters table; Prometheus starts from them).
+inline constexpr char kLeasesLostCounter[] = "leases_lost";  // attempts lost to lease expiry
+inline constexpr char kOomExitsCounter[] = "oom_exits";      // trainers out of memory (exit 5)
+// Adds `delta` to counter `name` (created at 0).
+absl::Status AddToCounter(Db& db, const std::string& name, int64_t delta);
+
 // sweep_id or run_id 0: the event concerns none (stored NULL).
 absl::Status InsertEvent(Db& db, int64_t now_ms, const std::string& kind, int64_t sweep_id,
                          int64_t run_id, const std::string& text);

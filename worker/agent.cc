@@ -22,12 +22,6 @@
 namespace xmod {
 namespace {
 
-// The coordinator refuses a FinishRun for good: retrying cannot help.
-bool IsFinalRefusal(const absl::Status& status) {
-  return absl::IsNotFound(status) || absl::IsFailedPrecondition(status) ||
-         absl::IsInvalidArgument(status) || absl::IsAlreadyExists(status);
-}
-
 const char* OutcomeName(v1::Outcome outcome) {
   switch (outcome) {
     case v1::OUTCOME_SUCCEEDED:
@@ -138,6 +132,29 @@ void Agent::Wait() {
   drain_.WaitForNotification();
   if (acquire_thread_.joinable()) acquire_thread_.join();
   {
+    // The trainers stop first, each within kill_grace_ms (the heartbeat thread enforces it).
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](std::map<AttemptKey, std::unique_ptr<Attempt>>* attempts) {
+          return std::all_of(attempts->begin(), attempts->end(),
+                             [](const auto& entry) { return entry.second->exited; });
+        },
+        &attempts_));
+  }
+  // Then their reports have drain_timeout_ms to reach the coordinator (if anything sends).
+  bool started;
+  {
+    absl::MutexLock lock(&mu_);
+    started = started_;
+  }
+  if (!started) {
+    Abandon();
+  } else if (!relay_.WaitIdle(clock_->MonotonicMillis() + options_.drain_timeout_ms, &abandon_)) {
+    LOG(WARNING) << "drain: reports still undelivered after " << options_.drain_timeout_ms
+                 << " ms; keeping them for the next start";
+    Abandon();
+  }
+  {
     absl::MutexLock lock(&mu_);
     mu_.Await(absl::Condition(
         +[](std::map<AttemptKey, std::unique_ptr<Attempt>>* attempts) { return attempts->empty(); },
@@ -148,6 +165,7 @@ void Agent::Wait() {
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
   if (relay_thread_.joinable()) relay_thread_.join();
   JoinFinishedThreads();
+  relay_.Keep();
 }
 
 int64_t Agent::LeaseDeadline(int64_t sent_ms, int64_t ttl_ms) const {
@@ -166,6 +184,14 @@ absl::Status Agent::HeartbeatOnce() {
       running->set_run_id(key.run_id);
       running->set_attempt(key.attempt);
       *running->mutable_progress() = attempt->progress;
+    }
+    // Attempts whose reports are still on their way (kept by an earlier start, or refused
+    // at start) hold their lease until their FinishRun arrives.
+    for (const AttemptKey& key : relay_.open_attempts()) {
+      if (attempts_.count(key) > 0) continue;
+      v1::RunningAttempt* running = request.add_running();
+      running->set_run_id(key.run_id);
+      running->set_attempt(key.attempt);
     }
   }
   absl::StatusOr<v1::HeartbeatResponse> reply = gateway_->Heartbeat(request);
@@ -333,7 +359,7 @@ void Agent::StartAttempt(const v1::Assignment& assignment, int64_t lease_deadlin
   }
   if (refusal.outcome() != v1::OUTCOME_UNSPECIFIED) {
     LOG(WARNING) << "run " << key.run_id << ": not started: " << refusal.error();
-    Finish(refusal);
+    relay_.Finish(key, refusal);
     return;
   }
 
@@ -430,7 +456,7 @@ void Agent::StartAttempt(const v1::Assignment& assignment, int64_t lease_deadlin
       for (int32_t slot : slots) busy_[slot] = false;
       UpdateSlotGaugesLocked();
     }
-    Finish(refusal);
+    relay_.Finish(key, refusal);
     return;
   }
   LOG(INFO) << "run " << key.run_id << " attempt " << key.attempt << ": started pid "
@@ -561,6 +587,10 @@ void Agent::Supervise(Attempt* attempt) {
     }
   }
   const ExitStatus exit = child->Wait();
+  {
+    absl::MutexLock lock(&mu_);
+    attempt->exited = true;
+  }
 
   v1::FinishRunRequest finish;
   finish.set_run_id(key.run_id);
@@ -596,13 +626,11 @@ void Agent::Supervise(Attempt* attempt) {
   LOG(INFO) << "run " << key.run_id << " attempt " << key.attempt << ": child " << exit.ToString()
             << " -> " << OutcomeName(finish.outcome());
 
-  // Every point first, then the end of the attempt.
+  // Every point first, then the end of the attempt (the relay sends it after them). Once
+  // abandoned, what is undelivered is kept for the next start (Wait).
   CollectCheckpoints(attempt, relay_.WaitDelivered(key, &abandon_));
-  finish.set_last_acked_seq(relay_.acked_seq(key));
-  finish.set_last_seq(relay_.last_seq(key));
-  finish.set_worker_id(worker_id());
-  Finish(finish);  // a stale attempt's report is refused for good, not retried
-  relay_.Close(key);
+  relay_.Finish(key, finish);
+  relay_.WaitFinished(key, &abandon_);
 
   std::unique_ptr<Attempt> done;
   {
@@ -681,23 +709,6 @@ void Agent::CollectCheckpoints(Attempt* attempt, bool all_delivered) {
     std::filesystem::remove(path + ".sha256", error);
     attempt->deleted.push_back(path);
     VLOG(1) << "run " << attempt->key.run_id << ": deleted checkpoint " << path;
-  }
-}
-
-void Agent::Finish(const v1::FinishRunRequest& request) {
-  while (true) {
-    absl::StatusOr<v1::FinishRunResponse> reply = gateway_->FinishRun(request);
-    if (reply.ok()) return;
-    if (IsFinalRefusal(reply.status())) {
-      LOG(WARNING) << "run " << request.run_id() << " attempt " << request.attempt()
-                   << ": FinishRun refused: " << reply.status();
-      return;
-    }
-    LOG(WARNING) << "run " << request.run_id()
-                 << ": FinishRun failed, retrying: " << reply.status();
-    if (abandon_.WaitForNotificationWithTimeout(absl::Milliseconds(options_.retry_delay_ms))) {
-      return;
-    }
   }
 }
 

@@ -12,11 +12,16 @@
 //   │    --rendezvous tcp://HOST:PORT (member 0's rank 0 serves it) and --dist_host the
 //   │    worker's advertised address; only global rank 0 writes events.
 //   ├──▶ one supervisor thread per attempt: reads its TrainerEvents into the MetricRelay,
-//   │    waits for it to exit, waits until its points are acknowledged, then FinishRun
+//   │    waits for it to exit, waits until its points are acknowledged, then hands its
+//   │    FinishRun to the relay, which sends it last
 //   └──▶ relay thread: MetricRelay::RunPumpLoop
 //
 // Drain (SIGTERM to the worker): stop acquiring, SIGTERM every child (which checkpoints and
-// exits 75), report each attempt PREEMPTED, then Wait() returns.
+// exits 75), report each attempt PREEMPTED, then Wait() returns. Bounded: once every child
+// has exited (within kill_grace_ms), the reports get drain_timeout_ms to reach the
+// coordinator; whatever is still undelivered then (points, checkpoint reports, FinishRun) is
+// kept in the spill folder (MetricRelay::Keep) and replayed by the worker's next start, whose
+// heartbeats list those attempts until their FinishRun arrives.
 //
 // Fencing (the trainer's side is model/train/lease.h). A lease granted or renewed by a reply
 // stays valid at least lease_ttl_ms (from the reply, else from Register) after its request
@@ -92,10 +97,13 @@ struct AgentOptions {
   int64_t stall_timeout_ms = 900'000;
   // KEY=VALUE pairs added to every trainer's environment, after the thread budget.
   std::vector<std::pair<std::string, std::string>> train_env;
-  int64_t retry_delay_ms = 1'000;  // pause after a failed Register/AcquireRun/FinishRun
-  int events_fd = 3;               // descriptor number of the event pipe in the child
-  int control_fd = 4;              // descriptor number of the lease control channel
-  MetricRelayOptions relay;        // spill_dir "" = <work_dir>/spill
+  int64_t retry_delay_ms = 1'000;  // pause after a failed Register/AcquireRun
+  // A drain delivers the reports of its stopped trainers for at most this long (Clock),
+  // then keeps the rest for the next start.
+  int64_t drain_timeout_ms = 30'000;
+  int events_fd = 3;         // descriptor number of the event pipe in the child
+  int control_fd = 4;        // descriptor number of the lease control channel
+  MetricRelayOptions relay;  // spill_dir "" = <work_dir>/spill
 };
 
 class Agent {
@@ -103,7 +111,7 @@ class Agent {
   // Every pointer must outlive the agent; `metrics` may be null.
   Agent(AgentOptions options, GatewayClient* gateway, ProcessLauncher* launcher, DeviceProbe* probe,
         Clock* clock, WorkerMetrics* metrics = nullptr);
-  // Drains, abandons undelivered reports and joins every thread.
+  // Drains, keeps undelivered reports for the next start and joins every thread.
   ~Agent();
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
@@ -115,9 +123,11 @@ class Agent {
   void Start();
   // Stops acquiring and preempts every child. Returns at once.
   void Drain();
-  // Gives up on undelivered metrics and unfinished FinishRun retries (a second signal).
+  // Stops waiting for undelivered reports, which Wait() then keeps for the next start (a
+  // second signal, or the drain timeout).
   void Abandon();
-  // Blocks until Drain() was called and every attempt has ended and been reported.
+  // Blocks until Drain() was called, every attempt has ended, and its reports were
+  // delivered or (past drain_timeout_ms, or abandoned) kept in the spill folder.
   void Wait();
 
   // The loops' single steps, public for tests.
@@ -149,6 +159,7 @@ class Agent {
     std::string stop_reason;                             // why, when the agent killed it
     int64_t kill_at_ms = 0;                              // SIGKILL deadline once SIGTERMed
     bool killed = false;
+    bool exited = false;            // the child was reaped
     int64_t lease_deadline_ms = 0;  // monotonic; the child stops by then unless extended
     int64_t last_step = -1;         // furthest step seen in the child's events
     int64_t progress_ms = 0;        // monotonic time the child last moved (or started)
@@ -182,8 +193,6 @@ class Agent {
   // coordinator no longer needs (see the header comment). Supervise thread only.
   void RelayCheckpoint(Attempt* attempt, v1::ReportCheckpointRequest request);
   void CollectCheckpoints(Attempt* attempt, bool all_delivered);
-  // FinishRun, retried until accepted, refused for good, or abandoned.
-  void Finish(const v1::FinishRunRequest& request);
   void OnStale(AttemptKey key);
   void UpdateSlotGaugesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void JoinFinishedThreads();

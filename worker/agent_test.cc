@@ -249,6 +249,17 @@ void AwaitReportedStep(Agent& agent, FakeGateway& gateway, int64_t run_id, int64
   }
 }
 
+// Pumps the agent's relay (its loop is not running) until `n` FinishRun calls arrived.
+bool PumpUntilFinishes(Agent& agent, const FakeGateway& gateway, size_t n) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (gateway.Finishes().size() < n) {
+    if (absl::Now() > deadline) return false;
+    agent.relay().Pump();
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return true;
+}
+
 TEST_F(AgentTest, AChildWithoutStepProgressIsKilledAndItsAttemptFailed) {
   options_.stall_timeout_ms = 60'000;
   agent_ = std::make_unique<Agent>(options_, &gateway_, &launcher_, &probe_, &clock_);
@@ -275,14 +286,14 @@ TEST_F(AgentTest, AChildWithoutStepProgressIsKilledAndItsAttemptFailed) {
   clock_.Advance(1);
   agent_->EnforceStallTimeout();
   EXPECT_THAT(child->signals(), ElementsAre(SIGKILL));  // no grace: it is hung
-  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  ASSERT_TRUE(PumpUntilFinishes(*agent_, gateway_, 1));
   const v1::FinishRunRequest finish = gateway_.Finishes()[0];
   EXPECT_EQ(finish.outcome(), v1::OUTCOME_FAILED);  // the coordinator retries it
   EXPECT_EQ(finish.exit_code(), 128 + SIGKILL);
   EXPECT_THAT(finish.error(), HasSubstr("no step progress for 60 s"));
 }
 
-TEST_F(AgentTest, FinishRunCarriesTheLastProducedSeqNotTheLastAcknowledged) {
+TEST_F(AgentTest, AbandonedReportsAreKeptAndTheNextStartDeliversThem) {
   agent_ = std::make_unique<Agent>(options_, &gateway_, &launcher_, &probe_, &clock_);
   ASSERT_TRUE(agent_->Register().ok());
   gateway_.QueueAssignment(MakeAssignment(19, 1, 0));
@@ -290,13 +301,34 @@ TEST_F(AgentTest, FinishRunCarriesTheLastProducedSeqNotTheLastAcknowledged) {
   std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
   for (int step = 1; step <= 3; ++step) child->EmitMetric(step, "train/loss", 1.0 / step);
   while (agent_->relay().last_seq({19, 1}) < 3) absl::SleepFor(absl::Milliseconds(1));
+  child->EmitCheckpoint(3, "/ckpt/step-3.pt");
   child->Exit(0);
-  // Nothing pumps the relay: the points are undelivered when the worker gives up on them.
+  // Nothing pumps the relay: everything is undelivered when the worker gives up on it.
   agent_->Abandon();
+  while (agent_->running_attempts() > 0) absl::SleepFor(absl::Milliseconds(1));
+  agent_.reset();
+  EXPECT_TRUE(gateway_.Points({19, 1}).empty());
+  EXPECT_TRUE(gateway_.Finishes().empty());
+  EXPECT_TRUE(ReadFile(dir_ + "/spill/run-19-a1.spill").ok());
+  EXPECT_TRUE(ReadFile(dir_ + "/spill/run-19-a1.outcome").ok());
+
+  // The next start on the same folder delivers it, the FinishRun last, and lists the attempt
+  // in its heartbeats until then.
+  StartAgent();
   ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  EXPECT_EQ(gateway_.Points({19, 1}).size(), 3u);
+  ASSERT_EQ(gateway_.Checkpoints().size(), 1u);
+  EXPECT_EQ(gateway_.Checkpoints()[0].path(), "/ckpt/step-3.pt");
   const v1::FinishRunRequest finish = gateway_.Finishes()[0];
-  EXPECT_EQ(finish.last_acked_seq(), 0);
+  EXPECT_EQ(finish.outcome(), v1::OUTCOME_SUCCEEDED);
+  EXPECT_EQ(finish.last_acked_seq(), 3);
   EXPECT_EQ(finish.last_seq(), 3);
+  EXPECT_EQ(finish.worker_id(), FakeGateway::kWorkerId);
+  for (int i = 0; i < 1000 && ReadFile(dir_ + "/spill/run-19-a1.outcome").ok(); ++i) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_FALSE(ReadFile(dir_ + "/spill/run-19-a1.outcome").ok());
+  EXPECT_FALSE(ReadFile(dir_ + "/spill/run-19-a1.spill").ok());
 }
 
 TEST_F(AgentTest, HeartbeatsListRunningAttemptsWithProgress) {

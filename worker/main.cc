@@ -56,6 +56,9 @@ int main(int argc, char** argv) {
                  "LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp to give the "
                  "trainers OpenBLAS's OpenMP build (docs/design.md, \"Threads on CPU\")")
       ->delimiter(',');
+  app.add_option("--drain_timeout_ms", options.drain_timeout_ms,
+                 "on SIGTERM, once the trainers stopped, deliver their reports for at most this "
+                 "long (ms); the rest is kept in <work_dir>/spill for the next start");
   app.add_option("--stall_timeout_ms", options.stall_timeout_ms,
                  "a child with no step progress for this long (ms) is killed and its attempt "
                  "retried (0: never)");

@@ -1,116 +1,19 @@
 #include "worker/metric_relay.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstring>
 #include <filesystem>
 #include <system_error>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/files.h"
 #include "glog/logging.h"
+#include "worker/spill_file.h"
+#include "xmod/v1/worker_spill.pb.h"
 
 namespace xmod {
-
-// One attempt's spill file: append-only records (4-byte little-endian length, 8-byte
-// little-endian seq, a serialized MetricPoint), each made durable before Append returns,
-// read back in order. Deleted when destroyed. Not thread-safe (the relay's mutex guards it).
-class SpillFile {
- public:
-  static absl::StatusOr<std::unique_ptr<SpillFile>> Create(const std::string& path) {
-    const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      return absl::UnavailableError(absl::StrCat("cannot create ", path, ": ", strerror(errno)));
-    }
-    return std::unique_ptr<SpillFile>(new SpillFile(path, fd));
-  }
-  ~SpillFile() {
-    close(fd_);
-    unlink(path_.c_str());
-  }
-
-  absl::Status Append(int64_t seq, const v1::MetricPoint& point) {
-    const std::string body = point.SerializeAsString();
-    std::string record(12, '\0');
-    PutLittleEndian(static_cast<uint64_t>(body.size()), 4, &record[0]);
-    PutLittleEndian(static_cast<uint64_t>(seq), 8, &record[4]);
-    record += body;
-    size_t done = 0;
-    while (done < record.size()) {
-      const ssize_t n = pwrite(fd_, record.data() + done, record.size() - done, size_ + done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return Failed("write");
-      done += static_cast<size_t>(n);
-    }
-    if (fdatasync(fd_) != 0) return Failed("fdatasync");
-    size_ += static_cast<int64_t>(record.size());
-    ++written_;
-    last_seq_ = seq;
-    return absl::OkStatus();
-  }
-
-  // The next unread record; false when every record was read.
-  absl::StatusOr<bool> ReadNext(int64_t* seq, v1::MetricPoint* point) {
-    if (read_ == written_) return false;
-    char header[12];
-    if (!ReadAt(offset_, header, sizeof(header))) return Failed("read");
-    const uint64_t length = GetLittleEndian(header, 4);
-    std::string body(length, '\0');
-    if (!ReadAt(offset_ + 12, body.data(), length) || !point->ParseFromString(body)) {
-      return absl::DataLossError(absl::StrCat(path_, ": unreadable record at ", offset_));
-    }
-    *seq = static_cast<int64_t>(GetLittleEndian(header + 4, 8));
-    offset_ += 12 + static_cast<int64_t>(length);
-    ++read_;
-    return true;
-  }
-
-  int64_t unread() const { return written_ - read_; }
-  int64_t last_seq() const { return last_seq_; }
-
- private:
-  SpillFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
-
-  static void PutLittleEndian(uint64_t value, int bytes, char* out) {
-    for (int i = 0; i < bytes; ++i) out[i] = static_cast<char>((value >> (8 * i)) & 0xff);
-  }
-  static uint64_t GetLittleEndian(const char* in, int bytes) {
-    uint64_t value = 0;
-    for (int i = 0; i < bytes; ++i) value |= uint64_t{static_cast<unsigned char>(in[i])} << (8 * i);
-    return value;
-  }
-  bool ReadAt(int64_t offset, char* out, size_t n) {
-    size_t done = 0;
-    while (done < n) {
-      const ssize_t got = pread(fd_, out + done, n - done, offset + done);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) return false;
-      done += static_cast<size_t>(got);
-    }
-    return true;
-  }
-  absl::Status Failed(const char* what) {
-    const std::string reason = strerror(errno);
-    if (ftruncate(fd_, size_) != 0) {
-      // The torn tail stays; nothing reads past size_.
-    }
-    return absl::UnavailableError(absl::StrCat(what, " ", path_, ": ", reason));
-  }
-
-  const std::string path_;
-  const int fd_;
-  int64_t size_ = 0;    // bytes of complete records
-  int64_t offset_ = 0;  // of the next unread record
-  int64_t written_ = 0;
-  int64_t read_ = 0;
-  int64_t last_seq_ = 0;
-};
-
 namespace {
 
 // The coordinator no longer accepts reports for the attempt.
@@ -118,7 +21,13 @@ bool IsStaleError(const absl::Status& status) {
   return absl::IsNotFound(status) || absl::IsFailedPrecondition(status);
 }
 
+// The coordinator refuses a FinishRun for good: retrying cannot help.
+bool IsFinalRefusal(const absl::Status& status) {
+  return IsStaleError(status) || absl::IsInvalidArgument(status) || absl::IsAlreadyExists(status);
+}
+
 constexpr char kSpillSuffix[] = ".spill";
+constexpr char kOutcomeSuffix[] = ".outcome";
 
 }  // namespace
 
@@ -130,22 +39,106 @@ MetricRelay::MetricRelay(GatewayClient* gateway, Clock* clock, MetricRelayOption
     LOG(ERROR) << "metric spill folder: " << s << "; points stay in memory";
     return;
   }
+  absl::MutexLock lock(&mu_);
   std::error_code error;
+  std::vector<std::string> others;
   for (const auto& entry : std::filesystem::directory_iterator(options_.spill_dir, error)) {
     const std::string path = entry.path().string();
-    if (path.size() > sizeof(kSpillSuffix) - 1 &&
-        path.compare(path.size() - (sizeof(kSpillSuffix) - 1), std::string::npos, kSpillSuffix) ==
-            0) {
-      LOG(WARNING) << "deleting " << path << ", left by an earlier run of this worker";
-      std::filesystem::remove(entry.path(), error);
+    if (absl::EndsWith(path, kOutcomeSuffix)) {
+      LoadKeptLocked(path);
+    } else if (absl::StrContains(entry.path().filename().string(), kSpillSuffix) ||
+               absl::StrContains(entry.path().filename().string(), kOutcomeSuffix)) {
+      others.push_back(path);  // a spill file, or a temporary file of Keep
     }
   }
+  for (const std::string& path : others) {
+    bool kept = false;
+    for (const auto& [key, stream] : streams_) kept = kept || path == SpillPath(key);
+    if (kept) continue;
+    LOG(WARNING) << "deleting " << path << ", left by an earlier run of this worker that died";
+    std::filesystem::remove(path, error);
+  }
+  UpdateGaugeLocked();
 }
 
 MetricRelay::~MetricRelay() = default;
 
 std::string MetricRelay::SpillPath(AttemptKey key) const {
   return absl::StrCat(options_.spill_dir, "/run-", key.run_id, "-a", key.attempt, kSpillSuffix);
+}
+
+std::string MetricRelay::OutcomePath(AttemptKey key) const {
+  return absl::StrCat(options_.spill_dir, "/run-", key.run_id, "-a", key.attempt, kOutcomeSuffix);
+}
+
+void MetricRelay::LoadKeptLocked(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  v1::KeptAttempt kept;
+  if (!text.ok() || !kept.ParseFromString(*text) ||
+      OutcomePath({kept.finish().run_id(), kept.finish().attempt()}) != path) {
+    LOG(ERROR) << "deleting " << path << ": not an outcome file this worker wrote";
+    std::error_code error;
+    std::filesystem::remove(path, error);
+    return;
+  }
+  const AttemptKey key{kept.finish().run_id(), kept.finish().attempt()};
+  Stream& stream = streams_[key];
+  stream.kept = true;
+  stream.acked_seq = kept.acked_seq();
+  stream.last_seq = kept.acked_seq();
+  for (const v1::KeptAttempt::Checkpoint& checkpoint : kept.checkpoints()) {
+    stream.checkpoints.push_back({checkpoint.after_seq(), checkpoint.request()});
+  }
+  stream.finish = kept.finish();
+  if (std::filesystem::exists(SpillPath(key))) {
+    absl::StatusOr<std::unique_ptr<SpillFile>> spill = SpillFile::Open(SpillPath(key));
+    if (spill.ok()) {
+      stream.spill = *std::move(spill);
+      const int64_t unread = stream.spill->unread();
+      stream.last_seq += unread;
+      buffered_ += unread;
+      spilled_ += unread;
+      RefillLocked(stream, /*all=*/false);
+    } else {
+      LOG(ERROR) << spill.status() << ": its points are lost";
+    }
+  }
+  LOG(INFO) << "run " << key.run_id << " attempt " << key.attempt
+            << ": replaying what an earlier run of this worker kept: "
+            << stream.last_seq - stream.acked_seq << " metric points, " << stream.checkpoints.size()
+            << " checkpoint reports and its FinishRun ("
+            << v1::Outcome_Name(kept.finish().outcome()) << ")";
+}
+
+absl::Status MetricRelay::KeepLocked(AttemptKey key, Stream& stream) {
+  v1::KeptAttempt kept;
+  kept.set_acked_seq(stream.acked_seq);
+  for (const PendingCheckpoint& checkpoint : stream.checkpoints) {
+    v1::KeptAttempt::Checkpoint* c = kept.add_checkpoints();
+    c->set_after_seq(checkpoint.after_seq);
+    *c->mutable_request() = checkpoint.request;
+  }
+  *kept.mutable_finish() = *stream.finish;
+  if (!stream.points.empty() || (stream.spill != nullptr && stream.spill->unread() > 0)) {
+    // Every unacknowledged point, in order: those in memory, then those still on disk.
+    const std::string path = SpillPath(key);
+    absl::StatusOr<std::unique_ptr<SpillFile>> fresh = SpillFile::Create(path + ".tmp");
+    if (!fresh.ok()) return fresh.status();
+    int64_t seq = stream.acked_seq;
+    for (const v1::MetricPoint& point : stream.points) {
+      if (absl::Status s = (*fresh)->Append(++seq, point, /*durable=*/false); !s.ok()) return s;
+    }
+    v1::MetricPoint point;
+    while (stream.spill != nullptr) {
+      absl::StatusOr<bool> read = stream.spill->ReadNext(&seq, &point);
+      if (!read.ok()) return read.status();
+      if (!*read) break;
+      if (absl::Status s = (*fresh)->Append(seq, point, /*durable=*/false); !s.ok()) return s;
+    }
+    stream.spill.reset();  // deletes the old file at `path`
+    if (absl::Status s = (*fresh)->Persist(path); !s.ok()) return s;
+  }
+  return WriteFileAtomic(OutcomePath(key), kept.SerializeAsString());
 }
 
 bool MetricRelay::SpillLocked(AttemptKey key, Stream& stream, int64_t seq,
@@ -159,7 +152,7 @@ bool MetricRelay::SpillLocked(AttemptKey key, Stream& stream, int64_t seq,
     }
     stream.spill = *std::move(file);
   }
-  if (absl::Status s = stream.spill->Append(seq, point); !s.ok()) {
+  if (absl::Status s = stream.spill->Append(seq, point, /*durable=*/true); !s.ok()) {
     LOG(ERROR) << "run " << key.run_id << " attempt " << key.attempt << ": spilling: " << s
                << "; its points stay in memory";
     return false;
@@ -261,11 +254,58 @@ void MetricRelay::AddCheckpoint(AttemptKey key, v1::ReportCheckpointRequest chec
 void MetricRelay::Close(AttemptKey key) {
   absl::MutexLock lock(&mu_);
   auto it = streams_.find(key);
-  if (it == streams_.end()) return;
+  if (it != streams_.end()) CloseLocked(it);
+}
+
+void MetricRelay::CloseLocked(std::map<AttemptKey, Stream>::iterator it) {
+  if (it->second.kept) {
+    std::error_code error;
+    std::filesystem::remove(OutcomePath(it->first), error);
+  }
   DropLocked(it->second);
   streams_.erase(it);
   ++generation_;
   UpdateGaugeLocked();
+}
+
+void MetricRelay::Finish(AttemptKey key, v1::FinishRunRequest finish) {
+  absl::MutexLock lock(&mu_);
+  Stream& stream = streams_[key];
+  finish.set_run_id(key.run_id);
+  finish.set_attempt(key.attempt);
+  finish.set_last_seq(stream.last_seq + stream.lost);
+  stream.finish = std::move(finish);
+  ++generation_;
+}
+
+int MetricRelay::Keep() {
+  absl::MutexLock lock(&mu_);
+  int kept = 0;
+  for (auto& [key, stream] : streams_) {
+    if (!stream.finish) continue;
+    const int64_t points = static_cast<int64_t>(stream.points.size()) +
+                           (stream.spill == nullptr ? 0 : stream.spill->unread());
+    absl::Status status = options_.spill_dir.empty()
+                              ? absl::FailedPreconditionError("no spill folder")
+                              : KeepLocked(key, stream);
+    if (!status.ok()) {
+      LOG(ERROR) << "run " << key.run_id << " attempt " << key.attempt
+                 << ": cannot keep its undelivered reports: " << status;
+      continue;
+    }
+    LOG(INFO) << "run " << key.run_id << " attempt " << key.attempt << ": kept " << points
+              << " undelivered metric points, " << stream.checkpoints.size()
+              << " checkpoint reports and its FinishRun in " << options_.spill_dir
+              << " for the next start";
+    stream.kept = false;  // its files stay when it is forgotten below
+    ++kept;
+  }
+  streams_.clear();
+  buffered_ = 0;
+  spilled_ = 0;
+  ++generation_;
+  UpdateGaugeLocked();
+  return kept;
 }
 
 bool MetricRelay::Pump() {
@@ -273,14 +313,22 @@ bool MetricRelay::Pump() {
     AttemptKey key;
     std::vector<v1::ReportCheckpointRequest> checkpoints;
     v1::ReportMetricsRequest metrics;
+    std::optional<v1::FinishRunRequest> finish;  // only once everything else is delivered
   };
   std::vector<Work> work;
   {
     absl::MutexLock lock(&mu_);
     const int64_t now = clock_->MonotonicMillis();
     for (auto& [key, stream] : streams_) {
-      if (stream.stale || stream.next_try_ms > now) continue;
-      Work w{key, {}, {}};
+      if (stream.next_try_ms > now || !HasWorkLocked(stream)) continue;
+      Work w{key, {}, {}, std::nullopt};
+      if (stream.finish && (stream.stale || DeliveredLocked(stream))) {
+        w.finish = *stream.finish;
+        w.finish->set_worker_id(worker_id_);
+        w.finish->set_last_acked_seq(stream.acked_seq);
+        work.push_back(std::move(w));
+        continue;
+      }
       for (const PendingCheckpoint& cp : stream.checkpoints) {
         if (cp.after_seq > stream.acked_seq) break;
         w.checkpoints.push_back(cp.request);
@@ -300,6 +348,10 @@ bool MetricRelay::Pump() {
 
   bool progressed = false;
   for (const Work& w : work) {
+    if (w.finish) {
+      progressed = SendFinish(w.key, *w.finish) || progressed;
+      continue;
+    }
     bool failed = false;
     for (const v1::ReportCheckpointRequest& cp : w.checkpoints) {
       absl::StatusOr<v1::ReportCheckpointResponse> reply = gateway_->ReportCheckpoint(cp);
@@ -361,6 +413,32 @@ bool MetricRelay::Pump() {
   return progressed;
 }
 
+bool MetricRelay::SendFinish(AttemptKey key, const v1::FinishRunRequest& finish) {
+  absl::StatusOr<v1::FinishRunResponse> reply = gateway_->FinishRun(finish);
+  absl::MutexLock lock(&mu_);
+  auto it = streams_.find(key);
+  if (it == streams_.end()) return false;
+  if (!reply.ok() && !IsFinalRefusal(reply.status())) {
+    LOG(WARNING) << "run " << key.run_id << " attempt " << key.attempt
+                 << ": FinishRun failed, will retry: " << reply.status();
+    FailedLocked(it->second);
+    return false;
+  }
+  if (!reply.ok()) {
+    LOG(WARNING) << "run " << key.run_id << " attempt " << key.attempt
+                 << ": FinishRun refused: " << reply.status();
+  }
+  CloseLocked(it);
+  return true;
+}
+
+void MetricRelay::AwaitChangeLocked(int64_t timeout_ms) {
+  const int64_t generation = generation_;
+  auto changed = [this, generation]()
+                     ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return generation_ != generation; };
+  mu_.AwaitWithTimeout(absl::Condition(&changed), absl::Milliseconds(timeout_ms));
+}
+
 bool MetricRelay::WaitDelivered(AttemptKey key, absl::Notification* abandon) {
   absl::MutexLock lock(&mu_);
   while (true) {
@@ -368,11 +446,27 @@ bool MetricRelay::WaitDelivered(AttemptKey key, absl::Notification* abandon) {
     if (it == streams_.end() || it->second.stale) return false;
     if (DeliveredLocked(it->second)) return true;
     if (abandon != nullptr && abandon->HasBeenNotified()) return false;
-    const int64_t generation = generation_;
-    auto changed = [this, generation]()
-                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return generation_ != generation; };
-    mu_.AwaitWithTimeout(absl::Condition(&changed), absl::Milliseconds(200));
+    AwaitChangeLocked(200);
   }
+}
+
+bool MetricRelay::WaitFinished(AttemptKey key, absl::Notification* abandon) {
+  absl::MutexLock lock(&mu_);
+  while (streams_.count(key) > 0) {
+    if (abandon != nullptr && abandon->HasBeenNotified()) return false;
+    AwaitChangeLocked(200);
+  }
+  return true;
+}
+
+bool MetricRelay::WaitIdle(int64_t deadline_ms, absl::Notification* abandon) {
+  absl::MutexLock lock(&mu_);
+  while (!streams_.empty()) {
+    const int64_t left = deadline_ms - clock_->MonotonicMillis();
+    if (left <= 0 || (abandon != nullptr && abandon->HasBeenNotified())) return false;
+    AwaitChangeLocked(std::min<int64_t>(left, 200));
+  }
+  return true;
 }
 
 void MetricRelay::RunPumpLoop(absl::Notification* stop) {
@@ -382,7 +476,7 @@ void MetricRelay::RunPumpLoop(absl::Notification* stop) {
     const int64_t now = clock_->MonotonicMillis();
     int64_t wait_ms = 1000;
     for (const auto& [key, stream] : streams_) {
-      if (stream.stale || DeliveredLocked(stream)) continue;
+      if (!HasWorkLocked(stream)) continue;
       if (stream.next_try_ms <= now) {
         // Due now: go again at once if the last pass moved something, else poll briefly.
         wait_ms = progressed ? 0 : std::min<int64_t>(wait_ms, 10);
@@ -454,9 +548,20 @@ size_t MetricRelay::pending_checkpoints(AttemptKey key) const {
   return it == streams_.end() ? 0 : it->second.checkpoints.size();
 }
 
+std::vector<AttemptKey> MetricRelay::open_attempts() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<AttemptKey> keys;
+  for (const auto& [key, stream] : streams_) keys.push_back(key);
+  return keys;
+}
+
 bool MetricRelay::DeliveredLocked(const Stream& stream) const {
   return !stream.stale && stream.points.empty() && stream.checkpoints.empty() &&
          (stream.spill == nullptr || stream.spill->unread() == 0);
+}
+
+bool MetricRelay::HasWorkLocked(const Stream& stream) const {
+  return stream.finish.has_value() || (!stream.stale && !DeliveredLocked(stream));
 }
 
 void MetricRelay::FailedLocked(Stream& stream) {

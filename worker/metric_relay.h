@@ -1,25 +1,38 @@
-// MetricRelay: carries each attempt's metric points and checkpoints from its xmod-train
-// child to the coordinator without losing any: a metric is acknowledged only once durable,
-// and the worker keeps every point until acknowledged, however long the coordinator is away.
+// MetricRelay: carries each attempt's metric points, checkpoints and outcome (FinishRun) from
+// its xmod-train child to the coordinator without losing any: a metric is acknowledged only
+// once durable, and the worker keeps every report until acknowledged, however long the
+// coordinator is away, across its own restarts too.
 //
 // Points are numbered consecutively per attempt (seq from 1) and kept until a
 // ReportMetrics reply acknowledges them (acked_seq); failed sends are retried with
 // exponential backoff measured on the injected Clock's monotonic reading. A checkpoint is
 // reported only once every point that arrived before it is acknowledged, so a retry that
-// resumes from it never finds a gap in the metrics before its step. A reply marked `stale`
-// (or NOT_FOUND / FAILED_PRECONDITION) means the attempt is no longer current: its buffer is
-// dropped and the stale callback asks the agent to stop the child.
+// resumes from it never finds a gap in the metrics before its step; the attempt's FinishRun
+// only once every point and checkpoint is, and the attempt is closed when the coordinator
+// accepts it or refuses it for good. A reply marked `stale` (or NOT_FOUND /
+// FAILED_PRECONDITION) means the attempt is no longer current: its points and checkpoints
+// are dropped, the stale callback asks the agent to stop the child, and only its FinishRun
+// is still sent (it may end a cancelled attempt; for an ended one it is refused or a no-op).
 //
 // Bounded memory: an attempt keeps at most max_memory_points unacknowledged points in
 // memory, the oldest ones. Later points are appended to the attempt's spill file,
-// <spill_dir>/run-<R>-a<A>.spill (records: 4-byte little-endian length, 8-byte seq, the
-// serialized MetricPoint; fdatasync'ed after each append), and read back in order as
+// <spill_dir>/run-<R>-a<A>.spill (a SpillFile, spill_file.h; fdatasync'ed after each
+// append), and read back in order as
 // acknowledgements make room. The file is deleted once every point in it is acknowledged,
-// and when the attempt is closed or turns stale. Spill files left by an earlier life of the
-// worker are deleted at construction: their attempts ended with that life (the coordinator
-// re-runs them from their latest checkpoint, whose earlier points were durable before the
-// checkpoint was reported). If a spill write fails, the attempt's points stay in memory
-// (logged): memory grows rather than a point being lost.
+// and when the attempt is closed or turns stale. If a spill write fails, the attempt's points
+// stay in memory (logged): memory grows rather than a point being lost.
+//
+// Across restarts: Keep() (the worker's last act when it stops, docs/fault-tolerance.md)
+// writes what each attempt with a queued FinishRun still has to deliver: its unacknowledged
+// points as a complete spill file (from acked_seq + 1), then <spill_dir>/run-<R>-a<A>.outcome
+// (a KeptAttempt: acked_seq, pending checkpoints, the FinishRun), written atomically last, so
+// its presence says the pair is complete. The next relay on that folder loads every kept
+// attempt at construction and delivers it like any other (the coordinator's fencing by
+// attempt decides what is still current: a stale one is dropped, not retried); both files
+// go when the attempt is closed. Spill files without an outcome are left by a worker that
+// died and are deleted at construction: their points before the spilled ones were in memory,
+// and the coordinator re-runs such an attempt from its latest checkpoint, whose earlier
+// points were durable before the checkpoint was reported.
 //
 // Thread-safety: all methods are thread-safe. Sending happens in Pump(), called by one
 // thread at a time (RunPumpLoop or a test); the mutex is never held during an RPC (spill
@@ -32,8 +45,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -70,7 +85,8 @@ class SpillFile;
 class MetricRelay {
  public:
   // `gateway` and `clock` must outlive the relay; `metrics` may be null. Creates
-  // options.spill_dir and deletes the spill files found there.
+  // options.spill_dir, loads the attempts kept there by an earlier life (Keep) and deletes
+  // the other spill files.
   MetricRelay(GatewayClient* gateway, Clock* clock, MetricRelayOptions options,
               WorkerMetrics* metrics = nullptr);
   ~MetricRelay();
@@ -90,6 +106,16 @@ class MetricRelay {
   void AddCheckpoint(AttemptKey key, v1::ReportCheckpointRequest checkpoint);
   // Forgets the attempt and whatever it still buffers; deletes its spill file.
   void Close(AttemptKey key);
+  // Queues the attempt's FinishRun (opening the attempt if needed; run, attempt and last_seq
+  // are filled in here, worker id and last_acked_seq when it is sent), sent once every point
+  // and checkpoint is acknowledged. The attempt is closed once the coordinator accepts it or
+  // refuses it for good (NOT_FOUND, FAILED_PRECONDITION, INVALID_ARGUMENT, ALREADY_EXISTS);
+  // other errors are retried with backoff.
+  void Finish(AttemptKey key, v1::FinishRunRequest finish);
+  // Writes every open attempt that has a queued FinishRun to spill_dir for the next relay on
+  // it (header comment) and forgets all of them; attempts without one are dropped. Returns
+  // how many were kept. Call once nothing pumps any more.
+  int Keep();
 
   // One sending pass: for each attempt whose retry delay has passed, reports the checkpoints
   // that are due and one batch of points. Returns whether anything was sent successfully.
@@ -98,6 +124,12 @@ class MetricRelay {
   // Blocks until every point and checkpoint of `key` is acknowledged (true), or the attempt
   // is stale or `abandon` is notified (false).
   bool WaitDelivered(AttemptKey key, absl::Notification* abandon);
+  // Blocks until `key` is closed (its FinishRun accepted or refused: true), or `abandon` is
+  // notified (false).
+  bool WaitFinished(AttemptKey key, absl::Notification* abandon);
+  // Blocks until no attempt is open (true), or the Clock's monotonic reading passes
+  // `deadline_ms` or `abandon` is notified (false). Real-time waits, decisions on the Clock.
+  bool WaitIdle(int64_t deadline_ms, absl::Notification* abandon);
 
   // Pumps until `stop` is notified, sleeping while there is nothing due. Real-time waits,
   // decisions on the Clock.
@@ -115,6 +147,8 @@ class MetricRelay {
   size_t spilled_points() const;   // waiting in spill files, not yet read back
   int64_t relayed_points() const;
   size_t pending_checkpoints(AttemptKey key) const;
+  // Attempts not yet closed, kept ones of an earlier life included.
+  std::vector<AttemptKey> open_attempts() const;
 
  private:
   struct PendingCheckpoint {
@@ -134,10 +168,25 @@ class MetricRelay {
     int64_t next_try_ms = 0;
     int64_t backoff_ms = 0;
     bool stale = false;
+    std::optional<v1::FinishRunRequest> finish;  // queued by Finish(), sent last
+    bool kept = false;                           // loaded from an outcome file (Keep)
   };
 
   bool DeliveredLocked(const Stream& stream) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether Pump has something to send for the stream once its retry delay has passed.
+  bool HasWorkLocked(const Stream& stream) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string SpillPath(AttemptKey key) const;
+  std::string OutcomePath(AttemptKey key) const;
+  // Loads the attempt kept in outcome file `path` (logged and deleted when unreadable).
+  void LoadKeptLocked(const std::string& path) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes the stream's spill file (every unacknowledged point) and outcome file.
+  absl::Status KeepLocked(AttemptKey key, Stream& stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One FinishRun call; closes the attempt unless it is to be retried. True when closed.
+  bool SendFinish(AttemptKey key, const v1::FinishRunRequest& finish);
+  // Waits until something changes, at most `timeout_ms` (real time).
+  void AwaitChangeLocked(int64_t timeout_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets the stream and its files.
+  void CloseLocked(std::map<AttemptKey, Stream>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Appends to the spill file, creating it; false (logged) when that fails.
   bool SpillLocked(AttemptKey key, Stream& stream, int64_t seq, const v1::MetricPoint& point)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

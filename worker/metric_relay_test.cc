@@ -315,5 +315,76 @@ TEST_F(SpillingRelayTest, SpillFilesOfAnEarlierLifeAreDeletedAtStart) {
   EXPECT_TRUE(ReadFile(options_.spill_dir + "/notes.txt").ok());
 }
 
+TEST_F(SpillingRelayTest, WhatAStoppingRelayKeepsTheNextOneDelivers) {
+  v1::FinishRunRequest finish;
+  finish.set_outcome(v1::OUTCOME_PREEMPTED);
+  {
+    MetricRelay relay(&gateway_, &clock_, options_);
+    relay.Open(key_);
+    for (int step = 1; step <= 4; ++step) relay.AddMetric(key_, Point(step));
+    relay.Pump();                             // 1..4 acknowledged
+    gateway_.FailNextMetricCalls(1'000'000);  // then the coordinator is away
+    for (int step = 5; step <= 16; ++step) relay.AddMetric(key_, Point(step));
+    v1::ReportCheckpointRequest checkpoint;
+    checkpoint.set_step(16);
+    checkpoint.set_path("/ckpt/step-16.pt");
+    relay.AddCheckpoint(key_, checkpoint);
+    relay.Finish(key_, finish);
+    clock_.Advance(1000);
+    relay.Pump();
+    const AttemptKey unfinished{6, 1};  // still open without a FinishRun: not kept
+    relay.Open(unfinished);
+    relay.AddMetric(unfinished, Point(1));
+    EXPECT_EQ(relay.Keep(), 1);
+  }
+  EXPECT_EQ(SpillFiles(), 2u);  // run-5-a1.spill and run-5-a1.outcome
+  EXPECT_TRUE(gateway_.Finishes().empty());
+
+  gateway_.FailNextMetricCalls(0);
+  MetricRelay next(&gateway_, &clock_, options_);
+  next.set_worker_id(8);
+  EXPECT_EQ(next.buffered_points(), 12u);
+  ASSERT_EQ(next.open_attempts().size(), 1u);
+  EXPECT_EQ(next.open_attempts()[0], key_);
+  while (next.Pump()) {
+  }
+  const std::vector<v1::MetricPoint> stored = gateway_.Points(key_);
+  ASSERT_EQ(stored.size(), 16u);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(stored[i].step(), i + 1) << "in order";
+  EXPECT_EQ(gateway_.duplicate_points(), 0);
+  ASSERT_EQ(gateway_.Checkpoints().size(), 1u);
+  EXPECT_EQ(gateway_.Checkpoints()[0].worker_id(), 8);
+  ASSERT_EQ(gateway_.Finishes().size(), 1u);
+  const v1::FinishRunRequest sent = gateway_.Finishes()[0];
+  EXPECT_EQ(sent.run_id(), 5);
+  EXPECT_EQ(sent.outcome(), v1::OUTCOME_PREEMPTED);
+  EXPECT_EQ(sent.last_seq(), 16);
+  EXPECT_EQ(sent.last_acked_seq(), 16);
+  EXPECT_TRUE(next.open_attempts().empty());
+  EXPECT_EQ(SpillFiles(), 0u);
+}
+
+TEST_F(SpillingRelayTest, AKeptAttemptThatIsNoLongerCurrentIsDroppedNotRetried) {
+  {
+    MetricRelay relay(&gateway_, &clock_, options_);
+    gateway_.FailNextMetricCalls(1'000'000);
+    relay.Open(key_);
+    for (int step = 1; step <= 10; ++step) relay.AddMetric(key_, Point(step));
+    relay.Finish(key_, v1::FinishRunRequest());
+    EXPECT_EQ(relay.Keep(), 1);
+  }
+  gateway_.FailNextMetricCalls(0);
+  gateway_.MarkStale(key_);  // the coordinator ended the attempt meanwhile
+  MetricRelay next(&gateway_, &clock_, options_);
+  int calls = 0;
+  while (!next.open_attempts().empty()) {
+    next.Pump();
+    ASSERT_LT(++calls, 10);
+  }
+  EXPECT_TRUE(gateway_.Points(key_).empty());
+  EXPECT_EQ(gateway_.Finishes().size(), 1u);  // refused or a no-op there; sent once
+  EXPECT_EQ(SpillFiles(), 0u);
+}
+
 }  // namespace
 }  // namespace xmod

@@ -56,6 +56,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
   agent_options.train_bin = options.train_bin.empty() ? DefaultTrainBin() : options.train_bin;
   agent_options.acquire_wait_ms = options.acquire_wait_ms;
   agent_options.kill_grace_ms = options.kill_grace_ms;
+  agent_options.drain_timeout_ms = options.drain_timeout_ms;
   agent_options.stall_timeout_ms = options.stall_timeout_ms;
   agent_options.train_env = options.train_env;
   agent_options.advertise_host = options.advertise_host;
@@ -117,7 +118,8 @@ absl::Status RunWorker(const WorkerOptions& options) {
     while (!done.load()) {
       if (sigtimedwait(&signals, nullptr, &poll) < 0) continue;
       if (++received == 1) {
-        LOG(INFO) << "signal received: draining (send again to abandon undelivered reports)";
+        LOG(INFO) << "signal received: draining (send again to stop waiting for undelivered "
+                     "reports, which are kept for the next start)";
         agent.Drain();
       } else {
         agent.Abandon();

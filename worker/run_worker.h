@@ -1,7 +1,7 @@
 // RunWorker: the whole xmod-worker daemon behind main.cc's flags — device probe, gRPC channel
 // to the coordinator, Prometheus exposer, the Agent, and signal handling (the first SIGTERM
-// or SIGINT drains: running attempts are preempted and reported; a second one abandons
-// reports still undelivered).
+// or SIGINT drains: running attempts are preempted and reported, within a bound; a second
+// one stops waiting for reports still undelivered, which are kept for the next start).
 //
 // Thread-safety: call once per process, from the main thread, before any other thread starts
 // (it blocks SIGTERM/SIGINT for every thread it creates).
@@ -32,6 +32,7 @@ struct WorkerOptions {
   std::string ports_file;      // writes {"metrics":P} once listening
   int64_t acquire_wait_ms = 5'000;
   int64_t kill_grace_ms = 60'000;
+  int64_t drain_timeout_ms = 30'000;   // delivering a drain's reports, then kept for later
   int64_t stall_timeout_ms = 900'000;  // no step progress this long: kill, retry (0 = never)
   std::vector<std::pair<std::string, std::string>> train_env;  // added to every trainer's env
   std::string advertise_host;                    // for gangs ("" = as the coordinator sees it)

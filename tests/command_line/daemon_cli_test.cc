@@ -81,6 +81,7 @@ TEST_F(DaemonCliTest, HelpListsFlagsWithTheirDefaultsAndExits0) {
   EXPECT_EQ(worker.exit_code, 0);
   EXPECT_THAT(worker.out, HasSubstr("--stall_timeout_ms"));
   EXPECT_THAT(worker.out, HasSubstr("900000"));
+  EXPECT_THAT(worker.out, HasSubstr("--drain_timeout_ms"));
   const Outcome data = Start("xmod-data", {"--help"});
   EXPECT_EQ(data.exit_code, 0);
   EXPECT_THAT(data.out, HasSubstr("gcide-task"));

@@ -132,15 +132,23 @@ absl::Status Cluster::StartCoordinator(const std::vector<std::string>& extra_fla
   return absl::OkStatus();
 }
 
-absl::Status Cluster::StartWorker(const std::string& name, int cpu_slots) {
+absl::Status Cluster::StartWorker(const std::string& name, int cpu_slots,
+                                  const std::vector<std::string>& extra_flags) {
   const std::string work_dir = absl::StrCat(dir_, "/", name);
   if (absl::Status status = MakeDirs(work_dir); !status.ok()) return status;
-  absl::StatusOr<std::unique_ptr<ChildProcess>> child = Launch(
-      name, {BinaryPath("xmod-worker", "XMOD_WORKER_BIN"),
-             absl::StrCat("--coordinator=127.0.0.1:", grpc_port_), "--name=" + name,
-             "--work_dir=" + work_dir, "--train_bin=" + BinaryPath("xmod-train", "XMOD_TRAIN_BIN"),
-             absl::StrCat("--cpu_slots=", cpu_slots), "--cores_per_slot=1", "--gpus=false",
-             "--metrics_listen=127.0.0.1:0", "--acquire_wait_ms=1000", "--kill_grace_ms=20000"});
+  std::vector<std::string> argv = {BinaryPath("xmod-worker", "XMOD_WORKER_BIN"),
+                                   absl::StrCat("--coordinator=127.0.0.1:", grpc_port_),
+                                   "--name=" + name,
+                                   "--work_dir=" + work_dir,
+                                   "--train_bin=" + BinaryPath("xmod-train", "XMOD_TRAIN_BIN"),
+                                   absl::StrCat("--cpu_slots=", cpu_slots),
+                                   "--cores_per_slot=1",
+                                   "--gpus=false",
+                                   "--metrics_listen=127.0.0.1:0",
+                                   "--acquire_wait_ms=1000",
+                                   "--kill_grace_ms=20000"};
+  argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
+  absl::StatusOr<std::unique_ptr<ChildProcess>> child = Launch(name, argv);
   if (!child.ok()) return child.status();
   workers_[name] = *std::move(child);
   return absl::OkStatus();
@@ -152,6 +160,21 @@ absl::Status Cluster::KillWorker(const std::string& name) {
   kill(it->second->pid(), SIGKILL);  // the worker only, not its trainer's process group
   it->second->Wait();
   return absl::OkStatus();
+}
+
+absl::StatusOr<ExitStatus> Cluster::WaitForWorkerExit(const std::string& name,
+                                                      absl::Duration timeout) {
+  auto it = workers_.find(name);
+  if (it == workers_.end()) return absl::NotFoundError(name);
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    if (std::optional<ExitStatus> exit = it->second->Poll()) return *exit;
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("worker ", name, " still running after ", absl::FormatDuration(timeout)));
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
 }
 
 void Cluster::KillCoordinator() {

@@ -46,13 +46,17 @@ class Cluster {
   absl::Status StartCoordinator(const std::vector<std::string>& extra_flags);
   // SIGKILLs the coordinator and reaps it.
   void KillCoordinator();
-  // Starts a worker named `name` with `cpu_slots` 1-core CPU slots.
-  absl::Status StartWorker(const std::string& name, int cpu_slots = 1);
+  // Starts a worker named `name` with `cpu_slots` 1-core CPU slots and `extra_flags`; its
+  // work dir is dir()/name.
+  absl::Status StartWorker(const std::string& name, int cpu_slots = 1,
+                           const std::vector<std::string>& extra_flags = {});
   // SIGKILLs the worker process itself (its trainer is left orphaned, as on a lost machine).
   // StartWorker with the same name starts it again.
   absl::Status KillWorker(const std::string& name);
   // Sends `signal` (e.g. SIGSTOP, SIGCONT) to the worker process itself.
   absl::Status SignalWorker(const std::string& name, int signal);
+  // Waits up to `timeout` for the worker to exit; DEADLINE_EXCEEDED if it is still running.
+  absl::StatusOr<ExitStatus> WaitForWorkerExit(const std::string& name, absl::Duration timeout);
   // SIGTERMs every worker, then the coordinator, and waits for them to exit.
   void Stop();
 

@@ -282,9 +282,14 @@ int MetricRelay::Keep() {
   absl::MutexLock lock(&mu_);
   int kept = 0;
   for (auto& [key, stream] : streams_) {
-    if (!stream.finish) continue;
     const int64_t points = static_cast<int64_t>(stream.points.size()) +
                            (stream.spill == nullptr ? 0 : stream.spill->unread());
+    if (!stream.finish) {
+      LOG(WARNING) << "run " << key.run_id << " attempt " << key.attempt
+                   << " is still open without a FinishRun: dropping its " << points
+                   << " undelivered points";
+      continue;
+    }
     absl::Status status = options_.spill_dir.empty()
                               ? absl::FailedPreconditionError("no spill folder")
                               : KeepLocked(key, stream);
@@ -297,7 +302,6 @@ int MetricRelay::Keep() {
               << " undelivered metric points, " << stream.checkpoints.size()
               << " checkpoint reports and its FinishRun in " << options_.spill_dir
               << " for the next start";
-    stream.kept = false;  // its files stay when it is forgotten below
     ++kept;
   }
   streams_.clear();

@@ -48,6 +48,10 @@ Run MakeRun(int64_t id, const std::string& name, xmod::v1::RunState state, doubl
   return run;
 }
 
+constexpr char kPortReason[] =
+    "waiting for a rendezvous port: every port of w1 (host-1:29500-29500) is held by an open "
+    "gang";
+
 class FakeCoordinator final : public xmod::v1::Coordinator::Service {
  public:
   grpc::Status SubmitSweep(grpc::ServerContext* context,
@@ -114,6 +118,11 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
   grpc::Status GetRun(grpc::ServerContext* context, const xmod::v1::GetRunRequest* request,
                       xmod::v1::GetRunResponse* response) override {
     Record(context);
+    if (request->run_id() == 3) {  // a gang waiting for a rendezvous port
+      *response->mutable_run() = MakeRun(3, "xmod-cpu-d128-L256-K1-A1", xmod::v1::QUEUED, 0, 3e12);
+      response->set_pending_reason(kPortReason);
+      return grpc::Status::OK;
+    }
     if (request->run_id() != 2) {
       return grpc::Status(grpc::StatusCode::NOT_FOUND,
                           absl::StrCat("run ", request->run_id(), " not found"));
@@ -576,6 +585,16 @@ TEST_F(CommandsTest, RunShowHasAttemptsAndCheckpoints) {
   Result missing = Xmodctl({"run", "show", "99"});
   EXPECT_EQ(missing.code, 1);
   EXPECT_EQ(missing.err, "xmodctl: run 99 not found\n");
+}
+
+TEST_F(CommandsTest, RunShowSaysWhyAQueuedRunWaits) {
+  Result r = Xmodctl({"run", "show", "3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(absl::StrCat("waiting", std::string(2, ' '))));
+  EXPECT_THAT(r.out, HasSubstr(kPortReason));
+  Result json = Xmodctl({"run", "show", "3", "-o", "json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  EXPECT_THAT(json.out, HasSubstr(absl::StrCat("\"pending_reason\": \"", kPortReason, "\"")));
 }
 
 TEST_F(CommandsTest, QueryJsonIsTheResponse) {

@@ -188,7 +188,8 @@ Table PlannedRunsTable(const std::vector<Run>& runs) {
   return t;
 }
 
-Table RunSummaryTable(const Run& r) {
+Table RunSummaryTable(const xmod::v1::GetRunResponse& response) {
+  const Run& r = response.run();
   const auto& m = r.spec().model();
   const auto& p = r.progress();
   double budget = RunBudget(r);
@@ -198,6 +199,7 @@ Table RunSummaryTable(const Run& r) {
   t.AddRow({Cell::Str("name"), Cell::Str(r.name())});
   t.AddRow({Cell::Str("label"), StrOrNull(r.label())});
   t.AddRow({Cell::Str("state"), Cell::Str(RunStateName(r.state()))});
+  t.AddRow({Cell::Str("waiting"), StrOrNull(response.pending_reason())});
   t.AddRow({Cell::Str("arch"), Cell::Str(ArchName(m.arch()))});
   t.AddRow({Cell::Str("backbone"), Cell::Str(m.backbone().name())});
   t.AddRow({Cell::Str("K"), KCell(r)});

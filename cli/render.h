@@ -37,7 +37,8 @@ Table RunsTable(const std::vector<xmod::v1::Run>& runs);
 // tokens the budget buys (budget / (train_flops_multiplier x FLOPs/token)) and those tokens
 // per active-equivalent parameter (N_act, embeddings included).
 Table PlannedRunsTable(const std::vector<xmod::v1::Run>& runs);
-Table RunSummaryTable(const xmod::v1::Run& run);
+// Key/value table of one run; "waiting" is why a queued run is not placed, where known.
+Table RunSummaryTable(const xmod::v1::GetRunResponse& response);
 Table AttemptsTable(const xmod::v1::GetRunResponse& response);
 Table CheckpointsTable(const xmod::v1::GetRunResponse& response);
 // Long format: one row per point (name, step, tokens, flops, value).

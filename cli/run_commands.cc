@@ -95,7 +95,7 @@ absl::Status RunShow(const Context& ctx, int64_t run_id) {
   if (ctx.format == OutputFormat::kJson) {
     return PrintJson(*ctx.out, *response);
   }
-  std::vector<Table> sections = {RunSummaryTable(response->run()), AttemptsTable(*response),
+  std::vector<Table> sections = {RunSummaryTable(*response), AttemptsTable(*response),
                                  CheckpointsTable(*response)};
   if (!response->run().spec().training().eval_tasks().empty()) {
     absl::StatusOr<Table> eval = EvalTable(*client, response->run());

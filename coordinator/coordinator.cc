@@ -11,9 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
 #include "coordinator/coordinator_service.h"
+#include "coordinator/database_lock.h"
 #include "coordinator/fit_trigger.h"
-#include "coordinator/sweep_monitor.h"
 #include "coordinator/http_server.h"
+#include "coordinator/sweep_monitor.h"
 #include "coordinator/worker_gateway_service.h"
 #include "glog/logging.h"
 #include "prometheus/exposer.h"
@@ -68,6 +69,9 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   store_options.on_commit = [metrics](double seconds, int batch) {
     metrics->ObserveCommit(seconds, batch);
   };
+  absl::StatusOr<std::unique_ptr<DatabaseLock>> lock = DatabaseLock::Acquire(options.db_path);
+  if (!lock.ok()) return lock.status();
+  c->db_lock_ = *std::move(lock);
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(options.db_path, store_options);
   if (!store.ok()) return store.status();
   c->store_ = *std::move(store);

@@ -32,6 +32,7 @@ class Exposer;
 namespace xmod {
 
 class CoordinatorService;
+class DatabaseLock;
 class FitTrigger;
 class SweepMonitor;
 class WorkerGatewayService;
@@ -67,7 +68,9 @@ struct Ports {
 
 class Coordinator {
  public:
-  // Opens the store, rebuilds the scheduler, binds every listener and starts serving.
+  // Takes the database's lock (database_lock.h: FAILED_PRECONDITION naming the holder when
+  // another coordinator has it), opens the store, rebuilds the scheduler, binds every
+  // listener and starts serving.
   // INVALID_ARGUMENT naming the flag when a listener is not on loopback while no credentials
   // are configured and `insecure` is off, or when a TLS file cannot be loaded.
   static absl::StatusOr<std::unique_ptr<Coordinator>> Start(const CoordinatorOptions& options);
@@ -88,6 +91,7 @@ class Coordinator {
 
   CoordinatorOptions options_;
   Ports ports_;
+  std::unique_ptr<DatabaseLock> db_lock_;  // held until after the store closed
   std::unique_ptr<CoordinatorMetrics> metrics_;
   std::unique_ptr<Store> store_;
   ChangeFeed feed_;

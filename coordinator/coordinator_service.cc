@@ -138,7 +138,7 @@ grpc::Status CoordinatorService::GetRun(ServerContext* context,
                                         const xmod::v1::GetRunRequest* request,
                                         xmod::v1::GetRunResponse* response) {
   return Serve("GetRun", Access::kRead, *options_.credentials, context, metrics_, [&] {
-    return store_->Read([&](Db& db) {
+    absl::Status read = store_->Read([&](Db& db) {
       absl::StatusOr<xmod::v1::Run> run = LoadRun(db, request->run_id());
       if (!run.ok()) return run.status();
       *response->mutable_run() = *std::move(run);
@@ -151,6 +151,8 @@ grpc::Status CoordinatorService::GetRun(ServerContext* context,
       for (auto& c : *checkpoints) *response->add_checkpoints() = std::move(c);
       return absl::OkStatus();
     });
+    if (read.ok()) response->set_pending_reason(scheduler_->PendingReason(request->run_id()));
+    return read;
   });
 }
 

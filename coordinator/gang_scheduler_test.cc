@@ -2,8 +2,9 @@
 // workers starts on all of them or none, the head gang's reservation keeps small runs from
 // starving it while other workers backfill, two large gangs never deadlock, a member that
 // does not take its part releases the gang, the loss of any member ends the attempt for all
-// and the run resumes on a fresh gang, reports are fenced per attempt, and open gangs survive
-// a restart.
+// and the run resumes on a fresh gang, reports are fenced per attempt, open gangs survive
+// a restart, and no two open gangs share a rendezvous address (an exhausted port range
+// makes a gang wait; a restart keeps the ports of running gangs).
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -62,11 +63,15 @@ class GangSchedulerTest : public testing::Test {
     return ids;
   }
 
-  int64_t RegisterWorker(const std::string& name, int slots = 1) {
+  // Registers worker `name` at host-<name> with `ports` rendezvous ports from 29500 on (0 =
+  // none).
+  int64_t RegisterWorker(const std::string& name, int slots = 1, int ports = 2) {
     xmod::v1::RegisterRequest request = CpuWorker(name, slots);
     request.set_advertise_host(absl::StrCat("host-", name));
-    request.set_rendezvous_port_first(29500);
-    request.set_rendezvous_port_last(29501);
+    if (ports > 0) {
+      request.set_rendezvous_port_first(29500);
+      request.set_rendezvous_port_last(29500 + ports - 1);
+    }
     absl::StatusOr<xmod::v1::RegisterResponse> r = scheduler_->Register(request);
     EXPECT_TRUE(r.ok()) << r.status();
     return r->worker_id();
@@ -106,23 +111,25 @@ class GangSchedulerTest : public testing::Test {
     return StoredAttempts(*store_, run_id);
   }
 
-  // The slots column of attempt 1 of `run_id`: each member's slots, ';'-separated.
-  std::string SlotsOfFirstAttempt(int64_t run_id) {
-    std::string slots;
+  // Column `column` of attempt 1 of `run_id` ("" when NULL or there is none).
+  std::string FirstAttemptColumn(int64_t run_id, const std::string& column) {
+    std::string value;
     EXPECT_TRUE(store_
                     ->Read([&](Db& db) {
-                      absl::StatusOr<Stmt> stmt =
-                          db.Prepare("SELECT slots FROM attempts WHERE run_id = ? AND attempt = 1");
+                      absl::StatusOr<Stmt> stmt = db.Prepare(absl::StrCat(
+                          "SELECT ", column, " FROM attempts WHERE run_id = ? AND attempt = 1"));
                       if (!stmt.ok()) return stmt.status();
                       stmt->Bind(1, run_id);
                       absl::StatusOr<bool> row = stmt->Step();
                       if (!row.ok()) return row.status();
-                      if (*row) slots = stmt->Text(0);
+                      if (*row) value = stmt->Text(0);
                       return absl::OkStatus();
                     })
                     .ok());
-    return slots;
+    return value;
   }
+  // The slots column of attempt 1 of `run_id`: each member's slots, ';'-separated.
+  std::string SlotsOfFirstAttempt(int64_t run_id) { return FirstAttemptColumn(run_id, "slots"); }
 
   static bool Killed(const xmod::v1::HeartbeatResponse& reply) {
     return std::any_of(reply.orders().begin(), reply.orders().end(),
@@ -259,6 +266,68 @@ TEST_F(GangSchedulerTest, TwoLargeGangsRunOneAfterTheOtherWithoutDeadlock) {
   EXPECT_EQ(second->gang().rendezvous(), "tcp://host-b:29501");
   ASSERT_TRUE(Acquire(a, {0, 1}).has_value());
   EXPECT_EQ(Load(gangs[1]).state(), xmod::v1::RUNNING);
+}
+
+TEST_F(GangSchedulerTest, ExhaustedPortRangeMakesTheGangWaitUntilAPortIsFreed) {
+  const std::vector<int64_t> gangs = Submit(/*ranks=*/2, /*per_worker=*/1, /*count=*/2);
+  const int64_t a = RegisterWorker("a", /*slots=*/2, /*ports=*/0);
+  const int64_t b = RegisterWorker("b", /*slots=*/2, /*ports=*/1);
+  EXPECT_FALSE(Acquire(a, {0, 1}).has_value());
+  std::optional<xmod::v1::Assignment> first_b = Acquire(b, {0, 1});
+  ASSERT_TRUE(first_b.has_value());
+  EXPECT_EQ(first_b->run_id(), gangs[0]);
+  EXPECT_EQ(first_b->gang().rendezvous(), "tcp://host-b:29500");
+  std::optional<xmod::v1::Assignment> first_a = Acquire(a, {0, 1});
+  ASSERT_TRUE(first_a.has_value());
+  // Both workers have a free slot, but b's only port serves the first gang and a declares
+  // none: the second gang is not placed, and says why.
+  EXPECT_FALSE(Acquire(a, {1}).has_value());
+  EXPECT_FALSE(Acquire(b, {1}).has_value());
+  EXPECT_EQ(Load(gangs[1]).state(), xmod::v1::QUEUED);
+  EXPECT_TRUE(Attempts(gangs[1]).empty());
+  EXPECT_EQ(scheduler_->PendingReason(gangs[1]),
+            "waiting for a rendezvous port: every port of b (host-b:29500-29500) is held by an "
+            "open gang");
+  // The first gang ends: its port is free again and the second gang takes it.
+  ASSERT_TRUE(Finish(a, *first_a, xmod::v1::OUTCOME_SUCCEEDED).ok());
+  ASSERT_TRUE(Finish(b, *first_b, xmod::v1::OUTCOME_SUCCEEDED).ok());
+  std::optional<xmod::v1::Assignment> second = Acquire(a, {0, 1});
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->run_id(), gangs[1]);
+  EXPECT_EQ(second->gang().member(), 1);
+  EXPECT_EQ(second->gang().rendezvous(), "tcp://host-b:29500");
+  EXPECT_EQ(FirstAttemptColumn(gangs[1], "rendezvous"), "tcp://host-b:29500");
+  EXPECT_EQ(scheduler_->PendingReason(gangs[1]), "");
+}
+
+TEST_F(GangSchedulerTest, ARestartKeepsTheRendezvousPortsOfRunningGangs) {
+  const std::vector<int64_t> gangs = Submit(/*ranks=*/2, /*per_worker=*/1, /*count=*/3);
+  const int64_t a = RegisterWorker("a", /*slots=*/3, /*ports=*/0);
+  const int64_t b = RegisterWorker("b", /*slots=*/3, /*ports=*/2);
+  EXPECT_FALSE(Acquire(a, {0, 1, 2}).has_value());
+  std::optional<xmod::v1::Assignment> first_b = Acquire(b, {0, 1, 2});
+  ASSERT_TRUE(first_b.has_value());
+  std::optional<xmod::v1::Assignment> first_a = Acquire(a, {0, 1, 2});
+  ASSERT_TRUE(first_a.has_value());
+  EXPECT_EQ(FirstAttemptColumn(gangs[0], "rendezvous"), "tcp://host-b:29500");
+  scheduler_.reset();
+  store_.reset();
+  Open();
+  // The running gang keeps 29500 after the restart: the next gang gets 29501...
+  EXPECT_TRUE(Beat(a, *first_a).orders().empty());
+  EXPECT_TRUE(Beat(b, *first_b).orders().empty());
+  EXPECT_FALSE(Acquire(a, {1, 2}).has_value());
+  std::optional<xmod::v1::Assignment> second = Acquire(b, {1, 2});
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->run_id(), gangs[1]);
+  EXPECT_EQ(second->gang().rendezvous(), "tcp://host-b:29501");
+  ASSERT_TRUE(Acquire(a, {1, 2}).has_value());
+  // ...and the third waits for one of them.
+  EXPECT_FALSE(Acquire(a, {2}).has_value());
+  EXPECT_FALSE(Acquire(b, {2}).has_value());
+  EXPECT_EQ(Load(gangs[2]).state(), xmod::v1::QUEUED);
+  EXPECT_NE(scheduler_->PendingReason(gangs[2]).find("waiting for a rendezvous port"),
+            std::string::npos);
 }
 
 TEST_F(GangSchedulerTest, MemberThatNeverTakesItsPartReleasesTheGang) {

@@ -48,6 +48,11 @@ int SlotsPerMember(const xmod::v1::RunSpec& spec) {
   return MembersNeeded(spec) > 1 ? spec.training().ranks_per_worker() : ranks;
 }
 
+// The TCPStore address of a gang whose member 0 advertises `host`.
+std::string RendezvousAddress(const std::string& host, int32_t port) {
+  return absl::StrCat("tcp://", host, ":", port);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(Store* store, Clock* clock,
@@ -188,6 +193,7 @@ absl::Status Scheduler::Rebuild() {
       auto run = runs_.find(a.run_id);
       AttemptEntry entry;
       entry.acked_seq = a.max_seq;
+      entry.rendezvous = a.rendezvous;
       // One member per name; a gang's row lists them in member order (member 0 = worker_id).
       const std::vector<std::string> names = absl::StrSplit(a.worker, ',');
       const std::vector<std::string> slots = absl::StrSplit(a.slots, ';');
@@ -501,6 +507,50 @@ Scheduler::Member* Scheduler::MemberOn(AttemptEntry& attempt, int64_t worker_id)
   return nullptr;
 }
 
+std::set<std::string> Scheduler::HeldRendezvousLocked() const {
+  std::set<std::string> held;
+  for (const auto& [key, open] : attempts_) {
+    if (!open.rendezvous.empty()) held.insert(open.rendezvous);
+  }
+  return held;
+}
+
+std::optional<int32_t> Scheduler::FreePort(const WorkerEntry& worker,
+                                           const std::set<std::string>& held) {
+  if (worker.port_first <= 0) return std::nullopt;
+  // Ends within held.size() + 1 tries unless the range is exhausted (span <= held.size()).
+  const int32_t span = worker.port_last - worker.port_first + 1;
+  for (int32_t i = 0; i < span; ++i) {
+    const int32_t port = worker.port_first + (worker.next_port + i) % span;
+    if (held.count(RendezvousAddress(worker.host, port)) == 0) return port;
+  }
+  return std::nullopt;
+}
+
+std::string Scheduler::NoPortReasonLocked(const std::vector<int64_t>& ready) const {
+  std::vector<std::string> ranges;
+  for (int64_t id : ready) {
+    const WorkerEntry& w = workers_.at(id);
+    if (w.port_first > 0) {
+      ranges.push_back(
+          absl::StrCat(w.name, " (", w.host, ":", w.port_first, "-", w.port_last, ")"));
+    }
+  }
+  if (ranges.empty()) {
+    return "waiting for a rendezvous port: no ready worker declares any (xmod-worker "
+           "--rendezvous_ports)";
+  }
+  return absl::StrCat("waiting for a rendezvous port: every port of ", absl::StrJoin(ranges, ", "),
+                      " is held by an open gang");
+}
+
+std::string Scheduler::PendingReason(int64_t run_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = runs_.find(run_id);
+  if (it == runs_.end() || it->second.state != xmod::v1::QUEUED) return "";
+  return it->second.pending_reason;
+}
+
 bool Scheduler::AvailableLocked(const WorkerEntry& worker, int64_t mono) const {
   return mono - worker.last_seen_ms <= options_.lease_ttl_ms &&
          (worker.polling > 0 || mono - worker.poll_ended_ms <= options_.heartbeat_interval_ms);
@@ -512,10 +562,11 @@ std::optional<Scheduler::Placement> Scheduler::PlanLocked(int64_t poller, int64_
   auto first = [](const std::vector<int32_t>& slots, int n) {
     return std::vector<int32_t>(slots.begin(), slots.begin() + n);
   };
-  std::set<int64_t> reserved;  // workers held for a run ahead in the queue
+  std::set<int64_t> reserved;                 // workers held for a run ahead in the queue
+  std::optional<std::set<std::string>> held;  // rendezvous addresses, once a gang needs them
   for (const QueueKey& key : queue_) {
     const int64_t run_id = std::get<2>(key);
-    const RunEntry& run = runs_.at(run_id);
+    RunEntry& run = runs_.at(run_id);
     if (run.not_before_ms > mono) {
       *next_ready = *next_ready < 0 ? run.not_before_ms : std::min(*next_ready, run.not_before_ms);
       continue;
@@ -545,17 +596,25 @@ std::optional<Scheduler::Placement> Scheduler::PlanLocked(int64_t poller, int64_
         ready.push_back(id);
       }
     }
-    // Member 0 serves the store, so it needs rendezvous ports; the poller first if it can.
-    std::stable_partition(ready.begin(), ready.end(), [&](int64_t id) { return id == poller; });
-    auto host = std::find_if(ready.begin(), ready.end(),
-                             [&](int64_t id) { return workers_.at(id).port_first > 0; });
-    if (static_cast<int>(ready.size()) >= members && host != ready.end()) {
-      std::rotate(ready.begin(), host, host + 1);
-      Placement placement{run_id, {}};
-      for (int m = 0; m < members; ++m) {
-        placement.members.emplace_back(ready[m], first(workers_.at(ready[m]).free_slots, per));
+    // Member 0 serves the store, so it needs a free rendezvous port; the poller first if it
+    // can.
+    run.pending_reason.clear();
+    if (static_cast<int>(ready.size()) >= members) {
+      std::stable_partition(ready.begin(), ready.end(), [&](int64_t id) { return id == poller; });
+      if (!held) held = HeldRendezvousLocked();
+      std::optional<int32_t> port;
+      auto host = std::find_if(ready.begin(), ready.end(), [&](int64_t id) {
+        return (port = FreePort(workers_.at(id), *held)).has_value();
+      });
+      if (host != ready.end()) {
+        std::rotate(ready.begin(), host, host + 1);
+        Placement placement{run_id, {}, *port};
+        for (int m = 0; m < members; ++m) {
+          placement.members.emplace_back(ready[m], first(workers_.at(ready[m]).free_slots, per));
+        }
+        return placement;
       }
-      return placement;
+      run.pending_reason = NoPortReasonLocked(ready);
     }
     if (static_cast<int>(able.size()) < members) continue;  // waits for the cluster to grow
     // Reserve the workers closest to fitting; they only gain free slots until it starts.
@@ -610,21 +669,11 @@ absl::StatusOr<std::vector<xmod::v1::Assignment>> Scheduler::LeaseLocked(const P
   }
   std::string rendezvous;
   if (gang) {
-    // A port of member 0's range that no open gang of it holds, round robin.
+    // The planned free port; the next gang on this host tries the one after it first.
     WorkerEntry& host = workers_.at(placement.members[0].first);
-    std::set<std::string> held;
-    for (const auto& [key, open] : attempts_) {
-      if (!open.parts.empty()) held.insert(open.parts[0].gang().rendezvous());
-    }
-    const int32_t span = host.port_last - host.port_first + 1;
-    for (int32_t i = 0; i < span; ++i) {
-      const int32_t port = host.port_first + (host.next_port + i) % span;
-      rendezvous = absl::StrCat("tcp://", host.host, ":", port);
-      if (held.count(rendezvous) == 0) {
-        host.next_port = (host.next_port + i + 1) % span;
-        break;
-      }
-    }
+    rendezvous = RendezvousAddress(host.host, placement.port);
+    host.next_port =
+        (placement.port - host.port_first + 1) % (host.port_last - host.port_first + 1);
   }
 
   AttemptEntry attempt;
@@ -666,6 +715,7 @@ absl::StatusOr<std::vector<xmod::v1::Assignment>> Scheduler::LeaseLocked(const P
     slot_lists.push_back(absl::StrJoin(slots, ","));
   }
   if (gang) attempt.parts = parts;
+  attempt.rendezvous = rendezvous;
   attempts_[{run_id, run.attempts}] = attempt;
 
   AttemptStart start;
@@ -677,6 +727,7 @@ absl::StatusOr<std::vector<xmod::v1::Assignment>> Scheduler::LeaseLocked(const P
   start.started_ms = now;
   start.resumed_from_step = resumed_from;
   start.lease_expires_ms = now + (gang ? options_.gang_start_timeout_ms : options_.lease_ttl_ms);
+  start.rendezvous = rendezvous;
   std::vector<Store::WriteFn> writes;
   writes.push_back([start, sweep_id = *sweep_id, attempts = run.attempts, rendezvous](Db& db) {
     if (absl::Status s = InsertAttempt(db, start); !s.ok()) return s;

@@ -16,13 +16,16 @@
 // Gangs (training.ranks_per_worker = P > 0 with ranks R > P): one attempt spans R / P
 // workers, its members, each running P ranks; member 0 runs rank 0, serves the TCPStore on
 // its advertised host and a port from its declared range, and alone reports metrics and
-// checkpoints. Placement is all or nothing: the attempt row is written once with every
-// member (worker "a,b", slots "0;0"), the polling worker gets its part at once and each
-// other member when it next polls. Each member holds its own lease; a member that does not
-// take its part within gang_start_timeout_ms, a member's lapsed lease, or a member's failed,
-// preempted or cancelled FinishRun ends the attempt for all (the other members get KILL
-// orders), and the run resumes from its latest checkpoint on a fresh gang. A member other
-// than 0 finishing SUCCEEDED ends nothing: rank 0's outcome is the attempt's.
+// checkpoints. No two open attempts share a rendezvous address: it is stored with the
+// attempt (attempts.rendezvous), so a restart still holds the ports of running gangs, and a
+// gang whose ready hosts have every port held is not placed (it waits, PendingReason says
+// why, and it reserves workers as below) until an attempt holding one ends. Placement is all or
+// nothing: the attempt row is written once with every member (worker "a,b", slots "0;0"), the
+// polling worker gets its part at once and each other member when it next polls. Each member holds
+// its own lease; a member that does not take its part within gang_start_timeout_ms, a member's
+// lapsed lease, or a member's failed, preempted or cancelled FinishRun ends the attempt for all
+// (the other members get KILL orders), and the run resumes from its latest checkpoint on a fresh
+// gang. A member other than 0 finishing SUCCEEDED ends nothing: rank 0's outcome is the attempt's.
 // Policy: priority, then FIFO (the queue order), with reservation. The first ready gang
 // that cannot be placed reserves the R / P live workers (not reserved ahead of it) with
 // room for P ranks that are closest to fitting; nothing behind it is leased on them, so
@@ -166,6 +169,11 @@ class Scheduler {
   // Wakes long polls and makes later ones return at once.
   void Shutdown();
 
+  // Why queued run `run_id` is not placed, as of the last time the policy passed it over
+  // for a known reason (a gang waiting for a free rendezvous port); empty when none is known
+  // or the run is not queued.
+  std::string PendingReason(int64_t run_id);
+
   const SchedulerOptions& options() const { return options_; }
   // Lease deadline of an open attempt on the monotonic clock (a gang's earliest member's),
   // for tests and diagnostics.
@@ -195,6 +203,8 @@ class Scheduler {
     // resume (Assignment.fallbacks) should the newest fail verification.
     std::optional<Checkpoint> previous_checkpoint;
     int lost = 0;  // lost leases since the scheduler started or the run was resumed
+    // Why the queued run was last passed over, where known (PendingReason); memory only.
+    std::string pending_reason;
   };
   // One worker's share of an attempt (the only one, unless the run is a gang).
   struct Member {
@@ -210,6 +220,9 @@ class Scheduler {
     int64_t acked_seq = -1;       // highest seq with every earlier point durable (-1 = none)
     // A gang's parts, built at placement (members[i] gets parts[i]); empty otherwise.
     std::vector<xmod::v1::Assignment> parts;
+    // A gang's TCPStore address ("tcp://host:port", stored with the attempt); empty otherwise.
+    // No two open attempts hold the same one.
+    std::string rendezvous;
   };
   struct WorkerEntry {
     std::string name;
@@ -230,6 +243,7 @@ class Scheduler {
   struct Placement {
     int64_t run_id = 0;
     std::vector<std::pair<int64_t, std::vector<int32_t>>> members;  // (worker id, slots)
+    int32_t port = 0;  // a gang's rendezvous port on member 0, free when planned
   };
   using QueueKey = std::tuple<int, int64_t, int64_t>;  // (-priority, sweep, run)
   using AttemptKey = std::pair<int64_t, int>;          // (run, attempt)
@@ -246,6 +260,16 @@ class Scheduler {
   // The policy (header comment): the first run to place for `poller`, if any, scanning the
   // queue in order. `next_ready` gets the earliest backoff end among runs not yet ready.
   std::optional<Placement> PlanLocked(int64_t poller, int64_t mono, int64_t* next_ready)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The rendezvous addresses open gangs hold.
+  std::set<std::string> HeldRendezvousLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The first port of `worker`'s declared range, round robin from its next_port, whose
+  // address is not in `held`; nullopt when it declared none or every one is held.
+  static std::optional<int32_t> FreePort(const WorkerEntry& worker,
+                                         const std::set<std::string>& held);
+  // Why a gang with enough ready workers (`ready`) has no member 0: none of them has a free
+  // rendezvous port.
+  std::string NoPortReasonLocked(const std::vector<int64_t>& ready) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `worker` is live and polling (its free slots are current).
   bool AvailableLocked(const WorkerEntry& worker, int64_t mono) const

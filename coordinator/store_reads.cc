@@ -384,7 +384,7 @@ absl::StatusOr<SchedulerSnapshot> LoadSchedulerSnapshot(Db& db) {
     absl::StatusOr<Stmt> stmt = db.Prepare(
         "SELECT a.run_id, a.attempt, a.worker_id, a.lease_expires_ms,"
         " (SELECT MAX(seq) FROM metrics m WHERE m.run_id = a.run_id AND m.attempt = a.attempt),"
-        " a.worker, a.slots FROM attempts a WHERE a.ended_ms IS NULL");
+        " a.worker, a.slots, a.rendezvous FROM attempts a WHERE a.ended_ms IS NULL");
     if (!stmt.ok()) return stmt.status();
     while (true) {
       absl::StatusOr<bool> row = stmt->Step();
@@ -398,6 +398,7 @@ absl::StatusOr<SchedulerSnapshot> LoadSchedulerSnapshot(Db& db) {
       a.max_seq = stmt->IsNull(4) ? -1 : stmt->Int(4);
       a.worker = stmt->Text(5);
       a.slots = stmt->Text(6);
+      a.rendezvous = stmt->Text(7);
     }
   }
   {

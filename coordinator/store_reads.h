@@ -68,9 +68,10 @@ struct OpenAttempt {
   int attempt = 0;
   int64_t worker_id = 0;
   int64_t lease_expires_ms = 0;
-  int64_t max_seq = -1;  // highest stored metric seq (-1 = none)
-  std::string worker;    // member names, comma-separated (one unless a gang)
-  std::string slots;     // each member's slots, ';'-separated, e.g. "0,1" or "0;0"
+  int64_t max_seq = -1;    // highest stored metric seq (-1 = none)
+  std::string worker;      // member names, comma-separated (one unless a gang)
+  std::string slots;       // each member's slots, ';'-separated, e.g. "0,1" or "0;0"
+  std::string rendezvous;  // a gang's TCPStore address; empty otherwise
 };
 struct RunQueueEntry {
   int64_t run_id = 0;

@@ -134,7 +134,7 @@ absl::Status UpdateProgress(Db& db, int64_t run_id, const xmod::v1::Progress& p)
 absl::Status InsertAttempt(Db& db, const AttemptStart& a) {
   absl::StatusOr<Stmt> stmt = db.Prepare(
       "INSERT INTO attempts (run_id, attempt, worker_id, worker, slots, started_ms,"
-      " resumed_from_step, lease_expires_ms) VALUES (?,?,?,?,?,?,?,?)");
+      " resumed_from_step, lease_expires_ms, rendezvous) VALUES (?,?,?,?,?,?,?,?,?)");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, a.run_id)
       .Bind(2, a.attempt)
@@ -143,7 +143,8 @@ absl::Status InsertAttempt(Db& db, const AttemptStart& a) {
       .Bind(5, a.slots)
       .Bind(6, a.started_ms)
       .Bind(7, a.resumed_from_step)
-      .Bind(8, a.lease_expires_ms);
+      .Bind(8, a.lease_expires_ms)
+      .BindTextOrNull(9, a.rendezvous);
   return stmt->Run();
 }
 

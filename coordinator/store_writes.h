@@ -62,6 +62,7 @@ struct AttemptStart {
   int64_t started_ms = 0;
   int64_t resumed_from_step = 0;
   int64_t lease_expires_ms = 0;
+  std::string rendezvous;  // a gang's TCPStore address; empty (stored NULL) otherwise
 };
 absl::Status InsertAttempt(Db& db, const AttemptStart& start);
 

@@ -46,6 +46,8 @@ class Cluster {
   absl::Status StartCoordinator(const std::vector<std::string>& extra_flags);
   // SIGKILLs the coordinator and reaps it.
   void KillCoordinator();
+  // The process id of the coordinator last started (0 before the first start).
+  int coordinator_pid() const { return coordinator_ == nullptr ? 0 : coordinator_->pid(); }
   // Starts a worker named `name` with `cpu_slots` 1-core CPU slots and `extra_flags`; its
   // work dir is dir()/name.
   absl::Status StartWorker(const std::string& name, int cpu_slots = 1,

@@ -296,7 +296,8 @@ int RunXmodctl(const std::vector<std::string>& args, const Io& io) {
   AddPlanCommand(app, s, &action);
   AddReportCommand(app, s, &action);
 
-  std::vector<std::string> reversed(args.rbegin(), args.rend() - (args.empty() ? 0 : 1));
+  std::vector<std::string> reversed =
+      ReversedForCli11(std::vector<std::string>(args.begin() + (args.empty() ? 0 : 1), args.end()));
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace xmod {
 
@@ -26,8 +27,14 @@ void AddVersionFlag(CLI::App& app, const std::string& program,
 int ExitForParseError(const CLI::App& app, const CLI::ParseError& error, std::ostream& out,
                       std::ostream& err, int bad_flags_exit = kExitUsage);
 
-// Parses argv (argv[0] is the program) into `app`. Returns nullopt when the program should go
-// on, else the code to exit with now (ExitForParseError).
+// CLI11 (2.1) reads `--name=` with nothing after the `=` as `--name` without a value and
+// takes the next argument as it, so `--http_listen= --metrics_listen=x` set http_listen to
+// "--metrics_listen=x". Returns `args` (program name excluded) in CLI11's parse order (last
+// first) with every `--name=` before a `--` split into `--name` and an empty value.
+std::vector<std::string> ReversedForCli11(const std::vector<std::string>& args);
+
+// Parses argv (argv[0] is the program) into `app`; an empty `--name=` is an empty value. Returns
+// nullopt when the program should go on, else the code to exit with now (ExitForParseError).
 std::optional<int> ParseCommandLine(CLI::App& app, int argc, const char* const* argv,
                                     int bad_flags_exit = kExitUsage, std::ostream& out = std::cout,
                                     std::ostream& err = std::cerr);

@@ -20,6 +20,7 @@ class CommandLineTest : public ::testing::Test {
   CommandLineTest() {
     AddVersionFlag(app_, "xmod-test", "extra 1");
     app_.add_option("--listen", listen_, "where to listen");
+    app_.add_option("--other", other_, "another flag");
   }
 
   std::optional<int> Parse(std::vector<const char*> args) {
@@ -29,6 +30,7 @@ class CommandLineTest : public ::testing::Test {
 
   CLI::App app_;
   std::string listen_ = "default";
+  std::string other_ = "default";
   std::ostringstream out_;
   std::ostringstream err_;
 };
@@ -37,6 +39,19 @@ TEST_F(CommandLineTest, AGoodCommandLineGoesOn) {
   EXPECT_EQ(Parse({"--listen=1.2.3.4:5"}), std::nullopt);
   EXPECT_EQ(listen_, "1.2.3.4:5");
   EXPECT_EQ(err_.str(), "");
+}
+
+TEST_F(CommandLineTest, AnEmptyAssignmentIsAnEmptyValueNotTheNextFlag) {
+  EXPECT_EQ(Parse({"--listen=", "--other=x"}), std::nullopt) << err_.str();
+  EXPECT_EQ(listen_, "");
+  EXPECT_EQ(other_, "x");
+  EXPECT_EQ(Parse({"--other="}), std::nullopt) << err_.str();
+  EXPECT_EQ(other_, "");
+}
+
+TEST_F(CommandLineTest, AfterADoubleDashNothingIsSplit) {
+  EXPECT_EQ(ReversedForCli11({"--a=", "--", "--b="}),
+            (std::vector<std::string>{"--b=", "--", "", "--a"}));
 }
 
 TEST_F(CommandLineTest, VersionPrintsTheVersionLineAndExits0) {

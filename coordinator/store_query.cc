@@ -1,7 +1,7 @@
 // See store.h: Store::Query, a user's read-only SQL under server-side ceilings. Each query
 // borrows a read-only connection of its own (at most limits.max_concurrent at once) whose
 // SQLITE_LIMIT_LENGTH caps every string or blob, SQLITE_LIMIT_LIKE_PATTERN_LENGTH every LIKE
-// or GLOB pattern, whose two-argument trims run in linear time (linear_trim.h) and whose
+// or GLOB pattern, whose trim, instr and replace run in linear time (linear_functions.h) and whose
 // temporary storage stays in memory, with a progress handler that interrupts it when SQLite's
 // heap has grown past the query's allowance and a watchdog thread that interrupts it at its
 // deadline or when its caller cancels; rows are copied out only while the response stays
@@ -15,7 +15,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "coordinator/linear_trim.h"
+#include "coordinator/linear_functions.h"
 #include "coordinator/store.h"
 
 namespace xmod {
@@ -184,7 +184,7 @@ absl::StatusOr<QueryResult> Store::Query(const std::string& sql, int max_rows,
     db = *std::move(opened);
     // Sorts and temporary tables in memory, where the allowance counts them, not on disk.
     absl::Status s = db->Exec("PRAGMA temp_store = MEMORY");
-    if (s.ok()) s = RegisterLinearTrim(db->raw());
+    if (s.ok()) s = RegisterLinearFunctions(db->raw());
     if (!s.ok()) {
       release(nullptr);
       return s;

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -197,80 +198,77 @@ absl::StatusOr<QueryResult> Store::Query(const std::string& sql, int max_rows,
   budget.ceiling = sqlite3_memory_used() + limits.max_memory_bytes;
   sqlite3_progress_handler(raw, kProgressSteps, InterruptOverBudget, &budget);
 
-  absl::StatusOr<QueryResult> result;
-  Stop stopped = Stop::kNone;
-  {
-    Watchdog watchdog(raw, deadline, cancelled);
-    result = [&]() -> absl::StatusOr<QueryResult> {
-      sqlite3_stmt* stmt = nullptr;
-      const char* tail = nullptr;
-      if (sqlite3_prepare_v2(raw, sql.c_str(), static_cast<int>(sql.size()), &stmt, &tail) !=
-          SQLITE_OK) {
-        if (sqlite3_errcode(raw) == SQLITE_TOOBIG) {
+  std::optional<Watchdog> watchdog(std::in_place, raw, deadline, cancelled);
+  absl::StatusOr<QueryResult> result = [&]() -> absl::StatusOr<QueryResult> {
+    sqlite3_stmt* stmt = nullptr;
+    const char* tail = nullptr;
+    if (sqlite3_prepare_v2(raw, sql.c_str(), static_cast<int>(sql.size()), &stmt, &tail) !=
+        SQLITE_OK) {
+      if (sqlite3_errcode(raw) == SQLITE_TOOBIG) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "sql: the statement is longer than the limit of ", limits.max_cell_bytes, " bytes"));
+      }
+      return absl::InvalidArgumentError(absl::StrCat("sql: ", sqlite3_errmsg(raw)));
+    }
+    Stmt owned(db.get(), stmt);
+    if (tail != nullptr && !FirstKeyword(tail).empty()) {
+      return absl::InvalidArgumentError("sql: exactly one statement is allowed");
+    }
+    if (!sqlite3_stmt_readonly(stmt)) {
+      return absl::InvalidArgumentError("sql: the statement would write; queries are read-only");
+    }
+    QueryResult out;
+    int64_t bytes = 0;
+    for (int c = 0; c < owned.ColumnCount(); ++c) {
+      out.columns.push_back(sqlite3_column_name(stmt, c));
+      bytes += static_cast<int64_t>(out.columns.back().size()) + kCellOverheadBytes;
+    }
+    while (true) {
+      const int rc = sqlite3_step(stmt);
+      if (rc == SQLITE_DONE) break;
+      if (rc != SQLITE_ROW) {
+        if ((rc & 0xff) == SQLITE_INTERRUPT && budget.exceeded) {
+          return absl::ResourceExhaustedError(
+              absl::StrCat("sql: the query needs more than its memory limit of ",
+                           limits.max_memory_bytes, " bytes (sorts and temporary tables)"));
+        }
+        if (sqlite3_errmsg(raw) == kPatternTooLong) {
+          return absl::ResourceExhaustedError(
+              absl::StrCat("sql: a LIKE or GLOB pattern is longer than the limit of ",
+                           limits.max_like_pattern_bytes, " bytes"));
+        }
+        if ((rc & 0xff) == SQLITE_TOOBIG) {
           return absl::ResourceExhaustedError(absl::StrCat(
-              "sql: the statement is longer than the limit of ", limits.max_cell_bytes, " bytes"));
+              "sql: a value exceeds the limit of ", limits.max_cell_bytes, " bytes per cell"));
         }
         return absl::InvalidArgumentError(absl::StrCat("sql: ", sqlite3_errmsg(raw)));
       }
-      Stmt owned(db.get(), stmt);
-      if (tail != nullptr && !FirstKeyword(tail).empty()) {
-        return absl::InvalidArgumentError("sql: exactly one statement is allowed");
+      if (static_cast<int>(out.rows.size()) >= max_rows) {
+        out.truncated = true;
+        break;
       }
-      if (!sqlite3_stmt_readonly(stmt)) {
-        return absl::InvalidArgumentError("sql: the statement would write; queries are read-only");
-      }
-      QueryResult out;
-      int64_t bytes = 0;
+      std::vector<std::string> row;
+      std::vector<bool> nulls;
       for (int c = 0; c < owned.ColumnCount(); ++c) {
-        out.columns.push_back(sqlite3_column_name(stmt, c));
-        bytes += static_cast<int64_t>(out.columns.back().size()) + kCellOverheadBytes;
+        // Size first: a cell that would overflow the response is never copied.
+        const int64_t cell = sqlite3_column_bytes(stmt, c);
+        bytes += cell + kCellOverheadBytes;
+        if (bytes > limits.max_response_bytes) {
+          return absl::ResourceExhaustedError(
+              absl::StrCat("sql: the result exceeds the limit of ", limits.max_response_bytes,
+                           " bytes per response after ", out.rows.size(),
+                           " rows; select fewer rows or columns, or shorter values"));
+        }
+        nulls.push_back(owned.IsNull(c));
+        row.push_back(owned.Text(c));
       }
-      while (true) {
-        const int rc = sqlite3_step(stmt);
-        if (rc == SQLITE_DONE) break;
-        if (rc != SQLITE_ROW) {
-          if ((rc & 0xff) == SQLITE_INTERRUPT && budget.exceeded) {
-            return absl::ResourceExhaustedError(
-                absl::StrCat("sql: the query needs more than its memory limit of ",
-                             limits.max_memory_bytes, " bytes (sorts and temporary tables)"));
-          }
-          if (sqlite3_errmsg(raw) == kPatternTooLong) {
-            return absl::ResourceExhaustedError(
-                absl::StrCat("sql: a LIKE or GLOB pattern is longer than the limit of ",
-                             limits.max_like_pattern_bytes, " bytes"));
-          }
-          if ((rc & 0xff) == SQLITE_TOOBIG) {
-            return absl::ResourceExhaustedError(absl::StrCat(
-                "sql: a value exceeds the limit of ", limits.max_cell_bytes, " bytes per cell"));
-          }
-          return absl::InvalidArgumentError(absl::StrCat("sql: ", sqlite3_errmsg(raw)));
-        }
-        if (static_cast<int>(out.rows.size()) >= max_rows) {
-          out.truncated = true;
-          break;
-        }
-        std::vector<std::string> row;
-        std::vector<bool> nulls;
-        for (int c = 0; c < owned.ColumnCount(); ++c) {
-          // Size first: a cell that would overflow the response is never copied.
-          const int64_t cell = sqlite3_column_bytes(stmt, c);
-          bytes += cell + kCellOverheadBytes;
-          if (bytes > limits.max_response_bytes) {
-            return absl::ResourceExhaustedError(
-                absl::StrCat("sql: the result exceeds the limit of ", limits.max_response_bytes,
-                             " bytes per response after ", out.rows.size(),
-                             " rows; select fewer rows or columns, or shorter values"));
-          }
-          nulls.push_back(owned.IsNull(c));
-          row.push_back(owned.Text(c));
-        }
-        out.rows.push_back(std::move(row));
-        out.nulls.push_back(std::move(nulls));
-      }
-      return out;
-    }();
-    stopped = watchdog.stop();
-  }
+      out.rows.push_back(std::move(row));
+      out.nulls.push_back(std::move(nulls));
+    }
+    return out;
+  }();
+  const Stop stopped = watchdog->stop();
+  watchdog.reset();  // joined: it can no longer interrupt the connection's next user
   sqlite3_progress_handler(raw, 0, nullptr, nullptr);
   release(std::move(db));
   // Interrupted from outside (the statement fails with SQLITE_INTERRUPT or, inside prepare,

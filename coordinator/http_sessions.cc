@@ -44,8 +44,7 @@ absl::StatusOr<std::string> HttpSessions::Create(const Principal& principal) {
     }
     if (it->second.credential == credential) {
       ++mine;
-      if (oldest_mine == sessions_.end() ||
-          it->second.created_ms < oldest_mine->second.created_ms) {
+      if (oldest_mine == sessions_.end() || it->second.serial < oldest_mine->second.serial) {
         oldest_mine = it;
       }
     }
@@ -63,8 +62,8 @@ absl::StatusOr<std::string> HttpSessions::Create(const Principal& principal) {
   std::string id = absl::BytesToHexString(
       absl::string_view(reinterpret_cast<const char*>(bytes), sizeof(bytes)));
   logins.push_back(now);
-  sessions_[id] =
-      Session{principal, credential, now, now + std::chrono::milliseconds(limits_.ttl).count()};
+  sessions_[id] = Session{principal, credential, next_serial_++,
+                          now + std::chrono::milliseconds(limits_.ttl).count()};
   return id;
 }
 

@@ -52,13 +52,14 @@ class HttpSessions {
   struct Session {
     Principal principal;
     std::string credential;  // CredentialKey(principal)
-    int64_t created_ms = 0;  // monotonic
+    int64_t serial = 0;      // order of creation
     int64_t expires_ms = 0;  // monotonic
   };
   const SessionLimits limits_;
   Clock* const clock_;
   absl::Mutex mu_;
   std::map<std::string, Session, std::less<>> sessions_ ABSL_GUARDED_BY(mu_);
+  int64_t next_serial_ ABSL_GUARDED_BY(mu_) = 0;
   // Monotonic times of each credential's sign-ins of the last minute, oldest first.
   std::map<std::string, std::deque<int64_t>> logins_ ABSL_GUARDED_BY(mu_);
 };

@@ -189,57 +189,55 @@ grpc::Status CoordinatorService::CancelRun(ServerContext* context,
 grpc::Status CoordinatorService::WatchSweep(ServerContext* context,
                                             const xmod::v1::WatchSweepRequest* request,
                                             grpc::ServerWriter<xmod::v1::WatchSweepEvent>* writer) {
-  return Serve("WatchSweep", Access::kRead, *options_.credentials, context,
-               metrics_,  // caps the caller below
-               [&](const Principal& caller) -> absl::Status {
-                 absl::StatusOr<std::unique_ptr<StreamCaps::Place>> place = watches_.Open(caller);
-                 if (!place.ok()) return place.status();
-                 const int64_t sweep_id = request->sweep_id();
-                 // Take the version before the snapshot: a change racing with it is sent again, not
-                 // lost.
-                 int64_t since = feed_->Version();
-                 RunFilter filter;
-                 filter.sweep_id = sweep_id;
-                 xmod::v1::WatchSweepEvent event;
-                 absl::Status read = store_->Read([&](Db& db) {
-                   absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, sweep_id);
-                   if (!sweep.ok()) return sweep.status();
-                   *event.mutable_sweep() = *std::move(sweep);
-                   absl::StatusOr<std::vector<xmod::v1::Run>> runs = LoadRuns(db, filter);
-                   if (!runs.ok()) return runs.status();
-                   for (auto& r : *runs) *event.add_runs() = std::move(r);
-                   return absl::OkStatus();
-                 });
-                 if (!read.ok()) return read;
-                 event.set_snapshot(true);
-                 if (!writer->Write(event)) return absl::CancelledError("the watcher went away");
-                 while (event.sweep().state() == xmod::v1::SWEEP_ACTIVE) {
-                   if (context->IsCancelled()) return absl::CancelledError("the watcher went away");
-                   if (stopping_) return absl::UnavailableError("the coordinator is shutting down");
-                   ChangeFeed::Changes changes =
-                       feed_->WaitForChanges(sweep_id, since, absl::Seconds(1));
-                   since = changes.version;
-                   if (changes.run_ids.empty()) continue;
-                   event.Clear();
-                   filter.run_ids.clear();
-                   for (int64_t id : changes.run_ids) {
-                     if (id > 0) filter.run_ids.push_back(id);
-                   }
-                   read = store_->Read([&](Db& db) {
-                     absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, sweep_id);
-                     if (!sweep.ok()) return sweep.status();
-                     *event.mutable_sweep() = *std::move(sweep);
-                     if (filter.run_ids.empty()) return absl::OkStatus();
-                     absl::StatusOr<std::vector<xmod::v1::Run>> runs = LoadRuns(db, filter);
-                     if (!runs.ok()) return runs.status();
-                     for (auto& r : *runs) *event.add_runs() = std::move(r);
-                     return absl::OkStatus();
-                   });
-                   if (!read.ok()) return read;
-                   if (!writer->Write(event)) return absl::CancelledError("the watcher went away");
-                 }
-                 return absl::OkStatus();
-               });
+  return Serve(
+      "WatchSweep", Access::kRead, *options_.credentials, context, metrics_,  // capped per caller
+      [&](const Principal& caller) -> absl::Status {
+        absl::StatusOr<std::unique_ptr<StreamCaps::Place>> place = watches_.Open(caller);
+        if (!place.ok()) return place.status();
+        const int64_t sweep_id = request->sweep_id();
+        // Take the version before the snapshot: a change racing with it is sent again, not lost.
+        int64_t since = feed_->Version();
+        RunFilter filter;
+        filter.sweep_id = sweep_id;
+        xmod::v1::WatchSweepEvent event;
+        absl::Status read = store_->Read([&](Db& db) {
+          absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, sweep_id);
+          if (!sweep.ok()) return sweep.status();
+          *event.mutable_sweep() = *std::move(sweep);
+          absl::StatusOr<std::vector<xmod::v1::Run>> runs = LoadRuns(db, filter);
+          if (!runs.ok()) return runs.status();
+          for (auto& r : *runs) *event.add_runs() = std::move(r);
+          return absl::OkStatus();
+        });
+        if (!read.ok()) return read;
+        event.set_snapshot(true);
+        if (!writer->Write(event)) return absl::CancelledError("the watcher went away");
+        while (event.sweep().state() == xmod::v1::SWEEP_ACTIVE) {
+          if (context->IsCancelled()) return absl::CancelledError("the watcher went away");
+          if (stopping_) return absl::UnavailableError("the coordinator is shutting down");
+          ChangeFeed::Changes changes = feed_->WaitForChanges(sweep_id, since, absl::Seconds(1));
+          since = changes.version;
+          if (changes.run_ids.empty()) continue;
+          event.Clear();
+          filter.run_ids.clear();
+          for (int64_t id : changes.run_ids) {
+            if (id > 0) filter.run_ids.push_back(id);
+          }
+          read = store_->Read([&](Db& db) {
+            absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, sweep_id);
+            if (!sweep.ok()) return sweep.status();
+            *event.mutable_sweep() = *std::move(sweep);
+            if (filter.run_ids.empty()) return absl::OkStatus();
+            absl::StatusOr<std::vector<xmod::v1::Run>> runs = LoadRuns(db, filter);
+            if (!runs.ok()) return runs.status();
+            for (auto& r : *runs) *event.add_runs() = std::move(r);
+            return absl::OkStatus();
+          });
+          if (!read.ok()) return read;
+          if (!writer->Write(event)) return absl::CancelledError("the watcher went away");
+        }
+        return absl::OkStatus();
+      });
 }
 
 grpc::Status CoordinatorService::GetMetrics(ServerContext* context,

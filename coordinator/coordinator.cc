@@ -1,6 +1,7 @@
 // See coordinator.h.
 #include "coordinator/coordinator.h"
 
+#include <grpcpp/resource_quota.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 #include <signal.h>
@@ -100,6 +101,8 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   CoordinatorServiceOptions user_options;
   user_options.credentials = options.credentials;
   user_options.check_data_paths = options.check_data_paths;
+  user_options.query_limits = options.query;
+  user_options.watch_limits = options.watch_streams;
   user_options.fit_trigger = c->fit_trigger_.get();
   user_options.adaptive = c->adaptive_.get();
   user_options.clock = clock;
@@ -113,6 +116,9 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, *transport, &c->ports_.grpc);
   SetServerMessageLimits(&builder);
+  grpc::ResourceQuota quota("xmod-coordinator");
+  quota.SetMaxThreads(options.max_grpc_threads);
+  builder.SetResourceQuota(quota);
   builder.RegisterService(c->user_service_.get());
   builder.RegisterService(c->worker_service_.get());
   c->grpc_server_ = builder.BuildAndStart();
@@ -127,6 +133,8 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
     http.credentials = options.credentials;
     http.tls_cert_file = options.tls.cert_file;
     http.tls_key_file = options.tls.key_file;
+    http.sessions = options.sessions;
+    http.clock = clock;
     absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start(c->store_.get(), http);
     if (!server.ok()) return server.status();
     c->http_server_ = *std::move(server);

@@ -22,8 +22,10 @@
 #include "coordinator/adaptive_controller.h"
 #include "coordinator/change_feed.h"
 #include "coordinator/coordinator_metrics.h"
+#include "coordinator/http_sessions.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/store.h"
+#include "coordinator/stream_caps.h"
 
 namespace prometheus {
 class Exposer;
@@ -57,6 +59,12 @@ struct CoordinatorOptions {
   int64_t tick_ms = 500;  // lease expiry / gauge refresh / refit poll period
   bool check_data_paths = true;
   StoreOptions store;
+  QueryLimits query;           // ceilings of Query
+  StreamLimits watch_streams;  // open WatchSweep streams
+  SessionLimits sessions;      // dashboard sign-ins
+  // Threads of the gRPC server (ResourceQuota::SetMaxThreads); past it a call is refused with
+  // RESOURCE_EXHAUSTED. Each WatchSweep stream and each worker's long poll holds one.
+  int max_grpc_threads = 1024;
   Clock* clock = nullptr;  // null = the real clock
 };
 

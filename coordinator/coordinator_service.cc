@@ -27,7 +27,8 @@ CoordinatorService::CoordinatorService(Store* store, Scheduler* scheduler, Chang
       scheduler_(scheduler),
       feed_(feed),
       metrics_(metrics),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      watches_("WatchSweep", options_.watch_limits) {}
 
 void CoordinatorService::Stop() {
   stopping_ = true;
@@ -191,7 +192,10 @@ grpc::Status CoordinatorService::WatchSweep(ServerContext* context,
                                             const xmod::v1::WatchSweepRequest* request,
                                             grpc::ServerWriter<xmod::v1::WatchSweepEvent>* writer) {
   return Serve(
-      "WatchSweep", Access::kRead, *options_.credentials, context, metrics_, [&]() -> absl::Status {
+      "WatchSweep", Access::kRead, *options_.credentials, context, metrics_,  // capped per caller
+      [&](const Principal& caller) -> absl::Status {
+        absl::StatusOr<std::unique_ptr<StreamCaps::Place>> place = watches_.Open(caller);
+        if (!place.ok()) return place.status();
         const int64_t sweep_id = request->sweep_id();
         // Take the version before the snapshot: a change racing with it is sent again, not lost.
         int64_t since = feed_->Version();
@@ -262,7 +266,8 @@ grpc::Status CoordinatorService::Query(ServerContext* context,
   return Serve("Query", Access::kRead, *options_.credentials, context, metrics_,
                [&]() -> absl::Status {
                  absl::StatusOr<QueryResult> result =
-                     store_->Query(request->sql(), request->max_rows(), options_.query_limits);
+                     store_->Query(request->sql(), request->max_rows(), options_.query_limits,
+                                   [context] { return context->IsCancelled(); });
                  if (!result.ok()) return result.status();
                  for (const std::string& c : result->columns) response->add_columns(c);
                  for (size_t i = 0; i < result->rows.size(); ++i) {

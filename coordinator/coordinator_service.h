@@ -2,7 +2,8 @@
 // over the store and the scheduler. Every RPC authenticates its caller (common/auth.h): reads
 // need the user or read scope, changes (SubmitSweep without dry_run, Cancel*, Retry*,
 // Resume*) the user scope. Query and GetMetrics are bounded on the server whatever the client
-// asks for (QueryLimits, max_metric_points). Thread-safe (gRPC calls handlers concurrently).
+// asks for (QueryLimits, max_metric_points), and so are open WatchSweep streams (StreamLimits).
+// Thread-safe (gRPC calls handlers concurrently).
 #ifndef XMOD_COORDINATOR_COORDINATOR_SERVICE_H_
 #define XMOD_COORDINATOR_COORDINATOR_SERVICE_H_
 
@@ -17,6 +18,7 @@
 #include "coordinator/scheduler.h"
 #include "coordinator/store.h"
 #include "coordinator/store_reads.h"
+#include "coordinator/stream_caps.h"
 #include "coordinator/sweep_expansion.h"
 #include "xmod/v1/coordinator.grpc.pb.h"
 
@@ -32,6 +34,7 @@ struct CoordinatorServiceOptions {
   SpecLimits spec_limits;                    // sizes a submitted sweep may have
   QueryLimits query_limits;                  // ceilings of Query, whatever max_rows asks for
   int max_metric_points = kMaxMetricPoints;  // GetMetrics: points per series at most
+  StreamLimits watch_limits;                 // open WatchSweep streams at most
   // CancelSweep also stops the sweep's running fit. May be null (no fits).
   FitTrigger* fit_trigger = nullptr;
   // Serves ProposeRuns and ListDecisions. May be null: they answer UNAVAILABLE.
@@ -105,6 +108,7 @@ class CoordinatorService final : public xmod::v1::Coordinator::Service {
   ChangeFeed* const feed_;
   CoordinatorMetrics* const metrics_;
   const CoordinatorServiceOptions options_;
+  StreamCaps watches_;
   std::atomic<bool> stopping_{false};
 };
 

@@ -64,6 +64,9 @@ void SendError(const absl::Status& status, httplib::Response& res) {
     case absl::StatusCode::kPermissionDenied:
       res.status = 403;
       break;
+    case absl::StatusCode::kResourceExhausted:
+      res.status = 429;
+      break;
     default:
       res.status = 500;
   }
@@ -143,12 +146,15 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& add
   return std::make_pair(host.empty() ? std::string("0.0.0.0") : host, port);
 }
 
+HttpServer::HttpServer(const HttpServerOptions& options)
+    : sessions_(options.sessions, options.clock) {}
+
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(Store* store,
                                                               const HttpServerOptions& options) {
   absl::StatusOr<std::pair<std::string, int>> address =
       SplitHostPort(options.listen, "--http_listen");
   if (!address.ok()) return address.status();
-  std::unique_ptr<HttpServer> server(new HttpServer);
+  std::unique_ptr<HttpServer> server(new HttpServer(options));
   if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
     return absl::InvalidArgumentError("--tls_cert and --tls_key must be given together");
   }
@@ -216,9 +222,13 @@ void HttpServer::Route(Store* store, const HttpServerOptions& options) {
       SendError(principal.status(), res);
       return;
     }
-    const std::string id = sessions->Create(*principal);
+    absl::StatusOr<std::string> id = sessions->Create(*principal);
+    if (!id.ok()) {
+      SendError(id.status(), res);
+      return;
+    }
     res.set_header("Set-Cookie",
-                   absl::StrCat(kSessionCookie, "=", id, "; Path=/; HttpOnly; SameSite=Strict",
+                   absl::StrCat(kSessionCookie, "=", *id, "; Path=/; HttpOnly; SameSite=Strict",
                                 secure ? "; Secure" : ""));
     res.set_content(absl::StrCat("{\"name\":", JsonString(principal->name), ",\"scope\":\"",
                                  ScopeName(principal->scope), "\"}"),

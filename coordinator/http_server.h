@@ -8,7 +8,8 @@
 //   GET /api/sweeps/{id}/recommend?flops=C&seq_len=L&backbone=B[&max_total_params=N]
 //       [&ks=1,2,4][&as=1,2]                           RecommendResponse (404 without a fit)
 //   GET /api/session                                   {"authenticated","required","name","scope"}
-//   POST /api/login   (body: the token, text/plain)    sets the session cookie (http_sessions.h)
+//   POST /api/login   (body: the token, text/plain)    sets the session cookie (http_sessions.h;
+//                                                      429 past a sign-in limit)
 //   POST /api/logout                                   ends the session
 // JSON is the project's one API shape (common/proto_json.h: proto field names, defaults
 // printed), the same document xmodctl -o json prints for the message. With credentials, the other
@@ -41,6 +42,8 @@ struct HttpServerOptions {
   std::shared_ptr<const CredentialSet> credentials = std::make_shared<CredentialSet>();
   std::string tls_cert_file;  // PEM; with tls_key_file: HTTPS
   std::string tls_key_file;
+  SessionLimits sessions;        // dashboard sign-ins (http_sessions.h)
+  Clock* clock = Clock::Real();  // session lifetimes and sign-in rates; never null
 };
 
 class HttpServer {
@@ -55,7 +58,7 @@ class HttpServer {
   void Stop();
 
  private:
-  HttpServer() = default;
+  explicit HttpServer(const HttpServerOptions& options);
   void Route(Store* store, const HttpServerOptions& options);
 
   HttpSessions sessions_;

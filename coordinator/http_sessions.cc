@@ -3,32 +3,67 @@
 
 #include <openssl/rand.h>
 
-#include <algorithm>
-
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "glog/logging.h"
 
 namespace xmod {
 
-std::string HttpSessions::Create(const Principal& principal) {
+namespace {
+
+constexpr int64_t kLoginWindowMs = 60000;
+
+// Who a session belongs to, as the credentials file names it ("read:viewer").
+std::string CredentialKey(const Principal& principal) {
+  return principal.anonymous ? std::string("anonymous")
+                             : absl::StrCat(ScopeName(principal.scope), ":", principal.name);
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> HttpSessions::Create(const Principal& principal) {
+  const std::string credential = CredentialKey(principal);
+  const int64_t now = clock_->MonotonicMillis();
+  absl::MutexLock lock(&mu_);
+  std::deque<int64_t>& logins = logins_[credential];
+  while (!logins.empty() && logins.front() <= now - kLoginWindowMs) logins.pop_front();
+  if (logins.size() >= limits_.max_logins_per_minute) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("login: credential \"", principal.name, "\" signed in ", logins.size(),
+                     " times in the last minute (at most ", limits_.max_logins_per_minute,
+                     " per minute); try again later"));
+  }
+  size_t mine = 0;
+  auto oldest_mine = sessions_.end();
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    if (it->second.expires_ms < now) {
+      it = sessions_.erase(it);
+      continue;
+    }
+    if (it->second.credential == credential) {
+      ++mine;
+      if (oldest_mine == sessions_.end() || it->second.serial < oldest_mine->second.serial) {
+        oldest_mine = it;
+      }
+    }
+    ++it;
+  }
+  if (mine >= limits_.max_per_credential && oldest_mine != sessions_.end()) {
+    sessions_.erase(oldest_mine);
+  } else if (sessions_.size() >= limits_.max_sessions) {
+    return absl::ResourceExhaustedError(absl::StrCat("login: ", sessions_.size(),
+                                                     " dashboard sessions are open (at most ",
+                                                     limits_.max_sessions, "); try again later"));
+  }
   unsigned char bytes[32];
   CHECK_EQ(RAND_bytes(bytes, sizeof(bytes)), 1) << "no randomness for a session id";
   std::string id = absl::BytesToHexString(
       absl::string_view(reinterpret_cast<const char*>(bytes), sizeof(bytes)));
-  const auto now = std::chrono::steady_clock::now();
-  absl::MutexLock lock(&mu_);
-  for (auto it = sessions_.begin(); it != sessions_.end();) {
-    it = it->second.expires < now ? sessions_.erase(it) : std::next(it);
-  }
-  if (sessions_.size() >= max_sessions_) {
-    auto oldest = std::min_element(sessions_.begin(), sessions_.end(), [](auto& a, auto& b) {
-      return a.second.expires < b.second.expires;
-    });
-    sessions_.erase(oldest);
-  }
-  sessions_[id] = Session{principal, now + ttl_};
+  logins.push_back(now);
+  sessions_[id] = Session{principal, credential, next_serial_++,
+                          now + std::chrono::milliseconds(limits_.ttl).count()};
   return id;
 }
 
@@ -36,7 +71,7 @@ std::optional<Principal> HttpSessions::Find(absl::string_view id) {
   absl::MutexLock lock(&mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return std::nullopt;
-  if (it->second.expires < std::chrono::steady_clock::now()) {
+  if (it->second.expires_ms < clock_->MonotonicMillis()) {
     sessions_.erase(it);
     return std::nullopt;
   }

@@ -69,6 +69,10 @@ int main(int argc, char** argv) {
   app.add_option("--ports_file", options.ports_file,
                  "once listening, write {\"grpc\":P,\"http\":P,\"metrics\":P} to this file (0 "
                  "= disabled listener)");
+  app.add_option("--max_grpc_threads", options.max_grpc_threads,
+                 "threads of the gRPC server at most; each WatchSweep stream and each worker's "
+                 "long poll holds one, and calls past the cap are refused (RESOURCE_EXHAUSTED)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--check_data_paths,!--nocheck_data_paths", options.check_data_paths,
                "refuse sweeps whose data globs match no file on this machine "
                "(--check_data_paths=false: accept them)");

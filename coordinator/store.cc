@@ -130,19 +130,42 @@ absl::Status Store::TEST_CommitFailure() {
 
 absl::StatusOr<std::unique_ptr<Db>> Store::TakeReader() {
   {
-    std::lock_guard<std::mutex> lock(readers_mu_);
+    std::unique_lock<std::mutex> lock(readers_mu_);
+    if (!readers_cv_.wait_for(lock, std::chrono::milliseconds(options_.reader_wait_ms), [this] {
+          return !idle_readers_.empty() || open_readers_ < options_.max_readers;
+        })) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "store: all ", options_.max_readers, " reader connections stayed busy for ",
+          options_.reader_wait_ms, " ms (at most ", options_.max_readers, "); try again"));
+    }
     if (!idle_readers_.empty()) {
       std::unique_ptr<Db> db = std::move(idle_readers_.back());
       idle_readers_.pop_back();
       return db;
     }
+    ++open_readers_;  // this thread opens one more, outside the lock
   }
-  return Db::Open(path_, SQLITE_OPEN_READONLY, options_.busy_timeout_ms);
+  absl::StatusOr<std::unique_ptr<Db>> db =
+      Db::Open(path_, SQLITE_OPEN_READONLY, options_.busy_timeout_ms);
+  if (!db.ok()) ReturnReader(nullptr);
+  return db;
 }
 
 void Store::ReturnReader(std::unique_ptr<Db> db) {
+  {
+    std::lock_guard<std::mutex> lock(readers_mu_);
+    if (db == nullptr) {
+      --open_readers_;  // it never opened
+    } else {
+      idle_readers_.push_back(std::move(db));
+    }
+  }
+  readers_cv_.notify_one();
+}
+
+int Store::open_readers() {
   std::lock_guard<std::mutex> lock(readers_mu_);
-  idle_readers_.push_back(std::move(db));
+  return open_readers_;
 }
 
 absl::Status Store::Read(const ReadFn& fn) {

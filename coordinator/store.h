@@ -5,8 +5,9 @@
 // the thread drains the queue and runs many closures in one transaction (each inside its own
 // SAVEPOINT, so a failing closure rolls back alone), commits, and only then fulfils each
 // caller's future. A fulfilled OK future means the write is durable (synchronous=FULL).
-// Reads: each reading thread borrows a read-only connection from a pool; in WAL mode readers
-// see the last commit and never block the writer.
+// Reads: each reading thread borrows a read-only connection from a pool of at most
+// max_readers, opened on demand and reused; in WAL mode readers see the last commit and never
+// block the writer.
 // Thread-safe: every public method may be called from any thread.
 #ifndef XMOD_COORDINATOR_STORE_H_
 #define XMOD_COORDINATOR_STORE_H_
@@ -34,6 +35,9 @@ struct StoreOptions {
   // Most write closures committed in one transaction.
   int max_batch = 4096;
   int busy_timeout_ms = 10000;
+  // Read-only connections of Read() at most; a reader waits up to reader_wait_ms for one.
+  int max_readers = 16;
+  int reader_wait_ms = 10000;
   // Called by the writer thread after each commit with its duration and closure count.
   std::function<void(double seconds, int batch_size)> on_commit;
 };
@@ -44,7 +48,12 @@ struct QueryLimits {
   int max_rows = 10000;                   // more rows are cut off (truncated = true)
   int max_cell_bytes = 1 << 20;           // any string or blob the query makes (sqlite3_limit)
   int64_t max_response_bytes = 16 << 20;  // column names and cells together
-  int time_limit_ms = 10000;              // execution time (progress handler)
+  // Execution time: a watchdog thread interrupts the statement (sqlite3_interrupt) when it
+  // passes, between two virtual-machine steps.
+  int time_limit_ms = 10000;
+  // Bytes of a LIKE or GLOB pattern (sqlite3_limit): one match of a pattern of p bytes against
+  // a value of n bytes runs inside one virtual-machine step, in time up to n * p.
+  int max_like_pattern_bytes = 256;
   // SQLite heap the query may add (sorts, temporary tables: kept in memory, never spilled to
   // disk), checked by the progress handler against sqlite3_memory_used().
   int64_t max_memory_bytes = 256 << 20;
@@ -84,17 +93,21 @@ class Store {
   absl::Status WriteAndWait(WriteFn fn) { return Write(std::move(fn)).get(); }
 
   // Runs `fn` on a read-only connection inside one read transaction (a consistent snapshot).
+  // RESOURCE_EXHAUSTED naming the limit when all max_readers connections stay busy for
+  // reader_wait_ms.
   absl::Status Read(const ReadFn& fn);
 
   // A user's SQL: one SELECT or WITH statement, run on a read-only connection
   // (SQLITE_OPEN_READONLY) that serves one query at a time, with at most
   // min(max_rows, limits.max_rows) rows (then truncated = true; max_rows <= 0 = the limit).
   // INVALID_ARGUMENT for anything else or a SQL error; RESOURCE_EXHAUSTED naming the limit
-  // when a value is longer than max_cell_bytes, the result outgrows max_response_bytes, the
-  // query runs past time_limit_ms or needs more than max_memory_bytes, or max_concurrent
-  // queries keep it waiting that long.
-  absl::StatusOr<QueryResult> Query(const std::string& sql, int max_rows,
-                                    const QueryLimits& limits);
+  // when a value is longer than max_cell_bytes or a LIKE / GLOB pattern longer than
+  // max_like_pattern_bytes, the result outgrows max_response_bytes, the query runs past
+  // time_limit_ms or needs more than max_memory_bytes, or max_concurrent queries keep it
+  // waiting that long. CANCELLED once `cancelled` (polled while the query waits or runs; may
+  // be empty) returns true: the caller went away, and its connection is free again.
+  absl::StatusOr<QueryResult> Query(const std::string& sql, int max_rows, const QueryLimits& limits,
+                                    const std::function<bool()>& cancelled = nullptr);
 
   // Stops accepting writes, commits what is queued and joins the writer. Idempotent.
   void Close();
@@ -105,6 +118,10 @@ class Store {
   void TEST_FailCommits(absl::Status status);
 
   const std::string& path() const { return path_; }
+  // Read-only connections of Read() open now (idle or lent), at most max_readers.
+  int open_readers();
+  // User queries running now (not those waiting for a connection), at most max_concurrent.
+  int queries_running();
 
  private:
   struct PendingWrite {
@@ -118,6 +135,7 @@ class Store {
   void CommitBatch(std::vector<PendingWrite>& batch);
   absl::Status TEST_CommitFailure();
   absl::StatusOr<std::unique_ptr<Db>> TakeReader();
+  // Gives a connection of TakeReader() back; null: the one it was to open failed to.
   void ReturnReader(std::unique_ptr<Db> db);
 
   const std::string path_;
@@ -134,7 +152,9 @@ class Store {
   absl::Status fail_commits_;  // guarded by fail_mu_; see TEST_FailCommits
 
   std::mutex readers_mu_;
+  std::condition_variable readers_cv_;
   std::vector<std::unique_ptr<Db>> idle_readers_;  // guarded by readers_mu_
+  int open_readers_ = 0;                           // guarded by readers_mu_
 
   // Connections of user queries, each used by one query at a time (store_query.cc).
   std::mutex query_mu_;

@@ -1,14 +1,22 @@
 // See store.h: Store::Query, a user's read-only SQL under server-side ceilings. Each query
 // borrows a read-only connection of its own (at most limits.max_concurrent at once) whose
-// SQLITE_LIMIT_LENGTH caps every string or blob and whose temporary storage stays in memory,
-// with a progress handler that interrupts it at its deadline or when SQLite's heap has grown
-// past the query's allowance; rows are copied out only while the response stays under its
-// byte limit.
+// SQLITE_LIMIT_LENGTH caps every string or blob, SQLITE_LIMIT_LIKE_PATTERN_LENGTH every LIKE
+// or GLOB pattern, whose trim, instr and replace run in linear time (linear_functions.h) and whose
+// temporary storage stays in memory, with a progress handler that interrupts it when SQLite's
+// heap has grown past the query's allowance and a watchdog thread that interrupts it at its
+// deadline or when its caller cancels; rows are copied out only while the response stays
+// under its byte limit.
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "coordinator/linear_functions.h"
 #include "coordinator/store.h"
 
 namespace xmod {
@@ -35,20 +43,86 @@ std::string FirstKeyword(absl::string_view sql) {
   return absl::AsciiStrToUpper(sql.substr(i, j - i));
 }
 
-// What the progress handler enforces, and why it interrupted.
-struct Budget {
-  std::chrono::steady_clock::time_point deadline;
-  int64_t memory_ceiling = 0;  // sqlite3_memory_used() bound
-  bool out_of_time = false;
-  bool out_of_memory = false;
+// What the progress handler enforces, and whether it interrupted.
+struct MemoryBudget {
+  int64_t ceiling = 0;  // sqlite3_memory_used() bound
+  bool exceeded = false;
 };
 
 int InterruptOverBudget(void* arg) {
-  Budget* budget = static_cast<Budget*>(arg);
-  budget->out_of_memory = sqlite3_memory_used() > budget->memory_ceiling;
-  budget->out_of_time = std::chrono::steady_clock::now() > budget->deadline;
-  return budget->out_of_memory || budget->out_of_time ? 1 : 0;
+  MemoryBudget* budget = static_cast<MemoryBudget*>(arg);
+  budget->exceeded = sqlite3_memory_used() > budget->ceiling;
+  return budget->exceeded ? 1 : 0;
 }
+
+// How often a waiting or running query asks whether its caller cancelled.
+constexpr std::chrono::milliseconds kCancelPoll(20);
+
+// Why a query was stopped from outside.
+enum class Stop { kNone, kDeadline, kCancelled };
+
+// Stop::kDeadline once `deadline` passed, kCancelled once `cancelled` (may be empty) says so.
+Stop StopReason(std::chrono::steady_clock::time_point deadline,
+                const std::function<bool()>& cancelled) {
+  if (std::chrono::steady_clock::now() >= deadline) return Stop::kDeadline;
+  if (cancelled && cancelled()) return Stop::kCancelled;
+  return Stop::kNone;
+}
+
+// A thread that interrupts the statement running on `db` (sqlite3_interrupt may be called
+// from any thread) once StopReason is not kNone, so a query stops at its deadline or on
+// cancel however long it goes between progress-handler calls. Joined when destroyed, before
+// the connection is used again.
+class Watchdog {
+ public:
+  Watchdog(sqlite3* db, std::chrono::steady_clock::time_point deadline,
+           const std::function<bool()>& cancelled)
+      : thread_([this, db, deadline, &cancelled] {
+          std::unique_lock<std::mutex> lock(mu_);
+          while (!done_) {
+            stop_ = StopReason(deadline, cancelled);
+            if (stop_ != Stop::kNone) {
+              sqlite3_interrupt(db);
+              return;
+            }
+            const auto wake = std::chrono::steady_clock::now() + kCancelPoll;
+            cv_.wait_until(lock, cancelled ? std::min(deadline, wake) : deadline);
+          }
+        }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  Stop stop() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stop_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;        // guarded by mu_
+  Stop stop_ = Stop::kNone;  // guarded by mu_
+  std::thread thread_;       // last: starts once the members above exist
+};
+
+absl::Status StopError(Stop stop, const QueryLimits& limits) {
+  if (stop == Stop::kCancelled) {
+    return absl::CancelledError("sql: the caller cancelled the query; it was interrupted");
+  }
+  return absl::ResourceExhaustedError(
+      absl::StrCat("sql: the query ran past its time limit of ", limits.time_limit_ms, " ms"));
+}
+
+// sqlite3_result_error text of a LIKE or GLOB pattern past SQLITE_LIMIT_LIKE_PATTERN_LENGTH.
+constexpr absl::string_view kPatternTooLong = "LIKE or GLOB pattern too complex";
 
 // Virtual-machine steps between two progress checks: few enough that a sort of 1 MiB values
 // cannot grow far past the memory allowance in between.
@@ -60,26 +134,31 @@ constexpr int64_t kCellOverheadBytes = 4;
 }  // namespace
 
 absl::StatusOr<QueryResult> Store::Query(const std::string& sql, int max_rows,
-                                         const QueryLimits& limits) {
+                                         const QueryLimits& limits,
+                                         const std::function<bool()>& cancelled) {
   const std::string keyword = FirstKeyword(sql);
   if (keyword != "SELECT" && keyword != "WITH") {
     return absl::InvalidArgumentError(
         absl::StrCat("sql: only SELECT or WITH queries are allowed, not \"", keyword, "\""));
   }
   if (max_rows <= 0 || max_rows > limits.max_rows) max_rows = limits.max_rows;
-  Budget budget;
-  budget.deadline =
+  const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(limits.time_limit_ms);
 
   // One query per connection, at most max_concurrent at once.
   std::unique_ptr<Db> db;
   {
     std::unique_lock<std::mutex> lock(query_mu_);
-    if (!query_cv_.wait_until(lock, budget.deadline,
-                              [&] { return queries_running_ < limits.max_concurrent; })) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "sql: ", limits.max_concurrent, " queries kept running for the whole time limit of ",
-          limits.time_limit_ms, " ms (at most ", limits.max_concurrent, " at once); try again"));
+    while (queries_running_ >= limits.max_concurrent) {
+      const Stop stop = StopReason(deadline, cancelled);
+      if (stop == Stop::kCancelled) return StopError(stop, limits);
+      if (stop == Stop::kDeadline) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "sql: ", limits.max_concurrent, " queries kept running for the whole time limit of ",
+            limits.time_limit_ms, " ms (at most ", limits.max_concurrent, " at once); try again"));
+      }
+      query_cv_.wait_until(lock,
+                           std::min(deadline, std::chrono::steady_clock::now() + kCancelPoll));
     }
     ++queries_running_;
     if (!idle_query_dbs_.empty()) {
@@ -105,16 +184,21 @@ absl::StatusOr<QueryResult> Store::Query(const std::string& sql, int max_rows,
     }
     db = *std::move(opened);
     // Sorts and temporary tables in memory, where the allowance counts them, not on disk.
-    if (absl::Status s = db->Exec("PRAGMA temp_store = MEMORY"); !s.ok()) {
+    absl::Status s = db->Exec("PRAGMA temp_store = MEMORY");
+    if (s.ok()) s = RegisterLinearFunctions(db->raw());
+    if (!s.ok()) {
       release(nullptr);
       return s;
     }
   }
   sqlite3* raw = db->raw();
   sqlite3_limit(raw, SQLITE_LIMIT_LENGTH, limits.max_cell_bytes);
-  budget.memory_ceiling = sqlite3_memory_used() + limits.max_memory_bytes;
+  sqlite3_limit(raw, SQLITE_LIMIT_LIKE_PATTERN_LENGTH, limits.max_like_pattern_bytes);
+  MemoryBudget budget;
+  budget.ceiling = sqlite3_memory_used() + limits.max_memory_bytes;
   sqlite3_progress_handler(raw, kProgressSteps, InterruptOverBudget, &budget);
 
+  std::optional<Watchdog> watchdog(std::in_place, raw, deadline, cancelled);
   absl::StatusOr<QueryResult> result = [&]() -> absl::StatusOr<QueryResult> {
     sqlite3_stmt* stmt = nullptr;
     const char* tail = nullptr;
@@ -143,14 +227,15 @@ absl::StatusOr<QueryResult> Store::Query(const std::string& sql, int max_rows,
       const int rc = sqlite3_step(stmt);
       if (rc == SQLITE_DONE) break;
       if (rc != SQLITE_ROW) {
-        if ((rc & 0xff) == SQLITE_INTERRUPT && budget.out_of_memory) {
+        if ((rc & 0xff) == SQLITE_INTERRUPT && budget.exceeded) {
           return absl::ResourceExhaustedError(
               absl::StrCat("sql: the query needs more than its memory limit of ",
                            limits.max_memory_bytes, " bytes (sorts and temporary tables)"));
         }
-        if ((rc & 0xff) == SQLITE_INTERRUPT) {
-          return absl::ResourceExhaustedError(absl::StrCat(
-              "sql: the query ran past its time limit of ", limits.time_limit_ms, " ms"));
+        if (sqlite3_errmsg(raw) == kPatternTooLong) {
+          return absl::ResourceExhaustedError(
+              absl::StrCat("sql: a LIKE or GLOB pattern is longer than the limit of ",
+                           limits.max_like_pattern_bytes, " bytes"));
         }
         if ((rc & 0xff) == SQLITE_TOOBIG) {
           return absl::ResourceExhaustedError(absl::StrCat(
@@ -182,9 +267,19 @@ absl::StatusOr<QueryResult> Store::Query(const std::string& sql, int max_rows,
     }
     return out;
   }();
+  const Stop stopped = watchdog->stop();
+  watchdog.reset();  // joined: it can no longer interrupt the connection's next user
   sqlite3_progress_handler(raw, 0, nullptr, nullptr);
   release(std::move(db));
+  // Interrupted from outside (the statement fails with SQLITE_INTERRUPT or, inside prepare,
+  // some other error): say why. A query that finished first keeps its result.
+  if (!result.ok() && stopped != Stop::kNone && !budget.exceeded) return StopError(stopped, limits);
   return result;
+}
+
+int Store::queries_running() {
+  std::lock_guard<std::mutex> lock(query_mu_);
+  return queries_running_;
 }
 
 }  // namespace xmod

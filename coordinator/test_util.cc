@@ -20,6 +20,16 @@ std::string NewTestDir(const std::string& name) {
   return dir;
 }
 
+CoordinatorOptions LoopbackOptions(const std::string& dir) {
+  CoordinatorOptions options;
+  options.listen = "127.0.0.1:0";
+  options.http_listen = "127.0.0.1:0";
+  options.metrics_listen = "";
+  options.db_path = dir + "/x.db";
+  options.checkpoint_root = dir + "/ckpt";
+  return options;
+}
+
 xmod::v1::SweepSpec TinySweep(const std::string& dir) {
   std::ofstream(dir + "/train_000.bin") << "x";
   std::ofstream(dir + "/val_000.bin") << "x";

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/coordinator.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/store.h"
 #include "xmod/v1/coordinator.pb.h"
@@ -18,6 +19,10 @@ namespace xmod {
 
 // A new empty directory under the test's temporary directory.
 std::string NewTestDir(const std::string& name);
+
+// A coordinator's options for a test: gRPC and HTTP on free loopback ports, no metrics
+// listener, database and checkpoints in `dir`, no credentials.
+CoordinatorOptions LoopbackOptions(const std::string& dir);
 
 // A sweep over the "tiny-test" backbone with data files created in `dir`:
 // archs [DENSE, XMOD], L = [64], K = [1, 2, 4], A = [1], one budget -> 3 runs

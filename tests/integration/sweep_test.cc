@@ -237,7 +237,7 @@ class SweepTest : public ::testing::Test {
 };
 
 TEST_F(SweepTest, FourRunSweepFinishesAndLearns) {
-  StartCluster({"--lease_ttl_ms=15000", "--heartbeat_interval_ms=500"});
+  ASSERT_NO_FATAL_FAILURE(StartCluster({"--lease_ttl_ms=15000", "--heartbeat_interval_ms=500"}));
   v1::SweepSpec spec = MakeSweep(data_dir_, DenseBudget(60), 0);
   AddGrid(&spec, {v1::DENSE, v1::XMOD}, {2, 4});  // Dense (K ignored) + X-MoD K2, K4
   AddGrid(&spec, {v1::MOD}, {2});
@@ -268,7 +268,7 @@ TEST_F(SweepTest, FourRunSweepFinishesAndLearns) {
 }
 
 TEST_F(SweepTest, RunOfAKilledWorkerIsRetriedElsewhereAndFinishes) {
-  StartCluster({"--lease_ttl_ms=2500", "--heartbeat_interval_ms=300"});
+  ASSERT_NO_FATAL_FAILURE(StartCluster({"--lease_ttl_ms=2500", "--heartbeat_interval_ms=300"}));
   v1::SweepSpec spec = MakeSweep(data_dir_, DenseBudget(200), 5);
   AddGrid(&spec, {v1::DENSE}, {1});
   const absl::Time start = absl::Now();
@@ -451,7 +451,7 @@ TEST_F(SweepTest, GangAcrossTwoWorkersEndsWithTheSameParametersOnBoth) {
 }
 
 TEST_F(SweepTest, AFrozenWorkerIsFencedAndItsRunStillSucceeds) {
-  StartCluster({"--lease_ttl_ms=3000", "--heartbeat_interval_ms=300"});
+  ASSERT_NO_FATAL_FAILURE(StartCluster({"--lease_ttl_ms=3000", "--heartbeat_interval_ms=300"}));
   v1::SweepSpec spec = MakeSweep(data_dir_, DenseBudget(200), 5);
   spec.set_max_attempts(1);  // a lost lease must not use it up
   AddGrid(&spec, {v1::DENSE}, {1});

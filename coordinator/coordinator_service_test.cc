@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "common/auth.h"
 #include "common/build_info.h"
 #include "coordinator/coordinator.h"
@@ -97,18 +99,24 @@ TEST_F(ServiceTest, SweepRunsToCompletionThroughBothApis) {
   ASSERT_GT(sweep_id, 0);
   ASSERT_EQ(submitted.runs_size(), 3);
 
-  // A watcher from the start: snapshot first, then changes, ends when the sweep ends.
+  // A watcher from the start: snapshot first, then changes, ends when the sweep ends. The
+  // runs start once it holds its snapshot, so that their changes reach it as events.
   std::vector<xmod::v1::WatchSweepEvent> events;
   grpc::Status watch_status;
+  absl::Notification snapshot_read;
   std::thread watcher([&] {
     auto context = Context();
     xmod::v1::WatchSweepRequest watch;
     watch.set_sweep_id(sweep_id);
     auto reader = user_->WatchSweep(context.get(), watch);
     xmod::v1::WatchSweepEvent event;
-    while (reader->Read(&event)) events.push_back(event);
+    while (reader->Read(&event)) {
+      events.push_back(event);
+      if (!snapshot_read.HasBeenNotified()) snapshot_read.Notify();
+    }
     watch_status = reader->Finish();
   });
+  EXPECT_TRUE(snapshot_read.WaitForNotificationWithTimeout(absl::Seconds(30)));
 
   xmod::v1::RegisterRequest reg;
   reg.set_worker_name("w1");

@@ -188,15 +188,19 @@ TEST_F(TrainProcessTest, ALeaseLapsingMidRunStopsTheTrainerWithoutWritingAfterIt
   EXPECT_GE(MonotonicMillis(), deadline_ms);
   for (const auto& e : events) EXPECT_FALSE(e.has_finished());
   // Whatever became a checkpoint did so before the deadline (a write cut short stays a
-  // temporary file); the trainer deleted none of them. Each reported checkpoint has its file
-  // and sidecar; the lapse may also have come after a file but before its event.
+  // temporary file), give or take the watchdog thread's wake-up on a loaded machine: within
+  // the margin by which the worker keeps a trainer's deadline ahead of the coordinator's
+  // lease (at most 1 s, worker/agent.h), which is what fencing needs. The trainer deleted
+  // none of them. Each reported checkpoint has its file and sidecar; the lapse may also have
+  // come after a file but before its event.
   int written = 0;
   for (const auto& e : events) written += e.has_checkpoint() ? 1 : 0;
   const std::vector<std::filesystem::path> files = CheckpointFiles(dir_ + "/ckpt");
   EXPECT_GE(static_cast<int>(files.size()), 2 * written);
   EXPECT_LE(static_cast<int>(files.size()), 2 * written + 2);
   for (const auto& file : files) {
-    EXPECT_LE(std::filesystem::last_write_time(file), wall_deadline) << file;
+    EXPECT_LE(std::filesystem::last_write_time(file), wall_deadline + std::chrono::seconds(1))
+        << file;
   }
 }
 

@@ -1,7 +1,7 @@
 // Chaos test: a real xmod-coordinator and three real xmod-workers (with
 // their xmod-train children) on loopback run a sweep of six tiny runs twice. The first pass
-// has no faults and is the reference. During the second, at random moments (a seeded RNG;
-// the seed is printed and XMOD_CHAOS_SEED replays it) the test
+// has no faults and is the reference. During the second, at random points of its progress
+// (a seeded RNG; the seed is printed and XMOD_CHAOS_SEED replays it) the test
 //   - SIGKILLs a worker that is running a run, then starts it again;
 //   - SIGKILLs the coordinator and restarts it on the same database and port;
 //   - SIGSTOPs a worker that is running a run for twice the lease, then SIGCONTs it (its
@@ -139,6 +139,22 @@ class ChaosTest : public ::testing::Test {
     EXPECT_TRUE(status.ok()) << status.error_message();
     EXPECT_EQ(response.runs_size(), 6);
     return response.sweep_id();
+  }
+
+  // The steps the runs of `sweep_id` have reached, summed; -1 while the coordinator is down.
+  int64_t StepsDone(int64_t sweep_id) {
+    auto rows = cluster_.Query(
+        absl::StrCat("SELECT COALESCE(SUM(step), 0) FROM runs WHERE sweep_id = ", sweep_id));
+    if (!rows.ok() || rows->rows_size() != 1) return -1;
+    return std::stoll(rows->rows(0).values(0));
+  }
+
+  // Waits until the runs of `sweep_id` have reached `steps` steps in all, or the sweep ended
+  // (bounded: 120 s).
+  void WaitForSteps(int64_t sweep_id, int64_t steps) {
+    for (int i = 0; i < 1200 && SweepActive(sweep_id) && StepsDone(sweep_id) < steps; ++i) {
+      absl::SleepFor(absl::Milliseconds(100));
+    }
   }
 
   bool SweepActive(int64_t sweep_id) {
@@ -323,9 +339,12 @@ TEST_F(ChaosTest, SweepSurvivesKillsStopsAndCorruptionWithExactResults) {
   absl::StatusOr<v1::Sweep> reference = cluster_.WaitForSweep(reference_id, absl::Seconds(150));
   ASSERT_TRUE(reference.ok()) << reference.status() << "\n" << cluster_.Logs();
   const double reference_s = absl::ToDoubleSeconds(absl::Now() - start);
-  std::cout << "fault-free pass: " << reference_s << " s\n";
+  const int64_t reference_steps = StepsDone(reference_id);
+  std::cout << "fault-free pass: " << reference_s << " s, " << reference_steps << " steps\n";
+  ASSERT_GT(reference_steps, 0);
 
-  // Pass 2: the same six runs under faults, in a seeded random order at random moments.
+  // Pass 2: the same six runs under faults, in a seeded random order at random points of the
+  // training.
   std::vector<Fault> plan = {Fault::kKillWorker, Fault::kKillCoordinator,
                              Fault::kStopWorker, Fault::kCorruptCheckpoint,
                              Fault::kKillWorker, Fault::kKillCoordinator};
@@ -333,11 +352,14 @@ TEST_F(ChaosTest, SweepSurvivesKillsStopsAndCorruptionWithExactResults) {
   const absl::Time chaos_start = absl::Now();
   const int64_t sweep_id = Submit(ChaosSweep("chaos", data_dir_, budget));
   std::vector<std::string> skipped;
+  double progress = 0;  // where the next fault lands, as a fraction of the reference's steps
   for (Fault fault : plan) {
-    // Gaps in proportion to the fault-free pass, so that all six faults land while the
-    // runs still train on a fast machine as on a loaded one.
-    Pause(0.02 * reference_s, 0.08 * reference_s);
-    std::cout << absl::StrFormat("t=%.1fs: %s\n", absl::ToDoubleSeconds(absl::Now() - chaos_start),
+    // Gaps of 2-8% of the training, measured in steps, not seconds: all six faults land in
+    // its first half, while the runs still train, however fast or loaded the machine is.
+    progress += Uniform(0.02, 0.08);
+    WaitForSteps(sweep_id, static_cast<int64_t>(progress * reference_steps));
+    std::cout << absl::StrFormat("t=%.1fs, %.0f%% of the steps: %s\n",
+                                 absl::ToDoubleSeconds(absl::Now() - chaos_start), 100 * progress,
                                  FaultName(fault));
     if (!SweepActive(sweep_id) || !Inject(fault, sweep_id)) {
       std::cout << "  skipped: nothing left to inject it into\n";

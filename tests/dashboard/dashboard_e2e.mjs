@@ -101,8 +101,13 @@ async function checkChart(curves) {
   check((await ticks()) !== ticksBefore, 'the x axis is relabelled after the zoom');
   check(await page.locator('#curves path.curve').count() === curves.length,
         'every curve is still drawn (clipped) when zoomed');
-  // The periodic refresh redraws the chart: the zoom must survive it.
-  await page.waitForTimeout(2500);
+  // The periodic refresh redraws the chart (new elements): the zoom must survive it.
+  await page.$$eval(
+      '#curves path.curve', paths => paths.forEach(p => p.dataset.beforeRefresh = ''));
+  await page.waitForFunction(
+      () => document.querySelector('#curves path.curve') &&
+          !document.querySelector('#curves path.curve[data-before-refresh]'),
+      null, {timeout: 10000});
   check(JSON.stringify(await range()) === JSON.stringify(zoomed), 'the zoom survives a refresh');
   await page.mouse.dblclick(left + 0.5 * (right - left), y);
   await page.waitForSelector('#curves:not([data-zoomed])', {timeout: 5000});
@@ -246,9 +251,12 @@ try {
   await item.click();
   await page.waitForFunction(id => location.hash === `#sweep=${id}`, sweepId);
 
-  // Runs table: one row per run, each SUCCEEDED with a full progress bar.
+  // Runs table: one row per run, each SUCCEEDED with a full progress bar (once a refresh has
+  // shown this sweep: the one shown before may have as many runs).
   await page.waitForFunction(
-      n => document.querySelectorAll('#runs tbody tr').length === n, runCount, {timeout: 10000});
+      ([id, n]) => document.body.dataset.view === `sweep=${id}` &&
+          document.querySelectorAll('#runs tbody tr').length === n,
+      [sweepId, runCount], {timeout: 10000});
   const rows = await page.$$eval(
       '#runs tbody tr', trs => trs.map(tr => ({
                                          cells: [...tr.cells].map(td => td.textContent.trim()),

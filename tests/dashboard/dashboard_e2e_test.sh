@@ -145,7 +145,7 @@ step "study fit stored: $(head -c 160 "$TEST_TMP/study_fit.json")"
 # runs (cpu_b4's 68, b4_kxl's 67), no fit block, held-out runs (b4_kxl, b4_nact), MoE
 # (b3_pilot, table1_main), the mechanism controls and ablations. examples/tiny.textpb stays
 # queued (no worker takes it). examples/paper/b4_study.textpb is a study over three of them.
-for pid in "${WORKER_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+wait_pids 60 "${WORKER_PIDS[@]}"
 SWEEPS=1
 STUDY_SPECS=()
 for spec in "$SRC"/examples/*.textpb "$SRC"/examples/paper/*.textpb; do

@@ -62,9 +62,7 @@ stop_slurm() {
     done
   fi
   for ((i = ${#DAEMON_PIDS[@]} - 1; i >= 0; i--)); do
-    pid=${DAEMON_PIDS[i]}
-    kill -TERM "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
+    stop_pids 20 "${DAEMON_PIDS[i]}"
   done
   # A job step that outlived slurmd (it should not) is this test's: its command line names
   # this test's temp folder.
@@ -242,15 +240,18 @@ max_attempts: 3
 SPEC
 sweep=$("$XMODCTL" -o json sweep submit "$TEST_TMP/sweep.textpb" |
   /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["sweep_id"])')
-# A running attempt that has reported at least two steps (so it is mid-run, with steps done).
-victim_attempt() {
-  query "SELECT a.run_id, a.worker FROM attempts a WHERE a.outcome = 'running'
-         AND (SELECT COUNT(*) FROM metrics m WHERE m.run_id = a.run_id
-              AND m.attempt = a.attempt) >= 2 ORDER BY a.run_id LIMIT 1"
+# A running attempt that has reported at least two steps and at most half of them (so it is
+# mid-run, with steps done, and seconds of steps ahead: it is still running at the scancel).
+# Read once: the answer is the victim (another read may find that attempt gone).
+pick_victim() {
+  victim=$(query "SELECT a.run_id, a.worker FROM attempts a WHERE a.outcome = 'running'
+                  AND (SELECT COUNT(*) FROM metrics m WHERE m.run_id = a.run_id
+                       AND m.attempt = a.attempt) BETWEEN 2 AND $((steps / 2))
+                  ORDER BY a.run_id LIMIT 1")
+  [[ -n $victim ]]
 }
-has_victim() { [[ -n $(victim_attempt) ]]; }
-wait_until 60 "an attempt to be running with two steps reported" has_victim
-IFS=, read -r victim_run victim_worker <<<"$(victim_attempt)"
+wait_until 60 "an attempt to be running with two steps reported" pick_victim
+IFS=, read -r victim_run victim_worker <<<"$victim"
 task=${victim_worker##*-}
 [[ $(squeue -h -j "${array_job}_$task" -o %T) == RUNNING ]] ||
   fail "job ${array_job}_$task of worker $victim_worker is not RUNNING"

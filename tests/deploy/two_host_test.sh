@@ -80,6 +80,7 @@ use_credentials a b b2
   --ports_file="$TEST_TMP/ports.json" --credentials_file="$CREDENTIALS_FILE" \
   --lease_ttl_ms=5000 --heartbeat_interval_ms=500 >"$TEST_TMP/coordinator.log" 2>&1 &
 PIDS+=($!)
+COORD_PIDS+=($!)
 wait_for "$TEST_TMP/ports.json" 30 || fail "the coordinator did not start"
 export XMOD_ADDR="$HOST_A:$(json_field "$TEST_TMP/ports.json" grpc)"
 

@@ -13,6 +13,7 @@
 #include <regex>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/files.h"
 #include "data/shard.h"
 #include "grpcpp/create_channel.h"
@@ -50,6 +51,24 @@ void KillOrphans() {
   }
   closedir(proc);
   while (waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+}
+
+// How long Stop() lets a process drain after SIGTERM before it SIGKILLs it: longer than
+// the workers' --kill_grace_ms, so that a trainer's last checkpoint is reported.
+constexpr absl::Duration kStopGrace = absl::Seconds(40);
+
+// SIGTERMs every process of `children`, waits until all have exited or `grace` has passed,
+// then SIGKILLs and reaps the rest: never blocks much longer than `grace`.
+void StopWithin(const std::vector<ChildProcess*>& children, absl::Duration grace) {
+  for (ChildProcess* child : children) child->Signal(SIGTERM);
+  const absl::Time deadline = absl::Now() + grace;
+  for (ChildProcess* child : children) {
+    while (!child->Poll().has_value() && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    if (!child->Poll().has_value()) child->Signal(SIGKILL);
+    child->Wait();
   }
 }
 
@@ -191,12 +210,10 @@ absl::Status Cluster::SignalWorker(const std::string& name, int signal) {
 }
 
 void Cluster::Stop() {
-  for (auto& [name, worker] : workers_) worker->Signal(SIGTERM);
-  for (auto& [name, worker] : workers_) worker->Wait();
-  if (coordinator_ != nullptr) {
-    coordinator_->Signal(SIGTERM);
-    coordinator_->Wait();
-  }
+  std::vector<ChildProcess*> workers;
+  for (auto& [name, worker] : workers_) workers.push_back(worker.get());
+  StopWithin(workers, kStopGrace);  // first: they drain to the coordinator
+  if (coordinator_ != nullptr) StopWithin({coordinator_.get()}, kStopGrace);
 }
 
 absl::StatusOr<v1::QueryResponse> Cluster::Query(const std::string& sql) {

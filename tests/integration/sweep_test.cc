@@ -237,7 +237,7 @@ class SweepTest : public ::testing::Test {
 };
 
 TEST_F(SweepTest, FourRunSweepFinishesAndLearns) {
-  StartCluster({"--lease_ttl_ms=15000", "--heartbeat_interval_ms=500"});
+  ASSERT_NO_FATAL_FAILURE(StartCluster({"--lease_ttl_ms=15000", "--heartbeat_interval_ms=500"}));
   v1::SweepSpec spec = MakeSweep(data_dir_, DenseBudget(60), 0);
   AddGrid(&spec, {v1::DENSE, v1::XMOD}, {2, 4});  // Dense (K ignored) + X-MoD K2, K4
   AddGrid(&spec, {v1::MOD}, {2});
@@ -268,7 +268,7 @@ TEST_F(SweepTest, FourRunSweepFinishesAndLearns) {
 }
 
 TEST_F(SweepTest, RunOfAKilledWorkerIsRetriedElsewhereAndFinishes) {
-  StartCluster({"--lease_ttl_ms=2500", "--heartbeat_interval_ms=300"});
+  ASSERT_NO_FATAL_FAILURE(StartCluster({"--lease_ttl_ms=2500", "--heartbeat_interval_ms=300"}));
   v1::SweepSpec spec = MakeSweep(data_dir_, DenseBudget(200), 5);
   AddGrid(&spec, {v1::DENSE}, {1});
   const absl::Time start = absl::Now();
@@ -451,7 +451,7 @@ TEST_F(SweepTest, GangAcrossTwoWorkersEndsWithTheSameParametersOnBoth) {
 }
 
 TEST_F(SweepTest, AFrozenWorkerIsFencedAndItsRunStillSucceeds) {
-  StartCluster({"--lease_ttl_ms=3000", "--heartbeat_interval_ms=300"});
+  ASSERT_NO_FATAL_FAILURE(StartCluster({"--lease_ttl_ms=3000", "--heartbeat_interval_ms=300"}));
   v1::SweepSpec spec = MakeSweep(data_dir_, DenseBudget(200), 5);
   spec.set_max_attempts(1);  // a lost lease must not use it up
   AddGrid(&spec, {v1::DENSE}, {1});
@@ -519,7 +519,11 @@ TEST_F(SweepTest, AFrozenWorkerIsFencedAndItsRunStillSucceeds) {
 }
 
 TEST_F(SweepTest, ACorruptNewestCheckpointFallsBackToTheOlderOne) {
-  StartCluster({"--lease_ttl_ms=3000", "--heartbeat_interval_ms=300"});
+  // One worker for attempt 1; the one for the retry starts once the checkpoint is corrupt.
+  ASSERT_TRUE(
+      cluster_.StartCoordinator({"--lease_ttl_ms=3000", "--heartbeat_interval_ms=300"}).ok())
+      << cluster_.Logs();
+  ASSERT_TRUE(cluster_.StartWorker("w1").ok());
   v1::SweepSpec spec = MakeSweep(data_dir_, DenseBudget(200), 5);
   AddGrid(&spec, {v1::DENSE}, {1});
   const int64_t sweep_id = Submit(spec, 1);
@@ -533,9 +537,14 @@ TEST_F(SweepTest, ACorruptNewestCheckpointFallsBackToTheOlderOne) {
   const std::string victim = first[0];
   const std::string run_id = first[1];
   ASSERT_TRUE(cluster_.KillWorker(victim).ok());
-  // Nothing records checkpoints of attempt 1 any more (a report already in flight has
-  // landed after a moment): corrupt the newest before the retry, which waits for the lease.
-  absl::SleepFor(absl::Milliseconds(500));
+  // Once its lease has lapsed, attempt 1 is over: the coordinator refuses any report of it
+  // still in flight, and no worker is there to start the retry. Corrupt the newest recorded
+  // checkpoint now, then start the worker that retries the run.
+  ASSERT_EQ(WaitForRow(absl::StrCat("SELECT outcome FROM attempts WHERE run_id = ", run_id,
+                                    " AND attempt = 1 AND outcome = 'lost'"),
+                       absl::Seconds(120))
+                .size(),
+            1u);
   auto rows = cluster_.Query(absl::StrCat(
       "SELECT path, step FROM checkpoints WHERE run_id = ", run_id, " ORDER BY step DESC"));
   ASSERT_TRUE(rows.ok()) << rows.status();
@@ -546,6 +555,7 @@ TEST_F(SweepTest, ACorruptNewestCheckpointFallsBackToTheOlderOne) {
   FlipBytes(newest, 4096);
   std::filesystem::remove(newest + ".sha256");
   std::cout << "corrupted " << newest << " (step " << newest_step << ")\n";
+  ASSERT_TRUE(cluster_.StartWorker("w2").ok());
 
   absl::StatusOr<v1::Sweep> sweep = cluster_.WaitForSweep(sweep_id, absl::Seconds(480));
   ASSERT_TRUE(sweep.ok()) << sweep.status() << "\n" << cluster_.Logs();

@@ -1,12 +1,41 @@
 # Shell helpers for tests that start real xmod processes on loopback. Source it; it needs
-# XMOD_BIN_DIR. Every process started here is killed by the EXIT trap.
+# XMOD_BIN_DIR. Every process started here is stopped by the EXIT trap: workers (and any
+# other process in PIDS) first, so that they drain to a coordinator that is still up, then
+# the coordinators; each gets SIGTERM and, after a grace period, SIGKILL, so that cleanup
+# never hangs.
 set -euo pipefail
 : "${XMOD_BIN_DIR:?XMOD_BIN_DIR must point at the bin directory of a build}"
 TEST_TMP=$(mktemp -d /tmp/xmod-test.XXXXXX)
-PIDS=()
+PIDS=()        # every process started here
+COORD_PIDS=()  # those of PIDS that are coordinators: stopped last
+
+# wait_pids SECONDS PID...: waits until every PID has exited, at most SECONDS in all, then
+# SIGKILLs and reaps whatever is left.
+wait_pids() {
+  local deadline=$((SECONDS + $1)) pid
+  shift
+  for pid in "$@"; do
+    while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+}
+
+# stop_pids SECONDS PID...: SIGTERM to each PID, then wait_pids.
+stop_pids() {
+  local grace=$1 pid
+  shift
+  for pid in "$@"; do kill -TERM "$pid" 2>/dev/null || true; done
+  wait_pids "$grace" "$@"
+}
+
 cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  local pid others=()
+  for pid in "${PIDS[@]}"; do
+    [[ " ${COORD_PIDS[*]} " == *" $pid "* ]] || others+=("$pid")
+  done
+  stop_pids 30 "${others[@]}"
+  stop_pids 30 "${COORD_PIDS[@]}"
   if [ "${KEEP_TMP:-0}" = 1 ]; then echo "kept $TEST_TMP"; else rm -rf "$TEST_TMP"; fi
 }
 trap cleanup EXIT
@@ -57,6 +86,7 @@ start_coordinator() {
     ${CREDENTIALS_FILE:+--credentials_file="$CREDENTIALS_FILE"} "$@" \
     >"$TEST_TMP/coordinator.log" 2>&1 &
   PIDS+=($!)
+  COORD_PIDS+=($!)
   wait_for "$TEST_TMP/ports.json" 30
   COORD_GRPC=$(json_field "$TEST_TMP/ports.json" grpc)
   COORD_HTTP=$(json_field "$TEST_TMP/ports.json" http)

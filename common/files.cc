@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -62,6 +63,37 @@ absl::Status SyncParent(const std::string& path) {
   return status;
 }
 
+// Sha256File on an open descriptor of `path`.
+absl::StatusOr<std::string> Sha256Descriptor(int fd, const std::string& path,
+                                             int64_t expected_bytes) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return ErrnoStatus("cannot stat", path);
+  if (!S_ISREG(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(path, ": not a regular file"));
+  }
+  if (expected_bytes >= 0 && st.st_size != expected_bytes) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": ", st.st_size, " bytes, ", expected_bytes, " recorded"));
+  }
+  DigestContext context(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+  EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr);
+  std::string buffer(1 << 20, '\0');
+  // Never past the size seen at open: a file that grows meanwhile does not keep us reading.
+  int64_t left = st.st_size;
+  while (left > 0) {
+    const ssize_t n = ::read(fd, buffer.data(), std::min<int64_t>(left, buffer.size()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus("cannot read", path);
+    if (n == 0) return absl::DataLossError(absl::StrCat(path, ": shrank while being read"));
+    EVP_DigestUpdate(context.get(), buffer.data(), static_cast<size_t>(n));
+    left -= n;
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_DigestFinal_ex(context.get(), digest, &size);
+  return HexDigest(digest, size);
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
@@ -111,21 +143,13 @@ std::string Sha256Hex(absl::string_view bytes) {
   return HexDigest(digest, size);
 }
 
-absl::StatusOr<std::string> Sha256File(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return ErrnoStatus("cannot open", path);
-  DigestContext context(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
-  EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr);
-  std::string buffer(1 << 20, '\0');
-  while (in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    EVP_DigestUpdate(context.get(), buffer.data(), static_cast<size_t>(in.gcount()));
-  }
-  if (in.bad()) return ErrnoStatus("cannot read", path);
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  EVP_DigestFinal_ex(context.get(), digest, &size);
-  return HexDigest(digest, size);
+absl::StatusOr<std::string> Sha256File(const std::string& path, int64_t expected_bytes) {
+  // Non-blocking, so that opening a FIFO does not wait for a writer (it is refused below).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return ErrnoStatus("cannot open", path);
+  absl::StatusOr<std::string> digest = Sha256Descriptor(fd, path, expected_bytes);
+  ::close(fd);
+  return digest;
 }
 
 absl::Status MakeDirs(const std::string& path) {

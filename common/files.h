@@ -3,6 +3,7 @@
 #ifndef XMOD_COMMON_FILES_H_
 #define XMOD_COMMON_FILES_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -20,8 +21,11 @@ absl::StatusOr<std::string> ReadFile(const std::string& path);
 // rename survives a crash.
 absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents);
 
-// Lower-case hex SHA-256 of a file's bytes / of a buffer.
-absl::StatusOr<std::string> Sha256File(const std::string& path);
+// Lower-case hex SHA-256 of a file's bytes / of a buffer. The file must be a regular one
+// (FAILED_PRECONDITION otherwise, so /dev/zero is never read), of `expected_bytes` bytes when
+// that is >= 0 (DATA_LOSS naming both sizes otherwise, before reading anything), and is read
+// no further than the size it had when opened.
+absl::StatusOr<std::string> Sha256File(const std::string& path, int64_t expected_bytes = -1);
 std::string Sha256Hex(absl::string_view bytes);
 
 // mkdir -p.

@@ -33,6 +33,17 @@ TEST(FilesTest, Sha256MatchesKnownVector) {
   auto digest = Sha256File(path);
   ASSERT_TRUE(digest.ok());
   EXPECT_EQ(*digest, Sha256Hex("abc"));
+  EXPECT_EQ(*Sha256File(path, 3), Sha256Hex("abc"));
+}
+
+TEST(FilesTest, Sha256ReadsOnlyARegularFileOfTheExpectedSize) {
+  // A device is refused before any byte is read (reading /dev/zero would never end).
+  EXPECT_EQ(Sha256File("/dev/zero").status().code(), absl::StatusCode::kFailedPrecondition);
+  std::string path = TempPath("files_test_c");
+  ASSERT_TRUE(WriteFileAtomic(path, "abcd").ok());
+  absl::StatusOr<std::string> digest = Sha256File(path, 3);
+  EXPECT_EQ(digest.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(digest.status().message(), path + ": 4 bytes, 3 recorded");
 }
 
 }  // namespace

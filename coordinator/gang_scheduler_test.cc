@@ -385,7 +385,7 @@ TEST_F(GangSchedulerTest, LossOfOneMemberEndsTheAttemptEverywhereAndItResumes) {
   checkpoint.set_run_id(run);
   checkpoint.set_attempt(1);
   checkpoint.set_step(5);
-  checkpoint.set_path(dir_ + "/step-5.pt");
+  checkpoint.set_path(part_b->spec().checkpoint_dir() + "/step-5.pt");
   checkpoint.set_sha256("abc");
   ASSERT_TRUE(scheduler_->ReportCheckpoint(checkpoint).ok());
   // a's lease lapses (its worker died) while b keeps heartbeating: the attempt is lost.

@@ -179,12 +179,10 @@ absl::Status Scheduler::Rebuild() {
       run.name = e.name;
       run.spec = e.spec;
       if (e.latest_checkpoint) {
-        run.latest_checkpoint = Checkpoint{e.latest_checkpoint->step(), e.latest_checkpoint->path(),
-                                           e.latest_checkpoint->sha256()};
+        run.latest_checkpoint = CheckpointOf(*e.latest_checkpoint);
       }
       if (auto p = previous.find(e.run_id); p != previous.end()) {
-        run.previous_checkpoint =
-            Checkpoint{p->second.step(), p->second.path(), p->second.sha256()};
+        run.previous_checkpoint = CheckpointOf(p->second);
       }
     }
     std::map<std::string, int64_t> worker_ids;  // by name
@@ -467,7 +465,7 @@ absl::Status Scheduler::ResumeRun(int64_t run_id) {
     return s;
   }
   std::optional<Checkpoint> resume;
-  if (checkpoint) resume = Checkpoint{checkpoint->step(), checkpoint->path(), checkpoint->sha256()};
+  if (checkpoint) resume = CheckpointOf(*checkpoint);
   return Requeue(stored, resume);
 }
 
@@ -652,20 +650,12 @@ absl::StatusOr<std::vector<xmod::v1::Assignment>> Scheduler::LeaseLocked(const P
   *base.mutable_spec() = run.spec;
   base.mutable_spec()->set_run_id(run_id);
   base.mutable_spec()->set_attempt(run.attempts);
-  base.mutable_spec()->set_checkpoint_dir(
-      absl::StrCat(options_.checkpoint_root, "/sweep-", run.sweep_id, "/run-", run_id));
+  base.mutable_spec()->set_checkpoint_dir(CheckpointDir(run.sweep_id, run_id));
   int64_t resumed_from = 0;
   if (run.latest_checkpoint) {
     resumed_from = run.latest_checkpoint->step;
-    base.mutable_resume()->set_path(run.latest_checkpoint->path);
-    base.mutable_resume()->set_sha256(run.latest_checkpoint->sha256);
-    base.mutable_resume()->set_step(run.latest_checkpoint->step);
-    if (run.previous_checkpoint) {
-      xmod::v1::ResumePoint* fallback = base.add_fallbacks();
-      fallback->set_path(run.previous_checkpoint->path);
-      fallback->set_sha256(run.previous_checkpoint->sha256);
-      fallback->set_step(run.previous_checkpoint->step);
-    }
+    *base.mutable_resume() = ResumePointOf(*run.latest_checkpoint);
+    if (run.previous_checkpoint) *base.add_fallbacks() = ResumePointOf(*run.previous_checkpoint);
   }
   std::string rendezvous;
   if (gang) {
@@ -838,6 +828,23 @@ absl::StatusOr<std::optional<xmod::v1::Assignment>> Scheduler::Acquire(
   }
   Publish(started);
   return assignment;
+}
+
+Scheduler::Checkpoint Scheduler::CheckpointOf(const xmod::v1::Checkpoint& stored) {
+  return Checkpoint{stored.step(), stored.path(), stored.sha256(), stored.bytes()};
+}
+
+xmod::v1::ResumePoint Scheduler::ResumePointOf(const Checkpoint& checkpoint) {
+  xmod::v1::ResumePoint point;
+  point.set_path(checkpoint.path);
+  point.set_sha256(checkpoint.sha256);
+  point.set_step(checkpoint.step);
+  point.set_bytes(checkpoint.bytes);
+  return point;
+}
+
+std::string Scheduler::CheckpointDir(int64_t sweep_id, int64_t run_id) const {
+  return absl::StrCat(options_.checkpoint_root, "/sweep-", sweep_id, "/run-", run_id);
 }
 
 Scheduler::Retry Scheduler::RetryOfFailure(RunEntry& run, int exit_code) {

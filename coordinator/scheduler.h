@@ -152,7 +152,8 @@ class Scheduler {
   absl::StatusOr<xmod::v1::ReportMetricsResponse> ReportMetrics(
       const xmod::v1::ReportMetricsRequest& request);
   // Records a checkpoint of the current attempt (a resume point). FAILED_PRECONDITION for a
-  // stale attempt.
+  // stale attempt; INVALID_ARGUMENT, storing nothing, for a path outside the run's
+  // checkpoint folder (CheckReportedPath).
   absl::Status ReportCheckpoint(const xmod::v1::ReportCheckpointRequest& request);
   // Ends an attempt. Succeeded -> SUCCEEDED when every point up to last_seq is durable (else
   // a retryable failure); failed -> by the exit code's retry policy (exit_codes.h): requeued
@@ -185,6 +186,7 @@ class Scheduler {
     int64_t step = 0;
     std::string path;
     std::string sha256;
+    int64_t bytes = 0;
   };
   struct RunEntry {
     int64_t sweep_id = 0;
@@ -332,6 +334,15 @@ class Scheduler {
   // The retry of attempt `key` lost with its lease: a requeue that is not a failure, until
   // the run lost max_lost_attempts leases. Counts the loss on the run (saved in `change`).
   Retry LostRetryLocked(const AttemptKey& key, Change* change) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ReportCheckpoint's path: inside the run's CheckpointDir, lexically always, and on the
+  // file system (no symlink out of it, a regular file of the reported bytes) where this
+  // machine sees the folder (common/confined_path.h). INVALID_ARGUMENT naming `path`.
+  absl::Status CheckReportedPath(const xmod::v1::ReportCheckpointRequest& request);
+  static Checkpoint CheckpointOf(const xmod::v1::Checkpoint& stored);
+  static xmod::v1::ResumePoint ResumePointOf(const Checkpoint& checkpoint);
+  // <checkpoint_root>/sweep-<S>/run-<R>: the folder of a run's checkpoints (RunSpec
+  // checkpoint_dir), the only place ReportCheckpoint accepts them from.
+  std::string CheckpointDir(int64_t sweep_id, int64_t run_id) const;
   // Requeues a terminal run loaded from the database (ResumeRun / RetryFailed).
   absl::Status Requeue(const xmod::v1::Run& run, std::optional<Checkpoint> checkpoint);
   // Queues `writes` as one closure (one transaction) and returns its future.

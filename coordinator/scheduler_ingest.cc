@@ -5,6 +5,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/confined_path.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/store_reads.h"
 #include "coordinator/store_writes.h"
@@ -271,9 +272,27 @@ absl::StatusOr<xmod::v1::ReportMetricsResponse> Scheduler::ReportMetrics(
   return response;
 }
 
+absl::Status Scheduler::CheckReportedPath(const xmod::v1::ReportCheckpointRequest& request) {
+  int64_t sweep_id = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    auto run = runs_.find(request.run_id());
+    if (run == runs_.end()) return absl::OkStatus();  // refused below as not current
+    sweep_id = run->second.sweep_id;
+  }
+  // The file-system checks run outside the lock: the folder may be on network storage.
+  const std::string dir = CheckpointDir(sweep_id, request.run_id());
+  absl::Status status = CheckPathUnder("path", request.path(), dir);
+  if (status.ok()) status = CheckFileUnder("path", request.path(), dir, request.bytes());
+  return status;
+}
+
 absl::Status Scheduler::ReportCheckpoint(const xmod::v1::ReportCheckpointRequest& request) {
   if (request.path().empty()) return absl::InvalidArgumentError("path: must not be empty");
   if (request.step() < 0) return absl::InvalidArgumentError("step: must be >= 0");
+  if (request.rejected().empty()) {
+    if (absl::Status s = CheckReportedPath(request); !s.ok()) return s;
+  }
   const int64_t now = clock_->NowMillis();
   std::future<absl::Status> done;
   // After a refusal: the run's recorded checkpoints left, by step (read in the transaction).
@@ -346,14 +365,11 @@ absl::Status Scheduler::ReportCheckpoint(const xmod::v1::ReportCheckpointRequest
     r.latest_checkpoint.reset();
     r.previous_checkpoint.reset();
     const size_t n = remaining->size();
-    auto memory = [](const xmod::v1::Checkpoint& c) {
-      return Checkpoint{c.step(), c.path(), c.sha256()};
-    };
-    if (n >= 1) r.latest_checkpoint = memory((*remaining)[n - 1]);
-    if (n >= 2) r.previous_checkpoint = memory((*remaining)[n - 2]);
+    if (n >= 1) r.latest_checkpoint = CheckpointOf((*remaining)[n - 1]);
+    if (n >= 2) r.previous_checkpoint = CheckpointOf((*remaining)[n - 2]);
     return absl::OkStatus();
   }
-  const Checkpoint recorded{request.step(), request.path(), request.sha256()};
+  const Checkpoint recorded{request.step(), request.path(), request.sha256(), request.bytes()};
   if (!r.latest_checkpoint || request.step() >= r.latest_checkpoint->step) {
     if (r.latest_checkpoint && r.latest_checkpoint->step < request.step()) {
       r.previous_checkpoint = r.latest_checkpoint;

@@ -240,7 +240,7 @@ TEST_F(SchedulerTest, ARefusedCheckpointIsDroppedAndTheRetryFallsBack) {
     c.set_run_id(a->run_id());
     c.set_attempt(attempt);
     c.set_step(step);
-    c.set_path(absl::StrCat("/ckpt/ckpt-a1-s", step, ".pt"));
+    c.set_path(absl::StrCat(a->spec().checkpoint_dir(), "/ckpt-a1-s", step, ".pt"));
     c.set_sha256(absl::StrCat("sha", step));
     c.set_rejected(rejected);
     return scheduler_->ReportCheckpoint(c);
@@ -257,7 +257,7 @@ TEST_F(SchedulerTest, ARefusedCheckpointIsDroppedAndTheRetryFallsBack) {
   EXPECT_EQ(retry->resume().sha256(), "sha30");
   ASSERT_EQ(retry->fallbacks_size(), 1);
   EXPECT_EQ(retry->fallbacks(0).step(), 20);
-  EXPECT_EQ(retry->fallbacks(0).path(), "/ckpt/ckpt-a1-s20.pt");
+  EXPECT_EQ(retry->fallbacks(0).path(), a->spec().checkpoint_dir() + "/ckpt-a1-s20.pt");
 
   // Its trainer finds step 30 corrupt and falls back to step 20.
   ASSERT_TRUE(report(2, 30, "DATA_LOSS: checksum mismatch").ok());
@@ -353,7 +353,7 @@ TEST_F(SchedulerTest, RetryResumesFromTheLatestCheckpointAndAcksMetrics) {
     c.set_run_id(a->run_id());
     c.set_attempt(1);
     c.set_step(step);
-    c.set_path(absl::StrCat("/ckpt/step", step));
+    c.set_path(absl::StrCat(a->spec().checkpoint_dir(), "/step", step));
     c.set_sha256("abc");
     ASSERT_TRUE(scheduler_->ReportCheckpoint(c).ok());
   }
@@ -379,7 +379,7 @@ TEST_F(SchedulerTest, RetryResumesFromTheLatestCheckpointAndAcksMetrics) {
   EXPECT_EQ(retry->run_id(), a->run_id());
   EXPECT_EQ(retry->attempt(), 2);
   EXPECT_EQ(retry->resume().step(), 4);
-  EXPECT_EQ(retry->resume().path(), "/ckpt/step4");
+  EXPECT_EQ(retry->resume().path(), a->spec().checkpoint_dir() + "/step4");
   EXPECT_EQ(Attempts(a->run_id())[1].resumed_from_step(), 4);
   xmod::v1::FinishRunRequest ok = fail;
   ok.set_attempt(2);

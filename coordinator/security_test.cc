@@ -31,12 +31,8 @@ class SecurityTest : public testing::Test {
   }
 
   CoordinatorOptions Options() {
-    CoordinatorOptions options;
-    options.listen = "127.0.0.1:0";
+    CoordinatorOptions options = LoopbackCoordinatorOptions(dir_);
     options.http_listen = "127.0.0.1:0";
-    options.metrics_listen = "";
-    options.db_path = dir_ + "/x.db";
-    options.checkpoint_root = dir_ + "/ckpt";
     return options;
   }
 

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/auth.h"
 #include "coordinator/store_reads.h"
 #include "gtest/gtest.h"
 
@@ -97,6 +98,23 @@ std::optional<xmod::v1::Assignment> AcquireNow(Scheduler& scheduler, int64_t wor
   absl::StatusOr<std::optional<xmod::v1::Assignment>> a = scheduler.Acquire(request);
   EXPECT_TRUE(a.ok()) << a.status();
   return a.ok() ? *a : std::nullopt;
+}
+
+CoordinatorOptions LoopbackCoordinatorOptions(const std::string& dir) {
+  CoordinatorOptions options;
+  options.listen = "127.0.0.1:0";
+  options.http_listen = "";
+  options.metrics_listen = "";
+  options.db_path = dir + "/x.db";
+  options.checkpoint_root = dir + "/ckpt";
+  return options;
+}
+
+std::unique_ptr<grpc::ClientContext> BearerContext(const std::string& token) {
+  auto context = std::make_unique<grpc::ClientContext>();
+  AttachBearerToken(token, context.get());
+  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  return context;
 }
 
 }  // namespace xmod

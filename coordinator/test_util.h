@@ -1,9 +1,12 @@
-// Helpers for the coordinator tests: fresh temporary directories, a small valid sweep, and
-// the stored state of a run.
+// Helpers for the coordinator tests: fresh temporary directories, a small valid sweep, the
+// stored state of a run, and a coordinator on loopback with bearer-token calls.
 #ifndef XMOD_COORDINATOR_TEST_UTIL_H_
 #define XMOD_COORDINATOR_TEST_UTIL_H_
 
+#include <grpcpp/client_context.h>
+
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +44,13 @@ xmod::v1::RegisterRequest CpuWorker(const std::string& name, int slots);
 // test and gives nullopt.
 std::optional<xmod::v1::Assignment> AcquireNow(Scheduler& scheduler, int64_t worker,
                                                const std::vector<int32_t>& free_slots);
+
+// A coordinator serving gRPC alone on a free loopback port, its database and checkpoint root
+// (ckpt) in `dir`.
+CoordinatorOptions LoopbackCoordinatorOptions(const std::string& dir);
+
+// A client context that sends `token` as its bearer token, with a 30 s deadline.
+std::unique_ptr<grpc::ClientContext> BearerContext(const std::string& token);
 
 }  // namespace xmod
 

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_replace.h"
 #include "coordinator/service_util.h"
+#include "coordinator/worker_request_limits.h"
 
 namespace xmod {
 
@@ -50,6 +51,7 @@ grpc::Status WorkerGatewayService::Register(ServerContext* context,
                      !s.ok()) {
                    return s;
                  }
+                 if (absl::Status s = CheckLimits(*request); !s.ok()) return s;
                  xmod::v1::RegisterRequest registration = *request;
                  if (registration.advertise_host().empty()) {
                    registration.set_advertise_host(PeerHost(context->peer()));
@@ -71,6 +73,7 @@ grpc::Status WorkerGatewayService::Heartbeat(ServerContext* context,
                      !s.ok()) {
                    return s;
                  }
+                 if (absl::Status s = CheckLimits(*request); !s.ok()) return s;
                  absl::StatusOr<xmod::v1::HeartbeatResponse> r = scheduler_->Heartbeat(*request);
                  if (!r.ok()) return r.status();
                  *response = *std::move(r);
@@ -87,6 +90,7 @@ grpc::Status WorkerGatewayService::AcquireRun(ServerContext* context,
         if (absl::Status s = identity_.CheckWorker(caller, request->worker_id()); !s.ok()) {
           return s;
         }
+        if (absl::Status s = CheckLimits(*request); !s.ok()) return s;
         xmod::v1::AcquireRunRequest bounded = *request;
         int64_t wait_ms = std::min(request->wait_ms(), options_.max_wait_ms);
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -112,6 +116,7 @@ grpc::Status WorkerGatewayService::ReportMetrics(ServerContext* context,
                      !s.ok()) {
                    return s;
                  }
+                 if (absl::Status s = CheckLimits(*request); !s.ok()) return s;
                  absl::StatusOr<xmod::v1::ReportMetricsResponse> r =
                      scheduler_->ReportMetrics(*request);
                  if (!r.ok()) return r.status();
@@ -130,6 +135,7 @@ grpc::Status WorkerGatewayService::ReportCheckpoint(
                      !s.ok()) {
                    return s;
                  }
+                 if (absl::Status s = CheckLimits(*request); !s.ok()) return s;
                  return scheduler_->ReportCheckpoint(*request);
                });
 }
@@ -144,7 +150,7 @@ grpc::Status WorkerGatewayService::FinishRun(ServerContext* context,
                      !s.ok()) {
                    return s;
                  }
-                 return scheduler_->FinishRun(*request);
+                 return scheduler_->FinishRun(WithinLimits(*request));
                });
 }
 

@@ -3,7 +3,8 @@
 // max_wait_ms, the call's deadline). Every RPC needs a worker credential (common/auth.h)
 // and is bound to that worker's identity (worker_identity.h): a worker may register only
 // under its credential's name, and may heartbeat, acquire and report only as itself and only
-// for its own attempts (PERMISSION_DENIED otherwise). Thread-safe.
+// for its own attempts (PERMISSION_DENIED otherwise). Every request is held to the limits of
+// worker_request_limits.h before the scheduler sees it. Thread-safe.
 #ifndef XMOD_COORDINATOR_WORKER_GATEWAY_SERVICE_H_
 #define XMOD_COORDINATOR_WORKER_GATEWAY_SERVICE_H_
 

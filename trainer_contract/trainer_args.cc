@@ -19,6 +19,7 @@ constexpr char kLeaseDeadlineMs[] = "--lease_deadline_ms";
 constexpr char kLeaseFd[] = "--lease_fd";
 constexpr char kResume[] = "--resume";
 constexpr char kResumeSha256[] = "--resume_sha256";
+constexpr char kResumeBytes[] = "--resume_bytes";
 constexpr char kRank[] = "--rank";
 constexpr char kWorldSize[] = "--world_size";
 constexpr char kRendezvous[] = "--rendezvous";
@@ -31,8 +32,8 @@ constexpr char kDistTimeoutS[] = "--dist_timeout_s";
 
 auto Fields(const TrainerArgs& a) {
   return std::tie(a.spec, a.events_fd, a.threads, a.lease_deadline_ms, a.lease_fd, a.resume,
-                  a.resume_sha256, a.rank, a.world_size, a.rendezvous, a.device, a.backend,
-                  a.log_every, a.micro_batch_tokens, a.dist_host, a.dist_timeout_s);
+                  a.resume_sha256, a.resume_bytes, a.rank, a.world_size, a.rendezvous, a.device,
+                  a.backend, a.log_every, a.micro_batch_tokens, a.dist_host, a.dist_timeout_s);
 }
 
 // Binds every flag of the contract to `args`.
@@ -54,6 +55,9 @@ void AddFlags(CLI::App& app, TrainerArgs& args) {
   app.add_option(kResumeSha256, args.resume_sha256,
                  "the expected SHA-256 (hex) of each --resume, in the same order (default: "
                  "each file's .sha256 sidecar)");
+  app.add_option(kResumeBytes, args.resume_bytes,
+                 "the recorded size of each --resume, in the same order: a file of another "
+                 "size is refused unread (0 or none: any size)");
   app.add_option(kRank, args.rank, "data-parallel rank of this process, 0..world_size-1");
   app.add_option(kWorldSize, args.world_size, "data-parallel processes of the run");
   app.add_option(kRendezvous, args.rendezvous,
@@ -90,9 +94,11 @@ std::vector<std::string> TrainerArgs::ToArgv() const {
     argv.push_back(flag);
     argv.push_back(value);
   };
-  for (size_t i = 0; i < std::max(resume.size(), resume_sha256.size()); ++i) {
+  for (size_t i = 0; i < std::max({resume.size(), resume_sha256.size(), resume_bytes.size()});
+       ++i) {
     if (i < resume.size()) add(kResume, resume[i]);
     if (i < resume_sha256.size()) add(kResumeSha256, resume_sha256[i]);
+    if (i < resume_bytes.size()) add(kResumeBytes, absl::StrCat(resume_bytes[i]));
   }
   if (rank != defaults.rank || world_size != defaults.world_size ||
       rendezvous != defaults.rendezvous) {
@@ -123,10 +129,13 @@ ParsedTrainerArgs TrainerArgs::Parse(int argc, const char* const* argv, const st
   if (std::optional<int> exit = ParseCommandLine(app, argc, argv, kExitBadFlags, out, err)) {
     return {std::nullopt, *exit};
   }
-  if (!args.resume_sha256.empty() && args.resume_sha256.size() != args.resume.size()) {
-    err << program << ": " << kResumeSha256 << " given " << args.resume_sha256.size()
-        << " times for " << args.resume.size() << " " << kResume << "\n";
-    return {std::nullopt, kExitBadFlags};
+  for (const auto& [flag, given] : {std::pair{kResumeSha256, args.resume_sha256.size()},
+                                    std::pair{kResumeBytes, args.resume_bytes.size()}}) {
+    if (given != 0 && given != args.resume.size()) {
+      err << program << ": " << flag << " given " << given << " times for " << args.resume.size()
+          << " " << kResume << "\n";
+      return {std::nullopt, kExitBadFlags};
+    }
   }
   return {std::move(args), kExitOk};
 }

@@ -26,6 +26,7 @@ struct TrainerArgs {
   // Given when there is something to say.
   std::vector<std::string> resume;         // --resume (repeated): candidates, newest first
   std::vector<std::string> resume_sha256;  // --resume_sha256: each one's digest, or none
+  std::vector<int64_t> resume_bytes;       // --resume_bytes: each one's size (0: unknown), or none
   int rank = 0;                            // --rank: 0 .. world_size - 1
   int world_size = 1;                      // --world_size: data-parallel processes
   std::string rendezvous;                  // --rendezvous: FileStore path or tcp://HOST:PORT
@@ -39,7 +40,8 @@ struct TrainerArgs {
 
   // The arguments after argv[0], each flag and its value as two words: --spec,
   // --events_fd, --threads, --lease_deadline_ms and --lease_fd always, in that order; then
-  // --resume (each followed by its --resume_sha256 if there is one); --rank, --world_size and
+  // --resume (each followed by its --resume_sha256 and --resume_bytes if there are ones); --rank,
+  // --world_size and
   // --rendezvous when any of them is not the default; then --device, --backend, --log_every,
   // --micro_batch_tokens, --dist_host and --dist_timeout_s each when not the default.
   std::vector<std::string> ToArgv() const;
@@ -47,8 +49,9 @@ struct TrainerArgs {
   // Parses a trainer's command line (argv[0] is the program). `program` names it in --help,
   // --version (VersionLine(program, version_extra)) and errors. The arguments, or the code to
   // exit with at once: kExitOk after --help or --version (printed on `out`), kExitBadFlags
-  // after an unknown flag, a malformed value, a missing --spec or a --resume_sha256 count that
-  // is neither 0 nor the --resume count (one line naming the flag on `err`).
+  // after an unknown flag, a malformed value, a missing --spec or a --resume_sha256 or
+  // --resume_bytes count that is neither 0 nor the --resume count (one line naming the flag on
+  // `err`).
   static ParsedTrainerArgs Parse(int argc, const char* const* argv,
                                  const std::string& program = "xmod-train",
                                  const std::string& version_extra = "",

@@ -76,6 +76,7 @@ TEST_F(TrainerArgsTest, ToArgvThenParseGivesTheSameArguments) {
   every.lease_fd = 5;
   every.resume = {"/c/new.pt", "/c/old.pt"};
   every.resume_sha256 = {"ab12", "cd34"};
+  every.resume_bytes = {123, 456};
   every.rank = 3;
   every.world_size = 4;
   every.rendezvous = "tcp://host:29500";
@@ -130,6 +131,13 @@ TEST_F(TrainerArgsTest, DigestsMustMatchTheResumeCandidates) {
   EXPECT_FALSE(parsed.args.has_value());
   EXPECT_EQ(parsed.exit_code, kExitBadFlags);
   EXPECT_THAT(err_.str(), HasSubstr("--resume_sha256 given 1 times for 2 --resume"));
+}
+
+TEST_F(TrainerArgsTest, SizesMustMatchTheResumeCandidates) {
+  ParsedTrainerArgs parsed =
+      Parse({"--spec", "s.pb", "--resume", "a.pt", "--resume", "b.pt", "--resume_bytes", "7"});
+  EXPECT_FALSE(parsed.args.has_value());
+  EXPECT_THAT(err_.str(), HasSubstr("--resume_bytes given 1 times for 2 --resume"));
 }
 
 TEST_F(TrainerArgsTest, HelpAndVersionExit0) {

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "common/confined_path.h"
 #include "common/files.h"
 #include "glog/logging.h"
 #include "trainer_contract/exit_codes.h"
@@ -21,6 +22,21 @@
 
 namespace xmod {
 namespace {
+
+// Deletes the checkpoint `path` and its sidecar if both lie inside `dir` (confined_path.h);
+// INVALID_ARGUMENT, deleting nothing, otherwise.
+absl::Status RemoveInside(const std::string& path, const std::string& dir) {
+  const std::string sidecar = path + ".sha256";
+  for (const std::string& file : {path, sidecar}) {
+    absl::Status status = CheckPathUnder("path", file, dir);
+    if (status.ok()) status = CheckFileUnder("path", file, dir, -1);
+    if (!status.ok()) return status;
+  }
+  std::error_code error;
+  std::filesystem::remove(path, error);
+  std::filesystem::remove(sidecar, error);
+  return absl::OkStatus();
+}
 
 const char* OutcomeName(v1::Outcome outcome) {
   switch (outcome) {
@@ -406,11 +422,18 @@ void Agent::StartAttempt(const v1::Assignment& assignment, int64_t lease_deadlin
     }
     candidates.insert(candidates.end(), assignment.fallbacks().begin(),
                       assignment.fallbacks().end());
-    const bool digests = std::all_of(candidates.begin(), candidates.end(),
-                                     [](const v1::ResumePoint& c) { return !c.sha256().empty(); });
     for (const v1::ResumePoint& candidate : candidates) {
+      if (candidate.sha256().empty()) {
+        // Nothing to verify it against: not a candidate (the others are still verified).
+        if (rank == 0) {
+          LOG(WARNING) << "run " << key.run_id << ": not offering " << candidate.path()
+                       << ": no digest recorded";
+        }
+        continue;
+      }
       args.resume.push_back(candidate.path());
-      if (digests) args.resume_sha256.push_back(candidate.sha256());
+      args.resume_sha256.push_back(candidate.sha256());
+      args.resume_bytes.push_back(candidate.bytes());
     }
     if (world_size > 1) {
       args.rank = rank_offset + rank;
@@ -475,6 +498,7 @@ void Agent::StartAttempt(const v1::Assignment& assignment, int64_t lease_deadlin
   auto attempt = std::make_unique<Attempt>();
   attempt->key = key;
   attempt->assignment = assignment;
+  attempt->checkpoint_dir = spec.checkpoint_dir();
   attempt->child = *std::move(child);
   attempt->slots = slots;
   attempt->lease_deadline_ms = lease_deadline_ms;
@@ -704,10 +728,11 @@ void Agent::CollectCheckpoints(Attempt* attempt, bool all_delivered) {
                                  attempt->deleted.end()) {
       continue;
     }
-    std::error_code error;
-    std::filesystem::remove(path, error);
-    std::filesystem::remove(path + ".sha256", error);
     attempt->deleted.push_back(path);
+    if (absl::Status s = RemoveInside(path, attempt->checkpoint_dir); !s.ok()) {
+      LOG(WARNING) << "run " << attempt->key.run_id << ": checkpoint not deleted: " << s;
+      continue;
+    }
     VLOG(1) << "run " << attempt->key.run_id << ": deleted checkpoint " << path;
   }
 }

@@ -35,13 +35,16 @@
 // must not write another checkpoint. A child that exits with kExitLeaseExpired is reported
 // PREEMPTED (requeued, not a failure).
 //
-// Resume and checkpoint garbage collection: the child gets --resume/--resume_sha256 for the
-// assignment's resume point and each fallback, newest first; a candidate it refuses is
-// reported with ReportCheckpoint{rejected}. Checkpoint files are deleted only here, and only
-// checkpoints the coordinator holds: once a checkpoint of the attempt is acknowledged
-// (durable), every known checkpoint of the run (the assignment's candidates and the
-// attempt's acknowledged ones) older than the two newest good ones is deleted with its
-// sidecar. The trainer never deletes anything.
+// Resume and checkpoint garbage collection: the child gets --resume/--resume_sha256/
+// --resume_bytes for the assignment's resume point and each fallback, newest first; a
+// candidate without a recorded digest is left out (the others keep theirs), and a candidate
+// the child refuses is reported with ReportCheckpoint{rejected}. Checkpoint files are deleted
+// only here, only inside the run's checkpoint folder (spec.checkpoint_dir; a recorded path
+// outside it, or a symlink out of it, is never touched), and only checkpoints the
+// coordinator holds: once a checkpoint of the attempt is acknowledged (durable), every known
+// checkpoint of the run (the assignment's candidates and the attempt's acknowledged ones)
+// older than the two newest good ones is deleted with its sidecar. The trainer never deletes
+// anything.
 // Liveness: a child that makes no step progress (no started event, no progress, metric or
 // checkpoint event at a later step) for stall_timeout_ms of the Clock's monotonic time is
 // SIGKILLed and its attempt reported FAILED with the reason (retried by the coordinator):
@@ -170,6 +173,7 @@ class Agent {
     // checkpoint files already deleted. Supervise thread only.
     std::vector<v1::ReportCheckpointRequest> reports;
     std::vector<std::string> deleted;
+    std::string checkpoint_dir;  // the spec's: the only folder its checkpoints may be in
     std::thread thread;
   };
 

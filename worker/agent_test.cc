@@ -98,6 +98,8 @@ TEST_F(AgentTest, RunsAChildAndReportsSuccessAfterItsMetrics) {
   StartAgent();
   v1::Assignment assignment = MakeAssignment(11, 2, 1);
   assignment.mutable_resume()->set_path("/ckpt/step-3.pt");
+  assignment.mutable_resume()->set_sha256("cc");
+  assignment.mutable_resume()->set_bytes(7);
   gateway_.QueueAssignment(assignment);
   std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
   ASSERT_NE(child, nullptr);
@@ -106,11 +108,11 @@ TEST_F(AgentTest, RunsAChildAndReportsSuccessAfterItsMetrics) {
   const std::string attempt_dir = dir_ + "/run-11-a2";
   // The lease deadline: the fake clock's monotonic time at AcquireRun + the registered TTL
   // (1000 ms) - the margin (100 ms).
-  EXPECT_THAT(
-      child->options().argv,
-      ElementsAre("/opt/xmod/xmod-train", "--spec", attempt_dir + "/spec.pb", "--events_fd", "3",
-                  "--threads", "3", "--lease_deadline_ms", std::to_string(kStartMono + 900),
-                  "--lease_fd", "4", "--resume", "/ckpt/step-3.pt"));
+  EXPECT_THAT(child->options().argv,
+              ElementsAre("/opt/xmod/xmod-train", "--spec", attempt_dir + "/spec.pb", "--events_fd",
+                          "3", "--threads", "3", "--lease_deadline_ms",
+                          std::to_string(kStartMono + 900), "--lease_fd", "4", "--resume",
+                          "/ckpt/step-3.pt", "--resume_sha256", "cc", "--resume_bytes", "7"));
   EXPECT_EQ(child->options().control_fd, 4);
   EXPECT_THAT(
       child->options().env,
@@ -501,17 +503,25 @@ TEST_F(AgentTest, ResumeCandidatesGoToTheChildAndRefusalsToTheCoordinator) {
   assignment.mutable_resume()->set_path("/c/ckpt-a2-s0000000020.pt");
   assignment.mutable_resume()->set_sha256("aa");
   assignment.mutable_resume()->set_step(20);
+  assignment.mutable_resume()->set_bytes(2000);
+  // Recorded without a digest (an old database): not a candidate; the others keep theirs.
+  v1::ResumePoint* undigested = assignment.add_fallbacks();
+  undigested->set_path("/c/ckpt-a1-s0000000015.pt");
+  undigested->set_step(15);
   v1::ResumePoint* fallback = assignment.add_fallbacks();
   fallback->set_path("/c/ckpt-a1-s0000000010.pt");
   fallback->set_sha256("bb");
   fallback->set_step(10);
+  fallback->set_bytes(1000);
   gateway_.QueueAssignment(assignment);
   std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
   ASSERT_NE(child, nullptr);
   const std::vector<std::string>& argv = child->options().argv;
-  const std::vector<std::string> tail(argv.end() - 8, argv.end());
+  const std::vector<std::string> tail(argv.end() - 12, argv.end());
   EXPECT_THAT(tail, ElementsAre("--resume", "/c/ckpt-a2-s0000000020.pt", "--resume_sha256", "aa",
-                                "--resume", "/c/ckpt-a1-s0000000010.pt", "--resume_sha256", "bb"));
+                                "--resume_bytes", "2000", "--resume", "/c/ckpt-a1-s0000000010.pt",
+                                "--resume_sha256", "bb", "--resume_bytes", "1000"));
+  EXPECT_THAT(argv, ::testing::Not(::testing::Contains("/c/ckpt-a1-s0000000015.pt")));
   v1::TrainerEvent refused;
   refused.mutable_resume_rejected()->set_path("/c/ckpt-a2-s0000000020.pt");
   refused.mutable_resume_rejected()->set_reason("DATA_LOSS: checksum mismatch");
@@ -533,6 +543,7 @@ TEST_F(AgentTest, OldCheckpointsAreDeletedOnlyOnceNewerOnesAreDurable) {
   const std::string c40 = dir_ + "/ckpt-a2-s0000000040.pt";
   for (const std::string& path : {r10, r20, c30, c40}) TouchCheckpoint(path);
   v1::Assignment assignment = MakeAssignment(28, 2, 0);
+  assignment.mutable_spec()->set_checkpoint_dir(dir_);
   assignment.mutable_resume()->set_path(r20);
   assignment.mutable_resume()->set_step(20);
   assignment.add_fallbacks()->set_path(r10);
@@ -564,6 +575,51 @@ TEST_F(AgentTest, OldCheckpointsAreDeletedOnlyOnceNewerOnesAreDurable) {
   EXPECT_TRUE(std::filesystem::exists(c40));
 }
 
+// A worker that takes over a run deletes its old checkpoints only inside the run's folder:
+// recorded paths a forged report pointed elsewhere (outside, through "..", through a symlink
+// out of the folder) stay, however old.
+TEST_F(AgentTest, RecordedPathsOutsideTheRunFolderAreNeverDeleted) {
+  StartAgent();
+  const std::string run_dir = dir_ + "/ckpt/sweep-1/run-29";
+  ASSERT_TRUE(MakeDirs(run_dir).ok());
+  const std::string outside = dir_ + "/precious.pt";
+  const std::string dotdot = run_dir + "/../../precious-too.pt";
+  const std::string linked = run_dir + "/ckpt-a1-s0000000003.pt";
+  TouchCheckpoint(outside);
+  TouchCheckpoint(dir_ + "/ckpt/precious-too.pt");
+  TouchCheckpoint(dir_ + "/ckpt/linked-target.pt");
+  std::filesystem::create_symlink(dir_ + "/ckpt/linked-target.pt", linked);
+  const std::string r20 = run_dir + "/ckpt-a1-s0000000020.pt";
+  const std::string c30 = run_dir + "/ckpt-a2-s0000000030.pt";
+  const std::string c40 = run_dir + "/ckpt-a2-s0000000040.pt";
+  for (const std::string& path : {r20, c30, c40}) TouchCheckpoint(path);
+  v1::Assignment assignment = MakeAssignment(29, 2, 0);
+  assignment.mutable_spec()->set_checkpoint_dir(run_dir);
+  assignment.mutable_resume()->set_path(r20);
+  assignment.mutable_resume()->set_step(20);
+  int64_t step = 10;
+  for (const std::string& path : {outside, dotdot, linked}) {
+    v1::ResumePoint* forged = assignment.add_fallbacks();
+    forged->set_path(path);
+    forged->set_step(step--);
+  }
+  gateway_.QueueAssignment(assignment);
+  std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
+  ASSERT_NE(child, nullptr);
+  child->EmitCheckpoint(30, c30);
+  child->EmitCheckpoint(40, c40);
+  child->Exit(0);
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  // Steps 40 and 30 are the two newest: 20, inside the folder, went.
+  EXPECT_FALSE(std::filesystem::exists(r20));
+  EXPECT_TRUE(std::filesystem::exists(c30));
+  for (const std::string& kept :
+       {outside, dir_ + "/ckpt/precious-too.pt", dir_ + "/ckpt/linked-target.pt"}) {
+    EXPECT_TRUE(std::filesystem::exists(kept)) << kept;
+    EXPECT_TRUE(std::filesystem::exists(kept + ".sha256")) << kept;
+  }
+}
+
 // A 2-rank assignment of run `run_id` on slots 0 and 1.
 v1::Assignment TwoRankAssignment(int64_t run_id) {
   v1::Assignment assignment = MakeAssignment(run_id, 1, 0);
@@ -579,6 +635,7 @@ TEST_F(AgentTest, AMultiRankRunStartsOneChildPerRankAndReadsRankZero) {
   ASSERT_TRUE(WriteFileAtomic(attempt_dir + "/rdzv", "keys of an earlier start").ok());
   v1::Assignment assignment = TwoRankAssignment(30);
   assignment.mutable_resume()->set_path("/ckpt/step-5.pt");
+  assignment.mutable_resume()->set_sha256("aa");
   gateway_.QueueAssignment(assignment);
   std::shared_ptr<FakeChild> rank0 = launcher_.WaitForChild(0);
   std::shared_ptr<FakeChild> rank1 = launcher_.WaitForChild(1);
@@ -589,16 +646,16 @@ TEST_F(AgentTest, AMultiRankRunStartsOneChildPerRankAndReadsRankZero) {
   const std::string spec_path = attempt_dir + "/spec.pb";
   const std::string rendezvous = attempt_dir + "/rdzv";
   const std::string deadline = std::to_string(kStartMono + 900);
-  EXPECT_THAT(
-      rank0->options().argv,
-      ElementsAre("/opt/xmod/xmod-train", "--spec", spec_path, "--events_fd", "3", "--threads", "2",
-                  "--lease_deadline_ms", deadline, "--lease_fd", "4", "--resume", "/ckpt/step-5.pt",
-                  "--rank", "0", "--world_size", "2", "--rendezvous", rendezvous));
+  EXPECT_THAT(rank0->options().argv,
+              ElementsAre("/opt/xmod/xmod-train", "--spec", spec_path, "--events_fd", "3",
+                          "--threads", "2", "--lease_deadline_ms", deadline, "--lease_fd", "4",
+                          "--resume", "/ckpt/step-5.pt", "--resume_sha256", "aa", "--resume_bytes",
+                          "0", "--rank", "0", "--world_size", "2", "--rendezvous", rendezvous));
   EXPECT_THAT(rank1->options().argv,
               ElementsAre("/opt/xmod/xmod-train", "--spec", spec_path, "--events_fd", "-1",
                           "--threads", "3", "--lease_deadline_ms", deadline, "--lease_fd", "4",
-                          "--resume", "/ckpt/step-5.pt", "--rank", "1", "--world_size", "2",
-                          "--rendezvous", rendezvous));
+                          "--resume", "/ckpt/step-5.pt", "--resume_sha256", "aa", "--resume_bytes",
+                          "0", "--rank", "1", "--world_size", "2", "--rendezvous", rendezvous));
   EXPECT_THAT(rank1->options().env,
               ::testing::Contains(std::pair<std::string, std::string>("OMP_NUM_THREADS", "3")));
   EXPECT_EQ(rank0->options().log_path, attempt_dir + "/train.log");

@@ -57,13 +57,19 @@ xmod::v1::TrainerEvent Metric(int64_t step, const char* name, double value) {
   return event;
 }
 
+// Writes a one-byte checkpoint file (as far as the folder allows) and its event.
 xmod::v1::TrainerEvent Checkpoint(int64_t step, const std::string& dir) {
+  constexpr char kContents[] = "x";
   xmod::v1::TrainerEvent event;
   auto* cp = event.mutable_checkpoint();
   cp->set_step(step);
   cp->set_tokens(step * 64);
   cp->set_flops(static_cast<double>(step) * 1e6);
   cp->set_path(dir + "/step-" + std::to_string(step) + ".pt");
+  if (absl::Status s = xmod::WriteFileAtomic(cp->path(), kContents); !s.ok()) {
+    std::fprintf(stderr, "fake_train: %s\n", std::string(s.message()).c_str());
+  }
+  cp->set_sha256(xmod::Sha256Hex(kContents));
   cp->set_bytes(1);
   return event;
 }

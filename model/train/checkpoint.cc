@@ -4,6 +4,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <exception>
+#include <filesystem>
 #include <mutex>
 #include <sstream>
 #include <utility>
@@ -209,7 +210,8 @@ absl::Status LoadCheckpoint(const std::string& path, torch::nn::Module* model, M
   }
 }
 
-absl::Status VerifyCheckpointFile(const std::string& path, const std::string& expected_sha256) {
+absl::Status VerifyCheckpointFile(const std::string& path, const std::string& expected_sha256,
+                                  int64_t expected_bytes) {
   std::string expected = expected_sha256;
   const char* source = "the recorded digest";
   if (expected.empty()) {
@@ -217,8 +219,8 @@ absl::Status VerifyCheckpointFile(const std::string& path, const std::string& ex
     if (!sidecar.ok() && !absl::IsNotFound(sidecar.status())) return sidecar.status();
     if (!sidecar.ok()) {
       // A missing checkpoint is NOT_FOUND whether or not its sidecar is there.
-      if (absl::StatusOr<std::string> exists = ReadFile(path); !exists.ok()) {
-        return exists.status();
+      if (!std::filesystem::exists(path)) {
+        return absl::NotFoundError(absl::StrCat(path, ": no such checkpoint"));
       }
       return absl::FailedPreconditionError(
           absl::StrCat(path, ": no digest to verify against (none recorded, no sidecar)"));
@@ -226,7 +228,7 @@ absl::Status VerifyCheckpointFile(const std::string& path, const std::string& ex
     expected = sidecar->substr(0, sidecar->find_first_of(" \n"));
     source = "the sidecar";
   }
-  absl::StatusOr<std::string> actual = Sha256File(path);
+  absl::StatusOr<std::string> actual = Sha256File(path, expected_bytes > 0 ? expected_bytes : -1);
   if (!actual.ok()) return actual.status();
   if (*actual != expected) {
     return absl::DataLossError(absl::StrCat(path, ": checksum mismatch: ", source, " says ",
@@ -267,7 +269,7 @@ absl::Status LoadModelWeights(const std::string& path, torch::nn::Module* model)
 ResumeChoice ChooseResume(const std::vector<ResumeCandidate>& candidates) {
   ResumeChoice choice;
   for (const ResumeCandidate& candidate : candidates) {
-    absl::Status status = VerifyCheckpointFile(candidate.path, candidate.sha256);
+    absl::Status status = VerifyCheckpointFile(candidate.path, candidate.sha256, candidate.bytes);
     if (status.ok()) {
       choice.chosen = candidate;
       break;

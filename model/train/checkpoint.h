@@ -74,14 +74,19 @@ absl::Status LoadModelWeights(const std::string& path, torch::nn::Module* model)
 
 // Checks, without loading it, that the file at `path` hashes to `expected_sha256` (lower-case
 // hex; the digest the coordinator recorded), or, when that is empty, to its sidecar's digest.
-// OK; NOT_FOUND if the file is missing; DATA_LOSS naming both digests on a mismatch;
-// FAILED_PRECONDITION when there is nothing to check against (no digest and no sidecar).
-absl::Status VerifyCheckpointFile(const std::string& path, const std::string& expected_sha256);
+// It reads a regular file only, never more than its size, and with `expected_bytes` > 0 (the
+// size the coordinator recorded) nothing of a file of another size.
+// OK; NOT_FOUND if the file is missing; DATA_LOSS naming both digests on a mismatch, or both
+// sizes; FAILED_PRECONDITION when it is not a regular file or there is nothing to check
+// against (no digest and no sidecar).
+absl::Status VerifyCheckpointFile(const std::string& path, const std::string& expected_sha256,
+                                  int64_t expected_bytes = 0);
 
 // A checkpoint offered for resuming, with the digest it must have.
 struct ResumeCandidate {
   std::string path;
   std::string sha256;  // empty: checked against the sidecar
+  int64_t bytes = 0;   // its recorded size; 0: unknown
 };
 struct ResumeRejection {
   ResumeCandidate candidate;

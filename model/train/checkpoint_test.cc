@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "common/files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -196,6 +197,29 @@ TEST_F(CheckpointTest, ChooseResumeFallsBackToTheNewestCandidateThatVerifies) {
   choice = ChooseResume(candidates);
   EXPECT_FALSE(choice.chosen.has_value());
   EXPECT_EQ(choice.rejected.size(), 4u);
+}
+
+// A forged candidate is refused without being read: a device (reading /dev/zero would never
+// end) and a file of another size than recorded; the next candidate is still verified.
+TEST_F(CheckpointTest, ReadingIsBoundedByTheRecordedSize) {
+  Rig a;
+  const std::string path = CheckpointPath(dir_, 1, 5);
+  absl::StatusOr<CheckpointInfo> info = SaveCheckpoint(path, *a.net, a.muon, a.adamw, TrainState());
+  ASSERT_TRUE(info.ok());
+  const std::vector<ResumeCandidate> candidates = {{"/dev/zero", info->sha256, info->bytes},
+                                                   {path, info->sha256, info->bytes + 1},
+                                                   {path, info->sha256, info->bytes}};
+  ResumeChoice choice = ChooseResume(candidates);
+  ASSERT_TRUE(choice.chosen.has_value());
+  EXPECT_EQ(choice.chosen->bytes, info->bytes);
+  ASSERT_EQ(choice.rejected.size(), 2u);
+  EXPECT_EQ(choice.rejected[0].reason.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(choice.rejected[0].reason.message(), HasSubstr("not a regular file"));
+  EXPECT_EQ(choice.rejected[1].reason.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(choice.rejected[1].reason.message(),
+              HasSubstr(absl::StrCat(info->bytes, " bytes, ", info->bytes + 1, " recorded")));
+  // Without a digest (checked against the sidecar) a device is refused unread too.
+  EXPECT_EQ(VerifyCheckpointFile("/dev/zero", "").code(), absl::StatusCode::kFailedPrecondition);
 }
 
 // Found by fuzz/checkpoint_archive_fuzzer: a well-formed archive whose counters are not

@@ -61,15 +61,16 @@ int ExitCodeFor(const absl::Status& status) {
   return xmod::kExitFailure;
 }
 
-// Picks the resume checkpoint among `paths` (newest first, digests in `sha256s`, which is
-// empty or as long) and reports each refused candidate on `events`. DATA_LOSS when none
-// verifies.
-absl::StatusOr<std::string> ChooseResumePath(const std::vector<std::string>& paths,
-                                             const std::vector<std::string>& sha256s,
+// Picks the resume checkpoint among the --resume candidates of `args` (newest first, with
+// their digests and sizes when given) and reports each refused candidate on `events`.
+// DATA_LOSS when none verifies.
+absl::StatusOr<std::string> ChooseResumePath(const xmod::TrainerArgs& args,
                                              xmod::EventWriter& events) {
+  const std::vector<std::string>& paths = args.resume;
   std::vector<xmod::ResumeCandidate> candidates;
   for (size_t i = 0; i < paths.size(); ++i) {
-    candidates.push_back({paths[i], sha256s.empty() ? "" : sha256s[i]});
+    candidates.push_back({paths[i], args.resume_sha256.empty() ? "" : args.resume_sha256[i],
+                          args.resume_bytes.empty() ? 0 : args.resume_bytes[i]});
   }
   xmod::ResumeChoice choice = xmod::ChooseResume(candidates);
   for (const xmod::ResumeRejection& rejection : choice.rejected) {
@@ -136,7 +137,7 @@ int main(int argc, char** argv) {
 
   if (!args.resume.empty()) {
     xmod::EventWriter events(dist.rank == 0 ? options.events_fd : -1);
-    absl::StatusOr<std::string> resume = ChooseResumePath(args.resume, args.resume_sha256, events);
+    absl::StatusOr<std::string> resume = ChooseResumePath(args, events);
     if (!resume.ok()) {
       std::fprintf(stderr, "xmod-train: %s\n", resume.status().ToString().c_str());
       return ExitCodeFor(resume.status());

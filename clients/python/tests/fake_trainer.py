@@ -9,6 +9,7 @@ losses shaped like the paper's law, so that the coordinator fits the sweep:
 
 Started as `python fake_trainer.py ARGS...` by a wrapper the test script writes.
 """
+import hashlib
 import sys
 
 from xmod.v1 import spec_pb2, trainer_pb2
@@ -49,9 +50,12 @@ def main(argv):
         for name in ("train/loss", "val/loss"):
             emit(metric={"step": step, "tokens": tokens, "flops": flops, "name": name,
                          "value": loss})
+    path = f"{spec.checkpoint_dir}/step-{MARKS}.pt"
+    with open(path, "wb") as f:  # one byte, with its digest, as the coordinator requires
+        f.write(b"x")
     emit(checkpoint=trainer_pb2.TrainerCheckpoint(
         step=MARKS, tokens=MARKS * spec.training.batch_tokens, flops=budget,
-        path=f"{spec.checkpoint_dir}/step-{MARKS}.pt", bytes=1))
+        path=path, sha256=hashlib.sha256(b"x").hexdigest(), bytes=1))
     emit(finished=trainer_pb2.TrainerFinished(final_val_loss=loss, steps=MARKS, flops=budget))
     return 0
 

@@ -702,7 +702,7 @@ void Agent::CollectCheckpoints(Attempt* attempt, bool all_delivered) {
   }
   // What the coordinator holds: the assignment's candidates and the acknowledged reports,
   // less the candidates the trainer refused.
-  std::set<std::string> refused;
+  std::set<std::string> refused = relay_.refused_checkpoints(attempt->key);
   for (const v1::ReportCheckpointRequest& r : reports) {
     if (!r.rejected().empty()) refused.insert(r.path());
   }

@@ -80,6 +80,9 @@ absl::StatusOr<v1::ReportCheckpointResponse> FakeGateway::ReportCheckpoint(
     --fail_checkpoints_;
     return absl::UnavailableError("fake: coordinator unreachable");
   }
+  if (!refused_checkpoint_path_.empty() && request.path() == refused_checkpoint_path_) {
+    return absl::InvalidArgumentError("path: fake: not inside the run's folder");
+  }
   checkpoints_.push_back(request);
   return v1::ReportCheckpointResponse();
 }
@@ -88,6 +91,11 @@ absl::StatusOr<v1::FinishRunResponse> FakeGateway::FinishRun(const v1::FinishRun
   absl::MutexLock lock(&mu_);
   finishes_.push_back(request);
   return v1::FinishRunResponse();
+}
+
+void FakeGateway::RefuseCheckpointsAt(const std::string& path) {
+  absl::MutexLock lock(&mu_);
+  refused_checkpoint_path_ = path;
 }
 
 void FakeGateway::FailNextHeartbeats(int n) {

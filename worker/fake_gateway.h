@@ -38,6 +38,7 @@ class FakeGateway : public GatewayClient {
   void RequestReregister();                  // the next heartbeat reply says reregister
   void FailNextMetricCalls(int n);           // the next n ReportMetrics return UNAVAILABLE
   void FailNextCheckpointCalls(int n);       // the next n ReportCheckpoint return UNAVAILABLE
+  void RefuseCheckpointsAt(const std::string& path);  // INVALID_ARGUMENT for reports of it
   void FailNextHeartbeats(int n);            // the next n Heartbeat return UNAVAILABLE
   void set_max_ack_per_call(int64_t n);      // store at most n new points per call
   void MarkStale(AttemptKey key);            // ReportMetrics replies stale for it
@@ -66,6 +67,7 @@ class FakeGateway : public GatewayClient {
   bool reregister_ ABSL_GUARDED_BY(mu_) = false;
   int fail_metrics_ ABSL_GUARDED_BY(mu_) = 0;
   int fail_checkpoints_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string refused_checkpoint_path_ ABSL_GUARDED_BY(mu_);
   int fail_heartbeats_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t max_ack_ ABSL_GUARDED_BY(mu_) = 0;  // 0 = unlimited
   std::set<AttemptKey> stale_ ABSL_GUARDED_BY(mu_);

@@ -370,7 +370,13 @@ bool MetricRelay::Pump() {
         failed = true;
         break;
       }
-      if (!reply.ok()) {
+      if (!reply.ok() && IsFinalRefusal(reply.status())) {
+        // Retrying cannot help, and would hold back every later report of the attempt.
+        LOG(ERROR) << "run " << w.key.run_id << " attempt " << w.key.attempt
+                   << ": the coordinator refused checkpoint " << cp.path()
+                   << " for good, dropped: " << reply.status();
+        it->second.refused_checkpoints.insert(cp.path());
+      } else if (!reply.ok()) {
         LOG(WARNING) << "run " << w.key.run_id << " attempt " << w.key.attempt
                      << ": ReportCheckpoint failed, will retry: " << reply.status();
         FailedLocked(it->second);
@@ -550,6 +556,12 @@ size_t MetricRelay::pending_checkpoints(AttemptKey key) const {
   absl::MutexLock lock(&mu_);
   auto it = streams_.find(key);
   return it == streams_.end() ? 0 : it->second.checkpoints.size();
+}
+
+std::set<std::string> MetricRelay::refused_checkpoints(AttemptKey key) const {
+  absl::MutexLock lock(&mu_);
+  auto it = streams_.find(key);
+  return it == streams_.end() ? std::set<std::string>() : it->second.refused_checkpoints;
 }
 
 std::vector<AttemptKey> MetricRelay::open_attempts() const {

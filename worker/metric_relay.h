@@ -46,6 +46,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -147,6 +148,9 @@ class MetricRelay {
   size_t spilled_points() const;   // waiting in spill files, not yet read back
   int64_t relayed_points() const;
   size_t pending_checkpoints(AttemptKey key) const;
+  // Paths of the attempt's checkpoint reports the coordinator refused for good (dropped, not
+  // held by the coordinator: garbage collection must not count them).
+  std::set<std::string> refused_checkpoints(AttemptKey key) const;
   // Attempts not yet closed, kept ones of an earlier life included.
   std::vector<AttemptKey> open_attempts() const;
 
@@ -165,6 +169,7 @@ class MetricRelay {
     bool spill_failed = false;         // a spill write failed: memory only from then on
     int64_t lost = 0;                  // points an unreadable spill file lost (not in last_seq)
     std::deque<PendingCheckpoint> checkpoints;
+    std::set<std::string> refused_checkpoints;  // paths the coordinator refused for good
     int64_t next_try_ms = 0;
     int64_t backoff_ms = 0;
     bool stale = false;

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <set>
+#include <string>
 #include <thread>
 
 #include "common/clock.h"
@@ -144,6 +146,26 @@ TEST_F(MetricRelayTest, ACheckpointWaitsForThePointsBeforeIt) {
   EXPECT_EQ(sent.run_id(), 5);
   EXPECT_EQ(sent.attempt(), 1);
   EXPECT_EQ(sent.path(), "/ckpt/step-6.pt");
+  EXPECT_TRUE(relay_.Delivered(key_));
+}
+
+TEST_F(MetricRelayTest, ACheckpointRefusedForGoodIsDroppedAndTheReportsAfterItGoOn) {
+  relay_.Open(key_);
+  gateway_.RefuseCheckpointsAt("/elsewhere/step-2.pt");
+  v1::ReportCheckpointRequest refused;
+  refused.set_step(2);
+  refused.set_path("/elsewhere/step-2.pt");
+  relay_.AddCheckpoint(key_, refused);
+  v1::ReportCheckpointRequest good;
+  good.set_step(4);
+  good.set_path("/ckpt/step-4.pt");
+  relay_.AddCheckpoint(key_, good);
+
+  relay_.Pump();
+  ASSERT_EQ(gateway_.Checkpoints().size(), 1u);
+  EXPECT_EQ(gateway_.Checkpoints()[0].path(), "/ckpt/step-4.pt");
+  EXPECT_EQ(relay_.pending_checkpoints(key_), 0u);
+  EXPECT_EQ(relay_.refused_checkpoints(key_), std::set<std::string>{"/elsewhere/step-2.pt"});
   EXPECT_TRUE(relay_.Delivered(key_));
 }
 

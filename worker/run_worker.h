@@ -1,7 +1,7 @@
 // RunWorker: the whole xmod-worker daemon behind main.cc's flags — device probe, gRPC channel
-// to the coordinator, Prometheus exposer, the Agent, and signal handling (the first SIGTERM
-// or SIGINT drains: running attempts are preempted and reported; a second one abandons
-// reports still undelivered).
+// to the coordinator, Prometheus endpoint (common/metrics_endpoint.h), the Agent, and signal
+// handling (the first SIGTERM or SIGINT drains: running attempts are preempted and reported; a
+// second one abandons reports still undelivered).
 //
 // Thread-safety: call once per process, from the main thread, before any other thread starts
 // (it blocks SIGTERM/SIGINT for every thread it creates).
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/metrics_endpoint.h"
 #include "common/transport.h"
 
 namespace xmod {
@@ -26,10 +27,11 @@ struct WorkerOptions {
   std::string work_dir = "xmod-work";          // per-attempt folders
   std::string train_bin;                       // xmod-train ("" = next to this binary)
   int cpu_slots = 1;
-  int cores_per_slot = 0;      // 0 = cores / cpu_slots
-  bool use_gpus = true;        // probe nvidia-smi
-  std::string metrics_listen;  // "host:port" for /metrics ("" = none)
-  std::string ports_file;      // writes {"metrics":P} once listening
+  int cores_per_slot = 0;        // 0 = cores / cpu_slots
+  bool use_gpus = true;          // probe nvidia-smi
+  std::string metrics_listen;    // "host:port" for /metrics ("" = none)
+  MetricsAccess metrics_access;  // HTTPS and a bearer token for /metrics
+  std::string ports_file;        // writes {"metrics":P} once listening
   int64_t acquire_wait_ms = 5'000;
   int64_t kill_grace_ms = 60'000;
   int64_t stall_timeout_ms = 900'000;  // no step progress this long: kill, retry (0 = never)

@@ -27,11 +27,12 @@ struct WorkerOptions {
   std::string work_dir = "xmod-work";          // per-attempt folders
   std::string train_bin;                       // xmod-train ("" = next to this binary)
   int cpu_slots = 1;
-  int cores_per_slot = 0;        // 0 = cores / cpu_slots
-  bool use_gpus = true;          // probe nvidia-smi
-  std::string metrics_listen;    // "host:port" for /metrics ("" = none)
-  MetricsAccess metrics_access;  // HTTPS and a bearer token for /metrics
-  std::string ports_file;        // writes {"metrics":P} once listening
+  int cores_per_slot = 0;      // 0 = cores / cpu_slots
+  bool use_gpus = true;        // probe nvidia-smi
+  std::string metrics_listen;  // "host:port" for /metrics ("" = none)
+  std::string ports_file;      // writes {"metrics":P} once listening
+  // HTTPS and a bearer token for /metrics.
+  MetricsAccess metrics_access;
   int64_t acquire_wait_ms = 5'000;
   int64_t kill_grace_ms = 60'000;
   int64_t stall_timeout_ms = 900'000;  // no step progress this long: kill, retry (0 = never)

@@ -11,14 +11,15 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
+#include "common/http_listener.h"
 #include "coordinator/coordinator_service.h"
 #include "coordinator/database_lock.h"
 #include "coordinator/fit_trigger.h"
 #include "coordinator/http_server.h"
+#include "coordinator/standard_services.h"
 #include "coordinator/sweep_monitor.h"
 #include "coordinator/worker_gateway_service.h"
 #include "glog/logging.h"
-#include "prometheus/exposer.h"
 
 namespace xmod {
 
@@ -121,6 +122,7 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   builder.SetResourceQuota(quota);
   builder.RegisterService(c->user_service_.get());
   builder.RegisterService(c->worker_service_.get());
+  AddStandardServices(&builder, options.grpc_reflection);
   c->grpc_server_ = builder.BuildAndStart();
   if (c->grpc_server_ == nullptr || c->ports_.grpc == 0) {
     return absl::UnavailableError(absl::StrCat("--listen: cannot listen on ", options.listen));
@@ -141,15 +143,19 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
     c->ports_.http = c->http_server_->port();
   }
   if (!options.metrics_listen.empty()) {
-    try {
-      c->exposer_ = std::make_unique<prometheus::Exposer>(options.metrics_listen);
-    } catch (const std::exception& e) {
-      return absl::UnavailableError(absl::StrCat("--metrics_listen: cannot listen on ",
-                                                 options.metrics_listen, ": ", e.what()));
-    }
-    c->exposer_->RegisterCollectable(metrics->registry());
-    const std::vector<int> ports = c->exposer_->GetListeningPorts();
-    c->ports_.metrics = ports.empty() ? 0 : ports.front();
+    absl::StatusOr<std::unique_ptr<MetricsEndpoint>> started =
+        MetricsEndpoint::Start(options.metrics_listen, options.metrics_access, metrics->registry());
+    if (!started.ok()) return started.status();
+    c->metrics_endpoint_ = *std::move(started);
+    c->ports_.metrics = c->metrics_endpoint_->port();
+  }
+  // Last: a probe on it sees SERVING only once every other listener is up.
+  if (!options.health_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<HealthListener>> health =
+        HealthListener::Start(options.health_listen);
+    if (!health.ok()) return health.status();
+    c->health_listener_ = *std::move(health);
+    c->ports_.health = c->health_listener_->port();
   }
 
   c->Tick();
@@ -166,13 +172,14 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
                 : options.tls.enabled()             ? ")"
                                                     : "")
             << " on port " << c->ports_.grpc << ", HTTP" << (options.tls.enabled() ? "S" : "")
-            << " on port " << c->ports_.http << ", metrics on port " << c->ports_.metrics
-            << ", database " << options.db_path << ", " << options.credentials->size()
-            << " credentials";
+            << " on port " << c->ports_.http << ", metrics"
+            << (options.metrics_access.tls_cert_file.empty() ? "" : " (HTTPS)") << " on port "
+            << c->ports_.metrics << ", health on port " << c->ports_.health << ", database "
+            << options.db_path << ", " << options.credentials->size() << " credentials";
   if (!options.ports_file.empty()) {
     const std::string json =
         absl::StrCat("{\"grpc\":", c->ports_.grpc, ",\"http\":", c->ports_.http,
-                     ",\"metrics\":", c->ports_.metrics, "}\n");
+                     ",\"metrics\":", c->ports_.metrics, ",\"health\":", c->ports_.health, "}\n");
     if (absl::Status s = WriteFileAtomic(options.ports_file, json); !s.ok()) return s;
   }
   return c;
@@ -206,6 +213,9 @@ void Coordinator::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   LOG(INFO) << "xmod-coordinator: shutting down";
+  // Probes see the drain from its first moment.
+  if (health_listener_) MarkNotServing(health_listener_->server());
+  MarkNotServing(grpc_server_.get());
   stop_ticker_.Notify();
   if (ticker_.joinable()) ticker_.join();
   // Start() may have failed part way: stop only what exists.
@@ -216,8 +226,9 @@ void Coordinator::Shutdown() {
   if (grpc_server_) {
     grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   }
+  if (health_listener_) health_listener_->Shutdown();
   if (http_server_) http_server_->Stop();
-  exposer_.reset();
+  if (metrics_endpoint_) metrics_endpoint_->Stop();
   if (store_) store_->Close();  // every accepted write is committed
   LOG(INFO) << "xmod-coordinator: stopped";
 }

@@ -1,5 +1,6 @@
 // Coordinator: assembles the xmod-coordinator process from its parts — store, scheduler,
-// the two gRPC services, the HTTP dashboard API, the Prometheus exposer, the fit trigger
+// the two gRPC services (with grpc.health.v1.Health and, optionally, server reflection), the
+// HTTP dashboard API, the Prometheus endpoint, the fit trigger
 // (background scaling-law refits) and a ticker that expires leases, refreshes gauges and
 // polls for sweeps to refit. main.cc parses flags into CoordinatorOptions and calls
 // RunCoordinator(); tests start a Coordinator in-process on loopback ports.
@@ -18,6 +19,7 @@
 #include "absl/synchronization/notification.h"
 #include "common/clock.h"
 #include "common/credentials.h"
+#include "common/metrics_endpoint.h"
 #include "common/transport.h"
 #include "coordinator/adaptive_controller.h"
 #include "coordinator/change_feed.h"
@@ -27,15 +29,12 @@
 #include "coordinator/store.h"
 #include "coordinator/stream_caps.h"
 
-namespace prometheus {
-class Exposer;
-}
-
 namespace xmod {
 
 class CoordinatorService;
 class DatabaseLock;
 class FitTrigger;
+class HealthListener;
 class SweepMonitor;
 class WorkerGatewayService;
 class HttpServer;
@@ -51,9 +50,15 @@ struct CoordinatorOptions {
   // gRPC TLS (and mTLS with client_ca_file); cert and key also serve the HTTP API as HTTPS.
   ServerTlsFiles tls;
   std::string http_listen = "127.0.0.1:0";     // empty = no HTTP server
-  std::string metrics_listen = "127.0.0.1:0";  // empty = no Prometheus exposer
+  std::string metrics_listen = "127.0.0.1:0";  // empty = no Prometheus endpoint
+  MetricsAccess metrics_access;                // HTTPS and a bearer token for /metrics
+  // A plaintext gRPC listener serving only grpc.health.v1.Health (for probes that speak
+  // neither TLS nor tokens, e.g. Kubernetes' grpc probe); empty = none. The health service is
+  // on `listen` too.
+  std::string health_listen;
+  bool grpc_reflection = false;  // serve gRPC server reflection on `listen`
   std::string dashboard_dir;
-  std::string ports_file;  // {"grpc":P,"http":P,"metrics":P} once listening
+  std::string ports_file;  // {"grpc":P,"http":P,"metrics":P,"health":P} once listening
   int64_t lease_ttl_ms = 30000;
   int64_t heartbeat_interval_ms = 2000;
   int64_t tick_ms = 500;  // lease expiry / gauge refresh / refit poll period
@@ -72,20 +77,22 @@ struct Ports {
   int grpc = 0;
   int http = 0;     // 0 when disabled
   int metrics = 0;  // 0 when disabled
+  int health = 0;   // 0 when disabled
 };
 
 class Coordinator {
  public:
   // Takes the database's lock (database_lock.h: FAILED_PRECONDITION naming the holder when
   // another coordinator has it), opens the store, rebuilds the scheduler, binds every
-  // listener and starts serving.
+  // listener and starts serving; the health service answers SERVING from then on.
   // INVALID_ARGUMENT naming the flag when a listener is not on loopback while no credentials
   // are configured and `insecure` is off, or when a TLS file cannot be loaded.
   static absl::StatusOr<std::unique_ptr<Coordinator>> Start(const CoordinatorOptions& options);
   ~Coordinator();
 
   const Ports& ports() const { return ports_; }
-  // Stops listeners, ends streams and long polls, drains the store's writer. Idempotent.
+  // Turns the health service to NOT_SERVING, stops listeners, ends streams and long polls,
+  // drains the store's writer. Idempotent.
   void Shutdown();
 
   Store* store() { return store_.get(); }
@@ -110,8 +117,9 @@ class Coordinator {
   std::unique_ptr<CoordinatorService> user_service_;
   std::unique_ptr<WorkerGatewayService> worker_service_;
   std::unique_ptr<grpc::Server> grpc_server_;
+  std::unique_ptr<HealthListener> health_listener_;  // --health_listen
   std::unique_ptr<HttpServer> http_server_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<MetricsEndpoint> metrics_endpoint_;
   absl::Notification stop_ticker_;
   std::thread ticker_;
   bool shut_down_ = false;

@@ -130,56 +130,23 @@ absl::StatusOr<xmod::v1::RecommendRequest> ParseRecommend(const httplib::Request
 
 }  // namespace
 
-absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& address,
-                                                          const std::string& flag) {
-  const size_t colon = address.rfind(':');
-  int port = -1;
-  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port) ||
-      port < 0 || port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, ": \"", address, "\" is not host:port (port 0 picks a free one)"));
-  }
-  std::string host = address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  return std::make_pair(host.empty() ? std::string("0.0.0.0") : host, port);
-}
-
 HttpServer::HttpServer(const HttpServerOptions& options)
     : sessions_(options.sessions, options.clock) {}
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(Store* store,
                                                               const HttpServerOptions& options) {
-  absl::StatusOr<std::pair<std::string, int>> address =
-      SplitHostPort(options.listen, "--http_listen");
-  if (!address.ok()) return address.status();
+  HttpListenerOptions listen;
+  listen.listen = options.listen;
+  listen.tls_cert_file = options.tls_cert_file;
+  listen.tls_key_file = options.tls_key_file;
+  absl::StatusOr<std::unique_ptr<HttpListener>> listener = HttpListener::Bind(listen);
+  if (!listener.ok()) return listener.status();
   std::unique_ptr<HttpServer> server(new HttpServer(options));
-  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
-    return absl::InvalidArgumentError("--tls_cert and --tls_key must be given together");
-  }
-  if (!options.tls_cert_file.empty()) {
-    auto https = std::make_unique<httplib::SSLServer>(options.tls_cert_file.c_str(),
-                                                      options.tls_key_file.c_str());
-    if (!https->is_valid()) {
-      return absl::InvalidArgumentError(absl::StrCat("--tls_cert/--tls_key: cannot load ",
-                                                     options.tls_cert_file, " and ",
-                                                     options.tls_key_file, " for HTTPS"));
-    }
-    server->server_ = std::move(https);
-  } else {
-    server->server_ = std::make_unique<httplib::Server>();
-  }
+  server->listener_ = *std::move(listener);
+  server->server_ = &server->listener_->server();
   server->server_->set_payload_max_length(kMaxRequestBodyBytes);  // only logins post bodies
   server->Route(store, options);
-  const auto& [host, port] = *address;
-  server->port_ = port == 0 ? server->server_->bind_to_any_port(host)
-                            : (server->server_->bind_to_port(host, port) ? port : -1);
-  if (server->port_ <= 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
-  }
-  httplib::Server* raw = server->server_.get();
-  server->thread_ = std::thread([raw] { raw->listen_after_bind(); });
+  server->listener_->Serve();
   return server;
 }
 
@@ -379,10 +346,7 @@ void HttpServer::Route(Store* store, const HttpServerOptions& options) {
   }
 }
 
-void HttpServer::Stop() {
-  if (server_) server_->stop();
-  if (thread_.joinable()) thread_.join();
-}
+void HttpServer::Stop() { listener_->Stop(); }
 
 HttpServer::~HttpServer() { Stop(); }
 

@@ -22,10 +22,10 @@
 
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
 #include "common/credentials.h"
+#include "common/http_listener.h"
 #include "coordinator/http_sessions.h"
 #include "coordinator/store.h"
 
@@ -54,7 +54,7 @@ class HttpServer {
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(Store* store,
                                                            const HttpServerOptions& options);
   ~HttpServer();
-  int port() const { return port_; }
+  int port() const { return listener_->port(); }
   void Stop();
 
  private:
@@ -62,14 +62,9 @@ class HttpServer {
   void Route(Store* store, const HttpServerOptions& options);
 
   HttpSessions sessions_;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
-  int port_ = 0;
+  std::unique_ptr<HttpListener> listener_;
+  httplib::Server* server_ = nullptr;  // listener_'s
 };
-
-// Splits "host:port" (port may be 0). INVALID_ARGUMENT naming `flag` otherwise.
-absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& address,
-                                                          const std::string& flag);
 
 }  // namespace xmod
 

@@ -59,6 +59,14 @@ int main(int argc, char** argv) {
   app.add_option("--metrics_listen", options.metrics_listen,
                  "host:port of the Prometheus /metrics endpoint; port 0 picks a free port; "
                  "empty disables");
+  xmod::AddMetricsAccessFlags(app, &options.metrics_access);
+  app.add_option("--health_listen", options.health_listen,
+                 "host:port of a plaintext gRPC listener serving only grpc.health.v1.Health, "
+                 "without credentials (for Kubernetes' grpc probe); empty: none (the health "
+                 "service is on --listen as well)");
+  app.add_flag("--grpc_reflection", options.grpc_reflection,
+               "serve gRPC server reflection on --listen (grpcurl without the .proto files); "
+               "it answers without credentials and reveals the API's schema only");
   app.add_option("--dashboard_dir", options.dashboard_dir,
                  "directory of the dashboard's static files, served at /");
   app.add_option("--lease_ttl_ms", options.lease_ttl_ms,
@@ -67,8 +75,8 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat_interval_ms", options.heartbeat_interval_ms,
                  "heartbeat period told to workers");
   app.add_option("--ports_file", options.ports_file,
-                 "once listening, write {\"grpc\":P,\"http\":P,\"metrics\":P} to this file (0 "
-                 "= disabled listener)");
+                 "once listening, write {\"grpc\":P,\"http\":P,\"metrics\":P,\"health\":P} to "
+                 "this file (0 = disabled listener)");
   app.add_option("--max_grpc_threads", options.max_grpc_threads,
                  "threads of the gRPC server at most; each WatchSweep stream and each worker's "
                  "long poll holds one, and calls past the cap are refused (RESOURCE_EXHAUSTED)")

@@ -1,11 +1,12 @@
 // Transport security of a coordinator in-process on loopback: gRPC over TLS with required
 // client certificates (mTLS) and the HTTP API over HTTPS, with certificates made by the
 // `openssl` command for this test (a CA, a server certificate for 127.0.0.1 / localhost, a
-// client certificate, and a second CA nobody trusts); and the loopback-only rule without
-// credentials.
+// client certificate, and a second CA nobody trusts); the Prometheus endpoint over HTTPS
+// behind a bearer token; and the loopback-only rule without credentials.
 #include <httplib.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/files.h"
 #include "common/test_certs.h"
 #include "common/transport.h"
 #include "coordinator/coordinator.h"
@@ -119,6 +120,67 @@ TEST_F(SecurityTest, BadTlsFilesNameTheFlag) {
   client.cert_file = dir_ + "/client.pem";
   EXPECT_THAT(NewChannel("127.0.0.1:1", client).status().message(),
               HasSubstr("--tls_cert and --tls_key must be given together"));
+}
+
+TEST_F(SecurityTest, MetricsOverHttpsOnlyWithTheBearerToken) {
+  CoordinatorOptions options = Options();
+  options.metrics_listen = "127.0.0.1:0";
+  options.metrics_access.tls_cert_file = dir_ + "/server.pem";
+  options.metrics_access.tls_key_file = dir_ + "/server.key";
+  options.metrics_access.token_file = dir_ + "/scrape.token";
+  const std::string token = "scrape-token-0123456789";
+  ASSERT_TRUE(WriteFileAtomic(options.metrics_access.token_file, token + "\n").ok());
+  absl::StatusOr<std::unique_ptr<Coordinator>> c = Coordinator::Start(options);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const int port = (*c)->ports().metrics;
+
+  httplib::SSLClient https("127.0.0.1", port);
+  https.set_ca_cert_path((dir_ + "/ca.pem").c_str());
+  https.enable_server_certificate_verification(true);
+  auto res = https.Get("/metrics");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 401);
+  EXPECT_THAT(res->get_header_value("WWW-Authenticate"), HasSubstr("Bearer"));
+  EXPECT_EQ(res->body.find("xmod_"), std::string::npos);
+  for (const std::string& wrong : {token + "x", token.substr(1), std::string("")}) {
+    res = https.Get("/metrics", {{"Authorization", "Bearer " + wrong}});
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 401) << wrong;
+  }
+  res = https.Get("/metrics", {{"Authorization", "Bearer " + token}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_THAT(res->body, HasSubstr("xmod_build_info{"));
+  EXPECT_THAT(res->get_header_value("Content-Type"), HasSubstr("version=0.0.4"));
+  // Plaintext to the HTTPS port gets nothing.
+  httplib::Client plain("127.0.0.1", port);
+  res = plain.Get("/metrics", {{"Authorization", "Bearer " + token}});
+  EXPECT_TRUE(!res || res->status != 200);
+}
+
+TEST_F(SecurityTest, BadMetricsTlsOrTokenFilesNameTheFlag) {
+  CoordinatorOptions options = Options();
+  options.metrics_listen = "127.0.0.1:0";
+  options.metrics_access.token_file = dir_ + "/short.token";
+  ASSERT_TRUE(WriteFileAtomic(options.metrics_access.token_file, "too-short\n").ok());
+  absl::StatusOr<std::unique_ptr<Coordinator>> c = Coordinator::Start(options);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().message(), HasSubstr("--metrics_token_file"));
+  EXPECT_THAT(c.status().message(), HasSubstr("shorter than 16 characters"));
+  options.metrics_access.token_file = dir_ + "/missing.token";
+  c = Coordinator::Start(options);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().message(), HasSubstr("--metrics_token_file"));
+  options.metrics_access.token_file = "";
+  options.metrics_access.tls_cert_file = dir_ + "/server.pem";
+  c = Coordinator::Start(options);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().message(),
+              HasSubstr("--metrics_tls_cert and --metrics_tls_key must be given together"));
+  options.metrics_access.tls_key_file = dir_ + "/ca.pem";  // not the certificate's key
+  c = Coordinator::Start(options);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().message(), HasSubstr("--metrics_tls_cert/--metrics_tls_key"));
 }
 
 TEST_F(SecurityTest, WithoutCredentialsOnlyLoopbackUnlessInsecure) {

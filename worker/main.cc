@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   app.add_option("--metrics_listen", options.metrics_listen,
                  "host:port for the Prometheus /metrics endpoint (port 0: any free port; empty: "
                  "none)");
+  xmod::AddMetricsAccessFlags(app, &options.metrics_access);
   app.add_option("--ports_file", options.ports_file,
                  "write {\"metrics\":PORT} here once listening");
   app.add_option("--acquire_wait_ms", options.acquire_wait_ms, "AcquireRun long-poll bound (ms)");

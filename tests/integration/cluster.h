@@ -44,6 +44,9 @@ class Cluster {
   // (after KillCoordinator) listens on the gRPC port of the first start and opens the same
   // database, so running workers reconnect to it.
   absl::Status StartCoordinator(const std::vector<std::string>& extra_flags);
+  // The port of the running coordinator's listener `listener` ("grpc", "http", "metrics",
+  // "health") from its ports file; 0 for a disabled listener.
+  absl::StatusOr<int> CoordinatorPort(const std::string& listener) const;
   // SIGKILLs the coordinator and reaps it.
   void KillCoordinator();
   // The process id of the coordinator last started (0 before the first start).

@@ -105,6 +105,25 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return contents.str();
 }
 
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path, int64_t max_bytes) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0) return ErrnoStatus("cannot open", path);
+  if (!S_ISREG(info.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(path, ": not a regular file"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return ErrnoStatus("cannot open", path);
+  std::string contents(static_cast<size_t>(max_bytes) + 1, '\0');
+  in.read(contents.data(), static_cast<std::streamsize>(contents.size()));
+  if (in.bad()) return ErrnoStatus("cannot read", path);
+  contents.resize(static_cast<size_t>(in.gcount()));
+  if (static_cast<int64_t>(contents.size()) > max_bytes) {
+    return absl::OutOfRangeError(
+        absl::StrCat(path, ": larger than the limit of ", max_bytes, " bytes"));
+  }
+  return contents;
+}
+
 absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents) {
   const std::string temp = TempName(path);
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

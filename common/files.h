@@ -15,6 +15,11 @@ namespace xmod {
 // The whole file. NotFound if it does not exist.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
+// The whole file, which must be a regular one (FAILED_PRECONDITION otherwise) of at most
+// `max_bytes` bytes (OUT_OF_RANGE naming both sizes otherwise, reading no further): for small
+// files another process wrote, such as a checkpoint's digest sidecar. NotFound if absent.
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path, int64_t max_bytes);
+
 // Writes `contents` to `path` atomically and durably: readers see the old file or the whole
 // new one. A temporary `path`.tmp.<host>.<pid>.<random> (unique across hosts sharing the
 // folder) is written, fsynced and renamed onto `path`, then the folder is fsynced so the

@@ -46,5 +46,16 @@ TEST(FilesTest, Sha256ReadsOnlyARegularFileOfTheExpectedSize) {
   EXPECT_EQ(digest.status().message(), path + ": 4 bytes, 3 recorded");
 }
 
+TEST(FilesTest, ReadSmallFileReadsNoFurtherThanItsLimit) {
+  EXPECT_EQ(ReadSmallFile("/dev/zero", 64).status().code(), absl::StatusCode::kFailedPrecondition);
+  const std::string path = TempPath("files_test_small");
+  ASSERT_TRUE(WriteFileAtomic(path, "abcd").ok());
+  EXPECT_EQ(ReadSmallFile(path, 4).value_or("?"), "abcd");
+  absl::StatusOr<std::string> big = ReadSmallFile(path, 3);
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(big.status().message(), path + ": larger than the limit of 3 bytes");
+  EXPECT_EQ(ReadSmallFile(path + ".absent", 4).status().code(), absl::StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace xmod

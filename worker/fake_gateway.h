@@ -34,15 +34,15 @@ class FakeGateway : public GatewayClient {
 
   // Scripting.
   void QueueAssignment(v1::Assignment assignment);
-  void QueueOrder(v1::Order order);          // sent with the next heartbeat reply
-  void RequestReregister();                  // the next heartbeat reply says reregister
-  void FailNextMetricCalls(int n);           // the next n ReportMetrics return UNAVAILABLE
-  void FailNextCheckpointCalls(int n);       // the next n ReportCheckpoint return UNAVAILABLE
+  void QueueOrder(v1::Order order);     // sent with the next heartbeat reply
+  void RequestReregister();             // the next heartbeat reply says reregister
+  void FailNextMetricCalls(int n);      // the next n ReportMetrics return UNAVAILABLE
+  void FailNextCheckpointCalls(int n);  // the next n ReportCheckpoint return UNAVAILABLE
   void RefuseCheckpointsAt(const std::string& path);  // INVALID_ARGUMENT for reports of it
-  void FailNextHeartbeats(int n);            // the next n Heartbeat return UNAVAILABLE
-  void set_max_ack_per_call(int64_t n);      // store at most n new points per call
-  void MarkStale(AttemptKey key);            // ReportMetrics replies stale for it
-  void set_acquire_block(absl::Duration d);  // default 20 ms
+  void FailNextHeartbeats(int n);                     // the next n Heartbeat return UNAVAILABLE
+  void set_max_ack_per_call(int64_t n);               // store at most n new points per call
+  void MarkStale(AttemptKey key);                     // ReportMetrics replies stale for it
+  void set_acquire_block(absl::Duration d);           // default 20 ms
 
   // Recorded state.
   std::vector<v1::MetricPoint> Points(AttemptKey key) const;  // durable, in seq order

@@ -109,11 +109,14 @@ absl::StatusOr<CheckpointInfo> SaveCheckpoint(const std::string& path, torch::nn
 
 namespace {
 
+// A sidecar holds one digest line ("<64 hex>  <name>\n"); anything longer is not ours.
+constexpr int64_t kMaxSidecarBytes = 4096;
+
 // Reads the file at `path` into `archive` after checking its sidecar, when present.
 absl::Status OpenArchive(const std::string& path, torch::serialize::InputArchive* archive) {
   absl::StatusOr<std::string> bytes = ReadFile(path);
   if (!bytes.ok()) return bytes.status();
-  absl::StatusOr<std::string> sidecar = ReadFile(path + ".sha256");
+  absl::StatusOr<std::string> sidecar = ReadSmallFile(path + ".sha256", kMaxSidecarBytes);
   if (sidecar.ok()) {
     const std::string expected = sidecar->substr(0, sidecar->find_first_of(" \n"));
     const std::string actual = Sha256Hex(*bytes);
@@ -215,7 +218,7 @@ absl::Status VerifyCheckpointFile(const std::string& path, const std::string& ex
   std::string expected = expected_sha256;
   const char* source = "the recorded digest";
   if (expected.empty()) {
-    absl::StatusOr<std::string> sidecar = ReadFile(path + ".sha256");
+    absl::StatusOr<std::string> sidecar = ReadSmallFile(path + ".sha256", kMaxSidecarBytes);
     if (!sidecar.ok() && !absl::IsNotFound(sidecar.status())) return sidecar.status();
     if (!sidecar.ok()) {
       // A missing checkpoint is NOT_FOUND whether or not its sidecar is there.

@@ -208,6 +208,15 @@ TEST_F(ServiceTest, SweepRunsToCompletionThroughBothApis) {
   query.set_sql("DELETE FROM runs");
   EXPECT_EQ(user_->Query(Context().get(), query, &rows).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
+  // Bytes that are not UTF-8 (a stored spec, a cast blob) come back as a blob literal, not
+  // as a response gRPC cannot send; UTF-8 text and blobs come back as they are.
+  query.set_sql("SELECT X'00FF41', CAST(X'C3A9' AS TEXT), X'6869', 'x' || X'ED'");
+  ASSERT_TRUE(user_->Query(Context().get(), query, &rows).ok());
+  ASSERT_EQ(rows.rows_size(), 1);
+  EXPECT_EQ(rows.rows(0).values(0), "X'00FF41'");
+  EXPECT_EQ(rows.rows(0).values(1), "\xc3\xa9");
+  EXPECT_EQ(rows.rows(0).values(2), "hi");
+  EXPECT_EQ(rows.rows(0).values(3), "X'78ED'");
 
   xmod::v1::GetFitRequest get_fit;
   get_fit.set_sweep_id(sweep_id);

@@ -55,6 +55,57 @@ int InterruptOverBudget(void* arg) {
   return budget->exceeded ? 1 : 0;
 }
 
+// Whether the bytes of column `c` of the current row (text, or a blob's bytes) are valid
+// UTF-8, as protobuf string fields must be: no overlong forms, surrogates or code points
+// past U+10FFFF.
+bool IsUtf8Text(sqlite3_stmt* stmt, int c) {
+  const auto* p = sqlite3_column_type(stmt, c) == SQLITE_BLOB
+                      ? static_cast<const unsigned char*>(sqlite3_column_blob(stmt, c))
+                      : sqlite3_column_text(stmt, c);
+  const int n = sqlite3_column_bytes(stmt, c);
+  static constexpr unsigned int kMinimum[] = {0, 0x80, 0x800, 0x10000};
+  for (int i = 0; i < n;) {
+    const unsigned char lead = p[i];
+    int extra;
+    unsigned int code;
+    if (lead < 0x80) {
+      extra = 0, code = lead;
+    } else if ((lead & 0xe0) == 0xc0) {
+      extra = 1, code = lead & 0x1fu;
+    } else if ((lead & 0xf0) == 0xe0) {
+      extra = 2, code = lead & 0x0fu;
+    } else if ((lead & 0xf8) == 0xf0) {
+      extra = 3, code = lead & 0x07u;
+    } else {
+      return false;
+    }
+    for (int k = 1; k <= extra; ++k) {
+      if (i + k >= n || (p[i + k] & 0xc0) != 0x80) return false;
+      code = (code << 6) | (p[i + k] & 0x3fu);
+    }
+    if (code < kMinimum[extra] || (code >= 0xd800 && code <= 0xdfff) || code > 0x10ffff) {
+      return false;
+    }
+    i += extra + 1;
+  }
+  return true;
+}
+
+// Column `c` of the current row as SQLite writes a blob literal: X'0A1B...'.
+std::string BlobLiteral(sqlite3_stmt* stmt, int c) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  const auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(stmt, c));
+  const int n = sqlite3_column_bytes(stmt, c);
+  std::string out = "X'";
+  out.reserve(2 * static_cast<size_t>(n) + 3);
+  for (int i = 0; i < n; ++i) {
+    out.push_back(kHex[p[i] >> 4]);
+    out.push_back(kHex[p[i] & 0xf]);
+  }
+  out.push_back('\'');
+  return out;
+}
+
 // How often a waiting or running query asks whether its caller cancelled.
 constexpr std::chrono::milliseconds kCancelPoll(20);
 
@@ -250,8 +301,10 @@ absl::StatusOr<QueryResult> Store::Query(const std::string& sql, int max_rows,
       std::vector<std::string> row;
       std::vector<bool> nulls;
       for (int c = 0; c < owned.ColumnCount(); ++c) {
-        // Size first: a cell that would overflow the response is never copied.
-        const int64_t cell = sqlite3_column_bytes(stmt, c);
+        // Size first: a cell that would overflow the response is never copied. A value
+        // whose bytes are not UTF-8 travels as a blob literal, twice its size plus X''.
+        const bool as_blob = !IsUtf8Text(stmt, c);
+        const int64_t cell = sqlite3_column_bytes(stmt, c) * (as_blob ? 2 : 1) + (as_blob ? 3 : 0);
         bytes += cell + kCellOverheadBytes;
         if (bytes > limits.max_response_bytes) {
           return absl::ResourceExhaustedError(
@@ -260,7 +313,7 @@ absl::StatusOr<QueryResult> Store::Query(const std::string& sql, int max_rows,
                            " rows; select fewer rows or columns, or shorter values"));
         }
         nulls.push_back(owned.IsNull(c));
-        row.push_back(owned.Text(c));
+        row.push_back(as_blob ? BlobLiteral(stmt, c) : owned.Text(c));
       }
       out.rows.push_back(std::move(row));
       out.nulls.push_back(std::move(nulls));

@@ -32,9 +32,7 @@ class SecurityTest : public testing::Test {
   }
 
   CoordinatorOptions Options() {
-    CoordinatorOptions options = LoopbackCoordinatorOptions(dir_);
-    options.http_listen = "127.0.0.1:0";
-    return options;
+    return LoopbackOptions(dir_);
   }
 
   // ListSweeps over a channel with `tls`; the call's status code.

@@ -100,16 +100,6 @@ std::optional<xmod::v1::Assignment> AcquireNow(Scheduler& scheduler, int64_t wor
   return a.ok() ? *a : std::nullopt;
 }
 
-CoordinatorOptions LoopbackCoordinatorOptions(const std::string& dir) {
-  CoordinatorOptions options;
-  options.listen = "127.0.0.1:0";
-  options.http_listen = "";
-  options.metrics_listen = "";
-  options.db_path = dir + "/x.db";
-  options.checkpoint_root = dir + "/ckpt";
-  return options;
-}
-
 std::unique_ptr<grpc::ClientContext> BearerContext(const std::string& token) {
   auto context = std::make_unique<grpc::ClientContext>();
   AttachBearerToken(token, context.get());

@@ -45,10 +45,6 @@ xmod::v1::RegisterRequest CpuWorker(const std::string& name, int slots);
 std::optional<xmod::v1::Assignment> AcquireNow(Scheduler& scheduler, int64_t worker,
                                                const std::vector<int32_t>& free_slots);
 
-// A coordinator serving gRPC alone on a free loopback port, its database and checkpoint root
-// (ckpt) in `dir`.
-CoordinatorOptions LoopbackCoordinatorOptions(const std::string& dir);
-
 // A client context that sends `token` as its bearer token, with a 30 s deadline.
 std::unique_ptr<grpc::ClientContext> BearerContext(const std::string& token);
 

@@ -33,7 +33,7 @@ class WorkerGatewayLimitsTest : public testing::Test {
  protected:
   void SetUp() override {
     dir_ = NewTestDir("limits");
-    CoordinatorOptions options = LoopbackCoordinatorOptions(dir_);
+    CoordinatorOptions options = LoopbackOptions(dir_);
     absl::StatusOr<CredentialSet> set = CredentialSet::Parse(
         absl::StrCat("user alice ", kUser, "\nworker w1 ", kWorker, "\n"), "test");
     ASSERT_TRUE(set.ok()) << set.status();

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -55,7 +56,12 @@ struct CoordinatorOptions {
   int64_t heartbeat_interval_ms = 2000;
   int64_t tick_ms = 500;  // lease expiry / gauge refresh / refit poll period
   bool check_data_paths = true;
+  // Absolute directories the sweeps' data globs must lie under (--data_root, data_roots.h);
+  // empty: data globs are not looked up.
+  std::vector<std::string> data_roots;
   StoreOptions store;
+  // The adaptive controller's ensemble limit and test hook.
+  AdaptiveControllerOptions adaptive;
   Clock* clock = nullptr;  // null = the real clock
 };
 

@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "coordinator/design_store.h"
+#include "coordinator/request_limits.h"
 #include "coordinator/store_reads.h"
 #include "coordinator/studies.h"
 #include "coordinator/sweep_expansion.h"
@@ -218,8 +219,8 @@ std::vector<fitter::TargetAnswer> AnswersOf(const xmod::v1::DesignDecision& d) {
 struct SweepSnapshot {
   xmod::v1::Sweep sweep;
   std::vector<xmod::v1::Run> runs;
-  std::vector<fitter::RunCurve> succeeded;  // curves of the succeeded runs
-  std::optional<xmod::v1::DesignDecision> last;
+  std::vector<fitter::RunCurve> succeeded;       // curves of the succeeded runs
+  std::optional<xmod::v1::DesignDecision> last;  // the previous answer (see ReadSnapshot)
   // Under a study's fit: every member's succeeded runs in its role (the sweep's own
   // included), and the runs of the other members.
   std::vector<fitter::StudyMemberRuns> study_members;
@@ -253,8 +254,9 @@ absl::Status ReadStudy(Db& db, const std::string& name, int64_t sweep_id, SweepS
   return absl::OkStatus();
 }
 
-absl::StatusOr<SweepSnapshot> ReadSnapshot(Store* store, int64_t sweep_id,
-                                           const std::string& study) {
+// `last` is the latest stored decision of `source` ("" = any source).
+absl::StatusOr<SweepSnapshot> ReadSnapshot(Store* store, int64_t sweep_id, const std::string& study,
+                                           const std::string& source) {
   SweepSnapshot snap;
   absl::Status status = store->Read([&](Db& db) {
     absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, sweep_id);
@@ -268,9 +270,10 @@ absl::StatusOr<SweepSnapshot> ReadSnapshot(Store* store, int64_t sweep_id,
     absl::StatusOr<std::vector<fitter::RunCurve>> curves = fitter::LoadSweepRuns(db, sweep_id);
     if (!curves.ok()) return curves.status();
     snap.succeeded = *std::move(curves);
-    absl::StatusOr<std::vector<xmod::v1::DesignDecision>> last = LoadDecisions(db, sweep_id, 1);
+    absl::StatusOr<std::optional<xmod::v1::DesignDecision>> last =
+        LoadLatestDecision(db, sweep_id, source);
     if (!last.ok()) return last.status();
-    if (!last->empty()) snap.last = last->front();
+    snap.last = *std::move(last);
     return study.empty() ? absl::OkStatus() : ReadStudy(db, study, sweep_id, &snap);
   });
   if (!status.ok()) return status;
@@ -378,9 +381,34 @@ absl::StatusOr<std::vector<xmod::v1::Run>> SeedRuns(const xmod::v1::SweepSpec& s
   return out;
 }
 
+// Holds `sweep_id` in deciding_ for its lifetime; waits while another decision holds it.
+class AdaptiveController::SweepGuard {
+ public:
+  SweepGuard(AdaptiveController* controller, int64_t sweep_id)
+      : controller_(controller), sweep_id_(sweep_id) {
+    absl::MutexLock lock(&controller_->sweeps_mu_);
+    while (controller_->deciding_.count(sweep_id_) > 0) {
+      controller_->sweep_released_.Wait(&controller_->sweeps_mu_);
+    }
+    controller_->deciding_.insert(sweep_id_);
+  }
+  ~SweepGuard() {
+    absl::MutexLock lock(&controller_->sweeps_mu_);
+    controller_->deciding_.erase(sweep_id_);
+    controller_->sweep_released_.SignalAll();
+  }
+  SweepGuard(const SweepGuard&) = delete;
+  SweepGuard& operator=(const SweepGuard&) = delete;
+
+ private:
+  AdaptiveController* const controller_;
+  const int64_t sweep_id_;
+};
+
 AdaptiveController::AdaptiveController(Store* store, Scheduler* scheduler, Clock* clock,
-                                       prometheus::Registry* registry)
-    : store_(store), scheduler_(scheduler), clock_(clock) {
+                                       prometheus::Registry* registry,
+                                       AdaptiveControllerOptions options)
+    : store_(store), scheduler_(scheduler), clock_(clock), options_(std::move(options)) {
   if (registry != nullptr) {
     auto& decisions = prometheus::BuildCounter()
                           .Name("xmod_design_decisions_total")
@@ -477,24 +505,27 @@ void AdaptiveController::PollOnce() {
     LOG(WARNING) << "adaptive designs: " << status;
     return;
   }
-  absl::MutexLock lock(&decide_mu_);
   for (const Row& row : sweeps) {
-    auto [it, inserted] = seen_.try_emplace(row.sweep_id);
-    if (inserted) {
-      xmod::v1::SweepSpec spec;
-      spec.ParseFromString(row.spec);
-      it->second.adaptive = spec.adaptive().enabled();
+    bool due = false;
+    {
+      absl::MutexLock lock(&sweeps_mu_);
+      auto [it, inserted] = seen_.try_emplace(row.sweep_id);
+      if (inserted) {
+        xmod::v1::SweepSpec spec;
+        spec.ParseFromString(row.spec);
+        it->second.adaptive = spec.adaptive().enabled();
+      }
+      due = it->second.adaptive && !it->second.stopped && it->second.signature != row.signature;
     }
-    if (!it->second.adaptive || it->second.stopped || it->second.signature == row.signature) {
-      continue;
-    }
+    if (!due) continue;
     xmod::v1::ProposeRunsRequest ask;
     ask.set_sweep_id(row.sweep_id);
-    absl::StatusOr<xmod::v1::DesignDecision> decision = DecideLocked(row.sweep_id, ask, true);
+    absl::StatusOr<xmod::v1::DesignDecision> decision = Decide(row.sweep_id, ask, true);
     if (!decision.ok()) {
       LOG(WARNING) << "adaptive design of sweep " << row.sweep_id << ": " << decision.status();
       if (decisions_error_ != nullptr) decisions_error_->Increment();
-      it->second.signature = row.signature;  // retried when its runs change
+      absl::MutexLock lock(&sweeps_mu_);
+      seen_[row.sweep_id].signature = row.signature;  // retried when its runs change
     }
   }
 }
@@ -507,15 +538,23 @@ absl::StatusOr<xmod::v1::DesignDecision> AdaptiveController::Propose(
                                           : "sweep_id: name the member sweep of the study that the "
                                             "candidates come from (and submitted runs go to)");
   }
-  if (request.count() < 0) return absl::InvalidArgumentError("count: must be >= 0");
+  if (absl::Status s = CheckRange("count", request.count(), 0, kMaxProposals); !s.ok()) return s;
+  if (absl::Status s = CheckRange("targets", request.targets_size(), 0, kMaxDesignTargets);
+      !s.ok()) {
+    return s;
+  }
   if (request.compute_left() < 0) {
     return absl::InvalidArgumentError("compute_left: must be >= 0");
   }
   if (request.bootstrap_samples() < 0 || request.bootstrap_samples() == 1) {
     return absl::InvalidArgumentError("bootstrap_samples: must be 0 or >= 2");
   }
-  absl::MutexLock lock(&decide_mu_);
-  return DecideLocked(request.sweep_id(), request, false);
+  if (absl::Status s = CheckRange("bootstrap_samples", request.bootstrap_samples(), 0,
+                                  options_.max_ensemble_size);
+      !s.ok()) {
+    return s;
+  }
+  return Decide(request.sweep_id(), request, false);
 }
 
 absl::StatusOr<std::vector<xmod::v1::DesignDecision>> AdaptiveController::Decisions(
@@ -534,19 +573,22 @@ absl::StatusOr<std::vector<xmod::v1::DesignDecision>> AdaptiveController::Decisi
   return out;
 }
 
-absl::StatusOr<xmod::v1::DesignDecision> AdaptiveController::DecideLocked(
+absl::StatusOr<xmod::v1::DesignDecision> AdaptiveController::Decide(
     int64_t sweep_id, const xmod::v1::ProposeRunsRequest& ask, bool adaptive) {
-  absl::StatusOr<SweepSnapshot> snap = ReadSnapshot(store_, sweep_id, ask.study());
+  const bool stores = adaptive || ask.submit();
+  std::optional<SweepGuard> guard;
+  if (stores) guard.emplace(this, sweep_id);
+  // The controller goes on from its own decisions; a proposal compares with any stored one.
+  absl::StatusOr<SweepSnapshot> snap =
+      ReadSnapshot(store_, sweep_id, ask.study(), adaptive ? "adaptive" : "");
   if (!snap.ok()) return snap.status();
-  Seen& seen = seen_[sweep_id];
   const std::vector<int64_t> signature = Signature(snap->runs);
-  if (adaptive) {
-    if (snap->last && snap->last->source() == "adaptive" && snap->last->stop()) {
-      seen.stopped = true;  // decided before a restart
-      return *snap->last;
-    }
+  if (adaptive && snap->last && snap->last->stop()) {
+    absl::MutexLock lock(&sweeps_mu_);
+    seen_[sweep_id].stopped = true;  // decided before a restart
+    return *snap->last;
   }
-  if ((adaptive || ask.submit()) && snap->sweep.state() == xmod::v1::SWEEP_CANCELLED) {
+  if (stores && snap->sweep.state() == xmod::v1::SWEEP_CANCELLED) {
     return absl::FailedPreconditionError(absl::StrCat("sweep ", sweep_id, " was cancelled"));
   }
   const xmod::v1::SweepSpec& spec = snap->sweep.spec();
@@ -581,9 +623,13 @@ absl::StatusOr<xmod::v1::DesignDecision> AdaptiveController::DecideLocked(
     config->max_proposals = ask.count() > 0 ? ask.count() : kDefaultProposals;
     to_queue = ask.submit() ? config->max_proposals : 0;
   }
+  // Specs stored before the limits existed are held to them.
+  config->bootstrap_samples = std::min(config->bootstrap_samples, options_.max_ensemble_size);
+  config->max_proposals = std::min(config->max_proposals, kMaxProposals);
   if (absl::Status s = fitter::ValidateConfig(*config); !s.ok()) {
     return adaptive || !absl::StartsWith(s.message(), "targets") ? InSpec(s) : s;
   }
+  if (options_.TEST_before_decide) options_.TEST_before_decide(sweep_id);
   absl::StatusOr<fitter::Decision> decided = fitter::Decide(*config, state);
   if (!decided.ok()) return decided.status();
 
@@ -630,6 +676,10 @@ absl::StatusOr<xmod::v1::DesignDecision> AdaptiveController::DecideLocked(
     decision.set_stop_reason(
         "no proposal can be queued: the runs proposed already ended without success");
   }
+  if (!stores) {
+    if (decisions_ok_ != nullptr) decisions_ok_->Increment();
+    return decision;  // a look, not a step of the design: nothing is stored
+  }
   absl::Status stored;
   if (runs.empty()) {
     stored = store_->WriteAndWait([&](Db& db) { return InsertDecision(db, &decision).status(); });
@@ -645,6 +695,8 @@ absl::StatusOr<xmod::v1::DesignDecision> AdaptiveController::DecideLocked(
   if (adaptive) {
     std::vector<int64_t> after = signature;
     after[3] += static_cast<int64_t>(runs.size());
+    absl::MutexLock lock(&sweeps_mu_);
+    Seen& seen = seen_[sweep_id];
     seen.signature = after;
     seen.stopped = decision.stop();
   }

@@ -18,13 +18,21 @@
 // xmod_design_compute_spent_flops{sweep}, xmod_design_compute_budget_flops{sweep},
 // xmod_design_stopped{sweep}, xmod_design_expected_regret{sweep} (the largest over targets).
 //
-// Thread-safe: decisions (the thread's and ProposeRuns') are serialized.
+// ProposeRuns without submit stores nothing: it reads one snapshot, decides and answers. The
+// controller's previous answer (streak, stop) is always its own latest decision (source
+// "adaptive"), never a proposal.
+//
+// Thread-safe. Decisions that store (the thread's, submitted proposals) are serialized per
+// sweep (a sweep guard held from the read to the write, so two never queue the same run);
+// no lock shared across sweeps is held while a decision fits its ensemble.
 #ifndef XMOD_COORDINATOR_ADAPTIVE_CONTROLLER_H_
 #define XMOD_COORDINATOR_ADAPTIVE_CONTROLLER_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -33,6 +41,7 @@
 #include "common/clock.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/store.h"
+#include "coordinator/sweep_expansion.h"
 #include "fitter/adaptive_design.h"
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
@@ -56,12 +65,21 @@ absl::StatusOr<fitter::AdaptiveConfig> AdaptiveConfigOf(const xmod::v1::SweepSpe
 absl::StatusOr<std::vector<xmod::v1::Run>> SeedRuns(const xmod::v1::SweepSpec& spec,
                                                     const std::vector<xmod::v1::Run>& expanded);
 
+struct AdaptiveControllerOptions {
+  // Most members of a decision's ensemble: ProposeRuns.bootstrap_samples beyond it is
+  // refused; a stored spec's adaptive.bootstrap_samples beyond it is clamped.
+  int max_ensemble_size = SpecLimits().max_ensemble_size;
+  // Test hook: called before each decision's fit (fitter::Decide) with the sweep id,
+  // outside any lock; a test may block in it to hold a fit "running".
+  std::function<void(int64_t sweep_id)> TEST_before_decide;
+};
+
 class AdaptiveController {
  public:
   // Starts the decision thread. `store`, `scheduler` and `clock` must outlive the controller;
   // `registry` may be null (no metrics).
   AdaptiveController(Store* store, Scheduler* scheduler, Clock* clock,
-                     prometheus::Registry* registry);
+                     prometheus::Registry* registry, AdaptiveControllerOptions options = {});
   ~AdaptiveController();
   AdaptiveController(const AdaptiveController&) = delete;
   AdaptiveController& operator=(const AdaptiveController&) = delete;
@@ -70,9 +88,11 @@ class AdaptiveController {
   void Poll();
 
   // One decision for the sweep (ProposeRuns): targets from the request or the sweep's
-  // AdaptiveSpec, stored with source "propose"; with submit, its top `count` proposals are
-  // queued as runs of the sweep. NOT_FOUND for an unknown sweep, INVALID_ARGUMENT naming
-  // the request field (targets[i].backbone, count, ...) or the spec field it inherits.
+  // AdaptiveSpec. Without submit it is answered and not stored (id 0); with submit, its top
+  // `count` proposals are queued as runs of the sweep and it is stored with source "propose".
+  // NOT_FOUND for an unknown sweep, INVALID_ARGUMENT naming the request field
+  // (targets[i].backbone, count, bootstrap_samples past its limit, ...) or the spec field it
+  // inherits.
   absl::StatusOr<xmod::v1::DesignDecision> Propose(const xmod::v1::ProposeRunsRequest& request);
 
   // The sweep's stored decisions, newest first.
@@ -89,13 +109,15 @@ class AdaptiveController {
     bool stopped = false;
     std::vector<int64_t> signature;  // run counts at its last decision
   };
+  class SweepGuard;  // holds one sweep in deciding_ (adaptive_controller.cc)
   void Loop();
   // One pass over the sweeps; returns when each was decided on or skipped.
   void PollOnce();
-  // Reads, decides, stores (and queues runs when `queue`), under decide_mu_.
-  absl::StatusOr<xmod::v1::DesignDecision> DecideLocked(int64_t sweep_id,
-                                                        const xmod::v1::ProposeRunsRequest& ask,
-                                                        bool adaptive);
+  // Reads, decides, and (for the controller's decisions and submitted proposals, under the
+  // sweep's guard) stores and queues runs.
+  absl::StatusOr<xmod::v1::DesignDecision> Decide(int64_t sweep_id,
+                                                  const xmod::v1::ProposeRunsRequest& ask,
+                                                  bool adaptive);
 
   Store* const store_;
   Scheduler* const scheduler_;
@@ -107,8 +129,12 @@ class AdaptiveController {
   prometheus::Family<prometheus::Gauge>* stopped_ = nullptr;
   prometheus::Family<prometheus::Gauge>* regret_ = nullptr;
 
-  absl::Mutex decide_mu_;  // one decision at a time
-  std::map<int64_t, Seen> seen_ ABSL_GUARDED_BY(decide_mu_);
+  const AdaptiveControllerOptions options_;
+
+  absl::Mutex sweeps_mu_;  // never held while deciding
+  absl::CondVar sweep_released_;
+  std::set<int64_t> deciding_ ABSL_GUARDED_BY(sweeps_mu_);  // sweeps whose guard is held
+  std::map<int64_t, Seen> seen_ ABSL_GUARDED_BY(sweeps_mu_);
 
   absl::Mutex mu_;
   bool wake_ ABSL_GUARDED_BY(mu_) = false;

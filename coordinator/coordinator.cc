@@ -13,6 +13,7 @@
 #include "common/files.h"
 #include "common/http_listener.h"
 #include "coordinator/coordinator_service.h"
+#include "coordinator/data_roots.h"
 #include "coordinator/database_lock.h"
 #include "coordinator/fit_trigger.h"
 #include "coordinator/http_server.h"
@@ -58,6 +59,7 @@ absl::Status CheckExposure(const CoordinatorOptions& options) {
 
 absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const CoordinatorOptions& options) {
   if (absl::Status s = CheckExposure(options); !s.ok()) return s;
+  if (absl::Status s = ValidateDataRoots(options.data_roots); !s.ok()) return s;
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> transport =
       NewServerCredentials(options.tls);
   if (!transport.ok()) return transport.status();
@@ -91,7 +93,7 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   c->fit_trigger_ = std::make_unique<FitTrigger>(c->store_.get(), clock, metrics->registry().get(),
                                                  FitTriggerOptions());
   c->adaptive_ = std::make_unique<AdaptiveController>(c->store_.get(), c->scheduler_.get(), clock,
-                                                      metrics->registry().get());
+                                                      metrics->registry().get(), options.adaptive);
   Scheduler* sched = c->scheduler_.get();
   c->sweep_monitor_ = std::make_unique<SweepMonitor>(
       c->store_.get(), &c->feed_, metrics,
@@ -104,6 +106,8 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   user_options.check_data_paths = options.check_data_paths;
   user_options.query_limits = options.query;
   user_options.watch_limits = options.watch_streams;
+  user_options.data_roots = options.data_roots;
+  user_options.spec_limits.max_ensemble_size = options.adaptive.max_ensemble_size;
   user_options.fit_trigger = c->fit_trigger_.get();
   user_options.adaptive = c->adaptive_.get();
   user_options.clock = clock;
@@ -176,6 +180,9 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
             << (options.metrics_access.tls_cert_file.empty() ? "" : " (HTTPS)") << " on port "
             << c->ports_.metrics << ", health on port " << c->ports_.health << ", database "
             << options.db_path << ", " << options.credentials->size() << " credentials";
+  if (options.data_roots.empty()) {
+    LOG(INFO) << "xmod-coordinator: no --data_root: sweeps' data globs are not looked up";
+  }
   if (!options.ports_file.empty()) {
     const std::string json =
         absl::StrCat("{\"grpc\":", c->ports_.grpc, ",\"http\":", c->ports_.http,

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -63,6 +64,9 @@ struct CoordinatorOptions {
   int64_t heartbeat_interval_ms = 2000;
   int64_t tick_ms = 500;  // lease expiry / gauge refresh / refit poll period
   bool check_data_paths = true;
+  // Absolute directories the sweeps' data globs must lie under (--data_root, data_roots.h);
+  // empty: data globs are not looked up.
+  std::vector<std::string> data_roots;
   StoreOptions store;
   QueryLimits query;           // ceilings of Query
   StreamLimits watch_streams;  // open WatchSweep streams
@@ -70,6 +74,8 @@ struct CoordinatorOptions {
   // Threads of the gRPC server (ResourceQuota::SetMaxThreads); past it a call is refused with
   // RESOURCE_EXHAUSTED. Each WatchSweep stream and each worker's long poll holds one.
   int max_grpc_threads = 1024;
+  // The adaptive controller's ensemble limit and test hook.
+  AdaptiveControllerOptions adaptive;
   Clock* clock = nullptr;  // null = the real clock
 };
 

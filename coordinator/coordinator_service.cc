@@ -9,6 +9,7 @@
 #include "coordinator/adaptive_controller.h"
 #include "coordinator/fit_queries.h"
 #include "coordinator/fit_trigger.h"
+#include "coordinator/request_limits.h"
 #include "coordinator/service_util.h"
 #include "coordinator/store_reads.h"
 #include "coordinator/studies.h"
@@ -42,6 +43,7 @@ grpc::Status CoordinatorService::SubmitSweep(ServerContext* context,
                *options_.credentials, context, metrics_, [&]() -> absl::Status {
                  ExpansionOptions expansion;
                  expansion.check_data_paths = options_.check_data_paths;
+                 expansion.data_roots = options_.data_roots;
                  expansion.limits = options_.spec_limits;
                  absl::StatusOr<std::vector<xmod::v1::Run>> runs =
                      ExpandSweep(request->spec(), expansion);
@@ -78,6 +80,7 @@ grpc::Status CoordinatorService::ListSweeps(ServerContext* context,
                                             const xmod::v1::ListSweepsRequest* request,
                                             xmod::v1::ListSweepsResponse* response) {
   return Serve("ListSweeps", Access::kRead, *options_.credentials, context, metrics_, [&] {
+    if (request->limit() < 0) return absl::InvalidArgumentError("limit: must be >= 0 (0 = all)");
     return store_->Read([&](Db& db) {
       absl::StatusOr<std::vector<xmod::v1::Sweep>> sweeps = LoadSweeps(db, request->limit());
       if (!sweeps.ok()) return sweeps.status();
@@ -122,6 +125,7 @@ grpc::Status CoordinatorService::ListRuns(ServerContext* context,
                                           const xmod::v1::ListRunsRequest* request,
                                           xmod::v1::ListRunsResponse* response) {
   return Serve("ListRuns", Access::kRead, *options_.credentials, context, metrics_, [&] {
+    if (request->limit() < 0) return absl::InvalidArgumentError("limit: must be >= 0 (0 = all)");
     RunFilter filter;
     filter.sweep_id = request->sweep_id();
     for (int s : request->states()) filter.states.push_back(static_cast<xmod::v1::RunState>(s));
@@ -246,9 +250,13 @@ grpc::Status CoordinatorService::GetMetrics(ServerContext* context,
                                             const xmod::v1::GetMetricsRequest* request,
                                             xmod::v1::GetMetricsResponse* response) {
   return Serve("GetMetrics", Access::kRead, *options_.credentials, context, metrics_, [&] {
+    if (absl::Status s =
+            CheckRange("max_points", request->max_points(), 0, options_.max_metric_points);
+        !s.ok()) {
+      return s;
+    }
     const std::vector<std::string> names(request->names().begin(), request->names().end());
-    int max_points = request->max_points() > 0 ? request->max_points() : kDefaultMetricPoints;
-    max_points = std::min(max_points, options_.max_metric_points);
+    const int max_points = request->max_points() > 0 ? request->max_points() : kDefaultMetricPoints;
     return store_->Read([&](Db& db) {
       if (absl::Status s = LoadRun(db, request->run_id()).status(); !s.ok()) return s;
       absl::StatusOr<std::vector<xmod::v1::MetricSeries>> series =
@@ -265,6 +273,9 @@ grpc::Status CoordinatorService::Query(ServerContext* context,
                                        xmod::v1::QueryResponse* response) {
   return Serve("Query", Access::kRead, *options_.credentials, context, metrics_,
                [&]() -> absl::Status {
+                 const absl::Status rows_asked =
+                     CheckRange("max_rows", request->max_rows(), 0, options_.query_limits.max_rows);
+                 if (!rows_asked.ok()) return rows_asked;
                  absl::StatusOr<QueryResult> result =
                      store_->Query(request->sql(), request->max_rows(), options_.query_limits,
                                    [context] { return context->IsCancelled(); });
@@ -301,6 +312,9 @@ grpc::Status CoordinatorService::Predict(ServerContext* context,
                                          xmod::v1::PredictResponse* response) {
   return Serve("Predict", Access::kRead, *options_.credentials, context, metrics_,
                [&]() -> absl::Status {
+                 const absl::Status points_asked =
+                     CheckRange("points", request->points_size(), 0, kMaxPredictPoints);
+                 if (!points_asked.ok()) return points_asked;
                  absl::StatusOr<xmod::v1::PredictResponse> predicted =
                      PredictWithLatestFit(*store_, *request);
                  if (!predicted.ok()) return predicted.status();
@@ -314,6 +328,12 @@ grpc::Status CoordinatorService::Recommend(ServerContext* context,
                                            xmod::v1::RecommendResponse* response) {
   return Serve("Recommend", Access::kRead, *options_.credentials, context, metrics_,
                [&]() -> absl::Status {
+                 for (const auto& [field, size] :
+                      {std::pair{"ks", request->ks_size()}, std::pair{"as", request->as_size()}}) {
+                   if (absl::Status s = CheckRange(field, size, 0, kMaxRecommendOptions); !s.ok()) {
+                     return s;
+                   }
+                 }
                  absl::StatusOr<xmod::v1::RecommendResponse> recommended =
                      RecommendWithLatestFit(*store_, *request);
                  if (!recommended.ok()) return recommended.status();
@@ -405,8 +425,9 @@ grpc::Status CoordinatorService::ListDecisions(ServerContext* context,
                  if (options_.adaptive == nullptr) {
                    return absl::UnavailableError("this coordinator makes no design decisions");
                  }
-                 if (request->limit() < 0) {
-                   return absl::InvalidArgumentError("limit: must be >= 0");
+                 if (absl::Status s = CheckRange("limit", request->limit(), 0, kMaxDecisionsListed);
+                     !s.ok()) {
+                   return s;
                  }
                  absl::StatusOr<std::vector<xmod::v1::DesignDecision>> decisions =
                      options_.adaptive->Decisions(request->sweep_id(),

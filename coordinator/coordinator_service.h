@@ -1,8 +1,10 @@
 // CoordinatorService: the user API (xmod.v1.Coordinator, proto/xmod/v1/coordinator.proto)
 // over the store and the scheduler. Every RPC authenticates its caller (common/auth.h): reads
 // need the user or read scope, changes (SubmitSweep without dry_run, Cancel*, Retry*,
-// Resume*) the user scope. Query and GetMetrics are bounded on the server whatever the client
-// asks for (QueryLimits, max_metric_points), and so are open WatchSweep streams (StreamLimits).
+// Resume*, CreateStudy, ProposeRuns with submit) the user scope; a read-scope call changes no
+// row of any table. Numeric request fields that size work are refused past their caps
+// (request_limits.h, QueryLimits, max_metric_points) with INVALID_ARGUMENT naming the field,
+// and open WatchSweep streams are bounded (StreamLimits).
 // Thread-safe (gRPC calls handlers concurrently).
 #ifndef XMOD_COORDINATOR_COORDINATOR_SERVICE_H_
 #define XMOD_COORDINATOR_COORDINATOR_SERVICE_H_
@@ -10,6 +12,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/credentials.h"
@@ -31,6 +34,7 @@ struct CoordinatorServiceOptions {
   // Who may call; empty = everyone (anonymous). Never null.
   std::shared_ptr<const CredentialSet> credentials = std::make_shared<CredentialSet>();
   bool check_data_paths = true;              // see ExpansionOptions
+  std::vector<std::string> data_roots;       // see ExpansionOptions
   SpecLimits spec_limits;                    // sizes a submitted sweep may have
   QueryLimits query_limits;                  // ceilings of Query, whatever max_rows asks for
   int max_metric_points = kMaxMetricPoints;  // GetMetrics: points per series at most

@@ -610,16 +610,20 @@ TEST_F(ServiceTest, QueriesAndSpecsAreBoundedOnTheServer) {
   query.set_sql(
       "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i<10000) "
       "SELECT zeroblob(1000000) FROM n");
-  query.set_max_rows(1000000);
   xmod::v1::QueryResponse rows;
   grpc::Status status = user_->Query(Context().get(), query, &rows);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(status.error_message(),
               HasSubstr("exceeds the limit of 16777216 bytes per response"));
-  // The client's max_rows cannot lift the server's row ceiling.
+  // The client's max_rows cannot lift the server's row ceiling: past it, it is refused.
   query.set_sql(
       "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i<20000) "
       "SELECT i FROM n");
+  query.set_max_rows(1000000);
+  status = user_->Query(Context().get(), query, &rows);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(), "max_rows: 1000000 exceeds the limit 10000");
+  query.set_max_rows(0);
   ASSERT_TRUE(user_->Query(Context().get(), query, &rows).ok());
   EXPECT_EQ(rows.rows_size(), 10000);
   EXPECT_TRUE(rows.truncated());

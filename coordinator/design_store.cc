@@ -77,6 +77,21 @@ absl::StatusOr<std::vector<xmod::v1::DesignDecision>> LoadDecisions(Db& db, int6
   }
 }
 
+absl::StatusOr<std::optional<xmod::v1::DesignDecision>> LoadLatestDecision(
+    Db& db, int64_t sweep_id, const std::string& source) {
+  absl::StatusOr<Stmt> select = db.Prepare(
+      "SELECT decision FROM design_decisions WHERE sweep_id = ? AND (? = '' OR source = ?) "
+      "ORDER BY id DESC LIMIT 1");
+  if (!select.ok()) return select.status();
+  select->Bind(1, sweep_id).Bind(2, source).Bind(3, source);
+  absl::StatusOr<bool> row = select->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return std::nullopt;
+  xmod::v1::DesignDecision decision;
+  decision.ParseFromString(select->Text(0));
+  return decision;
+}
+
 absl::Status InsertCensoredRun(Db& db, int64_t run_id, double flops, double live_delta,
                                const std::string& reason, int64_t now_ms) {
   absl::StatusOr<Stmt> insert = db.Prepare(

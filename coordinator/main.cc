@@ -11,6 +11,7 @@
 
 #include "common/command_line.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/data_roots.h"
 #include "glog/logging.h"
 
 int main(int argc, char** argv) {
@@ -82,8 +83,14 @@ int main(int argc, char** argv) {
                  "long poll holds one, and calls past the cap are refused (RESOURCE_EXHAUSTED)")
       ->check(CLI::PositiveNumber);
   app.add_flag("--check_data_paths,!--nocheck_data_paths", options.check_data_paths,
-               "refuse sweeps whose data globs match no file on this machine "
+               "refuse sweeps whose data globs match no file under a --data_root "
                "(--check_data_paths=false: accept them)");
+  app.add_option("--data_root", options.data_roots,
+                 "absolute directory (repeatable, or comma-separated) under which sweeps' data "
+                 "globs must lie; SubmitSweep, dry runs included, refuses a glob outside every "
+                 "root and, with --check_data_paths, one matching no file under a root; none: "
+                 "data globs are not looked up")
+      ->delimiter(',');
   if (std::optional<int> exit = xmod::ParseCommandLine(app, argc, argv)) return *exit;
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;
@@ -111,6 +118,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.credentials = std::make_shared<const xmod::CredentialSet>(*std::move(credentials));
+  if (absl::Status s = xmod::ValidateDataRoots(options.data_roots); !s.ok()) {
+    std::cerr << s.message() << "\n";
+    return 2;
+  }
   if (options.lease_ttl_ms <= options.heartbeat_interval_ms) {
     std::cerr << "--lease_ttl_ms must exceed --heartbeat_interval_ms\n";
     return 2;

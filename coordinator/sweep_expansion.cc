@@ -2,8 +2,6 @@
 // product, accounting per run, the one-step budget check and deduplication.
 #include "coordinator/sweep_expansion.h"
 
-#include <glob.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -18,6 +16,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "coordinator/data_roots.h"
+#include "coordinator/request_limits.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/message.h"
@@ -43,14 +43,12 @@ struct Choice {
   std::string path;
 };
 
-absl::Status CheckGlob(const std::string& path, const std::string& pattern) {
-  if (pattern.empty()) return Invalid(path, "required (a glob of llm.c token shards)");
-  glob_t matches;
-  const int rc = glob(pattern.c_str(), 0, nullptr, &matches);
-  const size_t n = rc == 0 ? matches.gl_pathc : 0;
-  globfree(&matches);
-  if (n == 0) return Invalid(path, absl::StrCat("no file matches \"", pattern, "\""));
-  return absl::OkStatus();
+absl::Status CheckGlob(const std::string& path, const std::string& pattern,
+                       const ExpansionOptions& options) {
+  if (options.check_data_paths && pattern.empty()) {
+    return Invalid(path, "required (a glob of llm.c token shards)");
+  }
+  return CheckDataGlob(path, pattern, options.data_roots, options.check_data_paths);
 }
 
 bool UsesK(Architecture arch) { return arch != xmod::v1::DENSE && arch != xmod::v1::MOE; }
@@ -386,6 +384,16 @@ absl::Status CheckLimits(const SweepSpec& spec, const SpecLimits& limits) {
     return Invalid("fit.bootstrap_samples",
                    absl::StrCat(samples, " refits, at most ", limits.max_bootstrap_samples));
   }
+  if (absl::Status s = CheckRange("adaptive.bootstrap_samples", spec.adaptive().bootstrap_samples(),
+                                  0, limits.max_ensemble_size);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          CheckRange("adaptive.max_in_flight", spec.adaptive().max_in_flight(), 0, kMaxProposals);
+      !s.ok()) {
+    return s;
+  }
   int64_t total = 0;
   for (int g = 0; g < spec.grids_size(); ++g) {
     const GridSpec& grid = spec.grids(g);
@@ -440,9 +448,11 @@ absl::StatusOr<std::vector<xmod::v1::Run>> ExpandSweep(const SweepSpec& spec,
   if (spec.grids_size() == 0) return Invalid("grids", "at least one grid is required");
   if (spec.max_attempts() < 0) return Invalid("max_attempts", "must be >= 0 (0 = default 5)");
   if (absl::Status s = ValidateTraining(spec.training()); !s.ok()) return s;
-  if (options.check_data_paths) {
-    if (absl::Status s = CheckGlob("data.train_glob", spec.data().train_glob()); !s.ok()) return s;
-    if (absl::Status s = CheckGlob("data.val_glob", spec.data().val_glob()); !s.ok()) return s;
+  if (absl::Status s = CheckGlob("data.train_glob", spec.data().train_glob(), options); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckGlob("data.val_glob", spec.data().val_glob(), options); !s.ok()) {
+    return s;
   }
   for (int i = 0; i < spec.fit().held_out_backbones_size(); ++i) {
     const std::vector<std::string> presets = BackbonePresetNames();

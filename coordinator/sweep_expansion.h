@@ -1,7 +1,7 @@
 // Sweep expansion: validates a SweepSpec and expands its grids into runs (the Cartesian
 // product over architecture x backbone x L x K x A x budget x MoE config), each with its
 // training-FLOP budget and its parameter / FLOP accounting (model/accounting, paper
-// Table 6). Pure functions apart from the data-glob check; thread-safe.
+// Table 6). Pure functions apart from the data-glob check (data_roots.h); thread-safe.
 #ifndef XMOD_COORDINATOR_SWEEP_EXPANSION_H_
 #define XMOD_COORDINATOR_SWEEP_EXPANSION_H_
 
@@ -24,10 +24,16 @@ struct SpecLimits {
   int max_values = 1000;              // entries of any repeated field (grids, archs, ks, ...)
   int max_string_bytes = 4096;        // any string field (names, globs, presets)
   int max_bootstrap_samples = 10000;  // fit.bootstrap_samples (refits held by one fit)
+  // adaptive.bootstrap_samples and ProposeRuns.bootstrap_samples: refits of every decision,
+  // whose valuation grows with the square of the ensemble.
+  int max_ensemble_size = 1000;
 };
 
 struct ExpansionOptions {
-  // Check that data.train_glob and data.val_glob match files on this machine (the
+  // Absolute directories data.train_glob and data.val_glob must lie under (--data_root,
+  // data_roots.h); empty: the globs are neither confined nor looked up.
+  std::vector<std::string> data_roots;
+  // Require both globs and, with data_roots, that each matches a file under them (the
   // coordinator shares the data filesystem with its workers).
   bool check_data_paths = true;
   SpecLimits limits;
@@ -48,10 +54,10 @@ struct ExpansionOptions {
 //     belongs to both sweeps of the B.4 design, fitter::SweepRolesOfLabels);
 //   - a grid with seeds gives one run per seed (training.seed), named "...-s<seed>".
 // INVALID_ARGUMENT naming the field path ("grids[0].ks[2]: K must be >= 1", "data.train_glob:
-// no file matches ...", "training.flop_budget: 1e3 is too small for one step (one step costs
-// 2.1e9 FLOPs)", "grids[1].ks: 5000 values, at most 1000") when any run is invalid or the spec
-// exceeds options.limits (checked first, before anything is expanded); then no run is
-// returned.
+// no file under a data root matches ...", "training.flop_budget: 1e3 is too small for one
+// step (one step costs 2.1e9 FLOPs)", "grids[1].ks: 5000 values, at most 1000") when any run
+// is invalid or the spec exceeds options.limits (checked first, before anything is
+// expanded); then no run is returned.
 absl::StatusOr<std::vector<xmod::v1::Run>> ExpandSweep(const xmod::v1::SweepSpec& spec,
                                                        const ExpansionOptions& options = {});
 

@@ -137,7 +137,9 @@ TEST(SweepExpansionTest, BadInputNamesTheField) {
        },
        "grids[1].backbones[0]: unknown backbone \"9B\""},
       {"train glob", [&](auto* s) { s->mutable_data()->set_train_glob(dir + "/nothing_*.bin"); },
-       "data.train_glob: no file matches"},
+       "data.train_glob: no file under a data root matches"},
+      {"glob outside the roots", [](auto* s) { s->mutable_data()->set_train_glob("/etc/*"); },
+       "data.train_glob: \"/etc/*\" is not an absolute path under a data root"},
       {"val glob", [](auto* s) { s->mutable_data()->clear_val_glob(); }, "data.val_glob:"},
       {"budget", [](auto* s) { s->mutable_training()->set_flop_budget(1e3); },
        "training.flop_budget: 1e3 is too small for one step (one step costs "},
@@ -202,6 +204,15 @@ TEST(SweepExpansionTest, BadInputNamesTheField) {
        "fit.bootstrap_samples: 2000000000 refits, at most 10000"},
       {"bootstrap<0", [](auto* s) { s->mutable_fit()->set_bootstrap_samples(-1); },
        "fit.bootstrap_samples: must be >= 0"},
+      {"ensemble", [](auto* s) { s->mutable_adaptive()->set_bootstrap_samples(20000); },
+       "adaptive.bootstrap_samples: 20000 exceeds the limit 1000"},
+      {"in flight", [](auto* s) { s->mutable_adaptive()->set_max_in_flight(5000); },
+       "adaptive.max_in_flight: 5000 exceeds the limit 100"},
+      {"layers",
+       [](auto* s) {
+         s->mutable_grids(0)->mutable_base()->mutable_backbone()->set_n_layers(2000000000);
+       },
+       "grids[0].base.backbone.n_layers: 2000000000 exceeds the limit 4096"},
       {"eval task",
        [](auto* s) {
          s->mutable_training()->add_eval_tasks()->set_task("boolq");
@@ -215,7 +226,9 @@ TEST(SweepExpansionTest, BadInputNamesTheField) {
   for (const BadCase& c : cases) {
     xmod::v1::SweepSpec spec = TinySweep(dir);
     c.mutate(&spec);
-    absl::StatusOr<std::vector<xmod::v1::Run>> runs = ExpandSweep(spec);
+    ExpansionOptions options;
+    options.data_roots = {dir};
+    absl::StatusOr<std::vector<xmod::v1::Run>> runs = ExpandSweep(spec, options);
     ASSERT_FALSE(runs.ok()) << c.name;
     EXPECT_EQ(runs.status().code(), absl::StatusCode::kInvalidArgument) << c.name;
     EXPECT_THAT(std::string(runs.status().message()), StartsWith(c.expected_prefix)) << c.name;

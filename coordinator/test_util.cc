@@ -53,6 +53,29 @@ xmod::v1::SweepSpec TinySweep(const std::string& dir) {
   return spec;
 }
 
+xmod::v1::SweepSpec AdaptiveTinySweep(const std::string& dir) {
+  xmod::v1::SweepSpec spec = TinySweep(dir);
+  spec.mutable_training()->set_batch_tokens(512);
+  xmod::v1::GridSpec* grid = spec.mutable_grids(0);
+  grid->clear_archs();
+  grid->add_archs(xmod::v1::XMOD);
+  grid->clear_seq_lens();
+  for (int l : {64, 128, 256}) grid->add_seq_lens(l);
+  grid->clear_ks();
+  for (int k : {1, 2, 4, 8}) grid->add_ks(k);
+  grid->clear_as();
+  for (double a : {0.5, 1.0, 2.0}) grid->add_as(a);
+  xmod::v1::AdaptiveSpec* adaptive = spec.mutable_adaptive();
+  adaptive->set_enabled(true);
+  xmod::v1::DesignTarget* target = adaptive->add_targets();
+  target->set_flops(spec.training().flop_budget());
+  target->set_seq_len(256);
+  target->set_backbone("tiny-test");
+  adaptive->set_compute_budget(40 * spec.training().flop_budget());
+  adaptive->set_bootstrap_samples(8);
+  return spec;
+}
+
 xmod::v1::Run StoredRun(Store& store, int64_t run_id) {
   xmod::v1::Run run;
   EXPECT_TRUE(store

@@ -32,6 +32,10 @@ CoordinatorOptions LoopbackOptions(const std::string& dir);
 // (DENSE, XMOD K=1 folded into DENSE, XMOD K=2, XMOD K=4).
 xmod::v1::SweepSpec TinySweep(const std::string& dir);
 
+// TinySweep as an adaptive design's candidate space: XMOD over L = [64, 128, 256],
+// K = [1, 2, 4, 8], A = [0.5, 1, 2], one target at L = 256, an ensemble of 8.
+xmod::v1::SweepSpec AdaptiveTinySweep(const std::string& dir);
+
 // The run / its attempts as the store holds them; a failed read fails the test (and gives
 // an empty message).
 xmod::v1::Run StoredRun(Store& store, int64_t run_id);

@@ -7,7 +7,8 @@
 #   deploy/local/cluster.sh status [--state DIR]
 #
 # State lives under DIR (default ./var/demo): the SQLite database, checkpoints, the workers'
-# work folders, logs/ (one file per process), pids/ and ports.json. With --auth, `start` makes
+# work folders, logs/ (one file per process), pids/ and ports.json; it is also the
+# coordinator's --data_root (the demo corpus is DIR/corpus). With --auth, `start` makes
 # credentials (docs/security.md) under DIR/secrets (mode 700): a user token for xmodctl and the
 # dashboard's login, and one worker token per worker, passed as files, never as arguments.
 # `start` writes DIR/env, to be sourced by a shell, with XMOD_ADDR (and XMOD_TOKEN_FILE with
@@ -165,6 +166,7 @@ start_cluster() {
   "$bin/xmod-coordinator" --listen 127.0.0.1:0 --http_listen 127.0.0.1:0 \
     --metrics_listen 127.0.0.1:0 --ports_file "$state_dir/ports.json" \
     --db "$state_dir/xmod.db" --checkpoint_root "$state_dir/checkpoints" \
+    --data_root "$state_dir" \
     "${coordinator_auth[@]}" >"$log_dir/coordinator.log" 2>&1 &
   echo $! >"$pid_dir/coordinator.pid"
   wait_for_file "$state_dir/ports.json" "$pid_dir/coordinator.pid" coordinator

@@ -15,6 +15,9 @@ namespace {
 
 constexpr int kGpt2Vocab = 50257;  // paper B.1: the GPT-2 vocabulary
 constexpr int kCpuVocab = 2048;    // small-vocabulary tokenizer of the CPU sweeps
+// Layer plans are built layer by layer: the bound keeps a request (Plan, a dry run) from
+// making one of billions (the paper's deepest backbone has 28 layers).
+constexpr int kMaxLayers = 4096;
 
 struct Preset {
   const char* name;
@@ -87,6 +90,9 @@ absl::StatusOr<Backbone> ResolveBackbone(const xmod::v1::BackboneSpec& spec) {
     if (*f.target <= 0) {
       return Invalid(f.name, "must be given (> 0) when backbone.name names no preset");
     }
+  }
+  if (b.n_layers > kMaxLayers) {
+    return Invalid("n_layers", absl::StrCat(b.n_layers, " exceeds the limit ", kMaxLayers));
   }
   if (b.d_model % b.n_heads != 0) {
     return Invalid("n_heads", absl::StrCat(b.n_heads, " heads do not divide d_model ", b.d_model));

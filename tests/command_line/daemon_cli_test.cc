@@ -77,6 +77,7 @@ TEST_F(DaemonCliTest, HelpListsFlagsWithTheirDefaultsAndExits0) {
   EXPECT_THAT(coordinator.out, HasSubstr("--lease_ttl_ms"));
   EXPECT_THAT(coordinator.out, HasSubstr("30000"));
   EXPECT_THAT(coordinator.out, HasSubstr("--check_data_paths"));
+  EXPECT_THAT(coordinator.out, HasSubstr("--data_root"));
   const Outcome worker = Start("xmod-worker", {"--help"});
   EXPECT_EQ(worker.exit_code, 0);
   EXPECT_THAT(worker.out, HasSubstr("--stall_timeout_ms"));
@@ -114,12 +115,19 @@ TEST_F(DaemonCliTest, AMalformedValueExits2NamingTheFlag) {
 TEST_F(DaemonCliTest, CoordinatorAcceptsItsCallersFlagForms) {
   // As deploy/, tests/lib/cluster.sh and bench/load/run_bench.sh write them: --flag=value,
   // --flag value, an empty value, a boolean set false; the run then stops at its own check.
-  const Outcome run = Start("xmod-coordinator",
-                            {"--listen=127.0.0.1:0", "--http_listen=", "--metrics_listen=", "--db",
-                             dir_ + "/xmod.db", "--check_data_paths=false", "--insecure",
-                             "--lease_ttl_ms=100", "--heartbeat_interval_ms=200"});
+  const Outcome run = Start(
+      "xmod-coordinator",
+      {"--listen=127.0.0.1:0", "--http_listen=", "--metrics_listen=", "--db", dir_ + "/xmod.db",
+       "--check_data_paths=false", "--insecure", "--data_root=/data/a,/data/b", "--data_root", dir_,
+       "--lease_ttl_ms=100", "--heartbeat_interval_ms=200"});
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.err, HasSubstr("--lease_ttl_ms must exceed --heartbeat_interval_ms"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/xmod.db"));
+  // A data root must be absolute.
+  const Outcome relative =
+      Start("xmod-coordinator", {"--db", dir_ + "/xmod.db", "--data_root=data"});
+  EXPECT_EQ(relative.exit_code, 2);
+  EXPECT_THAT(relative.err, HasSubstr("--data_root: \"data\" is not an absolute directory path"));
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/xmod.db"));
 }
 

@@ -129,6 +129,7 @@ absl::Status Cluster::StartCoordinator(const std::vector<std::string>& extra_fla
                                    "--metrics_listen=127.0.0.1:0",
                                    "--db=" + db_path_,
                                    "--checkpoint_root=" + dir_ + "/checkpoints",
+                                   "--data_root=" + dir_,
                                    "--ports_file=" + ports_file};
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   absl::StatusOr<std::unique_ptr<ChildProcess>> child = Launch("coordinator", argv);

@@ -174,9 +174,10 @@ def test_propose_and_decisions(client, sweep_id, fit):
     assert decision["source"] == "propose" and len(decision["proposals"]) == 2
     assert all(p["reason"] and p["run_id"] == "0" for p in decision["proposals"])
     assert decision["recommendations"][0]["target"]["seq_len"] == 128
-    stored = client.decisions(sweep_id)
-    assert stored[0] == decision
-    assert stored[0] == http_api(f"/api/sweeps/{sweep_id}/decisions")["decisions"][0]
+    # Without submit a proposal is a read: answered, never stored (id 0).
+    assert decision["id"] == "0"
+    assert client.decisions(sweep_id) == []
+    assert http_api(f"/api/sweeps/{sweep_id}/decisions")["decisions"] == []
     with pytest.raises(xmod.XmodError, match="targets\\[0\\].backbone"):
         client.propose(sweep_id, targets=[(1e11, 128, "no-such-preset")])
 

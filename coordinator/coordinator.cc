@@ -118,20 +118,8 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   c->worker_service_ = std::make_unique<WorkerGatewayService>(c->scheduler_.get(), c->store_.get(),
                                                               metrics, worker_options);
 
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, *transport, &c->ports_.grpc);
-  SetServerMessageLimits(&builder);
-  grpc::ResourceQuota quota("xmod-coordinator");
-  quota.SetMaxThreads(options.max_grpc_threads);
-  builder.SetResourceQuota(quota);
-  builder.RegisterService(c->user_service_.get());
-  builder.RegisterService(c->worker_service_.get());
-  AddStandardServices(&builder, options.grpc_reflection);
-  c->grpc_server_ = builder.BuildAndStart();
-  if (c->grpc_server_ == nullptr || c->ports_.grpc == 0) {
-    return absl::UnavailableError(absl::StrCat("--listen: cannot listen on ", options.listen));
-  }
-
+  // Every listener that a flag can make fail is started before the gRPC server, which
+  // workers lease runs through: a coordinator that cannot start has leased nothing.
   if (!options.http_listen.empty()) {
     HttpServerOptions http;
     http.listen = options.http_listen;
@@ -153,14 +141,29 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
     c->metrics_endpoint_ = *std::move(started);
     c->ports_.metrics = c->metrics_endpoint_->port();
   }
-  // Last: a probe on it sees SERVING only once every other listener is up.
   if (!options.health_listen.empty()) {
     absl::StatusOr<std::unique_ptr<HealthListener>> health =
         HealthListener::Start(options.health_listen);
     if (!health.ok()) return health.status();
     c->health_listener_ = *std::move(health);
     c->ports_.health = c->health_listener_->port();
+    SetServing(c->health_listener_->server(), false);
   }
+
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, *transport, &c->ports_.grpc);
+  SetServerMessageLimits(&builder);
+  grpc::ResourceQuota quota("xmod-coordinator");
+  quota.SetMaxThreads(options.max_grpc_threads);
+  builder.SetResourceQuota(quota);
+  builder.RegisterService(c->user_service_.get());
+  builder.RegisterService(c->worker_service_.get());
+  AddStandardServices(&builder, options.grpc_reflection);
+  c->grpc_server_ = builder.BuildAndStart();
+  if (c->grpc_server_ == nullptr || c->ports_.grpc == 0) {
+    return absl::UnavailableError(absl::StrCat("--listen: cannot listen on ", options.listen));
+  }
+  SetServing(c->grpc_server_.get(), false);
 
   c->Tick();
   Coordinator* raw = c.get();
@@ -189,6 +192,9 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
                      ",\"metrics\":", c->ports_.metrics, ",\"health\":", c->ports_.health, "}\n");
     if (absl::Status s = WriteFileAtomic(options.ports_file, json); !s.ok()) return s;
   }
+  // Probes see SERVING only now that every listener is up.
+  SetServing(c->grpc_server_.get(), true);
+  if (c->health_listener_) SetServing(c->health_listener_->server(), true);
   return c;
 }
 

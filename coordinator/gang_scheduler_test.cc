@@ -330,6 +330,32 @@ TEST_F(GangSchedulerTest, ARestartKeepsTheRendezvousPortsOfRunningGangs) {
             std::string::npos);
 }
 
+TEST_F(GangSchedulerTest, AGangRecordedWithoutItsAddressHoldsItsHostsWholeRange) {
+  const std::vector<int64_t> gangs = Submit(/*ranks=*/2, /*per_worker=*/1, /*count=*/2);
+  const int64_t a = RegisterWorker("a", /*slots=*/2, /*ports=*/0);
+  const int64_t b = RegisterWorker("b", /*slots=*/2, /*ports=*/2);
+  EXPECT_FALSE(Acquire(a, {0, 1}).has_value());
+  std::optional<xmod::v1::Assignment> first_b = Acquire(b, {0, 1});
+  ASSERT_TRUE(first_b.has_value());
+  std::optional<xmod::v1::Assignment> first_a = Acquire(a, {0, 1});
+  ASSERT_TRUE(first_a.has_value());
+  // As a database from before schema version 5 holds it: no address for the open gang.
+  ASSERT_TRUE(
+      store_->WriteAndWait([](Db& db) { return db.Exec("UPDATE attempts SET rendezvous = NULL"); })
+          .ok());
+  scheduler_.reset();
+  store_.reset();
+  Open();
+  EXPECT_TRUE(Beat(a, *first_a).orders().empty());
+  EXPECT_TRUE(Beat(b, *first_b).orders().empty());
+  // Either port of b may be the running gang's store: the next gang waits for it to end.
+  EXPECT_FALSE(Acquire(a, {1}).has_value());
+  EXPECT_FALSE(Acquire(b, {1}).has_value());
+  EXPECT_EQ(Load(gangs[1]).state(), xmod::v1::QUEUED);
+  EXPECT_NE(scheduler_->PendingReason(gangs[1]).find("waiting for a rendezvous port"),
+            std::string::npos);
+}
+
 TEST_F(GangSchedulerTest, MemberThatNeverTakesItsPartReleasesTheGang) {
   const int64_t run = Submit(/*ranks=*/2, /*per_worker=*/1)[0];
   const int64_t a = RegisterWorker("a");

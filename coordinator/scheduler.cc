@@ -508,7 +508,17 @@ Scheduler::Member* Scheduler::MemberOn(AttemptEntry& attempt, int64_t worker_id)
 std::set<std::string> Scheduler::HeldRendezvousLocked() const {
   std::set<std::string> held;
   for (const auto& [key, open] : attempts_) {
-    if (!open.rendezvous.empty()) held.insert(open.rendezvous);
+    if (!open.rendezvous.empty()) {
+      held.insert(open.rendezvous);
+    } else if (open.members.size() > 1) {
+      // A gang recorded before its address was (schema version < 5): any port of its
+      // member 0's range may be its store, so all of them are held until it ends.
+      auto host = workers_.find(open.members.front().worker_id);
+      if (host == workers_.end() || host->second.port_first <= 0) continue;
+      for (int32_t port = host->second.port_first; port <= host->second.port_last; ++port) {
+        held.insert(RendezvousAddress(host->second.host, port));
+      }
+    }
   }
   return held;
 }

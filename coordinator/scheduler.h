@@ -338,6 +338,10 @@ class Scheduler {
   // file system (no symlink out of it, a regular file of the reported bytes) where this
   // machine sees the folder (common/confined_path.h). INVALID_ARGUMENT naming `path`.
   absl::Status CheckReportedPath(const xmod::v1::ReportCheckpointRequest& request);
+  // FAILED_PRECONDITION unless `request`'s attempt is its run's current one, held by the
+  // reporting worker (its gang's member 0).
+  absl::Status CheckCurrentLocked(const xmod::v1::ReportCheckpointRequest& request) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static Checkpoint CheckpointOf(const xmod::v1::Checkpoint& stored);
   static xmod::v1::ResumePoint ResumePointOf(const Checkpoint& checkpoint);
   // <checkpoint_root>/sweep-<S>/run-<R>: the folder of a run's checkpoints (RunSpec

@@ -272,13 +272,26 @@ absl::StatusOr<xmod::v1::ReportMetricsResponse> Scheduler::ReportMetrics(
   return response;
 }
 
+absl::Status Scheduler::CheckCurrentLocked(const xmod::v1::ReportCheckpointRequest& request) const {
+  auto attempt = attempts_.find(AttemptKey{request.run_id(), request.attempt()});
+  auto run = runs_.find(request.run_id());
+  if (attempt == attempts_.end() || run == runs_.end() ||
+      run->second.current_attempt != request.attempt() ||
+      attempt->second.members.front().worker_id != request.worker_id()) {
+    return absl::FailedPreconditionError(absl::StrCat("attempt ", request.attempt(), " of run ",
+                                                      request.run_id(), " is not current"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Scheduler::CheckReportedPath(const xmod::v1::ReportCheckpointRequest& request) {
   int64_t sweep_id = 0;
   {
+    // A stale attempt hears that it is stale (and its worker stops it), not that its path is
+    // wrong, which a worker takes as a refusal of that one report.
     absl::MutexLock lock(&mu_);
-    auto run = runs_.find(request.run_id());
-    if (run == runs_.end()) return absl::OkStatus();  // refused below as not current
-    sweep_id = run->second.sweep_id;
+    if (absl::Status s = CheckCurrentLocked(request); !s.ok()) return s;
+    sweep_id = runs_.at(request.run_id()).sweep_id;
   }
   // The file-system checks run outside the lock: the folder may be on network storage.
   const std::string dir = CheckpointDir(sweep_id, request.run_id());
@@ -300,14 +313,9 @@ absl::Status Scheduler::ReportCheckpoint(const xmod::v1::ReportCheckpointRequest
   {
     absl::MutexLock lock(&mu_);
     const AttemptKey key{request.run_id(), request.attempt()};
+    if (absl::Status s = CheckCurrentLocked(request); !s.ok()) return s;
     auto attempt = attempts_.find(key);
     auto run = runs_.find(request.run_id());
-    if (attempt == attempts_.end() || run == runs_.end() ||
-        run->second.current_attempt != request.attempt() ||
-        attempt->second.members.front().worker_id != request.worker_id()) {
-      return absl::FailedPreconditionError(absl::StrCat("attempt ", request.attempt(), " of run ",
-                                                        request.run_id(), " is not current"));
-    }
     if (!request.rejected().empty()) {
       // The trainer refused a resume candidate and goes on to the next one offered: the
       // newest recorded checkpoint older than it, or a fresh start when none is left.

@@ -73,6 +73,13 @@ void HealthListener::Shutdown() {
 
 HealthListener::~HealthListener() { Shutdown(); }
 
+void SetServing(grpc::Server* server, bool serving) {
+  if (server == nullptr) return;
+  if (grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService()) {
+    health->SetServingStatus(serving);
+  }
+}
+
 void MarkNotServing(grpc::Server* server) {
   if (server == nullptr) return;
   if (grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService()) {

@@ -1,7 +1,7 @@
 // The standard gRPC services a cluster operator's tools expect of the coordinator:
-//   grpc.health.v1.Health   gRPC's default health service: SERVING once the server is built
-//                           (the store open, the scheduler rebuilt), NOT_SERVING for good
-//                           after MarkNotServing (the coordinator is shutting down).
+//   grpc.health.v1.Health   gRPC's default health service: SERVING once the coordinator has
+//                           started every listener (SetServing), NOT_SERVING for good after
+//                           MarkNotServing (the coordinator is shutting down).
 //   server reflection       grpc.reflection.v1alpha.ServerReflection, so grpcurl and grpc_cli
 //                           work without the .proto files; only when asked for
 //                           (--grpc_reflection).
@@ -43,6 +43,10 @@ class HealthListener {
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 };
+
+// Sets every health status of `server` (if not null) to SERVING or NOT_SERVING; the
+// coordinator starts its servers NOT_SERVING and turns them SERVING once all is up.
+void SetServing(grpc::Server* server, bool serving);
 
 // Turns every health status of `server` (if not null) to NOT_SERVING, for good.
 void MarkNotServing(grpc::Server* server);

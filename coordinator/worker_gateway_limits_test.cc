@@ -152,6 +152,12 @@ TEST_F(WorkerGatewayLimitsTest, CheckpointsOutsideTheRunsFolderAreRefusedAndStor
   EXPECT_EQ(Send(long_path).error_message(),
             absl::StrCat("path: ", long_path.path().size(), " bytes, at most 4096"));
 
+  // An attempt that is not current hears so (its worker stops it) before its path is judged.
+  xmod::v1::ReportCheckpointRequest stale = Report(outside);
+  stale.set_attempt(assignment_.attempt() + 1);
+  status = Send(stale);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << status.error_message();
+
   EXPECT_EQ(Run().checkpoints_size(), 0);
   // Nothing stored means nothing offered: the next attempt would start fresh.
   EXPECT_TRUE(fs::exists(outside));

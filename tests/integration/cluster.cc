@@ -7,11 +7,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <random>
 #include <regex>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/files.h"
@@ -54,9 +56,16 @@ void KillOrphans() {
   }
 }
 
-// How long Stop() lets a process drain after SIGTERM before it SIGKILLs it: longer than
-// the workers' --kill_grace_ms, so that a trainer's last checkpoint is reported.
-constexpr absl::Duration kStopGrace = absl::Seconds(40);
+// The workers' stop bounds: a trainer gets kWorkerKillGraceMs to checkpoint after SIGTERM,
+// then the worker gets kWorkerDrainTimeoutMs to deliver its reports (one RPC may take up to
+// 10 s more) before it keeps them in its spill and exits.
+constexpr int kWorkerKillGraceMs = 20000;
+constexpr int kWorkerDrainTimeoutMs = 5000;
+
+// How long Stop() lets a process drain after SIGTERM before it SIGKILLs it: longer than a
+// worker's whole stop bound, so that a trainer's last checkpoint is reported or kept.
+constexpr absl::Duration kStopGrace =
+    absl::Milliseconds(kWorkerKillGraceMs + kWorkerDrainTimeoutMs + 15000);
 
 // SIGTERMs every process of `children`, waits until all have exited or `grace` has passed,
 // then SIGKILLs and reaps the rest: never blocks much longer than `grace`.
@@ -172,7 +181,11 @@ absl::Status Cluster::StartWorker(const std::string& name, int cpu_slots,
                                    "--gpus=false",
                                    "--metrics_listen=127.0.0.1:0",
                                    "--acquire_wait_ms=1000",
-                                   "--kill_grace_ms=20000"};
+                                   absl::StrCat("--kill_grace_ms=", kWorkerKillGraceMs)};
+  const bool drain_given = std::any_of(
+      extra_flags.begin(), extra_flags.end(),
+      [](const std::string& flag) { return absl::StartsWith(flag, "--drain_timeout_ms"); });
+  if (!drain_given) argv.push_back(absl::StrCat("--drain_timeout_ms=", kWorkerDrainTimeoutMs));
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   absl::StatusOr<std::unique_ptr<ChildProcess>> child = Launch(name, argv);
   if (!child.ok()) return child.status();

@@ -63,7 +63,8 @@ class Cluster {
   // Waits up to `timeout` for the worker to exit; DEADLINE_EXCEEDED if it is still running.
   absl::StatusOr<ExitStatus> WaitForWorkerExit(const std::string& name, absl::Duration timeout);
   // SIGTERMs every worker and waits for them to exit, then the coordinator; a process still
-  // running 40 s after its SIGTERM is SIGKILLed, so Stop() never hangs.
+  // running past a worker's whole stop bound (kill grace + drain timeout + one RPC) after
+  // its SIGTERM is SIGKILLed, so Stop() never hangs.
   void Stop();
 
   v1::Coordinator::Stub& stub() { return *stub_; }

@@ -95,11 +95,13 @@ start_coordinator() {
 }
 
 # start_worker NAME [extra flags]: one worker with one 1-core CPU slot; sets WORKER_METRICS.
+# Its stop bound (10 s kill grace + 5 s drain + one 10 s RPC) is within cleanup's 30 s.
 start_worker() {
   local name=$1; shift
   WORKER_METRICS=$(free_port)
   "$XMOD_BIN_DIR/xmod-worker" --coordinator="127.0.0.1:$COORD_GRPC" --name="$name" \
     --work_dir="$TEST_TMP/$name" --cpu_slots=1 --cores_per_slot=1 \
+    --kill_grace_ms=10000 --drain_timeout_ms=5000 \
     --metrics_listen="127.0.0.1:$WORKER_METRICS" \
     ${CREDENTIALS_FILE:+--token_file="$TEST_TMP/$name.token"} "$@" >"$TEST_TMP/$name.log" 2>&1 &
   PIDS+=($!)

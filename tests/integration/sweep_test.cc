@@ -20,8 +20,12 @@
 //   5. The newest recorded checkpoint corrupted (4 KiB flipped, sidecar deleted) before a
 //      retry: the retry verifies the coordinator's digest, falls back to the older checkpoint,
 //      the refusal is recorded (event, attempt note) and the run SUCCEEDS.
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -448,6 +452,88 @@ TEST_F(SweepTest, GangAcrossTwoWorkersEndsWithTheSameParametersOnBoth) {
     digests[rank] = text->substr(at + marker.size(), 64);
   }
   EXPECT_EQ(digests[0], digests[1]);
+}
+
+// A loopback TCP port nothing listens on now (the kernel's pick, released at once).
+int UnusedLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof(address);
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), size) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0) {
+    port = ntohs(address.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+TEST_F(SweepTest, TwoGangsNeverShareARendezvousAddressAcrossACoordinatorRestart) {
+  const std::vector<std::string> coordinator_flags = {"--lease_ttl_ms=15000",
+                                                      "--heartbeat_interval_ms=500"};
+  ASSERT_TRUE(cluster_.StartCoordinator(coordinator_flags).ok()) << cluster_.Logs();
+  // Both workers offer the same single port on 127.0.0.1: one gang's store at a time.
+  const int port = UnusedLoopbackPort();
+  ASSERT_GT(port, 0);
+  const std::string range = absl::StrCat("--rendezvous_ports=", port, "-", port);
+  ASSERT_TRUE(cluster_.StartWorker("w1", 2, {range}).ok());
+  ASSERT_TRUE(cluster_.StartWorker("w2", 2, {range}).ok());
+  // Long enough that the second gang is seen waiting while the first trains.
+  v1::SweepSpec spec = MakeSweep(data_dir_, DenseBudget(600), 0);
+  spec.mutable_training()->set_ranks(2);
+  spec.mutable_training()->set_ranks_per_worker(1);
+  v1::GridSpec* grid = AddGrid(&spec, {v1::DENSE}, {1});
+  grid->add_seeds(1);
+  grid->add_seeds(2);  // two gangs that could run side by side
+  const int64_t sweep_id = Submit(spec, 2);
+
+  // While one gang trains, the other waits for the port and says so.
+  const std::vector<std::string> waiting =
+      WaitForRow(absl::StrCat("SELECT q.id FROM runs q JOIN runs r ON r.sweep_id = q.sweep_id "
+                              "WHERE q.sweep_id = ",
+                              sweep_id,
+                              " AND q.state = 'QUEUED' "
+                              "AND r.state = 'RUNNING' AND r.step > 0"),
+                 absl::Seconds(240));
+  ASSERT_EQ(waiting.size(), 1u);
+  v1::GetRunRequest get;
+  get.set_run_id(std::stoll(waiting[0]));
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  std::string reason;
+  while (reason.empty() && absl::Now() < deadline) {
+    grpc::ClientContext context;
+    v1::GetRunResponse run;
+    if (cluster_.stub().GetRun(&context, get, &run).ok()) reason = run.pending_reason();
+    if (reason.empty()) absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_NE(reason.find("waiting for a rendezvous port"), std::string::npos) << reason;
+
+  // A restart forgets nothing: the running gang's address stays held.
+  cluster_.KillCoordinator();
+  ASSERT_TRUE(cluster_.StartCoordinator(coordinator_flags).ok()) << cluster_.Logs();
+  absl::StatusOr<v1::Sweep> sweep = cluster_.WaitForSweep(sweep_id, absl::Seconds(600));
+  ASSERT_TRUE(sweep.ok()) << sweep.status() << "\n" << cluster_.Logs();
+  EXPECT_EQ(sweep->state(), v1::SWEEP_DONE) << cluster_.Logs();
+  cluster_.Stop();
+
+  ReadOnlyDb db(cluster_.db_path());
+  EXPECT_EQ(db.Rows(absl::StrCat("SELECT id FROM runs WHERE state = 'SUCCEEDED' AND sweep_id = ",
+                                 sweep_id))
+                .size(),
+            2u);
+  // Every attempt had the one address, and no two of them were open at once.
+  const auto attempts =
+      db.Rows("SELECT rendezvous, started_ms, ended_ms FROM attempts ORDER BY started_ms, run_id");
+  ASSERT_GE(attempts.size(), 2u);
+  int64_t open_until = 0;  // the latest end of the attempts started before this one
+  for (const std::vector<std::string>& attempt : attempts) {
+    EXPECT_EQ(attempt[0], absl::StrCat("tcp://127.0.0.1:", port));
+    ASSERT_FALSE(attempt[2].empty()) << "attempt still open";
+    EXPECT_LE(open_until, std::stoll(attempt[1])) << "two gangs on one address at once";
+    open_until = std::max<int64_t>(open_until, std::stoll(attempt[2]));
+  }
 }
 
 TEST_F(SweepTest, AFrozenWorkerIsFencedAndItsRunStillSucceeds) {

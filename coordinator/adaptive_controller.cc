@@ -439,6 +439,7 @@ AdaptiveController::AdaptiveController(Store* store, Scheduler* scheduler, Clock
 AdaptiveController::~AdaptiveController() { Shutdown(); }
 
 void AdaptiveController::Shutdown() {
+  shutting_down_ = true;
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
@@ -520,7 +521,8 @@ void AdaptiveController::PollOnce() {
     if (!due) continue;
     xmod::v1::ProposeRunsRequest ask;
     ask.set_sweep_id(row.sweep_id);
-    absl::StatusOr<xmod::v1::DesignDecision> decision = Decide(row.sweep_id, ask, true);
+    absl::StatusOr<xmod::v1::DesignDecision> decision = Decide(row.sweep_id, ask, true, nullptr);
+    if (absl::IsUnavailable(decision.status()) && shutting_down_) return;  // stopped, unstored
     if (!decision.ok()) {
       LOG(WARNING) << "adaptive design of sweep " << row.sweep_id << ": " << decision.status();
       if (decisions_error_ != nullptr) decisions_error_->Increment();
@@ -531,7 +533,8 @@ void AdaptiveController::PollOnce() {
 }
 
 absl::StatusOr<xmod::v1::DesignDecision> AdaptiveController::Propose(
-    const xmod::v1::ProposeRunsRequest& request) {
+    const xmod::v1::ProposeRunsRequest& request, const std::function<bool()>& caller_gone) {
+  if (shutting_down_) return Interrupted(nullptr);
   if (request.sweep_id() <= 0) {
     return absl::InvalidArgumentError(request.study().empty()
                                           ? "sweep_id: must be > 0"
@@ -554,7 +557,19 @@ absl::StatusOr<xmod::v1::DesignDecision> AdaptiveController::Propose(
       !s.ok()) {
     return s;
   }
-  return Decide(request.sweep_id(), request, false);
+  return Decide(request.sweep_id(), request, false, caller_gone);
+}
+
+absl::Status AdaptiveController::Interrupted(const std::function<bool()>& caller_gone) const {
+  if (shutting_down_) {
+    return absl::UnavailableError(
+        "the coordinator is shutting down: the design decision was stopped and stored nothing");
+  }
+  if (caller_gone && caller_gone()) {
+    return absl::CancelledError(
+        "the caller went away: the design decision was stopped and stored nothing");
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<xmod::v1::DesignDecision>> AdaptiveController::Decisions(
@@ -574,7 +589,8 @@ absl::StatusOr<std::vector<xmod::v1::DesignDecision>> AdaptiveController::Decisi
 }
 
 absl::StatusOr<xmod::v1::DesignDecision> AdaptiveController::Decide(
-    int64_t sweep_id, const xmod::v1::ProposeRunsRequest& ask, bool adaptive) {
+    int64_t sweep_id, const xmod::v1::ProposeRunsRequest& ask, bool adaptive,
+    const std::function<bool()>& caller_gone) {
   const bool stores = adaptive || ask.submit();
   std::optional<SweepGuard> guard;
   if (stores) guard.emplace(this, sweep_id);
@@ -629,8 +645,10 @@ absl::StatusOr<xmod::v1::DesignDecision> AdaptiveController::Decide(
   if (absl::Status s = fitter::ValidateConfig(*config); !s.ok()) {
     return adaptive || !absl::StartsWith(s.message(), "targets") ? InSpec(s) : s;
   }
-  if (options_.TEST_before_decide) options_.TEST_before_decide(sweep_id);
+  config->cancelled = [&] { return !Interrupted(caller_gone).ok(); };
+  if (options_.TEST_before_decide) options_.TEST_before_decide(sweep_id, config->cancelled);
   absl::StatusOr<fitter::Decision> decided = fitter::Decide(*config, state);
+  if (absl::Status s = Interrupted(caller_gone); !s.ok()) return s;  // before anything is stored
   if (!decided.ok()) return decided.status();
 
   xmod::v1::DesignDecision decision = DecisionProto(*decided);

@@ -22,12 +22,18 @@
 // controller's previous answer (streak, stop) is always its own latest decision (source
 // "adaptive"), never a proposal.
 //
+// Stopping. A decision's fit stops within moments (fitter::AdaptiveConfig::cancelled, polled
+// before every bootstrap refit and every candidate valued) when its caller goes away
+// (CANCELLED) or the controller shuts down (UNAVAILABLE); a stopped decision stores nothing.
+// How many proposals fit at once is the caller's to bound (CoordinatorService caps them).
+//
 // Thread-safe. Decisions that store (the thread's, submitted proposals) are serialized per
 // sweep (a sweep guard held from the read to the write, so two never queue the same run);
 // no lock shared across sweeps is held while a decision fits its ensemble.
 #ifndef XMOD_COORDINATOR_ADAPTIVE_CONTROLLER_H_
 #define XMOD_COORDINATOR_ADAPTIVE_CONTROLLER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -69,9 +75,10 @@ struct AdaptiveControllerOptions {
   // Most members of a decision's ensemble: ProposeRuns.bootstrap_samples beyond it is
   // refused; a stored spec's adaptive.bootstrap_samples beyond it is clamped.
   int max_ensemble_size = SpecLimits().max_ensemble_size;
-  // Test hook: called before each decision's fit (fitter::Decide) with the sweep id,
+  // Test hook: called before each decision's fit (fitter::Decide) with the sweep id and what
+  // the fit polls to stop (true once its caller went away or the controller shuts down),
   // outside any lock; a test may block in it to hold a fit "running".
-  std::function<void(int64_t sweep_id)> TEST_before_decide;
+  std::function<void(int64_t sweep_id, const std::function<bool()>& stopping)> TEST_before_decide;
 };
 
 class AdaptiveController {
@@ -92,15 +99,18 @@ class AdaptiveController {
   // `count` proposals are queued as runs of the sweep and it is stored with source "propose".
   // NOT_FOUND for an unknown sweep, INVALID_ARGUMENT naming the request field
   // (targets[i].backbone, count, bootstrap_samples past its limit, ...) or the spec field it
-  // inherits.
-  absl::StatusOr<xmod::v1::DesignDecision> Propose(const xmod::v1::ProposeRunsRequest& request);
+  // inherits. `caller_gone` (may be empty) is polled while it fits: once it returns true the
+  // fit stops, CANCELLED; UNAVAILABLE during and after Shutdown(). Either stores nothing.
+  absl::StatusOr<xmod::v1::DesignDecision> Propose(
+      const xmod::v1::ProposeRunsRequest& request,
+      const std::function<bool()>& caller_gone = nullptr);
 
   // The sweep's stored decisions, newest first.
   absl::StatusOr<std::vector<xmod::v1::DesignDecision>> Decisions(int64_t sweep_id, int limit);
 
   // Blocks until every adaptive sweep's counts have been decided on. For tests.
   void WaitIdle();
-  // Stops the thread. Idempotent.
+  // Stops the decisions in progress (they store nothing) and the thread. Idempotent.
   void Shutdown();
 
  private:
@@ -114,10 +124,15 @@ class AdaptiveController {
   // One pass over the sweeps; returns when each was decided on or skipped.
   void PollOnce();
   // Reads, decides, and (for the controller's decisions and submitted proposals, under the
-  // sweep's guard) stores and queues runs.
+  // sweep's guard) stores and queues runs; stops once `caller_gone` returns true (see
+  // Propose).
   absl::StatusOr<xmod::v1::DesignDecision> Decide(int64_t sweep_id,
                                                   const xmod::v1::ProposeRunsRequest& ask,
-                                                  bool adaptive);
+                                                  bool adaptive,
+                                                  const std::function<bool()>& caller_gone);
+  // OK while the decision may go on; UNAVAILABLE once the controller shuts down, CANCELLED
+  // once `caller_gone` (may be empty) returns true.
+  absl::Status Interrupted(const std::function<bool()>& caller_gone) const;
 
   Store* const store_;
   Scheduler* const scheduler_;
@@ -135,6 +150,8 @@ class AdaptiveController {
   absl::CondVar sweep_released_;
   std::set<int64_t> deciding_ ABSL_GUARDED_BY(sweeps_mu_);  // sweeps whose guard is held
   std::map<int64_t, Seen> seen_ ABSL_GUARDED_BY(sweeps_mu_);
+
+  std::atomic<bool> shutting_down_{false};  // set first by Shutdown(); decisions poll it
 
   absl::Mutex mu_;
   bool wake_ ABSL_GUARDED_BY(mu_) = false;

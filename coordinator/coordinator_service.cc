@@ -29,7 +29,8 @@ CoordinatorService::CoordinatorService(Store* store, Scheduler* scheduler, Chang
       feed_(feed),
       metrics_(metrics),
       options_(std::move(options)),
-      watches_("WatchSweep", options_.watch_limits) {}
+      watches_("WatchSweep", "open streams", options_.watch_limits),
+      proposals_("ProposeRuns", "fits running", options_.proposal_limits) {}
 
 void CoordinatorService::Stop() {
   stopping_ = true;
@@ -125,7 +126,7 @@ grpc::Status CoordinatorService::ListRuns(ServerContext* context,
                                           const xmod::v1::ListRunsRequest* request,
                                           xmod::v1::ListRunsResponse* response) {
   return Serve("ListRuns", Access::kRead, *options_.credentials, context, metrics_, [&] {
-    if (request->limit() < 0) return absl::InvalidArgumentError("limit: must be >= 0 (0 = all)");
+    if (absl::Status s = CheckLimits(*request); !s.ok()) return s;
     RunFilter filter;
     filter.sweep_id = request->sweep_id();
     for (int s : request->states()) filter.states.push_back(static_cast<xmod::v1::RunState>(s));
@@ -250,11 +251,7 @@ grpc::Status CoordinatorService::GetMetrics(ServerContext* context,
                                             const xmod::v1::GetMetricsRequest* request,
                                             xmod::v1::GetMetricsResponse* response) {
   return Serve("GetMetrics", Access::kRead, *options_.credentials, context, metrics_, [&] {
-    if (absl::Status s =
-            CheckRange("max_points", request->max_points(), 0, options_.max_metric_points);
-        !s.ok()) {
-      return s;
-    }
+    if (absl::Status s = CheckLimits(*request, options_.max_metric_points); !s.ok()) return s;
     const std::vector<std::string> names(request->names().begin(), request->names().end());
     const int max_points = request->max_points() > 0 ? request->max_points() : kDefaultMetricPoints;
     return store_->Read([&](Db& db) {
@@ -312,9 +309,6 @@ grpc::Status CoordinatorService::Predict(ServerContext* context,
                                          xmod::v1::PredictResponse* response) {
   return Serve("Predict", Access::kRead, *options_.credentials, context, metrics_,
                [&]() -> absl::Status {
-                 const absl::Status points_asked =
-                     CheckRange("points", request->points_size(), 0, kMaxPredictPoints);
-                 if (!points_asked.ok()) return points_asked;
                  absl::StatusOr<xmod::v1::PredictResponse> predicted =
                      PredictWithLatestFit(*store_, *request);
                  if (!predicted.ok()) return predicted.status();
@@ -328,12 +322,6 @@ grpc::Status CoordinatorService::Recommend(ServerContext* context,
                                            xmod::v1::RecommendResponse* response) {
   return Serve("Recommend", Access::kRead, *options_.credentials, context, metrics_,
                [&]() -> absl::Status {
-                 for (const auto& [field, size] :
-                      {std::pair{"ks", request->ks_size()}, std::pair{"as", request->as_size()}}) {
-                   if (absl::Status s = CheckRange(field, size, 0, kMaxRecommendOptions); !s.ok()) {
-                     return s;
-                   }
-                 }
                  absl::StatusOr<xmod::v1::RecommendResponse> recommended =
                      RecommendWithLatestFit(*store_, *request);
                  if (!recommended.ok()) return recommended.status();
@@ -404,17 +392,22 @@ grpc::Status CoordinatorService::ListStudies(ServerContext* context,
 grpc::Status CoordinatorService::ProposeRuns(ServerContext* context,
                                              const xmod::v1::ProposeRunsRequest* request,
                                              xmod::v1::DesignDecision* response) {
-  return Serve("ProposeRuns", request->submit() ? Access::kWrite : Access::kRead,
-               *options_.credentials, context, metrics_, [&]() -> absl::Status {
-                 if (options_.adaptive == nullptr) {
-                   return absl::UnavailableError("this coordinator makes no design decisions");
-                 }
-                 absl::StatusOr<xmod::v1::DesignDecision> decision =
-                     options_.adaptive->Propose(*request);
-                 if (!decision.ok()) return decision.status();
-                 *response = *std::move(decision);
-                 return absl::OkStatus();
-               });
+  return Serve(
+      "ProposeRuns", request->submit() ? Access::kWrite : Access::kRead, *options_.credentials,
+      context, metrics_, [&](const Principal& caller) -> absl::Status {
+        if (options_.adaptive == nullptr) {
+          return absl::UnavailableError("this coordinator makes no design decisions");
+        }
+        // Each fit is a core's work for as long as its ensemble takes: capped, and
+        // stopped when the caller goes away.
+        absl::StatusOr<std::unique_ptr<StreamCaps::Place>> place = proposals_.Open(caller);
+        if (!place.ok()) return place.status();
+        absl::StatusOr<xmod::v1::DesignDecision> decision =
+            options_.adaptive->Propose(*request, [context] { return context->IsCancelled(); });
+        if (!decision.ok()) return decision.status();
+        *response = *std::move(decision);
+        return absl::OkStatus();
+      });
 }
 
 grpc::Status CoordinatorService::ListDecisions(ServerContext* context,

@@ -3,8 +3,9 @@
 // need the user or read scope, changes (SubmitSweep without dry_run, Cancel*, Retry*,
 // Resume*, CreateStudy, ProposeRuns with submit) the user scope; a read-scope call changes no
 // row of any table. Numeric request fields that size work are refused past their caps
-// (request_limits.h, QueryLimits, max_metric_points) with INVALID_ARGUMENT naming the field,
-// and open WatchSweep streams are bounded (StreamLimits).
+// (request_limits.h, QueryLimits, max_metric_points) with INVALID_ARGUMENT naming the field;
+// open WatchSweep streams and ProposeRuns fits running are bounded per credential and in all
+// (StreamLimits), past which a call is refused with RESOURCE_EXHAUSTED.
 // Thread-safe (gRPC calls handlers concurrently).
 #ifndef XMOD_COORDINATOR_COORDINATOR_SERVICE_H_
 #define XMOD_COORDINATOR_COORDINATOR_SERVICE_H_
@@ -39,6 +40,9 @@ struct CoordinatorServiceOptions {
   QueryLimits query_limits;                  // ceilings of Query, whatever max_rows asks for
   int max_metric_points = kMaxMetricPoints;  // GetMetrics: points per series at most
   StreamLimits watch_limits;                 // open WatchSweep streams at most
+  // ProposeRuns fits running at once (submitted or not; a fit keeps a core busy): 2 per
+  // credential, 4 in all.
+  StreamLimits proposal_limits = {2, 4};
   // CancelSweep also stops the sweep's running fit. May be null (no fits).
   FitTrigger* fit_trigger = nullptr;
   // Serves ProposeRuns and ListDecisions. May be null: they answer UNAVAILABLE.
@@ -113,6 +117,7 @@ class CoordinatorService final : public xmod::v1::Coordinator::Service {
   CoordinatorMetrics* const metrics_;
   const CoordinatorServiceOptions options_;
   StreamCaps watches_;
+  StreamCaps proposals_;
   std::atomic<bool> stopping_{false};
 };
 

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "coordinator/request_limits.h"
 #include "coordinator/store_reads.h"
 #include "coordinator/studies.h"
 #include "fitter/db_source.h"
@@ -137,6 +138,7 @@ absl::StatusOr<xmod::v1::Fit> LatestUsableFit(Store& store,
 
 absl::StatusOr<xmod::v1::PredictResponse> PredictWithLatestFit(
     Store& store, const xmod::v1::PredictRequest& request) {
+  if (absl::Status s = CheckLimits(request); !s.ok()) return s;
   absl::StatusOr<FitSource> source = LoadFitSource(store, request.sweep_id(), request.study());
   if (!source.ok()) return source.status();
   absl::StatusOr<SweepCurves> curves = LoadSweepCurves(store, source->sweep_ids);
@@ -163,6 +165,7 @@ absl::StatusOr<xmod::v1::PredictResponse> PredictWithLatestFit(
 
 absl::StatusOr<xmod::v1::RecommendResponse> RecommendWithLatestFit(
     Store& store, const xmod::v1::RecommendRequest& request) {
+  if (absl::Status s = CheckLimits(request); !s.ok()) return s;
   if (!std::isfinite(request.flops()) || request.flops() < 0) {
     return absl::InvalidArgumentError("flops: must be >= 0");
   }

@@ -31,7 +31,8 @@ absl::StatusOr<xmod::v1::Fit> LatestUsableFit(Store& store, int64_t sweep_id);
 absl::StatusOr<xmod::v1::Fit> LatestUsableFit(Store& store, const xmod::v1::GetFitRequest& request);
 
 // Δ and loss of each point under the latest fit. A point's A = 0 means A = 1 (proto3 default;
-// A means nothing for K = 1). INVALID_ARGUMENT naming "points[i]" when the accounting cannot
+// A means nothing for K = 1). INVALID_ARGUMENT past the request's caps (request_limits.h,
+// checked first), or naming "points[i]" when the accounting cannot
 // build the configuration (unknown backbone, A·K not whole, L < K). Errors of
 // LatestUsableFit pass through.
 absl::StatusOr<xmod::v1::PredictResponse> PredictWithLatestFit(
@@ -39,8 +40,9 @@ absl::StatusOr<xmod::v1::PredictResponse> PredictWithLatestFit(
 
 // The best (K, A) for the request's (C, L, backbone) over its candidate grid (empty ks =
 // 1..32, empty as = {0.5, 1, 2, 3, 4, 5}) under the optional cap on total parameters.
-// INVALID_ARGUMENT naming the field for a malformed query or when no candidate is
-// admissible. Errors of LatestUsableFit pass through.
+// INVALID_ARGUMENT naming the field past the request's caps (request_limits.h, checked
+// first), for a malformed query or when no candidate is admissible. Errors of
+// LatestUsableFit pass through.
 absl::StatusOr<xmod::v1::RecommendResponse> RecommendWithLatestFit(
     Store& store, const xmod::v1::RecommendRequest& request);
 

@@ -3,7 +3,6 @@
 
 #include <httplib.h>
 
-#include <algorithm>
 #include <filesystem>
 
 #include "absl/strings/ascii.h"
@@ -15,6 +14,7 @@
 #include "common/proto_json.h"
 #include "coordinator/design_store.h"
 #include "coordinator/fit_queries.h"
+#include "coordinator/request_limits.h"
 #include "coordinator/store_reads.h"
 #include "coordinator/studies.h"
 #include "glog/logging.h"
@@ -81,7 +81,8 @@ int64_t IdOf(const httplib::Request& req) {
 }
 
 // Query parameters of /api/sweeps/{id}/recommend as a RecommendRequest (sweep id unset):
-// flops, seq_len, backbone (required); max_total_params; ks and as as comma-separated lists.
+// flops, seq_len, backbone (required); max_total_params; ks and as as comma-separated lists
+// (their caps are RecommendWithLatestFit's, as for Recommend).
 absl::StatusOr<xmod::v1::RecommendRequest> ParseRecommend(const httplib::Request& req) {
   xmod::v1::RecommendRequest out;
   for (const char* name : {"flops", "seq_len", "backbone"}) {
@@ -125,6 +126,28 @@ absl::StatusOr<xmod::v1::RecommendRequest> ParseRecommend(const httplib::Request
       out.add_as(value);
     }
   }
+  return out;
+}
+
+// /api/runs/{id}/metrics as a GetMetricsRequest, within its caps (request_limits.h, as
+// GetMetrics): names as a comma-separated list, max_points (0 or absent = the default).
+absl::StatusOr<xmod::v1::GetMetricsRequest> ParseMetrics(const httplib::Request& req) {
+  xmod::v1::GetMetricsRequest out;
+  out.set_run_id(IdOf(req));
+  if (req.has_param("names")) {
+    for (absl::string_view name :
+         absl::StrSplit(req.get_param_value("names"), ',', absl::SkipEmpty())) {
+      out.add_names(std::string(name));
+    }
+  }
+  if (req.has_param("max_points")) {
+    int max_points = 0;
+    if (!absl::SimpleAtoi(req.get_param_value("max_points"), &max_points)) {
+      return absl::InvalidArgumentError("max_points: must be an integer");
+    }
+    out.set_max_points(max_points);
+  }
+  if (absl::Status s = CheckLimits(out, kMaxMetricPoints); !s.ok()) return s;
   return out;
 }
 
@@ -247,31 +270,27 @@ void HttpServer::Route(Store* store, const HttpServerOptions& options) {
                  s.ok() ? SendJson(out, res) : SendError(s, res);
                });
 
-  server_->Get(
-      R"(/api/runs/(\d+)/metrics)", [store](const httplib::Request& req, httplib::Response& res) {
-        const int64_t run_id = IdOf(req);
-        std::vector<std::string> names;
-        if (req.has_param("names")) {
-          names = absl::StrSplit(req.get_param_value("names"), ',', absl::SkipEmpty());
-        }
-        int max_points = kDefaultMetricPoints;
-        if (req.has_param("max_points") &&
-            (!absl::SimpleAtoi(req.get_param_value("max_points"), &max_points) || max_points < 1)) {
-          SendError(absl::InvalidArgumentError("max_points: must be a number >= 1"), res);
-          return;
-        }
-        max_points = std::min(max_points, kMaxMetricPoints);
-        xmod::v1::GetMetricsResponse out;
-        absl::Status s = store->Read([&](Db& db) {
-          if (absl::Status e = LoadRun(db, run_id).status(); !e.ok()) return e;
-          absl::StatusOr<std::vector<xmod::v1::MetricSeries>> series =
-              LoadMetrics(db, run_id, names, max_points);
-          if (!series.ok()) return series.status();
-          for (auto& m : *series) *out.add_series() = std::move(m);
-          return absl::OkStatus();
-        });
-        s.ok() ? SendJson(out, res) : SendError(s, res);
-      });
+  server_->Get(R"(/api/runs/(\d+)/metrics)", [store](const httplib::Request& req,
+                                                     httplib::Response& res) {
+    absl::StatusOr<xmod::v1::GetMetricsRequest> request = ParseMetrics(req);
+    if (!request.ok()) {
+      SendError(request.status(), res);
+      return;
+    }
+    const int64_t run_id = request->run_id();
+    const std::vector<std::string> names(request->names().begin(), request->names().end());
+    const int max_points = request->max_points() > 0 ? request->max_points() : kDefaultMetricPoints;
+    xmod::v1::GetMetricsResponse out;
+    absl::Status s = store->Read([&](Db& db) {
+      if (absl::Status e = LoadRun(db, run_id).status(); !e.ok()) return e;
+      absl::StatusOr<std::vector<xmod::v1::MetricSeries>> series =
+          LoadMetrics(db, run_id, names, max_points);
+      if (!series.ok()) return series.status();
+      for (auto& m : *series) *out.add_series() = std::move(m);
+      return absl::OkStatus();
+    });
+    s.ok() ? SendJson(out, res) : SendError(s, res);
+  });
 
   server_->Get(R"(/api/sweeps/(\d+)/decisions)",
                [store](const httplib::Request& req, httplib::Response& res) {

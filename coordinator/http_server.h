@@ -16,6 +16,8 @@
 // /api/ routes need a user or read credential: "Authorization: Bearer <token>" or the session
 // cookie of a login (401 without, 403 for a worker credential); a token in the URL is never
 // accepted. With a certificate and key the server speaks HTTPS only (and the cookie is Secure).
+// Query parameters are held to the gRPC calls' caps (request_limits.h): past one, 400 with
+// the same message naming the field ("max_points: 200000 exceeds the limit 100000").
 // Thread-safe.
 #ifndef XMOD_COORDINATOR_HTTP_SERVER_H_
 #define XMOD_COORDINATOR_HTTP_SERVER_H_

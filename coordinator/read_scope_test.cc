@@ -1,23 +1,29 @@
-// The read scope is exact, through real gRPC clients of an in-process coordinator: every call a
-// `read` credential may make changes no row of any table (the event log aside); request
-// fields that size work are refused past their caps naming the field; dry-run data globs stay
-// inside --data_root and tell nothing about files elsewhere; the adaptive controller goes on
-// from its own decisions, never a user's proposal; and a decision fitting one sweep holds up
-// no other sweep's decisions.
+// The read scope is exact, through real gRPC and HTTP clients of an in-process coordinator:
+// every call a `read` credential may make changes no row of any table (the event log aside);
+// request fields that size work are refused past their caps naming the field, over gRPC and
+// HTTP alike; dry-run data globs stay inside --data_root and tell nothing about files
+// elsewhere; the adaptive controller goes on from its own decisions, never a user's proposal;
+// a decision fitting one sweep holds up no other sweep's decisions; proposal fits are capped
+// per credential and in all, and stop when their caller goes away or the coordinator shuts
+// down.
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
+#include <httplib.h>
 
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -39,6 +45,7 @@ using ::testing::Not;
 
 constexpr char kUser[] = "alice-secret-0123456789";
 constexpr char kReader[] = "viewer-secret-0123456789";
+constexpr char kAuditor[] = "auditor-secret-0123456789";
 constexpr char kWorker[] = "w1-secret-0123456789abcdef";
 
 // Every row of every table but the event log, one sorted text dump per table.
@@ -91,16 +98,17 @@ class ReadScopeTest : public testing::Test {
   void Start(AdaptiveControllerOptions adaptive = {}) {
     CoordinatorOptions options;
     options.listen = "127.0.0.1:0";
-    options.http_listen = "";
+    options.http_listen = "127.0.0.1:0";
     options.metrics_listen = "";
     options.db_path = dir_ + "/x.db";
     options.checkpoint_root = dir_ + "/ckpt";
     options.tick_ms = 3'600'000;  // nothing changes behind the test's back; it polls itself
     options.data_roots = {data_};
     options.adaptive = std::move(adaptive);
-    absl::StatusOr<CredentialSet> set = CredentialSet::Parse(
-        absl::StrCat("user alice ", kUser, "\nread viewer ", kReader, "\nworker w1 ", kWorker),
-        "test");
+    absl::StatusOr<CredentialSet> set =
+        CredentialSet::Parse(absl::StrCat("user alice ", kUser, "\nread viewer ", kReader,
+                                          "\nread auditor ", kAuditor, "\nworker w1 ", kWorker),
+                             "test");
     ASSERT_TRUE(set.ok()) << set.status();
     options.credentials = std::make_shared<const CredentialSet>(*std::move(set));
     absl::StatusOr<std::unique_ptr<Coordinator>> c = Coordinator::Start(options);
@@ -110,6 +118,16 @@ class ReadScopeTest : public testing::Test {
                                        grpc::InsecureChannelCredentials());
     stub_ = xmod::v1::Coordinator::NewStub(channel);
     worker_ = xmod::v1::WorkerGateway::NewStub(channel);
+  }
+
+  // Polls `done` until it holds (true) or 60 s pass (false).
+  static bool WaitFor(const std::function<bool()>& done) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(60);
+    while (!done()) {
+      if (absl::Now() > deadline) return false;
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    return true;
   }
 
   static std::unique_ptr<grpc::ClientContext> As(const std::string& token) {
@@ -425,6 +443,10 @@ TEST_F(ReadScopeTest, FieldsThatSizeWorkAreRefusedPastTheirCaps) {
   xmod::v1::GetMetricsResponse series;
   refused(stub_->GetMetrics(As(kReader).get(), metrics, &series),
           "max_points: 200000 exceeds the limit 100000");
+  metrics.set_max_points(0);
+  for (int i = 0; i < 257; ++i) metrics.add_names(absl::StrCat("m", i));
+  refused(stub_->GetMetrics(As(kReader).get(), metrics, &series),
+          "names: 257 exceeds the limit 256");
   xmod::v1::QueryRequest query;
   query.set_sql("SELECT 1");
   query.set_max_rows(20000);
@@ -440,6 +462,9 @@ TEST_F(ReadScopeTest, FieldsThatSizeWorkAreRefusedPastTheirCaps) {
   runs.set_limit(-1);
   xmod::v1::ListRunsResponse run_list;
   refused(stub_->ListRuns(As(kReader).get(), runs, &run_list), "limit: must be >= 0 (0 = all)");
+  runs.set_limit(0);
+  for (int i = 0; i < 7; ++i) runs.add_states(xmod::v1::QUEUED);
+  refused(stub_->ListRuns(As(kReader).get(), runs, &run_list), "states: 7 exceeds the limit 6");
   xmod::v1::PredictRequest predict;
   predict.set_sweep_id(sweep);
   for (int i = 0; i < 10001; ++i) predict.add_points()->set_flops(1e12);
@@ -460,6 +485,31 @@ TEST_F(ReadScopeTest, FieldsThatSizeWorkAreRefusedPastTheirCaps) {
   xmod::v1::PlanResponse planned;
   refused(stub_->Plan(As(kReader).get(), plan, &planned),
           "model.backbone.n_layers: 2000000000 exceeds the limit 4096");
+
+  // The HTTP API holds its query parameters to the same caps, with the same messages.
+  httplib::Client http("127.0.0.1", coordinator_->ports().http);
+  const httplib::Headers reader = {{"Authorization", absl::StrCat("Bearer ", kReader)}};
+  const auto http_refused = [&](const std::string& path, const std::string& message) {
+    httplib::Result res = http.Get(path, reader);
+    ASSERT_TRUE(res) << path;
+    EXPECT_EQ(res->status, 400) << path;
+    EXPECT_EQ(res->body, absl::StrCat("{\"error\":\"", message, "\"}")) << path;
+  };
+  std::vector<int> many(101);
+  for (int i = 0; i < 101; ++i) many[i] = i + 1;
+  const std::string recommend_path =
+      absl::StrCat("/api/sweeps/", sweep, "/recommend?flops=1e18&seq_len=256&backbone=tiny-test");
+  http_refused(absl::StrCat(recommend_path, "&ks=", absl::StrJoin(many, ",")),
+               "ks: 101 exceeds the limit 100");
+  http_refused(absl::StrCat(recommend_path, "&as=", absl::StrJoin(many, ",")),
+               "as: 101 exceeds the limit 100");
+  http_refused("/api/runs/1/metrics?max_points=200000",
+               "max_points: 200000 exceeds the limit 100000");
+  http_refused(absl::StrCat("/api/runs/1/metrics?names=", absl::StrJoin(metrics.names(), ",")),
+               "names: 257 exceeds the limit 256");
+  httplib::Result at_the_cap = http.Get("/api/runs/1/metrics?max_points=100000", reader);
+  ASSERT_TRUE(at_the_cap);
+  EXPECT_EQ(at_the_cap->status, 200);
 
   EXPECT_EQ(TableDumps(*coordinator_->store()), before);
 }
@@ -533,7 +583,7 @@ TEST_F(ReadScopeTest, AFitOnOneSweepHoldsUpNoOtherSweep) {
   absl::Notification fitting;
   absl::Notification release;
   AdaptiveControllerOptions adaptive;
-  adaptive.TEST_before_decide = [&](int64_t sweep_id) {
+  adaptive.TEST_before_decide = [&](int64_t sweep_id, const std::function<bool()>&) {
     if (sweep_id != held.load()) return;
     fitting.Notify();
     release.WaitForNotification();
@@ -555,6 +605,12 @@ TEST_F(ReadScopeTest, AFitOnOneSweepHoldsUpNoOtherSweep) {
     *propose.add_targets() = AdaptiveTinySweep(data_).adaptive().targets(0);
     held_status = stub_->ProposeRuns(As(kReader).get(), propose, &held_decision);
   });
+  // On every way out, a failed assertion included: the held fit ends and the reader is joined
+  // (else the coordinator's shutdown would wait on its handler forever).
+  absl::Cleanup release_reader = [&] {
+    release.Notify();
+    reader.join();
+  };
   ASSERT_TRUE(fitting.WaitForNotificationWithTimeout(absl::Seconds(60)));
 
   // ... while a user's submitted proposal on the second completes ...
@@ -576,11 +632,128 @@ TEST_F(ReadScopeTest, AFitOnOneSweepHoldsUpNoOtherSweep) {
   EXPECT_EQ(Decisions(designed).size(), 1u);
   EXPECT_FALSE(release.HasBeenNotified());
 
-  release.Notify();
-  reader.join();
+  std::move(release_reader).Invoke();
   EXPECT_TRUE(held_status.ok()) << held_status.error_message();
   EXPECT_EQ(held_decision.sweep_id(), first);
   EXPECT_TRUE(Decisions(first).empty());
+}
+
+TEST_F(ReadScopeTest, ProposalFitsAreCappedPerCredentialAndInAll) {
+  // Every proposal's fit blocks until released.
+  std::atomic<int> fitting{0};
+  absl::Notification release;
+  AdaptiveControllerOptions adaptive;
+  adaptive.TEST_before_decide = [&](int64_t, const std::function<bool()>&) {
+    ++fitting;
+    release.WaitForNotification();
+  };
+  Start(std::move(adaptive));
+  xmod::v1::SweepSpec by_hand = AdaptiveTinySweep(data_);
+  by_hand.clear_adaptive();  // the controller decides nothing of its own
+  xmod::v1::ProposeRunsRequest propose;
+  propose.set_sweep_id(Submit(by_hand));
+  *propose.add_targets() = AdaptiveTinySweep(data_).adaptive().targets(0);
+  xmod::v1::ProposeRunsRequest submit = propose;
+  submit.set_count(1);
+  submit.set_submit(true);
+  const auto call = [&](const char* token, const xmod::v1::ProposeRunsRequest& request) {
+    xmod::v1::DesignDecision decision;
+    return stub_->ProposeRuns(As(token).get(), request, &decision);
+  };
+
+  // Two fits of the reader and two of the user, one of them submitted, take every place.
+  const std::vector<std::pair<const char*, const xmod::v1::ProposeRunsRequest*>> held_calls = {
+      {kReader, &propose}, {kReader, &propose}, {kUser, &propose}, {kUser, &submit}};
+  std::vector<grpc::Status> held(held_calls.size());
+  std::vector<std::thread> callers;
+  absl::Cleanup release_callers = [&] {
+    release.Notify();
+    for (std::thread& t : callers) t.join();
+  };
+  for (size_t i = 0; i < held_calls.size(); ++i) {
+    callers.emplace_back([&, i] { held[i] = call(held_calls[i].first, *held_calls[i].second); });
+  }
+  ASSERT_TRUE(WaitFor([&] { return fitting.load() == 4; }));
+
+  // The reader's third is refused at once, naming its credential's limit; another credential's
+  // first, naming the limit of all; neither started a fit.
+  grpc::Status status = call(kReader, propose);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(status.error_message(),
+            "ProposeRuns: read credential \"viewer\" already has 2 fits running (at most 2 per "
+            "credential); try again when one has ended");
+  status = call(kAuditor, propose);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(status.error_message(),
+            "ProposeRuns: 4 fits running in all (at most 4); try again later");
+  EXPECT_EQ(fitting.load(), 4);
+
+  // Released, the held fits answer, and their places are free again.
+  std::move(release_callers).Invoke();
+  for (const grpc::Status& s : held) EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_TRUE(call(kReader, propose).ok());
+  EXPECT_TRUE(call(kAuditor, propose).ok());
+}
+
+TEST_F(ReadScopeTest, AProposalStopsWhenItsCallerGoesAwayOrTheCoordinatorShutsDown) {
+  // Each proposal's fit starts once it was told to stop (or after 60 s).
+  std::atomic<int> fitting{0};
+  std::atomic<int> stopped{0};
+  AdaptiveControllerOptions adaptive;
+  adaptive.TEST_before_decide = [&](int64_t, const std::function<bool()>& stopping) {
+    ++fitting;
+    if (WaitFor(stopping)) ++stopped;
+  };
+  Start(std::move(adaptive));
+  xmod::v1::SweepSpec by_hand = AdaptiveTinySweep(data_);
+  by_hand.clear_adaptive();
+  const int64_t sweep = Submit(by_hand);
+  xmod::v1::ProposeRunsRequest propose;
+  propose.set_sweep_id(sweep);
+  *propose.add_targets() = AdaptiveTinySweep(data_).adaptive().targets(0);
+
+  // A user's submitted proposal whose caller goes away while it fits ...
+  xmod::v1::ProposeRunsRequest submit = propose;
+  submit.set_count(1);
+  submit.set_submit(true);
+  std::unique_ptr<grpc::ClientContext> gone = As(kUser);
+  grpc::Status gone_status;
+  std::thread user([&] {
+    xmod::v1::DesignDecision decision;
+    gone_status = stub_->ProposeRuns(gone.get(), submit, &decision);
+  });
+  absl::Cleanup join_user = [&] {
+    gone->TryCancel();
+    user.join();
+  };
+  ASSERT_TRUE(WaitFor([&] { return fitting.load() == 1; }));
+  std::move(join_user).Invoke();
+  EXPECT_EQ(gone_status.error_code(), grpc::StatusCode::CANCELLED);
+  ASSERT_TRUE(WaitFor([&] { return stopped.load() == 1; }));
+
+  // ... and a reader's proposal fitting when the coordinator shuts down: it stops, and the
+  // shutdown waits for no fit.
+  grpc::Status shut_status;
+  std::thread reader([&] {
+    xmod::v1::DesignDecision decision;
+    shut_status = stub_->ProposeRuns(As(kReader).get(), propose, &decision);
+  });
+  absl::Cleanup join_reader = [&] {
+    coordinator_->Shutdown();
+    reader.join();
+  };
+  ASSERT_TRUE(WaitFor([&] { return fitting.load() == 2; }));
+  std::move(join_reader).Invoke();
+  EXPECT_EQ(stopped.load(), 2);
+  EXPECT_EQ(shut_status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(shut_status.error_message(),
+            "the coordinator is shutting down: the design decision was stopped and stored "
+            "nothing");
+
+  // The stopped submitted proposal stored nothing.
+  coordinator_.reset();
+  Start();
+  EXPECT_TRUE(Decisions(sweep).empty());
 }
 
 }  // namespace

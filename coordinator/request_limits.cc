@@ -13,4 +13,27 @@ absl::Status CheckRange(const std::string& path, int64_t value, int64_t min, int
   return absl::OkStatus();
 }
 
+absl::Status CheckLimits(const xmod::v1::GetMetricsRequest& request, int max_points) {
+  if (absl::Status s = CheckRange("max_points", request.max_points(), 0, max_points); !s.ok()) {
+    return s;
+  }
+  return CheckRange("names", request.names_size(), 0, kMaxMetricNames);
+}
+
+absl::Status CheckLimits(const xmod::v1::ListRunsRequest& request) {
+  if (request.limit() < 0) return absl::InvalidArgumentError("limit: must be >= 0 (0 = all)");
+  return CheckRange("states", request.states_size(), 0, kMaxRunStates);
+}
+
+absl::Status CheckLimits(const xmod::v1::PredictRequest& request) {
+  return CheckRange("points", request.points_size(), 0, kMaxPredictPoints);
+}
+
+absl::Status CheckLimits(const xmod::v1::RecommendRequest& request) {
+  if (absl::Status s = CheckRange("ks", request.ks_size(), 0, kMaxRecommendOptions); !s.ok()) {
+    return s;
+  }
+  return CheckRange("as", request.as_size(), 0, kMaxRecommendOptions);
+}
+
 }  // namespace xmod

@@ -18,13 +18,13 @@ absl::StatusOr<std::unique_ptr<StreamCaps::Place>> StreamCaps::Open(const Princi
   const int mine = it == open_.end() ? 0 : it->second;
   if (mine >= limits_.per_credential) {
     return absl::ResourceExhaustedError(
-        absl::StrCat(method_, ": ", who, " already has ", mine, " open streams (at most ",
-                     limits_.per_credential, " per credential); close one first"));
+        absl::StrCat(method_, ": ", who, " already has ", mine, " ", what_, " (at most ",
+                     limits_.per_credential, " per credential); try again when one has ended"));
   }
   if (total_ >= limits_.total) {
-    return absl::ResourceExhaustedError(absl::StrCat(method_, ": ", total_,
-                                                     " streams are open (at most ", limits_.total,
-                                                     " in all); try again later"));
+    return absl::ResourceExhaustedError(absl::StrCat(method_, ": ", total_, " ", what_,
+                                                     " in all (at most ", limits_.total,
+                                                     "); try again later"));
   }
   ++open_[who];
   ++total_;

@@ -1,7 +1,9 @@
-// StreamCaps: how many long-lived streams (WatchSweep) are open, per credential and in all,
-// so that no caller — nor all of them together — can hold every server thread. Open() takes
-// a place or refuses with RESOURCE_EXHAUSTED naming the limit; the place is freed when the
-// returned Place is destroyed (the stream ended, however). Thread-safe.
+// StreamCaps: how many long-lived calls of one kind (WatchSweep streams, ProposeRuns fits) are
+// open, per credential and in all, so that no caller — nor all of them together — can hold
+// every server thread or core. Open() takes a place or refuses at once with
+// RESOURCE_EXHAUSTED naming the limit (nothing queues); the place is freed when the returned
+// Place is destroyed (the call ended, however). Without credentials every caller is "the
+// anonymous caller": they share one per-credential allowance. Thread-safe.
 #ifndef XMOD_COORDINATOR_STREAM_CAPS_H_
 #define XMOD_COORDINATOR_STREAM_CAPS_H_
 
@@ -16,8 +18,8 @@
 namespace xmod {
 
 struct StreamLimits {
-  int per_credential = 16;  // open streams of one credential at most
-  int total = 128;          // open streams of all callers together at most
+  int per_credential = 16;  // open calls of one credential at most
+  int total = 128;          // open calls of all callers together at most
 };
 
 class StreamCaps {
@@ -36,17 +38,18 @@ class StreamCaps {
     const std::string key_;
   };
 
-  // `method` names the streams in errors ("WatchSweep").
-  StreamCaps(std::string method, StreamLimits limits)
-      : method_(std::move(method)), limits_(limits) {}
+  // `method` and `what` name the calls in errors ("WatchSweep", "open streams").
+  StreamCaps(std::string method, std::string what, StreamLimits limits)
+      : method_(std::move(method)), what_(std::move(what)), limits_(limits) {}
 
-  // A place for one more stream of `caller`, or RESOURCE_EXHAUSTED naming the limit it hit.
+  // A place for one more call of `caller`, or RESOURCE_EXHAUSTED naming the limit it hit.
   absl::StatusOr<std::unique_ptr<Place>> Open(const Principal& caller);
 
  private:
   void Close(const std::string& key);
 
   const std::string method_;
+  const std::string what_;
   const StreamLimits limits_;
   absl::Mutex mu_;
   std::map<std::string, int> open_ ABSL_GUARDED_BY(mu_);  // by credential; no zero entries

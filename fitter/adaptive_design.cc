@@ -435,7 +435,9 @@ absl::StatusOr<Decision> Decide(const AdaptiveConfig& config, const DesignState&
   ensemble_options.members = config.bootstrap_samples;
   ensemble_options.seed = config.seed;
   ensemble_options.noise_floor = config.noise_floor;
+  ensemble_options.cancelled = config.cancelled;
   absl::StatusOr<LawEnsemble> ensemble = FitEnsemble(state.completed, ensemble_options);
+  if (absl::IsCancelled(ensemble.status())) return ensemble.status();
   if (!ensemble.ok()) {
     absl::StatusOr<std::vector<Candidate>> seed = SeedDesign(config);
     if (!seed.ok()) return seed.status();
@@ -514,7 +516,12 @@ absl::StatusOr<Decision> Decide(const AdaptiveConfig& config, const DesignState&
     s.spread = StdDev(predictions[i]);
     return s;
   };
-  for (size_t i = 0; i < candidates.size(); ++i) scored[i] = value(i);
+  const auto cancelled = [&config] { return config.cancelled && config.cancelled(); };
+  const absl::Status stopped = absl::CancelledError("design decision cancelled");
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (cancelled()) return stopped;
+    scored[i] = value(i);
+  }
   std::vector<size_t> order(candidates.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   bool first = true;
@@ -525,6 +532,7 @@ absl::StatusOr<Decision> Decide(const AdaptiveConfig& config, const DesignState&
       for (size_t r = 0; r < order.size(); ++r) {
         const size_t i = order[r];
         if (picked[i]) continue;
+        if (cancelled()) return stopped;
         bool needs_dense = false;
         const bool cost_changed = (cost_of(i, &needs_dense) / kFlopUnit) != scored[i].cost;
         if (r < kLazyRevalue || cost_changed) scored[i] = value(i);

@@ -38,6 +38,7 @@
 #define XMOD_FITTER_ADAPTIVE_DESIGN_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,9 @@ struct AdaptiveConfig {
   uint64_t seed = 1;
   double noise_floor = 0.001;  // lower bound of the noise sd weighing outcomes (nats)
   int max_proposals = 8;       // the length of Decision::ranked (the free slots)
+  // Polled while Decide fits its ensemble (before every refit) and values candidates (before
+  // every candidate); once it returns true, Decide stops. Empty = never.
+  std::function<bool()> cancelled;
 };
 
 // INVALID_ARGUMENT naming the field: empty targets / ks / as / seq_lens / backbones /
@@ -134,7 +138,7 @@ double ExpectedRegretReduction(const std::vector<std::vector<std::vector<double>
 
 // One decision (see top of file). Before the completed runs can be fitted, `ranked` lists the
 // seed runs neither done nor in flight, with fit_error saying why. Errors: ValidateConfig's,
-// and the target options' (MakeTargetOptions).
+// the target options' (MakeTargetOptions), and CANCELLED once config.cancelled returned true.
 absl::StatusOr<Decision> Decide(const AdaptiveConfig& config, const DesignState& state);
 
 }  // namespace xmod::fitter

@@ -114,6 +114,31 @@ TEST(AdaptiveDesignTest, BeforeAFitProposesTheSeedRuns) {
   EXPECT_THAT(d.ranked.front().reason, HasSubstr("seed design"));
 }
 
+TEST(AdaptiveDesignTest, ADecisionStopsOnceCancelled) {
+  AdaptiveConfig config = SimLikeConfig();
+  DesignState state;
+  state.completed = SeedObservations(config, 0.003);
+  // Polled before every refit of the ensemble and every candidate valued.
+  int polls = 0;
+  config.cancelled = [&polls] {
+    ++polls;
+    return false;
+  };
+  ASSERT_TRUE(Decide(config, state).ok());
+  const int all_polls = polls;
+  EXPECT_GT(all_polls, config.bootstrap_samples + 2);
+  // Cancelled before it starts: no fit, and no seed decision instead of one.
+  config.cancelled = [] { return true; };
+  EXPECT_EQ(Decide(config, state).status().code(), absl::StatusCode::kCancelled);
+  // Cancelled partway, in the ensemble and in the valuation: it stops at the next poll.
+  for (const int at : {3, all_polls - 1}) {
+    polls = 0;
+    config.cancelled = [&polls, at] { return ++polls >= at; };
+    EXPECT_EQ(Decide(config, state).status().code(), absl::StatusCode::kCancelled) << at;
+    EXPECT_EQ(polls, at);
+  }
+}
+
 TEST(AdaptiveDesignTest, CostCountsAMissingDenseReference) {
   AdaptiveConfig config = SimLikeConfig();
   config.max_proposals = 24;

@@ -132,6 +132,9 @@ absl::StatusOr<LawEnsemble> FitEnsemble(const std::vector<Observation>& observat
     fitted.push_back(o);
     fitted.back().sweeps.clear();  // stages by A (two_stage.h): the strata below
   }
+  const auto cancelled = [&options] { return options.cancelled && options.cancelled(); };
+  const absl::Status stopped = absl::CancelledError("ensemble fit cancelled");
+  if (cancelled()) return stopped;
   LawEnsemble out;
   FitOptions point_options;
   point_options.search.seed = options.seed;
@@ -140,6 +143,7 @@ absl::StatusOr<LawEnsemble> FitEnsemble(const std::vector<Observation>& observat
   out.fit = *std::move(fit);
   double sse = out.fit.rmse * out.fit.rmse * out.fit.n_obs;
   int parameters = out.fit.stage2_fitted ? 10 : 7;
+  if (cancelled()) return stopped;
   if (options.joint) {
     SearchOptions joint_search;
     joint_search.seed = options.seed;
@@ -161,6 +165,7 @@ absl::StatusOr<LawEnsemble> FitEnsemble(const std::vector<Observation>& observat
   member_search.polish_evaluations = 500;
   std::vector<Observation> resample;
   for (int i = 0; i < options.members; ++i) {
+    if (cancelled()) return stopped;
     member_search.seed = options.seed + 1 + static_cast<uint64_t>(i);
     std::mt19937_64 rng(member_search.seed);
     if (!Resample(stage1, stage2, rng, &resample)) {

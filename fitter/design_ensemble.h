@@ -23,6 +23,7 @@
 #define XMOD_FITTER_DESIGN_ENSEMBLE_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,9 @@ struct EnsembleOptions {
   // Refine the point fit and fit the members jointly (see top of file). False: the
   // two-stage fit of the paper's protocol throughout, members warm-started two-stage refits.
   bool joint = true;
+  // Polled before each fit (the point fit, its refinement, every member's refit); once it
+  // returns true the ensemble stops and FitEnsemble returns CANCELLED. Empty = never.
+  std::function<bool()> cancelled;
 };
 
 struct LawEnsemble {
@@ -61,7 +65,8 @@ struct LawEnsemble {
 };
 
 // INVALID_ARGUMENT from FitTwoStage when the observations cannot be fitted (e.g. a stage
-// with too few rows), or when fewer than half of the members could be refitted.
+// with too few rows), or when fewer than half of the members could be refitted; CANCELLED
+// once options.cancelled returns true.
 absl::StatusOr<LawEnsemble> FitEnsemble(const std::vector<Observation>& observations,
                                         const EnsembleOptions& options);
 

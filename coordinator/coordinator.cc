@@ -233,7 +233,7 @@ void Coordinator::Shutdown() {
   if (ticker_.joinable()) ticker_.join();
   // Start() may have failed part way: stop only what exists.
   if (fit_trigger_) fit_trigger_->Shutdown();  // a running fit is cancelled, stores nothing
-  if (adaptive_) adaptive_->Shutdown();        // a decision in progress completes first
+  if (adaptive_) adaptive_->Shutdown();        // a decision in progress stops, stores nothing
   if (scheduler_) scheduler_->Shutdown();
   if (user_service_) user_service_->Stop();
   if (grpc_server_) {

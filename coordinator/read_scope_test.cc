@@ -105,19 +105,13 @@ class ReadScopeTest : public testing::Test {
     options.tick_ms = 3'600'000;  // nothing changes behind the test's back; it polls itself
     options.data_roots = {data_};
     options.adaptive = std::move(adaptive);
-    absl::StatusOr<CredentialSet> set =
-        CredentialSet::Parse(absl::StrCat("user alice ", kUser, "\nread viewer ", kReader,
-                                          "\nread auditor ", kAuditor, "\nworker w1 ", kWorker),
-                             "test");
-    ASSERT_TRUE(set.ok()) << set.status();
-    options.credentials = std::make_shared<const CredentialSet>(*std::move(set));
-    absl::StatusOr<std::unique_ptr<Coordinator>> c = Coordinator::Start(options);
+    absl::StatusOr<LoopbackCoordinator> c = StartLoopbackCoordinator(
+        options, absl::StrCat("user alice ", kUser, "\nread viewer ", kReader, "\nread auditor ",
+                              kAuditor, "\nworker w1 ", kWorker));
     ASSERT_TRUE(c.ok()) << c.status();
-    coordinator_ = *std::move(c);
-    auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", coordinator_->ports().grpc),
-                                       grpc::InsecureChannelCredentials());
-    stub_ = xmod::v1::Coordinator::NewStub(channel);
-    worker_ = xmod::v1::WorkerGateway::NewStub(channel);
+    coordinator_ = std::move(c->coordinator);
+    stub_ = std::move(c->user);
+    worker_ = std::move(c->worker);
   }
 
   // Polls `done` until it holds (true) or 60 s pass (false).

@@ -1,12 +1,15 @@
 // See test_util.h.
 #include "coordinator/test_util.h"
 
+#include <grpcpp/create_channel.h>
+
 #include <atomic>
 #include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "common/auth.h"
+#include "common/credentials.h"
 #include "coordinator/store_reads.h"
 #include "gtest/gtest.h"
 
@@ -128,6 +131,24 @@ std::unique_ptr<grpc::ClientContext> BearerContext(const std::string& token) {
   AttachBearerToken(token, context.get());
   context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   return context;
+}
+
+absl::StatusOr<LoopbackCoordinator> StartLoopbackCoordinator(CoordinatorOptions options,
+                                                             const std::string& credentials) {
+  if (!credentials.empty()) {
+    absl::StatusOr<CredentialSet> set = CredentialSet::Parse(credentials, "test");
+    if (!set.ok()) return set.status();
+    options.credentials = std::make_shared<const CredentialSet>(*std::move(set));
+  }
+  absl::StatusOr<std::unique_ptr<Coordinator>> started = Coordinator::Start(options);
+  if (!started.ok()) return started.status();
+  LoopbackCoordinator c;
+  c.coordinator = *std::move(started);
+  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", c.coordinator->ports().grpc),
+                                     grpc::InsecureChannelCredentials());
+  c.user = xmod::v1::Coordinator::NewStub(channel);
+  c.worker = xmod::v1::WorkerGateway::NewStub(channel);
+  return c;
 }
 
 }  // namespace xmod

@@ -1,5 +1,5 @@
 // Helpers for the coordinator tests: fresh temporary directories, a small valid sweep, the
-// stored state of a run, and a coordinator on loopback with bearer-token calls.
+// stored state of a run, and a coordinator on loopback with its clients and bearer-token calls.
 #ifndef XMOD_COORDINATOR_TEST_UTIL_H_
 #define XMOD_COORDINATOR_TEST_UTIL_H_
 
@@ -11,12 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/store.h"
+#include "xmod/v1/coordinator.grpc.pb.h"
 #include "xmod/v1/coordinator.pb.h"
 #include "xmod/v1/spec.pb.h"
 #include "xmod/v1/types.pb.h"
+#include "xmod/v1/worker.grpc.pb.h"
 
 namespace xmod {
 
@@ -51,6 +54,18 @@ std::optional<xmod::v1::Assignment> AcquireNow(Scheduler& scheduler, int64_t wor
 
 // A client context that sends `token` as its bearer token, with a 30 s deadline.
 std::unique_ptr<grpc::ClientContext> BearerContext(const std::string& token);
+
+// A started coordinator and clients of both its gRPC APIs over one loopback channel.
+struct LoopbackCoordinator {
+  std::unique_ptr<Coordinator> coordinator;
+  std::unique_ptr<xmod::v1::Coordinator::Stub> user;
+  std::unique_ptr<xmod::v1::WorkerGateway::Stub> worker;
+};
+
+// Starts a coordinator with `options` and, unless `credentials` is empty, those credentials
+// (the credentials file's lines, common/credentials.h).
+absl::StatusOr<LoopbackCoordinator> StartLoopbackCoordinator(CoordinatorOptions options,
+                                                             const std::string& credentials = "");
 
 }  // namespace xmod
 

@@ -33,18 +33,12 @@ class WorkerGatewayLimitsTest : public testing::Test {
  protected:
   void SetUp() override {
     dir_ = NewTestDir("limits");
-    CoordinatorOptions options = LoopbackOptions(dir_);
-    absl::StatusOr<CredentialSet> set = CredentialSet::Parse(
-        absl::StrCat("user alice ", kUser, "\nworker w1 ", kWorker, "\n"), "test");
-    ASSERT_TRUE(set.ok()) << set.status();
-    options.credentials = std::make_shared<const CredentialSet>(*std::move(set));
-    absl::StatusOr<std::unique_ptr<Coordinator>> c = Coordinator::Start(options);
+    absl::StatusOr<LoopbackCoordinator> c = StartLoopbackCoordinator(
+        LoopbackOptions(dir_), absl::StrCat("user alice ", kUser, "\nworker w1 ", kWorker, "\n"));
     ASSERT_TRUE(c.ok()) << c.status();
-    coordinator_ = *std::move(c);
-    auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", coordinator_->ports().grpc),
-                                       grpc::InsecureChannelCredentials());
-    user_ = xmod::v1::Coordinator::NewStub(channel);
-    worker_ = xmod::v1::WorkerGateway::NewStub(channel);
+    coordinator_ = std::move(c->coordinator);
+    user_ = std::move(c->user);
+    worker_ = std::move(c->worker);
 
     xmod::v1::SubmitSweepRequest submit;
     *submit.mutable_spec() = TinySweep(dir_);

@@ -10,6 +10,7 @@
 #include <cstddef>
 
 #include "absl/status/status.h"
+#include "common/metric_limits.h"
 #include "xmod/v1/worker.pb.h"
 
 namespace xmod {
@@ -20,7 +21,7 @@ inline constexpr size_t kMaxVersionBytes = 256;     // version
 inline constexpr size_t kMaxSlotDescriptionBytes = 256;
 inline constexpr int kMaxSlots = 1024;          // slots, free_slots, running
 inline constexpr int kMaxMetricPoints = 10000;  // points per ReportMetrics
-inline constexpr size_t kMaxMetricNameBytes = 256;
+// points[i].name: kMaxMetricNameBytes (common/metric_limits.h, which the worker shares).
 inline constexpr size_t kMaxPathBytes = 4096;    // checkpoint path (PATH_MAX)
 inline constexpr size_t kMaxReasonBytes = 4096;  // ReportCheckpoint.rejected
 inline constexpr size_t kMaxErrorBytes = 16384;  // FinishRun.error, kept from its end

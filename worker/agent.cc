@@ -1,6 +1,10 @@
 #include "worker/agent.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -12,7 +16,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "common/confined_path.h"
 #include "common/files.h"
 #include "glog/logging.h"
 #include "trainer_contract/exit_codes.h"
@@ -23,20 +26,45 @@
 namespace xmod {
 namespace {
 
-// Deletes the checkpoint `path` and its sidecar if both lie inside `dir` (confined_path.h);
-// INVALID_ARGUMENT, deleting nothing, otherwise.
-absl::Status RemoveInside(const std::string& path, const std::string& dir) {
-  const std::string sidecar = path + ".sha256";
-  for (const std::string& file : {path, sidecar}) {
-    absl::Status status = CheckPathUnder("path", file, dir);
-    if (status.ok()) status = CheckFileUnder("path", file, dir, -1);
-    if (!status.ok()) return status;
-  }
-  std::error_code error;
-  std::filesystem::remove(path, error);
-  std::filesystem::remove(sidecar, error);
-  return absl::OkStatus();
+// A lexically normal form of `path` without a trailing '/'.
+std::filesystem::path Normal(const std::string& path) {
+  std::filesystem::path normal = std::filesystem::path(path).lexically_normal();
+  return normal.has_filename() ? normal : normal.parent_path();
 }
+
+// Deletes the checkpoint `path` and its sidecar, which must be direct children of `dir`
+// (lexically): the name is unlinked relative to `dir` opened without following a symlink
+// (O_NOFOLLOW), and unlinkat never follows one in the name, so swapping a component for a
+// symlink at any moment cannot make it delete anything outside `dir`. INVALID_ARGUMENT,
+// deleting nothing, for a path elsewhere or a `dir` that is a symlink.
+absl::Status RemoveInside(const std::string& path, const std::string& dir) {
+  const std::filesystem::path file = Normal(path);
+  const std::string name = file.filename().string();
+  if (file.parent_path() != Normal(dir) || name.empty() || name == "." || name == ".." ||
+      name.find('/') != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("path: ", path, " is not a file directly inside ", dir));
+  }
+  const int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir_fd < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("path: cannot open ", dir, " (a folder, not a symlink): ", strerror(errno)));
+  }
+  absl::Status status;
+  for (const std::string& entry : {name, name + ".sha256"}) {
+    if (unlinkat(dir_fd, entry.c_str(), 0) != 0 && errno != ENOENT) {
+      status.Update(absl::InternalError(
+          absl::StrCat("cannot delete ", dir, "/", entry, ": ", strerror(errno))));
+    }
+  }
+  close(dir_fd);
+  return status;
+}
+
+// An attempt held only for its reports whose reports the coordinator has answered with
+// errors to retry, and nothing else, for this many lease TTLs is no longer listed in
+// heartbeats (MetricRelay::attempts_to_hold).
+constexpr int64_t kHoldStuckReportsLeaseTtls = 3;
 
 const char* OutcomeName(v1::Outcome outcome) {
   switch (outcome) {
@@ -70,7 +98,8 @@ Agent::Agent(AgentOptions options, GatewayClient* gateway, ProcessLauncher* laun
       clock_(clock),
       metrics_(metrics),
       relay_(gateway, clock, RelayOptions(options_), metrics) {
-  relay_.set_stale_callback([this](AttemptKey key) { OnStale(key); });
+  relay_.set_stale_callback(
+      [this](AttemptKey key, const std::string& refusal) { OnStale(key, refusal); });
 }
 
 Agent::~Agent() {
@@ -202,8 +231,10 @@ absl::Status Agent::HeartbeatOnce() {
       *running->mutable_progress() = attempt->progress;
     }
     // Attempts whose reports are still on their way (kept by an earlier start, or refused
-    // at start) hold their lease until their FinishRun arrives.
-    for (const AttemptKey& key : relay_.open_attempts()) {
+    // at start) hold their lease until their FinishRun arrives, unless the coordinator keeps
+    // answering their reports with errors: then it may end them as lost.
+    for (const AttemptKey& key :
+         relay_.attempts_to_hold(kHoldStuckReportsLeaseTtls * lease_ttl_ms_)) {
       if (attempts_.count(key) > 0) continue;
       v1::RunningAttempt* running = request.add_running();
       running->set_run_id(key.run_id);
@@ -737,10 +768,17 @@ void Agent::CollectCheckpoints(Attempt* attempt, bool all_delivered) {
   }
 }
 
-void Agent::OnStale(AttemptKey key) {
+void Agent::OnStale(AttemptKey key, const std::string& refusal) {
   absl::MutexLock lock(&mu_);
   auto it = attempts_.find(key);
   if (it == attempts_.end()) return;
+  if (!refusal.empty()) {
+    // Nothing more it reports can be stored: it ends FAILED with the refusal (retried).
+    LOG(WARNING) << "run " << key.run_id << " attempt " << key.attempt
+                 << ": its metrics were refused: killing it";
+    KillLocked(*it->second, v1::OUTCOME_FAILED, refusal);
+    return;
+  }
   LOG(WARNING) << "run " << key.run_id << " attempt " << key.attempt
                << " is no longer current: killing it";
   KillLocked(*it->second, v1::OUTCOME_CANCELLED,

@@ -21,7 +21,11 @@
 // has exited (within kill_grace_ms), the reports get drain_timeout_ms to reach the
 // coordinator; whatever is still undelivered then (points, checkpoint reports, FinishRun) is
 // kept in the spill folder (MetricRelay::Keep) and replayed by the worker's next start, whose
-// heartbeats list those attempts until their FinishRun arrives.
+// heartbeats list those attempts until their FinishRun arrives (or until the coordinator has
+// answered their reports only with errors for 3 lease TTLs: then it may end them as lost,
+// MetricRelay::attempts_to_hold). Wait() returns within
+// max(acquire_wait_ms + an RPC, kill_grace_ms + a heartbeat interval + an RPC) +
+// drain_timeout_ms + the RPCs then in flight (docs/fault-tolerance.md).
 //
 // Fencing (the trainer's side is model/train/lease.h). A lease granted or renewed by a reply
 // stays valid at least lease_ttl_ms (from the reply, else from Register) after its request
@@ -32,15 +36,19 @@
 // cannot let it write past its lease. Should the agent itself see a deadline pass (heartbeats
 // failing past the TTL), it SIGKILLs the child. An attempt the coordinator no longer
 // considers current (a KILL order, a stale reply) is SIGKILLed at once, never SIGTERMed: it
-// must not write another checkpoint. A child that exits with kExitLeaseExpired is reported
+// must not write another checkpoint; so is one whose metric report the coordinator refused
+// for good (nothing more it reports could be stored; reported FAILED with the refusal, see
+// metric_relay.h). A child that exits with kExitLeaseExpired is reported
 // PREEMPTED (requeued, not a failure).
 //
 // Resume and checkpoint garbage collection: the child gets --resume/--resume_sha256/
 // --resume_bytes for the assignment's resume point and each fallback, newest first; a
 // candidate without a recorded digest is left out (the others keep theirs), and a candidate
 // the child refuses is reported with ReportCheckpoint{rejected}. Checkpoint files are deleted
-// only here, only inside the run's checkpoint folder (spec.checkpoint_dir; a recorded path
-// outside it, or a symlink out of it, is never touched), and only checkpoints the
+// only here, only direct children of the run's checkpoint folder (spec.checkpoint_dir),
+// unlinked relative to the folder opened without following a symlink (unlinkat: a recorded
+// path elsewhere, a folder that is a symlink, or a component swapped for a symlink meanwhile
+// never makes it delete outside the folder), and only checkpoints the
 // coordinator holds: once a checkpoint of the attempt is acknowledged (durable), every known
 // checkpoint of the run (the assignment's candidates and the attempt's acknowledged ones)
 // older than the two newest good ones is deleted with its sidecar. The trainer never deletes
@@ -197,7 +205,8 @@ class Agent {
   // coordinator no longer needs (see the header comment). Supervise thread only.
   void RelayCheckpoint(Attempt* attempt, v1::ReportCheckpointRequest request);
   void CollectCheckpoints(Attempt* attempt, bool all_delivered);
-  void OnStale(AttemptKey key);
+  // The relay stopped relaying `key`: stale (`refusal` empty) or its metrics refused.
+  void OnStale(AttemptKey key, const std::string& refusal);
   void UpdateSlotGaugesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void JoinFinishedThreads();
   void HeartbeatLoop();

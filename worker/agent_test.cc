@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "common/files.h"
+#include "common/metric_limits.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "trainer_contract/exit_codes.h"
@@ -42,6 +44,12 @@ v1::Assignment MakeAssignment(int64_t run_id, int32_t attempt, int32_t slot) {
 
 // FakeClock's monotonic reading before any Advance.
 const int64_t kStartMono = FakeClock().MonotonicMillis();
+
+// Polls `done` until it holds (bounded: 30 s).
+void WaitUntil(const std::function<bool()>& done) {
+  for (int i = 0; i < 30'000 && !done(); ++i) absl::SleepFor(absl::Milliseconds(1));
+  ASSERT_TRUE(done());
+}
 
 // Exits 75 after a checkpoint on SIGTERM, like xmod-train.
 void CheckpointOnTerm(FakeChild& child, int signo) {
@@ -302,12 +310,12 @@ TEST_F(AgentTest, AbandonedReportsAreKeptAndTheNextStartDeliversThem) {
   ASSERT_TRUE(*agent_->AcquireOnce());
   std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
   for (int step = 1; step <= 3; ++step) child->EmitMetric(step, "train/loss", 1.0 / step);
-  while (agent_->relay().last_seq({19, 1}) < 3) absl::SleepFor(absl::Milliseconds(1));
+  WaitUntil([&] { return agent_->relay().last_seq({19, 1}) >= 3; });
   child->EmitCheckpoint(3, "/ckpt/step-3.pt");
   child->Exit(0);
   // Nothing pumps the relay: everything is undelivered when the worker gives up on it.
   agent_->Abandon();
-  while (agent_->running_attempts() > 0) absl::SleepFor(absl::Milliseconds(1));
+  WaitUntil([&] { return agent_->running_attempts() == 0; });
   agent_.reset();
   EXPECT_TRUE(gateway_.Points({19, 1}).empty());
   EXPECT_TRUE(gateway_.Finishes().empty());
@@ -326,11 +334,86 @@ TEST_F(AgentTest, AbandonedReportsAreKeptAndTheNextStartDeliversThem) {
   EXPECT_EQ(finish.last_acked_seq(), 3);
   EXPECT_EQ(finish.last_seq(), 3);
   EXPECT_EQ(finish.worker_id(), FakeGateway::kWorkerId);
-  for (int i = 0; i < 1000 && ReadFile(dir_ + "/spill/run-19-a1.outcome").ok(); ++i) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  EXPECT_FALSE(ReadFile(dir_ + "/spill/run-19-a1.outcome").ok());
+  WaitUntil([&] { return !ReadFile(dir_ + "/spill/run-19-a1.outcome").ok(); });
   EXPECT_FALSE(ReadFile(dir_ + "/spill/run-19-a1.spill").ok());
+}
+
+// A kept attempt holds its lease only while the coordinator does something with its reports:
+// one whose every report is answered with an error for more than 3 lease TTLs leaves the
+// heartbeats, so the coordinator can end it as lost (an outage of the coordinator does not
+// count, metric_relay_test.cc).
+TEST_F(AgentTest, AKeptAttemptWhoseReportsOnlyGetErrorsLeavesTheHeartbeats) {
+  const AttemptKey kept{40, 1};
+  {
+    MetricRelayOptions relay_options;
+    relay_options.spill_dir = dir_ + "/spill";
+    MetricRelay relay(&gateway_, &clock_, relay_options);
+    relay.Open(kept);
+    v1::MetricPoint point;
+    point.set_step(1);
+    point.set_name("train/loss");
+    relay.AddMetric(kept, point);
+    v1::FinishRunRequest finish;
+    finish.set_outcome(v1::OUTCOME_PREEMPTED);
+    relay.Finish(kept, finish);
+    ASSERT_EQ(relay.Keep(), 1);
+  }
+  agent_ = std::make_unique<Agent>(options_, &gateway_, &launcher_, &probe_, &clock_);
+  ASSERT_TRUE(agent_->Register().ok());  // lease TTL 1000 ms
+  auto listed = [&] {
+    EXPECT_TRUE(agent_->HeartbeatOnce().ok());
+    return gateway_.LastHeartbeats(1)[0].running_size() == 1;
+  };
+  EXPECT_TRUE(listed());
+  gateway_.FailNextMetricCalls(1'000'000, absl::StatusCode::kInternal);
+  agent_->relay().Pump();
+  clock_.Advance(3000);
+  agent_->relay().Pump();
+  EXPECT_TRUE(listed());
+  clock_.Advance(1);
+  EXPECT_FALSE(listed());
+  // The coordinator ends it as lost; the relay's next report learns so and closes it.
+  gateway_.FailNextMetricCalls(0);
+  gateway_.MarkStale(kept);
+  clock_.Advance(10'000);
+  ASSERT_TRUE(PumpUntilFinishes(*agent_, gateway_, 1));
+  EXPECT_TRUE(agent_->relay().open_attempts().empty());
+}
+
+TEST_F(AgentTest, AChildWhoseMetricsAreRefusedIsKilledAndItsAttemptFailed) {
+  launcher_.set_on_start([](FakeChild& child) { child.set_on_signal(CheckpointOnTerm); });
+  StartAgent();
+  gateway_.FailNextMetricCalls(1, absl::StatusCode::kInvalidArgument);
+  gateway_.QueueAssignment(MakeAssignment(41, 1, 0));
+  std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
+  ASSERT_NE(child, nullptr);
+  child->EmitMetric(1, "train/loss", 4.0);
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  // SIGKILL: nothing it writes from now on could be recorded.
+  EXPECT_THAT(child->signals(), ElementsAre(SIGKILL));
+  const v1::FinishRunRequest finish = gateway_.Finishes()[0];
+  EXPECT_EQ(finish.outcome(), v1::OUTCOME_FAILED);  // the coordinator retries it
+  EXPECT_THAT(finish.error(), HasSubstr("refused metric points 1..1 for good"));
+  EXPECT_THAT(finish.error(), ::testing::Not(HasSubstr("; the coordinator refused")));
+  EXPECT_EQ(finish.last_seq(), 1);
+  EXPECT_EQ(finish.last_acked_seq(), 0);
+  EXPECT_TRUE(gateway_.Checkpoints().empty());
+}
+
+TEST_F(AgentTest, AMetricWithANameTooLongIsDroppedAndTheRunStillSucceeds) {
+  StartAgent();
+  gateway_.QueueAssignment(MakeAssignment(42, 1, 0));
+  std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
+  ASSERT_NE(child, nullptr);
+  child->EmitMetric(1, std::string(kMaxMetricNameBytes + 1, 'x'), 1.0);
+  child->EmitMetric(1, "train/loss", 4.0);
+  child->Exit(0);
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  const v1::FinishRunRequest finish = gateway_.Finishes()[0];
+  EXPECT_EQ(finish.outcome(), v1::OUTCOME_SUCCEEDED);
+  EXPECT_EQ(finish.last_seq(), 1);
+  ASSERT_EQ(gateway_.Points({42, 1}).size(), 1u);
+  EXPECT_EQ(gateway_.Points({42, 1})[0].name(), "train/loss");
 }
 
 TEST_F(AgentTest, HeartbeatsListRunningAttemptsWithProgress) {
@@ -485,12 +568,6 @@ TEST_F(AgentTest, AChildStoppedBySigtermFromOutsideIsReportedPreempted) {
   EXPECT_EQ(gateway_.Finishes()[0].exit_code(), kExitPreempted);
 }
 
-// Polls `done` until it holds (bounded: 30 s).
-void WaitUntil(const std::function<bool()>& done) {
-  for (int i = 0; i < 30'000 && !done(); ++i) absl::SleepFor(absl::Milliseconds(1));
-  ASSERT_TRUE(done());
-}
-
 // Creates `path` and its sidecar as a checkpoint on disk would be.
 void TouchCheckpoint(const std::string& path) {
   ASSERT_TRUE(WriteFileAtomic(path, "weights").ok());
@@ -555,7 +632,8 @@ TEST_F(AgentTest, OldCheckpointsAreDeletedOnlyOnceNewerOnesAreDurable) {
   // 10. (The relay retries after a backoff on the fake clock.)
   gateway_.FailNextCheckpointCalls(1);
   child->EmitCheckpoint(30, c30);
-  WaitUntil([&] { return agent_->relay().pending_checkpoints({28, 2}) == 1; });
+  WaitUntil([&] { return gateway_.checkpoint_calls() == 1; });  // the failed one
+  EXPECT_EQ(agent_->relay().pending_checkpoints({28, 2}), 1u);
   EXPECT_TRUE(std::filesystem::exists(r10));
   clock_.Advance(1000);
   WaitUntil([&] { return agent_->relay().pending_checkpoints({28, 2}) == 0; });
@@ -564,6 +642,7 @@ TEST_F(AgentTest, OldCheckpointsAreDeletedOnlyOnceNewerOnesAreDurable) {
   gateway_.FailNextCheckpointCalls(1);
   child->EmitCheckpoint(40, c40);
   WaitUntil([&] { return !std::filesystem::exists(r10 + ".sha256"); });
+  WaitUntil([&] { return gateway_.checkpoint_calls() == 3; });  // step 40's failed one
   EXPECT_FALSE(std::filesystem::exists(r10));
   EXPECT_TRUE(std::filesystem::exists(r20));
   child->Exit(0);
@@ -617,6 +696,38 @@ TEST_F(AgentTest, RecordedPathsOutsideTheRunFolderAreNeverDeleted) {
        {outside, dir_ + "/ckpt/precious-too.pt", dir_ + "/ckpt/linked-target.pt"}) {
     EXPECT_TRUE(std::filesystem::exists(kept)) << kept;
     EXPECT_TRUE(std::filesystem::exists(kept + ".sha256")) << kept;
+  }
+}
+
+// A run folder that is itself a symlink (the shared tree was tampered with) leads elsewhere:
+// nothing is deleted through it.
+TEST_F(AgentTest, NothingIsDeletedThroughARunFolderThatIsASymlink) {
+  StartAgent();
+  const std::string elsewhere = dir_ + "/elsewhere";
+  ASSERT_TRUE(MakeDirs(elsewhere).ok());
+  ASSERT_TRUE(MakeDirs(dir_ + "/ckpt/sweep-1").ok());
+  const std::string run_dir = dir_ + "/ckpt/sweep-1/run-43";
+  std::filesystem::create_directory_symlink(elsewhere, run_dir);
+  const std::string r10 = run_dir + "/ckpt-a1-s0000000010.pt";
+  const std::string r20 = run_dir + "/ckpt-a1-s0000000020.pt";
+  const std::string c30 = run_dir + "/ckpt-a2-s0000000030.pt";
+  for (const std::string& path : {r10, r20, c30}) TouchCheckpoint(path);
+  v1::Assignment assignment = MakeAssignment(43, 2, 0);
+  assignment.mutable_spec()->set_checkpoint_dir(run_dir);
+  assignment.mutable_resume()->set_path(r20);
+  assignment.mutable_resume()->set_step(20);
+  assignment.add_fallbacks()->set_path(r10);
+  assignment.mutable_fallbacks(0)->set_step(10);
+  gateway_.QueueAssignment(assignment);
+  std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
+  ASSERT_NE(child, nullptr);
+  child->EmitCheckpoint(30, c30);  // 10 would go if the folder were real
+  child->Exit(0);
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  for (const std::string& name :
+       {"/ckpt-a1-s0000000010.pt", "/ckpt-a1-s0000000020.pt", "/ckpt-a2-s0000000030.pt"}) {
+    EXPECT_TRUE(std::filesystem::exists(elsewhere + name)) << name;
+    EXPECT_TRUE(std::filesystem::exists(elsewhere + name + ".sha256")) << name;
   }
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/metric_limits.h"
+
 namespace xmod {
 
 absl::StatusOr<v1::RegisterResponse> FakeGateway::Register(const v1::RegisterRequest& request) {
@@ -48,7 +50,12 @@ absl::StatusOr<v1::ReportMetricsResponse> FakeGateway::ReportMetrics(
   ++metric_calls_;
   if (fail_metrics_ > 0) {
     --fail_metrics_;
-    return absl::UnavailableError("fake: coordinator unreachable");
+    return absl::Status(fail_metrics_code_, "fake: ReportMetrics failed");
+  }
+  for (const v1::MetricPoint& point : request.points()) {
+    if (point.name().size() > kMaxMetricNameBytes) {
+      return absl::InvalidArgumentError("points[i].name: fake: past the coordinator's limit");
+    }
   }
   const AttemptKey key{request.run_id(), request.attempt()};
   v1::ReportMetricsResponse reply;
@@ -76,6 +83,7 @@ absl::StatusOr<v1::ReportMetricsResponse> FakeGateway::ReportMetrics(
 absl::StatusOr<v1::ReportCheckpointResponse> FakeGateway::ReportCheckpoint(
     const v1::ReportCheckpointRequest& request) {
   absl::MutexLock lock(&mu_);
+  ++checkpoint_calls_;
   if (fail_checkpoints_ > 0) {
     --fail_checkpoints_;
     return absl::UnavailableError("fake: coordinator unreachable");
@@ -118,9 +126,10 @@ void FakeGateway::RequestReregister() {
   reregister_ = true;
 }
 
-void FakeGateway::FailNextMetricCalls(int n) {
+void FakeGateway::FailNextMetricCalls(int n, absl::StatusCode code) {
   absl::MutexLock lock(&mu_);
   fail_metrics_ = n;
+  fail_metrics_code_ = code;
 }
 
 void FakeGateway::FailNextCheckpointCalls(int n) {
@@ -157,6 +166,11 @@ int64_t FakeGateway::duplicate_points() const {
 int FakeGateway::metric_calls() const {
   absl::MutexLock lock(&mu_);
   return metric_calls_;
+}
+
+int FakeGateway::checkpoint_calls() const {
+  absl::MutexLock lock(&mu_);
+  return checkpoint_calls_;
 }
 
 std::vector<v1::ReportCheckpointRequest> FakeGateway::Checkpoints() const {

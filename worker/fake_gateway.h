@@ -1,6 +1,7 @@
 // A scripted, in-memory WorkerGateway for worker tests (see gateway_client.h). It stores
 // metric points keyed by (run, attempt, seq) the way the coordinator must — idempotently,
-// acknowledging the highest contiguous seq — and can be told to fail calls, acknowledge
+// acknowledging the highest contiguous seq, refusing a point whose name is past
+// kMaxMetricNameBytes — and can be told to fail calls, acknowledge
 // partially, mark attempts stale, hand out assignments and send orders.
 //
 // Thread-safety: every method is thread-safe.
@@ -34,9 +35,10 @@ class FakeGateway : public GatewayClient {
 
   // Scripting.
   void QueueAssignment(v1::Assignment assignment);
-  void QueueOrder(v1::Order order);     // sent with the next heartbeat reply
-  void RequestReregister();             // the next heartbeat reply says reregister
-  void FailNextMetricCalls(int n);      // the next n ReportMetrics return UNAVAILABLE
+  void QueueOrder(v1::Order order);  // sent with the next heartbeat reply
+  void RequestReregister();          // the next heartbeat reply says reregister
+  // The next n ReportMetrics fail with `code` (a refusal, or unreachable).
+  void FailNextMetricCalls(int n, absl::StatusCode code = absl::StatusCode::kUnavailable);
   void FailNextCheckpointCalls(int n);  // the next n ReportCheckpoint return UNAVAILABLE
   void RefuseCheckpointsAt(const std::string& path);  // INVALID_ARGUMENT for reports of it
   void FailNextHeartbeats(int n);                     // the next n Heartbeat return UNAVAILABLE
@@ -48,6 +50,7 @@ class FakeGateway : public GatewayClient {
   std::vector<v1::MetricPoint> Points(AttemptKey key) const;  // durable, in seq order
   int64_t duplicate_points() const;  // points received again after being stored
   int metric_calls() const;
+  int checkpoint_calls() const;  // ReportCheckpoint calls, failed ones included
   std::vector<v1::ReportCheckpointRequest> Checkpoints() const;
   std::vector<v1::FinishRunRequest> Finishes() const;
   std::vector<v1::RegisterRequest> Registrations() const;
@@ -66,7 +69,9 @@ class FakeGateway : public GatewayClient {
   std::vector<v1::Order> orders_ ABSL_GUARDED_BY(mu_);
   bool reregister_ ABSL_GUARDED_BY(mu_) = false;
   int fail_metrics_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::StatusCode fail_metrics_code_ ABSL_GUARDED_BY(mu_) = absl::StatusCode::kUnavailable;
   int fail_checkpoints_ ABSL_GUARDED_BY(mu_) = 0;
+  int checkpoint_calls_ ABSL_GUARDED_BY(mu_) = 0;
   std::string refused_checkpoint_path_ ABSL_GUARDED_BY(mu_);
   int fail_heartbeats_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t max_ack_ ABSL_GUARDED_BY(mu_) = 0;  // 0 = unlimited

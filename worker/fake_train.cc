@@ -7,7 +7,9 @@
 //   FAKE_TRAIN_MODE=ok      started, FAKE_TRAIN_STEPS (default 5) train/loss points,
 //                           a checkpoint, finished; exit 0. With FAKE_TRAIN_STEP_MS > 0 each
 //                           step takes that long, and a SIGTERM between steps ends the run
-//                           as xmod-train's would: a checkpoint of the last step done, exit 75
+//                           as xmod-train's would: a checkpoint of the last step done, exit 75.
+//                           With FAKE_TRAIN_EXTRA_METRIC set, each step also logs a point of
+//                           that name (value 1) before its train/loss
 //   FAKE_TRAIN_MODE=fail    one metric, then "fake_train: boom" on stderr; exit 3
 //   FAKE_TRAIN_MODE=term    started, then waits for SIGTERM: checkpoint event, exit 75
 //   FAKE_TRAIN_MODE=law     as ok, with train/loss and val/loss at FAKE_TRAIN_STEPS marks
@@ -124,6 +126,7 @@ int main(int argc, char** argv) {
   const int steps = steps_env ? std::atoi(steps_env) : 5;
   const char* step_ms_env = std::getenv("FAKE_TRAIN_STEP_MS");
   const int step_ms = step_ms_env ? std::atoi(step_ms_env) : 0;
+  const char* extra_metric = std::getenv("FAKE_TRAIN_EXTRA_METRIC");
 
   xmod::v1::TrainerEvent started;
   started.mutable_started()->set_resumed_from_step(args.resume.empty() ? 0 : 1);
@@ -176,6 +179,7 @@ int main(int argc, char** argv) {
         return xmod::kExitPreempted;
       }
     }
+    if (extra_metric != nullptr) emit(Metric(step, extra_metric, 1.0));
     emit(Metric(step, "train/loss", 5.0 / step));
   }
   emit(Checkpoint(steps, spec.checkpoint_dir()));

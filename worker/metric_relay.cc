@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/files.h"
+#include "common/metric_limits.h"
 #include "glog/logging.h"
 #include "worker/spill_file.h"
 #include "xmod/v1/worker_spill.pb.h"
@@ -21,9 +22,15 @@ bool IsStaleError(const absl::Status& status) {
   return absl::IsNotFound(status) || absl::IsFailedPrecondition(status);
 }
 
-// The coordinator refuses a FinishRun for good: retrying cannot help.
+// The coordinator refuses a report for good: retrying cannot help.
 bool IsFinalRefusal(const absl::Status& status) {
-  return IsStaleError(status) || absl::IsInvalidArgument(status) || absl::IsAlreadyExists(status);
+  return IsStaleError(status) || absl::IsInvalidArgument(status) || absl::IsAlreadyExists(status) ||
+         absl::IsPermissionDenied(status);
+}
+
+// The call did not reach the coordinator (or its answer did not come back).
+bool IsUnreachable(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status);
 }
 
 constexpr char kSpillSuffix[] = ".spill";
@@ -94,6 +101,16 @@ void MetricRelay::LoadKeptLocked(const std::string& path) {
     absl::StatusOr<std::unique_ptr<SpillFile>> spill = SpillFile::Open(SpillPath(key));
     if (spill.ok()) {
       stream.spill = *std::move(spill);
+      // Its records are consecutive. Those up to acked_seq were acknowledged after it was
+      // written (a later keep wrote the outcome file but could not replace this one).
+      const int64_t skip = std::clamp<int64_t>(
+          stream.acked_seq - (stream.spill->last_seq() - stream.spill->unread()), 0,
+          stream.spill->unread());
+      for (int64_t i = 0; i < skip; ++i) {
+        int64_t seq = 0;
+        v1::MetricPoint point;
+        if (!stream.spill->ReadNext(&seq, &point).ok()) break;  // RefillLocked counts the loss
+      }
       const int64_t unread = stream.spill->unread();
       stream.last_seq += unread;
       buffered_ += unread;
@@ -119,6 +136,15 @@ absl::Status MetricRelay::KeepLocked(AttemptKey key, Stream& stream) {
     *c->mutable_request() = checkpoint.request;
   }
   *kept.mutable_finish() = *stream.finish;
+  const std::string outcome = kept.SerializeAsString();
+  // The outcome file says its spill file is complete, so it is written after it; but a kept
+  // attempt's outcome file of an earlier life is already there, next to the spill file it
+  // describes: its new one goes first. Whatever fails then, the pair on disk is consistent
+  // (a spill file that starts before acked_seq + 1 has its acknowledged records skipped at
+  // load).
+  if (stream.kept) {
+    if (absl::Status s = WriteFileAtomic(OutcomePath(key), outcome); !s.ok()) return s;
+  }
   if (!stream.points.empty() || (stream.spill != nullptr && stream.spill->unread() > 0)) {
     // Every unacknowledged point, in order: those in memory, then those still on disk.
     const std::string path = SpillPath(key);
@@ -135,10 +161,12 @@ absl::Status MetricRelay::KeepLocked(AttemptKey key, Stream& stream) {
       if (!*read) break;
       if (absl::Status s = (*fresh)->Append(seq, point, /*durable=*/false); !s.ok()) return s;
     }
-    stream.spill.reset();  // deletes the old file at `path`
+    // The rename replaces the old file at `path` (if any), which must then not be deleted.
     if (absl::Status s = (*fresh)->Persist(path); !s.ok()) return s;
+    if (stream.spill != nullptr) stream.spill->Release();
+    stream.spill.reset();
   }
-  return WriteFileAtomic(OutcomePath(key), kept.SerializeAsString());
+  return stream.kept ? absl::OkStatus() : WriteFileAtomic(OutcomePath(key), outcome);
 }
 
 bool MetricRelay::SpillLocked(AttemptKey key, Stream& stream, int64_t seq,
@@ -204,7 +232,7 @@ void MetricRelay::set_worker_id(int64_t worker_id) {
   worker_id_ = worker_id;
 }
 
-void MetricRelay::set_stale_callback(std::function<void(AttemptKey)> callback) {
+void MetricRelay::set_stale_callback(std::function<void(AttemptKey, const std::string&)> callback) {
   absl::MutexLock lock(&mu_);
   on_stale_ = std::move(callback);
 }
@@ -220,6 +248,17 @@ int64_t MetricRelay::AddMetric(AttemptKey key, const v1::MetricPoint& point) {
   auto it = streams_.find(key);
   if (it == streams_.end() || it->second.stale) return 0;
   Stream& stream = it->second;
+  if (point.name().size() > kMaxMetricNameBytes) {
+    // The coordinator would refuse the whole batch holding it.
+    if (++stream.names_too_long == 1) {
+      LOG(ERROR) << "run " << key.run_id << " attempt " << key.attempt << ": dropping metric \""
+                 << point.name().substr(0, 64) << "...\": its name is " << point.name().size()
+                 << " bytes, at most " << kMaxMetricNameBytes
+                 << " (later ones are counted in xmod_worker_metric_points_dropped_total)";
+    }
+    if (metrics_ != nullptr) metrics_->points_dropped_name_too_long.Increment();
+    return 0;
+  }
   const int64_t seq = ++stream.last_seq;
   ++buffered_;
   ++generation_;
@@ -275,6 +314,7 @@ void MetricRelay::Finish(AttemptKey key, v1::FinishRunRequest finish) {
   finish.set_attempt(key.attempt);
   finish.set_last_seq(stream.last_seq + stream.lost);
   stream.finish = std::move(finish);
+  ApplyRefusalLocked(stream);
   ++generation_;
 }
 
@@ -295,7 +335,10 @@ int MetricRelay::Keep() {
                               : KeepLocked(key, stream);
     if (!status.ok()) {
       LOG(ERROR) << "run " << key.run_id << " attempt " << key.attempt
-                 << ": cannot keep its undelivered reports: " << status;
+                 << ": cannot keep its undelivered reports: " << status
+                 << (stream.kept ? "; the next start replays what an earlier run kept of it" : "");
+      // An earlier life's spill file stays next to the outcome file (KeepLocked).
+      if (stream.kept && stream.spill != nullptr) stream.spill->Release();
       continue;
     }
     LOG(INFO) << "run " << key.run_id << " attempt " << key.attempt << ": kept " << points
@@ -379,12 +422,13 @@ bool MetricRelay::Pump() {
       } else if (!reply.ok()) {
         LOG(WARNING) << "run " << w.key.run_id << " attempt " << w.key.attempt
                      << ": ReportCheckpoint failed, will retry: " << reply.status();
-        FailedLocked(it->second);
+        FailedLocked(it->second, reply.status());
         failed = true;
         break;
       }
       it->second.checkpoints.pop_front();
       it->second.backoff_ms = 0;
+      ProgressLocked(it->second);
       ++generation_;
       progressed = true;
     }
@@ -395,6 +439,13 @@ bool MetricRelay::Pump() {
       MarkStale(w.key);
       continue;
     }
+    if (!reply.ok() && IsFinalRefusal(reply.status())) {
+      // Later points cannot be stored past the gap this batch would leave: the attempt ends.
+      MarkStale(w.key, absl::StrCat("the coordinator refused metric points ", w.metrics.first_seq(),
+                                    "..", w.metrics.first_seq() + w.metrics.points_size() - 1,
+                                    " for good: ", reply.status().ToString()));
+      continue;
+    }
     absl::MutexLock lock(&mu_);
     auto it = streams_.find(w.key);
     if (it == streams_.end()) continue;
@@ -402,7 +453,7 @@ bool MetricRelay::Pump() {
     if (!reply.ok()) {
       LOG(WARNING) << "run " << w.key.run_id << " attempt " << w.key.attempt
                    << ": ReportMetrics failed, will retry: " << reply.status();
-      FailedLocked(stream);
+      FailedLocked(stream, reply.status());
       continue;
     }
     // Only points held in memory were sent.
@@ -411,8 +462,17 @@ bool MetricRelay::Pump() {
     int64_t dropped = acked - stream.acked_seq;
     for (int64_t i = 0; i < dropped; ++i) stream.points.pop_front();
     stream.acked_seq = acked;
-    stream.backoff_ms = 0;
     buffered_ -= dropped;
+    if (dropped > 0) {
+      stream.backoff_ms = 0;
+      ProgressLocked(stream);
+    } else {
+      // Cannot happen with a coordinator that stores contiguously from acked_seq + 1.
+      LOG(WARNING) << "run " << w.key.run_id << " attempt " << w.key.attempt
+                   << ": ReportMetrics acknowledged none of seqs from " << w.metrics.first_seq()
+                   << ", will retry";
+      FailedLocked(stream, absl::UnknownError("no point acknowledged"));
+    }
     RefillLocked(stream, /*all=*/false);
     relayed_ += dropped;
     if (metrics_ != nullptr) metrics_->points_relayed.Increment(static_cast<double>(dropped));
@@ -431,7 +491,7 @@ bool MetricRelay::SendFinish(AttemptKey key, const v1::FinishRunRequest& finish)
   if (!reply.ok() && !IsFinalRefusal(reply.status())) {
     LOG(WARNING) << "run " << key.run_id << " attempt " << key.attempt
                  << ": FinishRun failed, will retry: " << reply.status();
-    FailedLocked(it->second);
+    FailedLocked(it->second, reply.status());
     return false;
   }
   if (!reply.ok()) {
@@ -571,6 +631,18 @@ std::vector<AttemptKey> MetricRelay::open_attempts() const {
   return keys;
 }
 
+std::vector<AttemptKey> MetricRelay::attempts_to_hold(int64_t max_stuck_ms) const {
+  absl::MutexLock lock(&mu_);
+  const int64_t now = clock_->MonotonicMillis();
+  std::vector<AttemptKey> keys;
+  for (const auto& [key, stream] : streams_) {
+    if (!stream.stuck_since_ms || now - *stream.stuck_since_ms <= max_stuck_ms) {
+      keys.push_back(key);
+    }
+  }
+  return keys;
+}
+
 bool MetricRelay::DeliveredLocked(const Stream& stream) const {
   return !stream.stale && stream.points.empty() && stream.checkpoints.empty() &&
          (stream.spill == nullptr || stream.spill->unread() == 0);
@@ -580,12 +652,29 @@ bool MetricRelay::HasWorkLocked(const Stream& stream) const {
   return stream.finish.has_value() || (!stream.stale && !DeliveredLocked(stream));
 }
 
-void MetricRelay::FailedLocked(Stream& stream) {
+void MetricRelay::FailedLocked(Stream& stream, const absl::Status& status) {
+  if (IsUnreachable(status)) {
+    stream.stuck_since_ms.reset();
+  } else if (!stream.stuck_since_ms) {
+    stream.stuck_since_ms = clock_->MonotonicMillis();
+  }
   stream.backoff_ms = stream.backoff_ms == 0
                           ? options_.initial_backoff_ms
                           : std::min(2 * stream.backoff_ms, options_.max_backoff_ms);
   stream.next_try_ms = clock_->MonotonicMillis() + stream.backoff_ms;
   ++generation_;
+}
+
+void MetricRelay::ProgressLocked(Stream& stream) { stream.stuck_since_ms.reset(); }
+
+void MetricRelay::ApplyRefusalLocked(Stream& stream) {
+  if (stream.refusal.empty() || !stream.finish) return;
+  v1::FinishRunRequest& finish = *stream.finish;
+  if (absl::StrContains(finish.error(), stream.refusal)) return;
+  // Not a success: points the trainer produced are missing.
+  if (finish.outcome() == v1::OUTCOME_SUCCEEDED) finish.set_outcome(v1::OUTCOME_FAILED);
+  finish.set_error(finish.error().empty() ? stream.refusal
+                                          : absl::StrCat(stream.refusal, "; ", finish.error()));
 }
 
 void MetricRelay::UpdateGaugeLocked() {
@@ -594,23 +683,37 @@ void MetricRelay::UpdateGaugeLocked() {
   metrics_->spilled_points.Set(static_cast<double>(spilled_));
 }
 
-bool MetricRelay::MarkStale(AttemptKey key) {
-  std::function<void(AttemptKey)> callback;
+bool MetricRelay::MarkStale(AttemptKey key, const std::string& refusal) {
+  std::function<void(AttemptKey, const std::string&)> callback;
   {
     absl::MutexLock lock(&mu_);
     auto it = streams_.find(key);
     if (it == streams_.end() || it->second.stale) return false;
     Stream& stream = it->second;
-    LOG(WARNING) << "run " << key.run_id << " attempt " << key.attempt << " is stale; dropping "
-                 << stream.points.size() << " buffered points";
+    const size_t points = stream.points.size() + (stream.spill ? stream.spill->unread() : 0);
+    if (refusal.empty()) {
+      LOG(WARNING) << "run " << key.run_id << " attempt " << key.attempt << " is stale; dropping "
+                   << points << " buffered points";
+    } else {
+      LOG(ERROR) << "run " << key.run_id << " attempt " << key.attempt << ": " << refusal
+                 << "; dropping its " << points << " buffered points and "
+                 << stream.checkpoints.size()
+                 << " checkpoint reports, the attempt ends with that error";
+      if (metrics_ != nullptr) {
+        metrics_->points_dropped_refused.Increment(static_cast<double>(points));
+      }
+    }
     stream.stale = true;
+    stream.refusal = refusal;
+    ProgressLocked(stream);
     DropLocked(stream);
     stream.checkpoints.clear();
+    ApplyRefusalLocked(stream);
     ++generation_;
     UpdateGaugeLocked();
     callback = on_stale_;
   }
-  if (callback) callback(key);
+  if (callback) callback(key, refusal);
   return true;
 }
 

@@ -13,6 +13,15 @@
 // FAILED_PRECONDITION) means the attempt is no longer current: its points and checkpoints
 // are dropped, the stale callback asks the agent to stop the child, and only its FinishRun
 // is still sent (it may end a cancelled attempt; for an ended one it is refused or a no-op).
+// A ReportMetrics refused for good (INVALID_ARGUMENT, PERMISSION_DENIED, ALREADY_EXISTS: a
+// retry cannot help) ends the attempt's stream the same way, since the coordinator stores
+// an attempt's points only contiguously (a dropped batch would hold back every later one):
+// its points and checkpoints are dropped (counted), the callback stops the child, and its
+// FinishRun goes out with the refusal in its error (a SUCCEEDED outcome becomes FAILED: the
+// metrics are incomplete; the coordinator retries from the latest reported checkpoint, whose
+// points are durable). A point whose name is longer than kMaxMetricNameBytes
+// (common/metric_limits.h, the coordinator's limit) is dropped before it is numbered
+// (logged, counted), so it never reaches the coordinator.
 //
 // Bounded memory: an attempt keeps at most max_memory_points unacknowledged points in
 // memory, the oldest ones. Later points are appended to the attempt's spill file,
@@ -29,7 +38,10 @@
 // its presence says the pair is complete. The next relay on that folder loads every kept
 // attempt at construction and delivers it like any other (the coordinator's fencing by
 // attempt decides what is still current: a stale one is dropped, not retried); both files
-// go when the attempt is closed. Spill files without an outcome are left by a worker that
+// go when the attempt is closed. An attempt kept by an earlier life is kept again outcome
+// file first, then its spill file (replaced by rename; records up to acked_seq are skipped at
+// load), and a Keep that fails deletes nothing of the earlier pair, so the pair on disk is
+// always consistent. Spill files without an outcome are left by a worker that
 // died and are deleted at construction: their points before the spilled ones were in memory,
 // and the coordinator re-runs such an attempt from its latest checkpoint, whose earlier
 // points were durable before the checkpoint was reported.
@@ -94,14 +106,16 @@ class MetricRelay {
 
   // The worker id sent with every call (from RegisterResponse).
   void set_worker_id(int64_t worker_id);
-  // Called (from the pumping thread, without the lock) when an attempt turns stale.
-  void set_stale_callback(std::function<void(AttemptKey)> callback);
+  // Called (from the pumping thread, without the lock) when the relay stops relaying an
+  // attempt's reports: it turned stale (`refusal` empty), or the coordinator refused one of
+  // its metric reports for good (`refusal` says what and why). Either way its child must stop.
+  void set_stale_callback(std::function<void(AttemptKey, const std::string& refusal)> callback);
 
   // Starts relaying for `key`; seq restarts at 1. Re-opening an open attempt is a no-op.
   void Open(AttemptKey key);
   // Numbers `point` with the attempt's next seq, buffers it (in memory or in the spill file)
-  // and returns the seq. Points of an attempt that is not open or stale are dropped
-  // (returns 0).
+  // and returns the seq. Points of an attempt that is not open or stale, and points whose
+  // name is longer than kMaxMetricNameBytes (logged, counted), are dropped (returns 0).
   int64_t AddMetric(AttemptKey key, const v1::MetricPoint& point);
   // Queues a checkpoint report (worker id and attempt fields are filled in here).
   void AddCheckpoint(AttemptKey key, v1::ReportCheckpointRequest checkpoint);
@@ -110,7 +124,8 @@ class MetricRelay {
   // Queues the attempt's FinishRun (opening the attempt if needed; run, attempt and last_seq
   // are filled in here, worker id and last_acked_seq when it is sent), sent once every point
   // and checkpoint is acknowledged. The attempt is closed once the coordinator accepts it or
-  // refuses it for good (NOT_FOUND, FAILED_PRECONDITION, INVALID_ARGUMENT, ALREADY_EXISTS);
+  // refuses it for good (NOT_FOUND, FAILED_PRECONDITION, INVALID_ARGUMENT, ALREADY_EXISTS,
+  // PERMISSION_DENIED); a refusal of the attempt's metrics is added to its error;
   // other errors are retried with backoff.
   void Finish(AttemptKey key, v1::FinishRunRequest finish);
   // Writes every open attempt that has a queued FinishRun to spill_dir for the next relay on
@@ -153,6 +168,11 @@ class MetricRelay {
   std::set<std::string> refused_checkpoints(AttemptKey key) const;
   // Attempts not yet closed, kept ones of an earlier life included.
   std::vector<AttemptKey> open_attempts() const;
+  // Of those, the ones worth holding a lease for: all but those whose reports the coordinator
+  // has answered, for more than `max_stuck_ms` of the Clock's monotonic time, only with errors
+  // the relay retries (a call that cannot reach the coordinator, UNAVAILABLE or
+  // DEADLINE_EXCEEDED, does not count: an outage of any length stops nothing).
+  std::vector<AttemptKey> attempts_to_hold(int64_t max_stuck_ms) const;
 
  private:
   struct PendingCheckpoint {
@@ -173,6 +193,12 @@ class MetricRelay {
     int64_t next_try_ms = 0;
     int64_t backoff_ms = 0;
     bool stale = false;
+    // Why the coordinator refused a metric report for good ("" if it did not); stale then.
+    std::string refusal;
+    // Since when every answer of the coordinator was an error to retry (unset: the last one
+    // made progress, or the coordinator could not be reached).
+    std::optional<int64_t> stuck_since_ms;
+    int64_t names_too_long = 0;  // points dropped for a name past kMaxMetricNameBytes
     std::optional<v1::FinishRunRequest> finish;  // queued by Finish(), sent last
     bool kept = false;                           // loaded from an outcome file (Keep)
   };
@@ -200,10 +226,15 @@ class MetricRelay {
   void RefillLocked(Stream& stream, bool all) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops everything the stream buffers, in memory and on disk.
   void DropLocked(Stream& stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void FailedLocked(Stream& stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A call failed with `status` and is retried after the backoff.
+  void FailedLocked(Stream& stream, const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The coordinator answered a call of the stream other than with an error to retry.
+  void ProgressLocked(Stream& stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records the stream's refusal in its queued FinishRun, if there is one.
+  void ApplyRefusalLocked(Stream& stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateGaugeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Marks `key` stale; returns true the first time.
-  bool MarkStale(AttemptKey key);
+  // Marks `key` stale (`refusal` empty) or refused; returns true the first time.
+  bool MarkStale(AttemptKey key, const std::string& refusal = "");
 
   GatewayClient* const gateway_;
   Clock* const clock_;
@@ -212,7 +243,7 @@ class MetricRelay {
 
   mutable absl::Mutex mu_;
   int64_t worker_id_ ABSL_GUARDED_BY(mu_) = 0;
-  std::function<void(AttemptKey)> on_stale_ ABSL_GUARDED_BY(mu_);
+  std::function<void(AttemptKey, const std::string&)> on_stale_ ABSL_GUARDED_BY(mu_);
   std::map<AttemptKey, Stream> streams_ ABSL_GUARDED_BY(mu_);
   size_t buffered_ ABSL_GUARDED_BY(mu_) = 0;  // in memory and spilled
   size_t spilled_ ABSL_GUARDED_BY(mu_) = 0;   // unread in spill files

@@ -9,8 +9,13 @@
 
 #include "common/clock.h"
 #include "common/files.h"
+#include "common/metric_limits.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "prometheus/registry.h"
 #include "worker/fake_gateway.h"
+#include "worker/spill_file.h"
+#include "worker/worker_metrics.h"
 
 namespace xmod {
 namespace {
@@ -171,7 +176,10 @@ TEST_F(MetricRelayTest, ACheckpointRefusedForGoodIsDroppedAndTheReportsAfterItGo
 
 TEST_F(MetricRelayTest, AStaleAttemptIsDroppedAndReported) {
   std::vector<AttemptKey> stale;
-  relay_.set_stale_callback([&](AttemptKey key) { stale.push_back(key); });
+  relay_.set_stale_callback([&](AttemptKey key, const std::string& refusal) {
+    stale.push_back(key);
+    EXPECT_EQ(refusal, "");
+  });
   relay_.Open(key_);
   relay_.AddMetric(key_, Point(1));
   gateway_.MarkStale(key_);
@@ -182,6 +190,113 @@ TEST_F(MetricRelayTest, AStaleAttemptIsDroppedAndReported) {
   EXPECT_EQ(relay_.buffered_points(), 0u);
   EXPECT_EQ(relay_.AddMetric(key_, Point(2)), 0);
   EXPECT_FALSE(relay_.WaitDelivered(key_, nullptr));  // returns at once
+}
+
+TEST_F(MetricRelayTest, APointWithANameOverTheLimitIsDroppedBeforeItIsNumbered) {
+  prometheus::Registry registry;
+  WorkerMetrics metrics(registry);
+  MetricRelay relay(&gateway_, &clock_, Options(), &metrics);
+  relay.Open(key_);
+  v1::MetricPoint longest = Point(1);
+  longest.set_name(std::string(kMaxMetricNameBytes, 'n'));
+  v1::MetricPoint too_long = Point(2);
+  too_long.set_name(std::string(kMaxMetricNameBytes + 1, 'n'));
+  EXPECT_EQ(relay.AddMetric(key_, longest), 1);
+  EXPECT_EQ(relay.AddMetric(key_, too_long), 0);  // the coordinator would refuse its batch
+  EXPECT_EQ(relay.AddMetric(key_, Point(3)), 2);
+  EXPECT_EQ(metrics.points_dropped_name_too_long.Value(), 1);
+  v1::FinishRunRequest finish;
+  finish.set_outcome(v1::OUTCOME_SUCCEEDED);
+  relay.Finish(key_, finish);
+  while (relay.Pump()) {
+  }
+  ASSERT_EQ(gateway_.Points(key_).size(), 2u);
+  EXPECT_EQ(gateway_.Points(key_)[1].step(), 3);
+  ASSERT_EQ(gateway_.Finishes().size(), 1u);
+  EXPECT_EQ(gateway_.Finishes()[0].outcome(), v1::OUTCOME_SUCCEEDED);
+  EXPECT_EQ(gateway_.Finishes()[0].last_seq(), 2);
+  EXPECT_TRUE(relay.open_attempts().empty());
+}
+
+// The coordinator stores an attempt's points only contiguously: a batch it refuses for good
+// ends the attempt (its FinishRun says why), instead of being retried forever.
+TEST_F(MetricRelayTest, AMetricReportRefusedForGoodEndsTheAttemptWithItsFinishRun) {
+  prometheus::Registry registry;
+  WorkerMetrics metrics(registry);
+  MetricRelay relay(&gateway_, &clock_, Options(), &metrics);
+  std::vector<std::string> refusals;
+  relay.set_stale_callback(
+      [&](AttemptKey, const std::string& refusal) { refusals.push_back(refusal); });
+  int64_t run = 50;
+  for (absl::StatusCode code :
+       {absl::StatusCode::kInvalidArgument, absl::StatusCode::kPermissionDenied,
+        absl::StatusCode::kAlreadyExists}) {
+    const AttemptKey key{++run, 1};
+    relay.Open(key);
+    for (int step = 1; step <= 4; ++step) relay.AddMetric(key, Point(step));
+    relay.Pump();  // 1..4 acknowledged
+    for (int step = 5; step <= 8; ++step) relay.AddMetric(key, Point(step));
+    v1::ReportCheckpointRequest checkpoint;
+    checkpoint.set_step(8);
+    checkpoint.set_path("/ckpt/step-8.pt");
+    relay.AddCheckpoint(key, checkpoint);
+    gateway_.FailNextMetricCalls(1, code);
+    relay.Pump();
+    ASSERT_EQ(refusals.size(), static_cast<size_t>(run - 50)) << absl::StatusCodeToString(code);
+    EXPECT_THAT(refusals.back(), ::testing::HasSubstr("refused metric points 5..8 for good"));
+    EXPECT_THAT(refusals.back(), ::testing::HasSubstr(absl::StatusCodeToString(code)));
+    EXPECT_TRUE(relay.stale(key));
+    EXPECT_EQ(relay.buffered_points(), 0u);
+    EXPECT_EQ(relay.AddMetric(key, Point(9)), 0);
+
+    v1::FinishRunRequest finish;
+    finish.set_outcome(v1::OUTCOME_SUCCEEDED);
+    relay.Finish(key, finish);
+    int calls = 0;
+    while (!relay.open_attempts().empty()) {
+      relay.Pump();
+      clock_.Advance(1000);
+      ASSERT_LT(++calls, 10) << "the attempt never closes";
+    }
+    const v1::FinishRunRequest sent = gateway_.Finishes().back();
+    EXPECT_EQ(sent.run_id(), run);
+    EXPECT_EQ(sent.outcome(), v1::OUTCOME_FAILED);  // its metrics are incomplete
+    EXPECT_EQ(sent.error(), refusals.back());
+    EXPECT_EQ(sent.last_seq(), 8);
+    EXPECT_EQ(sent.last_acked_seq(), 4);
+    EXPECT_EQ(gateway_.Points(key).size(), 4u);
+  }
+  EXPECT_TRUE(gateway_.Checkpoints().empty());  // after points that were never stored
+  EXPECT_EQ(metrics.points_dropped_refused.Value(), 12);
+}
+
+TEST_F(MetricRelayTest, AnAttemptWhoseReportsOnlyGetErrorsIsNoLongerWorthALease) {
+  relay_.Open(key_);
+  relay_.AddMetric(key_, Point(1));
+  EXPECT_EQ(relay_.attempts_to_hold(3000).size(), 1u);
+  // The coordinator answers, with an error the relay retries.
+  gateway_.FailNextMetricCalls(1'000'000, absl::StatusCode::kInternal);
+  relay_.Pump();
+  clock_.Advance(3000);
+  relay_.Pump();
+  EXPECT_EQ(relay_.attempts_to_hold(3000).size(), 1u);
+  clock_.Advance(1);
+  EXPECT_TRUE(relay_.attempts_to_hold(3000).empty());
+  EXPECT_EQ(relay_.open_attempts().size(), 1u);  // still retried
+  // An outage does not count: the coordinator may answer once it is back.
+  gateway_.FailNextMetricCalls(1'000'000, absl::StatusCode::kUnavailable);
+  clock_.Advance(1000);
+  relay_.Pump();
+  clock_.Advance(10'000);
+  EXPECT_EQ(relay_.attempts_to_hold(3000).size(), 1u);
+  gateway_.FailNextMetricCalls(1, absl::StatusCode::kInternal);
+  relay_.Pump();
+  gateway_.FailNextMetricCalls(0);
+  clock_.Advance(1000);
+  relay_.Pump();  // progress: held again however long it took
+  clock_.Advance(10'000);
+  EXPECT_EQ(relay_.attempts_to_hold(3000).size(), 1u);
+  EXPECT_EQ(relay_.acked_seq(key_), 1);
 }
 
 TEST_F(MetricRelayTest, PumpLoopDeliversWhileAWaiterBlocks) {
@@ -219,6 +334,17 @@ class SpillingRelayTest : public ::testing::Test {
   }
   ~SpillingRelayTest() override { std::filesystem::remove_all(dir_); }
 
+  // The seq of the first record of the spill file at `path` (-1: none), which stays.
+  static int64_t FirstSeq(const std::string& path) {
+    absl::StatusOr<std::unique_ptr<SpillFile>> file = SpillFile::Open(path);
+    if (!file.ok()) return -1;
+    (*file)->Release();
+    int64_t seq = -1;
+    v1::MetricPoint point;
+    absl::StatusOr<bool> read = (*file)->ReadNext(&seq, &point);
+    return read.ok() && *read ? seq : -1;
+  }
+
   size_t SpillFiles() const {
     size_t n = 0;
     std::error_code error;
@@ -227,6 +353,16 @@ class SpillingRelayTest : public ::testing::Test {
       ++n;
     }
     return n;
+  }
+
+  // Opens key_ on `relay` and adds points 1..16, of which 1..4 are acknowledged before the
+  // coordinator goes away.
+  void AddPointsTheCoordinatorMisses(MetricRelay& relay) {
+    relay.Open(key_);
+    for (int step = 1; step <= 4; ++step) relay.AddMetric(key_, Point(step));
+    relay.Pump();                             // 1..4 acknowledged
+    gateway_.FailNextMetricCalls(1'000'000);  // then the coordinator is away
+    for (int step = 5; step <= 16; ++step) relay.AddMetric(key_, Point(step));
   }
 
   std::string dir_;
@@ -342,11 +478,7 @@ TEST_F(SpillingRelayTest, WhatAStoppingRelayKeepsTheNextOneDelivers) {
   finish.set_outcome(v1::OUTCOME_PREEMPTED);
   {
     MetricRelay relay(&gateway_, &clock_, options_);
-    relay.Open(key_);
-    for (int step = 1; step <= 4; ++step) relay.AddMetric(key_, Point(step));
-    relay.Pump();                             // 1..4 acknowledged
-    gateway_.FailNextMetricCalls(1'000'000);  // then the coordinator is away
-    for (int step = 5; step <= 16; ++step) relay.AddMetric(key_, Point(step));
+    AddPointsTheCoordinatorMisses(relay);
     v1::ReportCheckpointRequest checkpoint;
     checkpoint.set_step(16);
     checkpoint.set_path("/ckpt/step-16.pt");
@@ -383,6 +515,47 @@ TEST_F(SpillingRelayTest, WhatAStoppingRelayKeepsTheNextOneDelivers) {
   EXPECT_EQ(sent.last_seq(), 16);
   EXPECT_EQ(sent.last_acked_seq(), 16);
   EXPECT_TRUE(next.open_attempts().empty());
+  EXPECT_EQ(SpillFiles(), 0u);
+}
+
+TEST_F(SpillingRelayTest, AFailedKeepLeavesWhatAnEarlierLifeKept) {
+  v1::FinishRunRequest finish;
+  finish.set_outcome(v1::OUTCOME_PREEMPTED);
+  {
+    MetricRelay relay(&gateway_, &clock_, options_);
+    AddPointsTheCoordinatorMisses(relay);
+    relay.Finish(key_, finish);
+    EXPECT_EQ(relay.Keep(), 1);
+  }
+  const std::string spill = options_.spill_dir + "/run-5-a1.spill";
+  const std::string outcome = options_.spill_dir + "/run-5-a1.outcome";
+  {
+    // The next life delivers 5..8, then cannot save the rest again (here: a folder where its
+    // temporary spill file goes; in life: a full disk).
+    MetricRelay relay(&gateway_, &clock_, options_);
+    gateway_.FailNextMetricCalls(0);
+    relay.Pump();
+    EXPECT_EQ(relay.acked_seq(key_), 8);
+    gateway_.FailNextMetricCalls(1'000'000);
+    std::filesystem::create_directory(spill + ".tmp");
+    EXPECT_EQ(relay.Keep(), 0);
+  }
+  EXPECT_TRUE(std::filesystem::exists(spill));
+  EXPECT_TRUE(std::filesystem::exists(outcome));
+  EXPECT_EQ(FirstSeq(spill), 5);  // the earlier life's file, from its acked_seq + 1
+  std::filesystem::remove(spill + ".tmp");
+
+  gateway_.FailNextMetricCalls(0);
+  MetricRelay last(&gateway_, &clock_, options_);
+  while (last.Pump()) {
+  }
+  const std::vector<v1::MetricPoint> stored = gateway_.Points(key_);
+  ASSERT_EQ(stored.size(), 16u);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(stored[i].step(), i + 1) << "in order";
+  EXPECT_EQ(gateway_.duplicate_points(), 0);  // 5..8, acknowledged, are not sent again
+  ASSERT_EQ(gateway_.Finishes().size(), 1u);
+  EXPECT_EQ(gateway_.Finishes()[0].outcome(), v1::OUTCOME_PREEMPTED);
+  EXPECT_EQ(gateway_.Finishes()[0].last_seq(), 16);
   EXPECT_EQ(SpillFiles(), 0u);
 }
 

@@ -1,6 +1,6 @@
 // SpillFile: one attempt's metric points on disk (MetricRelay's spill, metric_relay.h):
 // append-only records (4-byte little-endian length, 8-byte little-endian seq, a serialized
-// MetricPoint), read back in order. Deleted when destroyed unless persisted.
+// MetricPoint), read back in order. Deleted when destroyed unless persisted or released.
 //
 // Thread-safety: none (the relay's mutex guards it).
 #ifndef XMOD_WORKER_SPILL_FILE_H_
@@ -31,6 +31,9 @@ class SpillFile {
   absl::Status Append(int64_t seq, const v1::MetricPoint& point, bool durable);
   // Makes every record durable and moves the file to `path`, where it stays when destroyed.
   absl::Status Persist(const std::string& path);
+  // Leaves the file where it is when destroyed (e.g. one an earlier life kept, whose outcome
+  // file still refers to it, or one another file has replaced by rename).
+  void Release() { persisted_ = true; }
   // The next unread record; false when every record was read.
   absl::StatusOr<bool> ReadNext(int64_t* seq, v1::MetricPoint* point);
 

@@ -12,6 +12,16 @@ prometheus::Family<prometheus::Gauge>& SlotFamily(prometheus::Registry& registry
       .Register(registry);
 }
 
+prometheus::Family<prometheus::Counter>& DroppedFamily(prometheus::Registry& registry) {
+  return prometheus::BuildCounter()
+      .Name("xmod_worker_metric_points_dropped_total")
+      .Help(
+          "Metric points never delivered, by reason (name_too_long: the name is past the "
+          "coordinator's limit; refused: buffered when the coordinator refused a report of "
+          "the attempt for good).")
+      .Register(registry);
+}
+
 }  // namespace
 
 WorkerMetrics::WorkerMetrics(prometheus::Registry& registry)
@@ -32,6 +42,8 @@ WorkerMetrics::WorkerMetrics(prometheus::Registry& registry)
                          .Help("Buffered metric points waiting in spill files on disk.")
                          .Register(registry)
                          .Add({})),
+      points_dropped_name_too_long(DroppedFamily(registry).Add({{"reason", "name_too_long"}})),
+      points_dropped_refused(DroppedFamily(registry).Add({{"reason", "refused"}})),
       children_started(prometheus::BuildCounter()
                            .Name("xmod_worker_children_started_total")
                            .Help("xmod-train children started.")

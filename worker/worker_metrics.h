@@ -4,6 +4,10 @@
 //   xmod_worker_metric_points_relayed_total        points the coordinator acknowledged
 //   xmod_worker_metric_buffer_points               points waiting for acknowledgement
 //   xmod_worker_metric_spilled_points              of those, points waiting in spill files
+//   xmod_worker_metric_points_dropped_total{reason="name_too_long"|"refused"}
+//                                                  points never delivered: a name past the
+//                                                  coordinator's limit, or buffered when the
+//                                                  coordinator refused a report for good
 //   xmod_worker_children_stalled_total             children killed for making no step progress
 //   xmod_worker_children_started_total             xmod-train children started
 //   xmod_worker_children_failed_total              children that ended with FAILED
@@ -27,6 +31,8 @@ class WorkerMetrics {
   prometheus::Counter& points_relayed;
   prometheus::Gauge& buffer_points;
   prometheus::Gauge& spilled_points;
+  prometheus::Counter& points_dropped_name_too_long;
+  prometheus::Counter& points_dropped_refused;
   prometheus::Counter& children_started;
   prometheus::Counter& children_failed;
   prometheus::Counter& children_stalled;

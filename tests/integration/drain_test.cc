@@ -7,6 +7,8 @@
 // the same folder, started while the coordinator is still down, must deliver all of it once
 // the coordinator is back: every point of the attempt in the database exactly once, the
 // checkpoint recorded, and the attempt ended by its FinishRun (preempted, not lost).
+// And a report the coordinator would refuse for good never holds a run up: a point whose name
+// is past the coordinator's limit is dropped by the worker, and the run still succeeds.
 #include <signal.h>
 
 #include <cstdlib>
@@ -17,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/files.h"
+#include "common/metric_limits.h"
 #include "gtest/gtest.h"
 #include "tests/integration/cluster.h"
 #include "tests/integration/test_db.h"
@@ -57,6 +60,20 @@ bool WaitFor(Condition condition, absl::Duration timeout) {
   return true;
 }
 
+// Submits OneRun and sets `run_id` to its run.
+void SubmitOneRun(Cluster& cluster, int64_t* run_id) {
+  const std::string data = cluster.dir() + "/unused_shard.bin";
+  ASSERT_TRUE(WriteFileAtomic(data, "").ok());
+  v1::SubmitSweepRequest request;
+  *request.mutable_spec() = OneRun(data);
+  v1::SubmitSweepResponse response;
+  grpc::ClientContext context;
+  grpc::Status submitted = cluster.stub().SubmitSweep(&context, request, &response);
+  ASSERT_TRUE(submitted.ok()) << submitted.error_message();
+  ASSERT_EQ(response.runs_size(), 1);
+  *run_id = response.runs(0).id();
+}
+
 bool LogHas(const std::string& path, const std::string& text) {
   absl::StatusOr<std::string> log = ReadFile(path);
   return log.ok() && log->find(text) != std::string::npos;
@@ -87,8 +104,6 @@ int64_t Count(ReadOnlyDb& db, const std::string& sql) {
 
 TEST(DrainTest, AStoppedWorkerKeepsWhatItCouldNotDeliverAndItsNextStartDeliversIt) {
   Cluster cluster;
-  const std::string data = cluster.dir() + "/unused_shard.bin";
-  ASSERT_TRUE(WriteFileAtomic(data, "").ok());
   setenv("XMOD_TRAIN_BIN", XMOD_FAKE_TRAIN, 1);
   setenv("FAKE_TRAIN_MODE", "ok", 1);
   setenv("FAKE_TRAIN_STEPS", "1000000", 1);  // trains until stopped
@@ -98,14 +113,8 @@ TEST(DrainTest, AStoppedWorkerKeepsWhatItCouldNotDeliverAndItsNextStartDeliversI
   ASSERT_TRUE(cluster.StartCoordinator({"--nocheck_data_paths", "--lease_ttl_ms=60000"}).ok())
       << cluster.Logs();
   ASSERT_TRUE(cluster.StartWorker("w1", 1, worker_flags).ok()) << cluster.Logs();
-  v1::SubmitSweepRequest request;
-  *request.mutable_spec() = OneRun(data);
-  v1::SubmitSweepResponse response;
-  grpc::ClientContext context;
-  grpc::Status submitted = cluster.stub().SubmitSweep(&context, request, &response);
-  ASSERT_TRUE(submitted.ok()) << submitted.error_message();
-  ASSERT_EQ(response.runs_size(), 1);
-  const int64_t run_id = response.runs(0).id();
+  int64_t run_id = 0;
+  ASSERT_NO_FATAL_FAILURE(SubmitOneRun(cluster, &run_id));
 
   ReadOnlyDb db(cluster.db_path());
   const std::string attempt_points =
@@ -174,6 +183,36 @@ TEST(DrainTest, AStoppedWorkerKeepsWhatItCouldNotDeliverAndItsNextStartDeliversI
             1);
   EXPECT_TRUE(WaitFor([&] { return !ReadFile(kept_prefix + ".outcome").ok(); }, absl::Seconds(30)));
   EXPECT_FALSE(ReadFile(kept_prefix + ".spill").ok());
+  cluster.Stop();
+}
+
+// Before the worker enforced the coordinator's metric-name limit, the coordinator refused the
+// batch holding such a point with INVALID_ARGUMENT, the worker retried it forever and the run
+// stayed RUNNING, its lease renewed by every heartbeat.
+TEST(DrainTest, AMetricNameTheCoordinatorWouldRefuseNeverHoldsUpTheRun) {
+  Cluster cluster;
+  setenv("XMOD_TRAIN_BIN", XMOD_FAKE_TRAIN, 1);
+  setenv("FAKE_TRAIN_MODE", "ok", 1);
+  setenv("FAKE_TRAIN_STEPS", "5", 1);
+  setenv("FAKE_TRAIN_STEP_MS", "0", 1);
+  setenv("FAKE_TRAIN_EXTRA_METRIC", std::string(kMaxMetricNameBytes + 1, 'x').c_str(), 1);
+  ASSERT_TRUE(cluster.StartCoordinator({"--nocheck_data_paths"}).ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartWorker("w1", 1).ok()) << cluster.Logs();
+  int64_t run_id = 0;
+  ASSERT_NO_FATAL_FAILURE(SubmitOneRun(cluster, &run_id));
+
+  ReadOnlyDb db(cluster.db_path());
+  const std::string succeeded =
+      absl::StrCat("SELECT COUNT(*) FROM runs WHERE id = ", run_id, " AND state = 'SUCCEEDED'");
+  ASSERT_TRUE(WaitFor([&] { return Count(db, succeeded) == 1; }, absl::Seconds(60)))
+      << cluster.Logs();
+  // Every train/loss point, numbered without the dropped ones.
+  EXPECT_EQ(Count(db, absl::StrCat("SELECT COUNT(*) FROM metrics WHERE run_id = ", run_id,
+                                   " AND name = 'train/loss'")),
+            5);
+  EXPECT_EQ(Count(db, absl::StrCat("SELECT MAX(seq) FROM metrics WHERE run_id = ", run_id)), 5);
+  EXPECT_TRUE(LogHas(cluster.dir() + "/w1.log", "its name is 257 bytes, at most 256"));
+  unsetenv("FAKE_TRAIN_EXTRA_METRIC");
   cluster.Stop();
 }
 

@@ -142,9 +142,8 @@ Table SweepSummaryTable(const xmod::v1::Sweep& sweep) {
 
 Table RunsTable(const std::vector<Run>& runs) {
   Table t;
-  t.columns = {"id",       "sweep",    "name", "state",      "arch",     "K",
-               "A",        "L",        "backbone", "progress", "step", "train_loss",
-               "val_loss", "live_delta", "worker"};
+  t.columns = {"id",       "sweep",    "name", "state",      "arch",     "K",          "A",     "L",
+               "backbone", "progress", "step", "train_loss", "val_loss", "live_delta", "worker"};
   for (const auto& r : runs) {
     const auto& m = r.spec().model();
     double budget = RunBudget(r);

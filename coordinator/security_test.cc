@@ -31,9 +31,7 @@ class SecurityTest : public testing::Test {
     ASSERT_TRUE(MakeTestCert(dir_, "rogue", "intruder", "").ok());
   }
 
-  CoordinatorOptions Options() {
-    return LoopbackOptions(dir_);
-  }
+  CoordinatorOptions Options() { return LoopbackOptions(dir_); }
 
   // ListSweeps over a channel with `tls`; the call's status code.
   grpc::StatusCode Call(int port, const ClientTlsFiles& tls) {

@@ -250,8 +250,9 @@ absl::StatusOr<std::vector<xmod::v1::MetricSeries>> LoadMetrics(
     for (size_t i = 0; i < names.size(); ++i) marks.push_back(absl::StrCat("?", i + 2));
     in_names = absl::StrCat(" IN (", absl::StrJoin(marks, ","), ")");
   }
-  std::string sql = "SELECT name, step, tokens, flops, value, attempt FROM canonical_metrics "
-                    "WHERE run_id = ?1";
+  std::string sql =
+      "SELECT name, step, tokens, flops, value, attempt FROM canonical_metrics "
+      "WHERE run_id = ?1";
   if (!names.empty()) absl::StrAppend(&sql, " AND name", in_names);
   absl::StrAppend(&sql,
                   " UNION ALL SELECT 'delta/live', c.step, c.tokens, d.flops, d.delta, c.attempt"

@@ -112,20 +112,32 @@ namespace {
 // A sidecar holds one digest line ("<64 hex>  <name>\n"); anything longer is not ours.
 constexpr int64_t kMaxSidecarBytes = 4096;
 
+// The digest that the sidecar of checkpoint `path` records. NOT_FOUND without a sidecar;
+// DATA_LOSS for one that cannot be a sidecar (not a regular file, past kMaxSidecarBytes),
+// as for a digest that does not match: the checkpoint cannot be trusted either way.
+absl::StatusOr<std::string> SidecarDigest(const std::string& path) {
+  absl::StatusOr<std::string> sidecar = ReadSmallFile(path + ".sha256", kMaxSidecarBytes);
+  if (absl::IsOutOfRange(sidecar.status()) || absl::IsFailedPrecondition(sidecar.status())) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": its sidecar is no digest line: ", sidecar.status().message()));
+  }
+  if (!sidecar.ok()) return sidecar.status();
+  return sidecar->substr(0, sidecar->find_first_of(" \n"));
+}
+
 // Reads the file at `path` into `archive` after checking its sidecar, when present.
 absl::Status OpenArchive(const std::string& path, torch::serialize::InputArchive* archive) {
   absl::StatusOr<std::string> bytes = ReadFile(path);
   if (!bytes.ok()) return bytes.status();
-  absl::StatusOr<std::string> sidecar = ReadSmallFile(path + ".sha256", kMaxSidecarBytes);
-  if (sidecar.ok()) {
-    const std::string expected = sidecar->substr(0, sidecar->find_first_of(" \n"));
+  absl::StatusOr<std::string> expected = SidecarDigest(path);
+  if (expected.ok()) {
     const std::string actual = Sha256Hex(*bytes);
-    if (expected != actual) {
-      return absl::DataLossError(absl::StrCat(path, ": checksum mismatch: sidecar says ", expected,
+    if (*expected != actual) {
+      return absl::DataLossError(absl::StrCat(path, ": checksum mismatch: sidecar says ", *expected,
                                               ", file hashes to ", actual));
     }
-  } else if (!absl::IsNotFound(sidecar.status())) {
-    return sidecar.status();
+  } else if (!absl::IsNotFound(expected.status())) {
+    return expected.status();
   }
 
   try {
@@ -218,7 +230,7 @@ absl::Status VerifyCheckpointFile(const std::string& path, const std::string& ex
   std::string expected = expected_sha256;
   const char* source = "the recorded digest";
   if (expected.empty()) {
-    absl::StatusOr<std::string> sidecar = ReadSmallFile(path + ".sha256", kMaxSidecarBytes);
+    absl::StatusOr<std::string> sidecar = SidecarDigest(path);
     if (!sidecar.ok() && !absl::IsNotFound(sidecar.status())) return sidecar.status();
     if (!sidecar.ok()) {
       // A missing checkpoint is NOT_FOUND whether or not its sidecar is there.
@@ -228,7 +240,7 @@ absl::Status VerifyCheckpointFile(const std::string& path, const std::string& ex
       return absl::FailedPreconditionError(
           absl::StrCat(path, ": no digest to verify against (none recorded, no sidecar)"));
     }
-    expected = sidecar->substr(0, sidecar->find_first_of(" \n"));
+    expected = *std::move(sidecar);
     source = "the sidecar";
   }
   absl::StatusOr<std::string> actual = Sha256File(path, expected_bytes > 0 ? expected_bytes : -1);

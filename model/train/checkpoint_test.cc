@@ -123,6 +123,19 @@ TEST_F(CheckpointTest, CorruptedFileFailsTheChecksum) {
   EXPECT_THAT(status.message(), HasSubstr("checksum mismatch"));
 }
 
+TEST_F(CheckpointTest, ASidecarThatIsNoDigestLineIsDataLoss) {
+  Rig a;
+  const std::string path = CheckpointPath(dir_, 1, 1);
+  ASSERT_TRUE(SaveCheckpoint(path, *a.net, a.muon, a.adamw, TrainState()).ok());
+  ASSERT_TRUE(WriteFileAtomic(path + ".sha256", std::string(5000, 'a') + "\n").ok());
+  Rig b;
+  TrainState state;
+  absl::Status status = LoadCheckpoint(path, b.net.get(), &b.muon, &b.adamw, &state);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(status.message(), HasSubstr("its sidecar is no digest line"));
+  EXPECT_EQ(VerifyCheckpointFile(path, "", -1).code(), absl::StatusCode::kDataLoss);
+}
+
 TEST_F(CheckpointTest, ShapeMismatchAndMissingFile) {
   Rig a(8);
   const std::string path = CheckpointPath(dir_, 1, 1);

@@ -38,12 +38,8 @@ class ApiShapeTest : public testing::Test {
  protected:
   void SetUp() override {
     dir_ = NewTestDir("api_shape");
-    CoordinatorOptions options;
-    options.listen = "127.0.0.1:0";
-    options.http_listen = "127.0.0.1:0";
+    CoordinatorOptions options = LoopbackOptions(dir_);
     options.metrics_listen = "127.0.0.1:0";
-    options.db_path = dir_ + "/x.db";
-    options.checkpoint_root = dir_ + "/ckpt";
     options.dashboard_dir = dir_;
     absl::StatusOr<std::unique_ptr<Coordinator>> c = Coordinator::Start(options);
     ASSERT_TRUE(c.ok()) << c.status();

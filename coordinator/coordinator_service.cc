@@ -252,16 +252,7 @@ grpc::Status CoordinatorService::GetMetrics(ServerContext* context,
                                             xmod::v1::GetMetricsResponse* response) {
   return Serve("GetMetrics", Access::kRead, *options_.credentials, context, metrics_, [&] {
     if (absl::Status s = CheckLimits(*request, options_.max_metric_points); !s.ok()) return s;
-    const std::vector<std::string> names(request->names().begin(), request->names().end());
-    const int max_points = request->max_points() > 0 ? request->max_points() : kDefaultMetricPoints;
-    return store_->Read([&](Db& db) {
-      if (absl::Status s = LoadRun(db, request->run_id()).status(); !s.ok()) return s;
-      absl::StatusOr<std::vector<xmod::v1::MetricSeries>> series =
-          LoadMetrics(db, request->run_id(), names, max_points);
-      if (!series.ok()) return series.status();
-      for (auto& s : *series) *response->add_series() = std::move(s);
-      return absl::OkStatus();
-    });
+    return store_->Read([&](Db& db) { return LoadRunMetrics(db, *request, response); });
   });
 }
 

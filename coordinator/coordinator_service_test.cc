@@ -31,12 +31,8 @@ class ServiceTest : public testing::Test {
   // `credentials`: lines of a credentials file ("" = none); `token`: what Context() sends.
   void Start(const std::string& credentials = "", const std::string& token = "") {
     dir_ = NewTestDir("svc");
-    CoordinatorOptions options;
-    options.listen = "127.0.0.1:0";
-    options.http_listen = "127.0.0.1:0";
+    CoordinatorOptions options = LoopbackOptions(dir_);
     options.metrics_listen = "127.0.0.1:0";
-    options.db_path = dir_ + "/x.db";
-    options.checkpoint_root = dir_ + "/ckpt";
     options.ports_file = dir_ + "/ports.json";
     options.dashboard_dir = dir_;
     absl::StatusOr<CredentialSet> set = CredentialSet::Parse(credentials, "test");

@@ -573,12 +573,8 @@ TEST_F(FitTriggerTest, AStudyFitsItsMemberSweepsBySweepAndRefitsAsTheyComplete) 
 // user API serves the fit over gRPC and HTTP.
 TEST(FitServingTest, GetFitPredictRecommendThroughTheCoordinator) {
   const std::string dir = NewTestDir("fitsvc");
-  CoordinatorOptions options;
-  options.listen = "127.0.0.1:0";
-  options.http_listen = "127.0.0.1:0";
+  CoordinatorOptions options = LoopbackOptions(dir);
   options.metrics_listen = "127.0.0.1:0";
-  options.db_path = dir + "/x.db";
-  options.checkpoint_root = dir + "/ckpt";
   options.tick_ms = 3'600'000;  // the test polls itself
   absl::StatusOr<std::unique_ptr<Coordinator>> started = Coordinator::Start(options);
   ASSERT_TRUE(started.ok()) << started.status();

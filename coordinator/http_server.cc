@@ -270,27 +270,17 @@ void HttpServer::Route(Store* store, const HttpServerOptions& options) {
                  s.ok() ? SendJson(out, res) : SendError(s, res);
                });
 
-  server_->Get(R"(/api/runs/(\d+)/metrics)", [store](const httplib::Request& req,
-                                                     httplib::Response& res) {
-    absl::StatusOr<xmod::v1::GetMetricsRequest> request = ParseMetrics(req);
-    if (!request.ok()) {
-      SendError(request.status(), res);
-      return;
-    }
-    const int64_t run_id = request->run_id();
-    const std::vector<std::string> names(request->names().begin(), request->names().end());
-    const int max_points = request->max_points() > 0 ? request->max_points() : kDefaultMetricPoints;
-    xmod::v1::GetMetricsResponse out;
-    absl::Status s = store->Read([&](Db& db) {
-      if (absl::Status e = LoadRun(db, run_id).status(); !e.ok()) return e;
-      absl::StatusOr<std::vector<xmod::v1::MetricSeries>> series =
-          LoadMetrics(db, run_id, names, max_points);
-      if (!series.ok()) return series.status();
-      for (auto& m : *series) *out.add_series() = std::move(m);
-      return absl::OkStatus();
-    });
-    s.ok() ? SendJson(out, res) : SendError(s, res);
-  });
+  server_->Get(
+      R"(/api/runs/(\d+)/metrics)", [store](const httplib::Request& req, httplib::Response& res) {
+        absl::StatusOr<xmod::v1::GetMetricsRequest> request = ParseMetrics(req);
+        if (!request.ok()) {
+          SendError(request.status(), res);
+          return;
+        }
+        xmod::v1::GetMetricsResponse out;
+        absl::Status s = store->Read([&](Db& db) { return LoadRunMetrics(db, *request, &out); });
+        s.ok() ? SendJson(out, res) : SendError(s, res);
+      });
 
   server_->Get(R"(/api/sweeps/(\d+)/decisions)",
                [store](const httplib::Request& req, httplib::Response& res) {

@@ -20,6 +20,7 @@
 #include "absl/time/time.h"
 #include "common/auth.h"
 #include "common/clock.h"
+#include "common/poll.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/test_util.h"
 #include "gmock/gmock.h"
@@ -42,16 +43,6 @@ constexpr char kCredentials[] =
 // A query no row limit ends: counts forever, one cheap step at a time.
 constexpr char kEndlessQuery[] =
     "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n) SELECT count(*) FROM n";
-
-// Polls `done` until it holds (true) or 30 s pass (false).
-bool WaitFor(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
 
 std::unique_ptr<grpc::ClientContext> As(const std::string& token) {
   auto context = std::make_unique<grpc::ClientContext>();
@@ -232,7 +223,8 @@ TEST_F(LimitsTest, ACancelledQueryIsInterruptedAndFreesItsSlot) {
   AttachBearerToken(kViewer, &slow);
   grpc::Status slow_status;
   std::thread client([&] { slow_status = RunQuery(kEndlessQuery, &slow); });
-  ASSERT_TRUE(WaitFor([&] { return coordinator_->store()->queries_running() == 1; }));
+  ASSERT_TRUE(
+      PollUntil([&] { return coordinator_->store()->queries_running() == 1; }, absl::Seconds(30)));
   slow.TryCancel();
   client.join();
   EXPECT_EQ(slow_status.error_code(), grpc::StatusCode::CANCELLED);
@@ -263,7 +255,7 @@ TEST_F(LimitsTest, WatchStreamsAreCappedPerCredentialAndInAll) {
             "WatchSweep: 3 open streams in all (at most 3); try again later");
   // A closed stream frees its place (once the server has seen it go).
   Close(v1);
-  EXPECT_TRUE(WaitFor([&] { return OpenWatch(kAuditor, sweep, &x1).ok(); }));
+  EXPECT_TRUE(PollUntil([&] { return OpenWatch(kAuditor, sweep, &x1).ok(); }, absl::Seconds(30)));
   Close(v2);
   Close(a1);
   Close(x1);
@@ -287,10 +279,12 @@ TEST_F(LimitsTest, TheServerAnswersAgainAfterItsThreadCapWasHit) {
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_LT(watches.size(), 8u);
   for (Watch& watch : watches) Close(watch);
-  EXPECT_TRUE(WaitFor([&] {
-    xmod::v1::ListSweepsResponse sweeps;
-    return user_->ListSweeps(As(kViewer).get(), {}, &sweeps).ok();
-  }));
+  EXPECT_TRUE(PollUntil(
+      [&] {
+        xmod::v1::ListSweepsResponse sweeps;
+        return user_->ListSweeps(As(kViewer).get(), {}, &sweeps).ok();
+      },
+      absl::Seconds(30)));
 }
 
 TEST(ReaderPoolTest, ReadersAreBoundedReusedAndRefusedPastTheWait) {
@@ -317,7 +311,7 @@ TEST(ReaderPoolTest, ReadersAreBoundedReusedAndRefusedPastTheWait) {
                       .ok());
     });
   }
-  ASSERT_TRUE(WaitFor([&] { return inside == 2; }));
+  ASSERT_TRUE(PollUntil([&] { return inside == 2; }, absl::Seconds(30)));
   absl::Status refused = store.Read([](Db&) { return absl::OkStatus(); });
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(refused.message(),

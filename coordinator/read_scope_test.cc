@@ -28,6 +28,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/auth.h"
+#include "common/poll.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/design_store.h"
 #include "coordinator/fit_trigger.h"
@@ -96,12 +97,7 @@ class ReadScopeTest : public testing::Test {
   }
 
   void Start(AdaptiveControllerOptions adaptive = {}) {
-    CoordinatorOptions options;
-    options.listen = "127.0.0.1:0";
-    options.http_listen = "127.0.0.1:0";
-    options.metrics_listen = "";
-    options.db_path = dir_ + "/x.db";
-    options.checkpoint_root = dir_ + "/ckpt";
+    CoordinatorOptions options = LoopbackOptions(dir_);
     options.tick_ms = 3'600'000;  // nothing changes behind the test's back; it polls itself
     options.data_roots = {data_};
     options.adaptive = std::move(adaptive);
@@ -112,16 +108,6 @@ class ReadScopeTest : public testing::Test {
     coordinator_ = std::move(c->coordinator);
     stub_ = std::move(c->user);
     worker_ = std::move(c->worker);
-  }
-
-  // Polls `done` until it holds (true) or 60 s pass (false).
-  static bool WaitFor(const std::function<bool()>& done) {
-    const absl::Time deadline = absl::Now() + absl::Seconds(60);
-    while (!done()) {
-      if (absl::Now() > deadline) return false;
-      absl::SleepFor(absl::Milliseconds(5));
-    }
-    return true;
   }
 
   static std::unique_ptr<grpc::ClientContext> As(const std::string& token) {
@@ -667,7 +653,7 @@ TEST_F(ReadScopeTest, ProposalFitsAreCappedPerCredentialAndInAll) {
   for (size_t i = 0; i < held_calls.size(); ++i) {
     callers.emplace_back([&, i] { held[i] = call(held_calls[i].first, *held_calls[i].second); });
   }
-  ASSERT_TRUE(WaitFor([&] { return fitting.load() == 4; }));
+  ASSERT_TRUE(PollUntil([&] { return fitting.load() == 4; }, absl::Seconds(60)));
 
   // The reader's third is refused at once, naming its credential's limit; another credential's
   // first, naming the limit of all; neither started a fit.
@@ -696,7 +682,7 @@ TEST_F(ReadScopeTest, AProposalStopsWhenItsCallerGoesAwayOrTheCoordinatorShutsDo
   AdaptiveControllerOptions adaptive;
   adaptive.TEST_before_decide = [&](int64_t, const std::function<bool()>& stopping) {
     ++fitting;
-    if (WaitFor(stopping)) ++stopped;
+    if (PollUntil(stopping, absl::Seconds(60))) ++stopped;
   };
   Start(std::move(adaptive));
   xmod::v1::SweepSpec by_hand = AdaptiveTinySweep(data_);
@@ -720,10 +706,10 @@ TEST_F(ReadScopeTest, AProposalStopsWhenItsCallerGoesAwayOrTheCoordinatorShutsDo
     gone->TryCancel();
     user.join();
   };
-  ASSERT_TRUE(WaitFor([&] { return fitting.load() == 1; }));
+  ASSERT_TRUE(PollUntil([&] { return fitting.load() == 1; }, absl::Seconds(60)));
   std::move(join_user).Invoke();
   EXPECT_EQ(gone_status.error_code(), grpc::StatusCode::CANCELLED);
-  ASSERT_TRUE(WaitFor([&] { return stopped.load() == 1; }));
+  ASSERT_TRUE(PollUntil([&] { return stopped.load() == 1; }, absl::Seconds(60)));
 
   // ... and a reader's proposal fitting when the coordinator shuts down: it stops, and the
   // shutdown waits for no fit.
@@ -736,7 +722,7 @@ TEST_F(ReadScopeTest, AProposalStopsWhenItsCallerGoesAwayOrTheCoordinatorShutsDo
     coordinator_->Shutdown();
     reader.join();
   };
-  ASSERT_TRUE(WaitFor([&] { return fitting.load() == 2; }));
+  ASSERT_TRUE(PollUntil([&] { return fitting.load() == 2; }, absl::Seconds(60)));
   std::move(join_reader).Invoke();
   EXPECT_EQ(stopped.load(), 2);
   EXPECT_EQ(shut_status.error_code(), grpc::StatusCode::UNAVAILABLE);

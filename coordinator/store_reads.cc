@@ -295,6 +295,18 @@ absl::StatusOr<std::vector<xmod::v1::MetricSeries>> LoadMetrics(
   return out;
 }
 
+absl::Status LoadRunMetrics(Db& db, const xmod::v1::GetMetricsRequest& request,
+                            xmod::v1::GetMetricsResponse* out) {
+  if (absl::Status s = LoadRun(db, request.run_id()).status(); !s.ok()) return s;
+  const std::vector<std::string> names(request.names().begin(), request.names().end());
+  const int max_points = request.max_points() > 0 ? request.max_points() : kDefaultMetricPoints;
+  absl::StatusOr<std::vector<xmod::v1::MetricSeries>> series =
+      LoadMetrics(db, request.run_id(), names, max_points);
+  if (!series.ok()) return series.status();
+  for (auto& one : *series) *out->add_series() = std::move(one);
+  return absl::OkStatus();
+}
+
 namespace {
 
 // The newest fits row whose `owner` column ("sweep_id" or "study_id") is `id`, with

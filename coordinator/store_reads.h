@@ -51,6 +51,11 @@ inline constexpr int kDefaultMetricPoints = 500;
 absl::StatusOr<std::vector<xmod::v1::MetricSeries>> LoadMetrics(
     Db& db, int64_t run_id, const std::vector<std::string>& names, int max_points);
 
+// The answer to a GetMetrics request (its limits already checked) into `out`: NOT_FOUND for
+// an unknown run, kDefaultMetricPoints points per series when it asks for none.
+absl::Status LoadRunMetrics(Db& db, const xmod::v1::GetMetricsRequest& request,
+                            xmod::v1::GetMetricsResponse* out);
+
 // The fits table holds one row per stored fit attempt: a successful fit, or a failed one
 // with only `error` set (see fit_trigger.h for which failures are stored). Failed rows
 // load with only id, sweep_id, study_id, created_unix_ms and error set.

@@ -11,6 +11,7 @@
 
 #include "common/files.h"
 #include "common/metric_limits.h"
+#include "common/poll.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "trainer_contract/exit_codes.h"
@@ -47,8 +48,7 @@ const int64_t kStartMono = FakeClock().MonotonicMillis();
 
 // Polls `done` until it holds (bounded: 30 s).
 void WaitUntil(const std::function<bool()>& done) {
-  for (int i = 0; i < 30'000 && !done(); ++i) absl::SleepFor(absl::Milliseconds(1));
-  ASSERT_TRUE(done());
+  ASSERT_TRUE(PollUntil(done, absl::Seconds(30), absl::Milliseconds(1)));
 }
 
 // Exits 75 after a checkpoint on SIGTERM, like xmod-train.

@@ -20,6 +20,7 @@
 #include "absl/time/clock.h"
 #include "common/files.h"
 #include "common/metric_limits.h"
+#include "common/poll.h"
 #include "gtest/gtest.h"
 #include "tests/integration/cluster.h"
 #include "tests/integration/test_db.h"
@@ -47,17 +48,6 @@ v1::SweepSpec OneRun(const std::string& data) {
   spec.mutable_data()->set_train_glob(data);
   spec.mutable_data()->set_val_glob(data);
   return spec;
-}
-
-// Polls `condition` every 100 ms for up to `timeout`.
-template <typename Condition>
-bool WaitFor(Condition condition, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!condition()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(100));
-  }
-  return true;
 }
 
 // Submits OneRun and sets `run_id` to its run.
@@ -119,14 +109,15 @@ TEST(DrainTest, AStoppedWorkerKeepsWhatItCouldNotDeliverAndItsNextStartDeliversI
   ReadOnlyDb db(cluster.db_path());
   const std::string attempt_points =
       absl::StrCat("SELECT COUNT(*) FROM metrics WHERE run_id = ", run_id, " AND attempt = 1");
-  ASSERT_TRUE(WaitFor([&] { return Count(db, attempt_points) > 0; }, absl::Seconds(60)))
+  ASSERT_TRUE(PollUntil([&] { return Count(db, attempt_points) > 0; }, absl::Seconds(60),
+                        absl::Milliseconds(100)))
       << cluster.Logs();
 
   // The coordinator goes away while points keep coming.
   cluster.KillCoordinator();
   const std::string worker_log = cluster.dir() + "/w1.log";
-  ASSERT_TRUE(WaitFor([&] { return LogHas(worker_log, "ReportMetrics failed, will retry"); },
-                      absl::Seconds(60)))
+  ASSERT_TRUE(PollUntil([&] { return LogHas(worker_log, "ReportMetrics failed, will retry"); },
+                        absl::Seconds(60), absl::Milliseconds(100)))
       << cluster.Logs();
 
   // SIGTERM: the trainer checkpoints and stops, the reports cannot go anywhere, and the
@@ -159,8 +150,8 @@ TEST(DrainTest, AStoppedWorkerKeepsWhatItCouldNotDeliverAndItsNextStartDeliversI
 
   // A new worker process on the same folder, while the coordinator is still down, keeps them.
   ASSERT_TRUE(cluster.StartWorker("w1", 1, worker_flags).ok()) << cluster.Logs();
-  ASSERT_TRUE(WaitFor([&] { return LogHas(worker_log, "replaying what an earlier run"); },
-                      absl::Seconds(60)))
+  ASSERT_TRUE(PollUntil([&] { return LogHas(worker_log, "replaying what an earlier run"); },
+                        absl::Seconds(60), absl::Milliseconds(100)))
       << cluster.Logs();
   EXPECT_TRUE(ReadFile(kept_prefix + ".outcome").ok());
 
@@ -169,7 +160,9 @@ TEST(DrainTest, AStoppedWorkerKeepsWhatItCouldNotDeliverAndItsNextStartDeliversI
       << cluster.Logs();
   const std::string ended = absl::StrCat("SELECT COUNT(*) FROM attempts WHERE run_id = ", run_id,
                                          " AND attempt = 1 AND outcome = 'preempted'");
-  ASSERT_TRUE(WaitFor([&] { return Count(db, ended) == 1; }, absl::Seconds(120))) << cluster.Logs();
+  ASSERT_TRUE(
+      PollUntil([&] { return Count(db, ended) == 1; }, absl::Seconds(120), absl::Milliseconds(100)))
+      << cluster.Logs();
   EXPECT_EQ(Count(db, attempt_points), last_seq) << "no gap";
   EXPECT_EQ(Count(db, absl::StrCat("SELECT MAX(seq) FROM metrics WHERE run_id = ", run_id,
                                    " AND attempt = 1")),
@@ -181,7 +174,8 @@ TEST(DrainTest, AStoppedWorkerKeepsWhatItCouldNotDeliverAndItsNextStartDeliversI
   EXPECT_EQ(Count(db, absl::StrCat("SELECT COUNT(*) FROM checkpoints WHERE run_id = ", run_id,
                                    " AND attempt = 1 AND step = ", checkpoint_step)),
             1);
-  EXPECT_TRUE(WaitFor([&] { return !ReadFile(kept_prefix + ".outcome").ok(); }, absl::Seconds(30)));
+  EXPECT_TRUE(PollUntil([&] { return !ReadFile(kept_prefix + ".outcome").ok(); }, absl::Seconds(30),
+                        absl::Milliseconds(100)));
   EXPECT_FALSE(ReadFile(kept_prefix + ".spill").ok());
   cluster.Stop();
 }
@@ -204,7 +198,8 @@ TEST(DrainTest, AMetricNameTheCoordinatorWouldRefuseNeverHoldsUpTheRun) {
   ReadOnlyDb db(cluster.db_path());
   const std::string succeeded =
       absl::StrCat("SELECT COUNT(*) FROM runs WHERE id = ", run_id, " AND state = 'SUCCEEDED'");
-  ASSERT_TRUE(WaitFor([&] { return Count(db, succeeded) == 1; }, absl::Seconds(60)))
+  ASSERT_TRUE(PollUntil([&] { return Count(db, succeeded) == 1; }, absl::Seconds(60),
+                        absl::Milliseconds(100)))
       << cluster.Logs();
   // Every train/loss point, numbered without the dropped ones.
   EXPECT_EQ(Count(db, absl::StrCat("SELECT COUNT(*) FROM metrics WHERE run_id = ", run_id,

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 namespace xmod {
 namespace {
@@ -42,8 +43,6 @@ torch::Tensor GroupedSoftmaxAttention(const torch::Tensor& q5, const torch::Tens
 }  // namespace
 
 AttentionImpl::AttentionImpl(const AttentionOptions& options) : options_(options) {
-  TORCH_CHECK(!options.fused || HasFusedAttention(), "fused attention is not available in ",
-              TorchBuildSummary());
   TORCH_CHECK(options.n_heads % options.n_kv_heads == 0, "n_heads ", options.n_heads,
               " is not a multiple of n_kv_heads ", options.n_kv_heads);
   const int64_t d = options.d_model, e = options.head_dim;
@@ -95,10 +94,13 @@ torch::Tensor AttentionImpl::Attend(const torch::Tensor& q, const torch::Tensor&
   const int64_t b = q.size(0), tq = q.size(1), g = options_.n_kv_heads,
                 hd = options_.n_heads * options_.head_dim;
   if (options_.fused) {
-    torch::Tensor allowed;  // (B, 1, Tq, Tk) bool, undefined = plain causal
+    std::optional<torch::Tensor> allowed;  // (B, 1, Tq, Tk) bool; none = plain causal
     if (blocked.defined()) allowed = blocked.logical_not().unsqueeze(1);
-    torch::Tensor out = FusedAttention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                                       allowed);      // (B, H, Tq, E)
+    // Scale 1: q is already scaled; GQA: query head h reads key/value head h / (H/G).
+    torch::Tensor out = at::scaled_dot_product_attention(
+        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), allowed, /*dropout_p=*/0.0,
+        /*is_causal=*/!allowed.has_value(), /*scale=*/1.0,
+        /*enable_gqa=*/g != options_.n_heads);        // (B, H, Tq, E)
     return out.transpose(1, 2).reshape({b, tq, hd});  // (B, Tq, H*E)
   }
   torch::Tensor q5 = GroupQueries(q, g);       // (B, G, R, Tq, E)

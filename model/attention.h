@@ -1,7 +1,7 @@
 // Grouped-query causal self-attention with RoPE (paper B.1: GQA, Table 4). Two kernels, the
-// same mathematics: fused scaled_dot_product_attention (options.fused; LibTorch >= 2.5, see
-// model/torch_compat.h: flash / memory-efficient kernels on GPU) and batched matrix products
-// with a boolean mask and softmax (every LibTorch).
+// same mathematics: fused at::scaled_dot_product_attention (options.fused, the default of
+// training.attention "auto": flash kernels on CPU and GPU) and batched matrix products with
+// a boolean mask and softmax ("manual", the reference the fused kernel is tested against).
 //
 // Three call shapes serve every layer kind of the paper:
 //  - dense: all T tokens, positions 0..T-1, plain causal mask;
@@ -22,7 +22,6 @@
 #include <torch/torch.h>
 
 #include "model/rope.h"
-#include "model/torch_compat.h"
 
 namespace xmod {
 
@@ -32,7 +31,7 @@ struct AttentionOptions {
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
   int64_t query_chunk = 256;  // most rows per block of the causal block-skipping product
-  bool fused = false;         // scaled_dot_product_attention (requires HasFusedAttention())
+  bool fused = false;         // at::scaled_dot_product_attention; false = the matmul kernel
 };
 
 class AttentionImpl : public torch::nn::Module {

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "model/torch_compat.h"
+#include "model/autocast.h"
 
 namespace xmod {
 namespace {

@@ -9,8 +9,8 @@
 
 #include "model/accounting/accounting.h"
 #include "model/attention.h"
+#include "model/autocast.h"
 #include "model/test_specs.h"
-#include "model/torch_compat.h"
 #include "model/transformer.h"
 
 namespace xmod {
@@ -54,7 +54,6 @@ void ExpectSamePass(const Pass& a, const Pass& b, double tolerance) {
 }
 
 TEST(FusedAttention, MatchesTheMatmulKernelForEveryMaskShape) {
-  if (!HasFusedAttention()) GTEST_SKIP() << TorchBuildSummary() << " has no fused attention";
   torch::manual_seed(3);
   AttentionOptions options{32, 4, 2, 8};
   Attention manual(options);
@@ -85,7 +84,6 @@ TEST(FusedAttention, MatchesTheMatmulKernelForEveryMaskShape) {
 }
 
 TEST(FusedAttention, WholeModelLossesAndGradientsMatch) {
-  if (!HasFusedAttention()) GTEST_SKIP() << TorchBuildSummary() << " has no fused attention";
   torch::set_num_threads(1);
   torch::Tensor tokens = torch::randint(0, 256, {2, 33}, torch::kLong);
   for (auto arch : {xmod::v1::DENSE, xmod::v1::XMOD, xmod::v1::MOD}) {

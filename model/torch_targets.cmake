@@ -4,7 +4,8 @@ include(XmodTorch)
 
 add_library(xmod_model
   attention.cc
-  torch_compat.cc
+  autocast.cc
+  device.cc
   blocks.cc
   layer_checkpoint.cc
   ffn.cc

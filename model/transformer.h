@@ -33,7 +33,7 @@ namespace xmod {
 
 // How the model computes, as opposed to what it is (the ModelSpec): kernels and memory.
 struct ModelRuntimeOptions {
-  bool fused_attention = false;           // scaled_dot_product_attention (HasFusedAttention())
+  bool fused_attention = false;           // at::scaled_dot_product_attention
   bool activation_checkpointing = false;  // recompute layers in backward (layer_checkpoint.h)
 };
 

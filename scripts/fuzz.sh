@@ -32,7 +32,7 @@ mkdir -p "$artifacts"
 # duplicates, and LibTorch's own leaks (fuzz/lsan.supp), are not ours to report.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_odr_violation=0}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/fuzz/lsan.supp}
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 # The sweep specs among the examples (study specs, *_study.textpb, are another message).
 mapfile -t sweep_specs < <(ls examples/*.textpb examples/paper/*.textpb | grep -v '_study\.textpb$')
 "$BUILD_DIR/bin/xmod-fuzz-seeds" "$work/seeds" "${sweep_specs[@]}"

@@ -78,11 +78,12 @@ mkdir -p "$WORK"
 # ---------------------------------------------------------------------------------------
 # Build.
 # ---------------------------------------------------------------------------------------
+# The machine's Python torch (a PyPI wheel, LibTorch in torch/lib) when it has one; else the
+# project's own (.cache/torch-venv, scripts/install-libtorch.sh), found by CMake.
 TORCH_ROOT=$(python3 -c 'import os, torch; print(os.path.dirname(torch.__file__))' 2>/dev/null || true)
-# A wheel's torch carries LibTorch in torch/lib; Debian's python3-torch does not (then the
-# build uses Debian's libtorch-dev).
 [[ -n "$TORCH_ROOT" && -f "$TORCH_ROOT/lib/libtorch_cpu.so" ]] || TORCH_ROOT=
-CUDA_TORCH=$(python3 -c 'import torch; print(int(torch.version.cuda is not None))' 2>/dev/null || echo 0)
+CUDA_TORCH=0
+[[ -n "$TORCH_ROOT" && -f "$TORCH_ROOT/lib/libtorch_cuda.so" ]] && CUDA_TORCH=1
 
 # Empty stand-ins for the packages only other parts of xmod link (see the header).
 write_stubs() {
@@ -120,9 +121,9 @@ build() {
   local args=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DXMOD_BUILD_TESTS=OFF)
   if [[ -n "$TORCH_ROOT" ]]; then
     args+=(-DXMOD_TORCH_ROOT="$TORCH_ROOT")
-    ((CUDA_TORCH)) && args+=(-DXMOD_TRAIN_NCCL=ON)
+    ((CUDA_TORCH)) && args+=(-DXMOD_CUDA=ON -DXMOD_TRAIN_NCCL=ON)
   elif [[ "$DEVICE" == cuda ]]; then
-    log "no Python torch: python3 -c 'import torch' fails"; return 1
+    log "no CUDA torch: python3 -c 'import torch' fails"; return 1
   fi
   if compgen -G "$DEBS/*.deb" >/dev/null; then
     local prefix="$BUILD/deps"
@@ -152,7 +153,7 @@ if [[ -x "$BUILD/bin/xmod-train" && -x "$BUILD/bin/bench_model" && -n "$REUSE" ]
   log "using the binaries in $BUILD as they are"
   built=false
 else
-  log "building xmod-train and bench_model in $BUILD against ${TORCH_ROOT:-the Debian LibTorch}"
+  log "building xmod-train and bench_model in $BUILD against ${TORCH_ROOT:-the LibTorch of .cache/torch-venv}"
   if ! build; then
     mkdir -p "$(dirname "$RESULT")"
     echo "{\"device\": \"$DEVICE\", \"build\": {\"seconds\": $(since "$build_start"), \"error\": \"build failed; see $WORK/cmake.log and ninja.log\"}}" >"$RESULT"

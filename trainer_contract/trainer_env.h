@@ -11,9 +11,8 @@ namespace xmod {
 inline constexpr char kEnvCudaVisibleDevices[] = "CUDA_VISIBLE_DEVICES";
 
 // The rank's thread budget T (the --threads value), set by the worker and exported again by
-// the trainer (model/train/threads.h), which adds kEnvMklNumThreads.
+// the trainer (model/train/threads.h).
 inline constexpr char kEnvOmpNumThreads[] = "OMP_NUM_THREADS";
-inline constexpr char kEnvOpenblasNumThreads[] = "OPENBLAS_NUM_THREADS";
 inline constexpr char kEnvMklNumThreads[] = "MKL_NUM_THREADS";
 
 // libgomp reads it when it is loaded, so only the parent can set it: the worker sets

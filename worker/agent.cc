@@ -481,9 +481,10 @@ void Agent::StartAttempt(const v1::Assignment& assignment, int64_t lease_deadlin
     launch.argv = args.ToArgv();
     launch.argv.insert(launch.argv.begin(), options_.train_bin);
     launch.env.emplace_back(kEnvOmpNumThreads, absl::StrCat(threads));
-    launch.env.emplace_back(kEnvOpenblasNumThreads, absl::StrCat(threads));
-    // Idle OpenMP threads sleep instead of spinning on cores OpenBLAS's threads need (libgomp
-    // reads this at load, so only the parent can set it); the worker's own setting wins.
+    launch.env.emplace_back(kEnvMklNumThreads, absl::StrCat(threads));
+    // Idle OpenMP threads sleep instead of spinning on cores another trainer's threads need
+    // (libgomp reads this at load, so only the parent can set it); the worker's own setting
+    // wins.
     if (std::getenv(kEnvOmpWaitPolicy) == nullptr) {
       launch.env.emplace_back(kEnvOmpWaitPolicy, kOmpWaitPolicyPassive);
     }

@@ -125,7 +125,7 @@ TEST_F(AgentTest, RunsAChildAndReportsSuccessAfterItsMetrics) {
   EXPECT_THAT(
       child->options().env,
       ::testing::IsSupersetOf({std::pair<std::string, std::string>("OMP_NUM_THREADS", "3"),
-                               std::pair<std::string, std::string>("OPENBLAS_NUM_THREADS", "3")}));
+                               std::pair<std::string, std::string>("MKL_NUM_THREADS", "3")}));
   EXPECT_EQ(child->options().log_path, attempt_dir + "/train.log");
   v1::RunSpec spec;
   ASSERT_TRUE(spec.ParseFromString(*ReadFile(attempt_dir + "/spec.pb")));

@@ -53,9 +53,8 @@ int main(int argc, char** argv) {
                  "SIGTERM to SIGKILL grace period for a child (ms)");
   app.add_option("--train_env", train_env,
                  "KEY=VALUE,... added to every xmod-train's environment (after the thread "
-                 "budget, so they win; repeatable), e.g. "
-                 "LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp to give the "
-                 "trainers OpenBLAS's OpenMP build (docs/design.md, \"Threads on CPU\")")
+                 "budget, so they win; repeatable), e.g. OMP_WAIT_POLICY=ACTIVE "
+                 "(docs/design.md, \"Threads on CPU\")")
       ->delimiter(',');
   app.add_option("--drain_timeout_ms", options.drain_timeout_ms,
                  "on SIGTERM, once the trainers stopped, deliver their reports for at most this "

@@ -11,7 +11,7 @@
 // other processes falls on every configuration alike — the ratios are the figures that
 // matter. The peak is measured at each thread count before and after the steps (the best
 // trial counts). Peak RSS is that of everything in the child. The thread budget (torch
-// intra-op threads, OpenMP, OpenBLAS) is model/train/threads.h's, as in xmod-train.
+// intra-op threads, OpenMP, MKL) is model/train/threads.h's, as in xmod-train.
 // CUDA: in-process (a fork after CUDA initialisation is unsafe), models one after the
 // other, each with its own peak-memory window; every timing is bracketed by a device
 // synchronisation.

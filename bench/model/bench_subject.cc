@@ -61,15 +61,11 @@ absl::StatusOr<BenchSetup> ResolveSetup(const BenchOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--precision must be fp32 or bf16, got '", o.precision, "'"));
   }
-  if (o.attention == "fused" && !HasFusedAttention()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--attention fused: this LibTorch has no fused attention (", TorchBuildSummary(), ")"));
-  }
   if (o.attention != "auto" && o.attention != "fused" && o.attention != "manual") {
     return absl::InvalidArgumentError(
         absl::StrCat("--attention must be auto, fused or manual, got '", o.attention, "'"));
   }
-  setup.runtime.fused_attention = o.attention != "manual" && HasFusedAttention();
+  setup.runtime.fused_attention = o.attention != "manual";
   setup.runtime.activation_checkpointing = o.checkpointing;
   setup.peak_size = o.peak_size > 0 ? o.peak_size : (setup.device.is_cuda() ? 8192 : 1024);
   return setup;

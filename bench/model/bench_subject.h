@@ -15,7 +15,8 @@
 
 #include "absl/status/statusor.h"
 #include "model/accounting/accounting.h"
-#include "model/torch_compat.h"
+#include "model/autocast.h"
+#include "model/device.h"
 #include "model/transformer.h"
 
 namespace xmod {

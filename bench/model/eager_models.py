@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """PyTorch eager twins of xmod's Dense and X-MoD models, for the speed comparison of
 run_bench.sh. Same math as model/ (RMSNorm pre-norm, GQA attention with RoPE theta 10000
 in the rotate-half layout, SwiGLU FFN, untied head; X-MoD sparse layer of paper §2.2-2.3:
@@ -7,7 +7,7 @@ causal attention among the selected tokens at their original positions, FFN, upd
 x += varsigma * r * (a + f), per-interval token-choice bias, B.7 BCE router loss), written as
 idiomatic eager PyTorch: Llama-style repeat_kv, one masked T x T product per layer.
 
-Run with Debian's /usr/bin/python3 (torch 1.13, the same LibTorch underneath). The layer plan
+Run with .cache/torch-venv/bin/python (the PyPI torch whose LibTorch xmod links). The layer plan
 and the FLOPs per token come from bench_model --arch plan (run_bench.sh passes them).
 Prints one line: model=... L=... threads=... step_s=... tokens_per_s=... peak_rss_mib=...
 """

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Runs bench_model (xmod, LibTorch C++) and eager_models.py (PyTorch eager, the same LibTorch)
-# side by side at the same thread budget, for each L and thread count, and prints tokens/s of
+# Runs bench_model (xmod, LibTorch C++) and eager_models.py (PyTorch eager, the same LibTorch:
+# the torch of .cache/torch-venv, which `import torch` needs with all its dependencies —
+# scripts/install-libtorch.sh --cuda) side by side at the same thread budget, for each L and thread count, and prints tokens/s of
 # each, xmod's efficiency ratio (step-time ratio / FLOP ratio, must be <= 1.0) and the
 # speed-up of xmod over eager (target >= 1.3).
 #
@@ -8,7 +9,10 @@
 # N0=-1 (default 4), STEPS=3, WARMUP=1, TOKENS=4096, OMP_WAIT_POLICY=PASSIVE.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-build="${1:-$here/../../build/model}"
+build="${1:-$here/../../build/release}"
+python="$here/../../.cache/torch-venv/bin/python"
+"$python" -c "import torch" 2>/dev/null ||
+  { echo "eager twins: $python cannot import torch; run scripts/install-libtorch.sh --cuda" >&2; exit 2; }
 bench="$build/bin/bench_model"
 [[ -x "$bench" ]] || { echo "no $bench: build the bench_model target first" >&2; exit 2; }
 LS="${LS:-1024 4096}"; THREADS="${THREADS:-1 2}"; K="${K:-4}"; A="${A:-1}"; N0="${N0:--1}"
@@ -20,7 +24,7 @@ field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" <<<"$2"; }
 # reads this when it is loaded, so it must be in the environment of the process).
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 for threads in $THREADS; do
-  export OPENBLAS_NUM_THREADS="$threads" OMP_NUM_THREADS="$threads" MKL_NUM_THREADS="$threads"
+  export OMP_NUM_THREADS="$threads" MKL_NUM_THREADS="$threads"
   for L in $LS; do
     common=(--seq_len "$L" --tokens_per_step "$TOKENS" --k "$K" --a "$A" --n0 "$N0"
             --threads "$threads" --steps "$STEPS" --warmup "$WARMUP")
@@ -30,7 +34,7 @@ for threads in $THREADS; do
     declare -A eager_tps=()
     for name in dense xmod; do
       line="$(grep "^$name " <<<"$plans")"
-      out="$(/usr/bin/python3 "$here/eager_models.py" --name "$name" --seq_len "$L" \
+      out="$("$python" "$here/eager_models.py" --name "$name" --seq_len "$L" \
         --tokens_per_step "$TOKENS" --k "$K" --threads "$threads" --steps "$STEPS" \
         --warmup "$WARMUP" \
         --plan "$(field plan "$line")" --intervals="$(field intervals "$line")" \

@@ -182,7 +182,7 @@ start_cluster() {
     [[ $auth == 1 ]] && worker_auth=(--token_file "$secrets/local-$i.token")
     mkdir -p "$state_dir/workers/$name"
     rm -f "$state_dir/workers/$name/ports.json"
-    OMP_NUM_THREADS=$cores OPENBLAS_NUM_THREADS=$cores \
+    OMP_NUM_THREADS=$cores MKL_NUM_THREADS=$cores \
       "$bin/xmod-worker" --coordinator "$addr" --name "local-$i" \
       --work_dir "$state_dir/workers/$name" --train_bin "$bin/xmod-train" \
       --cpu_slots 1 --cores_per_slot "$cores" --gpus=false \

@@ -14,7 +14,6 @@
 #include <exception>
 
 #include "absl/strings/str_cat.h"
-#include "xmod/torch_features.h"
 
 namespace xmod {
 namespace {
@@ -61,11 +60,7 @@ class C10dWork : public CollectiveWork {
 }  // namespace
 
 // The common base of c10d's Gloo and NCCL process groups.
-#if XMOD_TORCH_HAS_C10D_BACKEND
 using C10dGroup = c10d::Backend;
-#else
-using C10dGroup = c10d::ProcessGroup;
-#endif
 
 struct Communicator::Group {
   c10::intrusive_ptr<c10d::Store> store;

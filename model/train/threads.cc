@@ -1,7 +1,6 @@
-// Thread budget: torch, OpenMP and OpenBLAS set to the same count.
+// Thread budget: torch's intra-op threads and the OpenMP/MKL environment set to one count.
 #include "model/train/threads.h"
 
-#include <dlfcn.h>
 #include <torch/torch.h>
 
 #include <cstdlib>
@@ -11,18 +10,12 @@
 
 namespace xmod {
 
-bool ApplyThreadBudget(int threads) {
+void ApplyThreadBudget(int threads) {
   const std::string count = std::to_string(threads);
-  for (const char* name : {kEnvOmpNumThreads, kEnvOpenblasNumThreads, kEnvMklNumThreads}) {
+  for (const char* name : {kEnvOmpNumThreads, kEnvMklNumThreads}) {
     ::setenv(name, count.c_str(), /*overwrite=*/1);
   }
   torch::set_num_threads(threads);
-  // OpenBLAS reads its environment when it is loaded, before main; set it directly.
-  using SetThreads = void (*)(int);
-  auto set_openblas =
-      reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
-  if (set_openblas != nullptr) set_openblas(threads);
-  return set_openblas != nullptr;
 }
 
 }  // namespace xmod

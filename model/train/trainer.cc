@@ -17,9 +17,10 @@
 #include "absl/strings/str_format.h"
 #include "common/files.h"
 #include "model/accounting/accounting.h"
+#include "model/autocast.h"
+#include "model/device.h"
 #include "model/eval/evaluate.h"
 #include "model/routing_diagnostics.h"
-#include "model/torch_compat.h"
 #include "model/train/adamw.h"
 #include "model/train/checkpoint.h"
 #include "model/train/communicator.h"
@@ -301,12 +302,7 @@ absl::Status Run::Setup() {
 
 absl::StatusOr<ModelRuntimeOptions> Run::RuntimeOptions() const {
   ModelRuntimeOptions runtime;
-  if (training_.attention() == "fused" && !HasFusedAttention()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("training.attention: \"fused\" needs scaled_dot_product_attention, which ",
-                     TorchBuildSummary(), " lacks; use \"auto\" or \"manual\""));
-  }
-  runtime.fused_attention = training_.attention() != "manual" && HasFusedAttention();
+  runtime.fused_attention = training_.attention() != "manual";
   runtime.activation_checkpointing = training_.activation_checkpointing();
   return runtime;
 }

@@ -136,6 +136,9 @@ closure() {
 }
 base=$(closure apt $(dpkg-query -W -f '${Package} ${Priority}\n' | awk '$2 == "required" {print $1}'))
 available=$(printf '%s\n%s\n' "$(closure $runtime_packages)" "$base" | sort -u)
+# LibTorch's libraries come from the wheel (.cache/torch-venv), which the build stage copies
+# into the image: each one the binaries load must be among the ones it copies.
+copied=$(awk '/^FROM / {stage++} stage == 1' "$DOCKERFILE" | grep -o '[a-z0-9_]*\.so[.0-9]*' | sort -u)
 # Only the binaries the image's build makes: this build may have more (benchmarks, tests).
 missing=$(for binary in $targets; do ldd "$BIN/$binary"; done | awk '$2 == "=>" && $3 ~ /^\// {print $3}' |
   sort -u | /usr/bin/python3 -c '
@@ -148,14 +151,20 @@ for listing in glob.glob("/var/lib/dpkg/info/*.list"):
         if ".so" in path and not os.path.islink(path) and os.path.isfile(path):
             owner[os.path.realpath(path)] = package
 available = set(open(sys.argv[1]).read().split())
+copied = set(open(sys.argv[2]).read().split())
 for path in sys.stdin.read().split():
+    if "/.cache/torch-venv/" in path:
+        if os.path.basename(path) not in copied:
+            print(f"{os.path.basename(path)} (the LibTorch wheel; the build stage does not copy it)")
+        continue
     package = owner.get(os.path.realpath(path), "(no package)")
     if package not in available:
         print(f"{os.path.basename(path)} ({package})")
-' <(echo "$available"))
+' <(echo "$available") <(echo "$copied"))
 [[ -z $missing ]] || fail "the runtime stage lacks the packages of: $(echo $missing)"
 echo "container: every shared library of $(wc -w <<<"$targets") binaries comes from the runtime" \
-  "stage's packages ($(echo $runtime_packages)) or the base image"
+  "stage's packages ($(echo $runtime_packages)), the base image or the LibTorch libraries" \
+  "it copies ($(echo $copied))"
 
 # The image itself.
 if command -v docker >/dev/null && docker info >/dev/null 2>&1 &&

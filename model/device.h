@@ -1,0 +1,30 @@
+// The compute device of the model, the trainer and the benchmark: what this LibTorch build
+// can run on, device synchronisation and peak device memory. One source for CPU-only and CUDA
+// builds: CUDA is reached through LibTorch's accelerator interface, which libtorch_cuda
+// registers when it is linked (-DXMOD_CUDA=ON), so nothing here is compiled per build.
+#ifndef XMOD_MODEL_DEVICE_H_
+#define XMOD_MODEL_DEVICE_H_
+
+#include <torch/torch.h>
+
+#include <string>
+
+namespace xmod {
+
+// Whether this process can reach CUDA: libtorch_cuda linked (a GPU may still be absent).
+bool HasCudaBuild();
+
+// "LibTorch <version> (CUDA yes/no)", for logs and benchmarks.
+std::string TorchBuildSummary();
+
+// Waits until the device has finished its queued work (a no-op on the CPU).
+void SynchronizeDevice(torch::Device device);
+
+// The most bytes the caching allocator had allocated on a CUDA device since the last reset
+// (0 on the CPU); ResetPeakDeviceMemory starts a new window.
+int64_t PeakDeviceMemoryBytes(torch::Device device);
+void ResetPeakDeviceMemory(torch::Device device);
+
+}  // namespace xmod
+
+#endif  // XMOD_MODEL_DEVICE_H_

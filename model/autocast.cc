@@ -2,6 +2,7 @@
 #include "model/autocast.h"
 
 #include <ATen/autocast_mode.h>
+#include <ATen/cpu/Utils.h>
 
 namespace xmod {
 namespace {
@@ -15,6 +16,24 @@ void SetAutocast(torch::DeviceType device, const AutocastState& state) {
 
 AutocastState CurrentAutocast(torch::DeviceType device) {
   return {at::autocast::is_autocast_enabled(device), at::autocast::get_autocast_dtype(device)};
+}
+
+bool CpuHasNativeBf16() {
+  static const bool has = [] {
+    const auto capabilities = at::cpu::get_cpu_capabilities();
+    auto flag = [&](const char* name) {
+      auto it = capabilities.find(name);
+      return it != capabilities.end() && it->second.isBool() && it->second.toBool();
+    };
+    return flag("avx512_bf16") || flag("amx_bf16");
+  }();
+  return has;
+}
+
+AutocastState AutocastForPrecision(const std::string& precision, torch::Device device) {
+  const bool bf16 =
+      precision == "bf16" || (precision == "auto" && device.is_cpu() && CpuHasNativeBf16());
+  return {bf16, torch::kBFloat16};
 }
 
 AutocastGuard::AutocastGuard(torch::DeviceType device, AutocastState state)

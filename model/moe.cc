@@ -61,7 +61,9 @@ torch::Tensor MoEImpl::forward(const torch::Tensor& x, torch::Tensor* balance_lo
     offset += count[e];
   }
   torch::Tensor routed = torch::cat(outputs, /*dim=*/0) * gates.unsqueeze(1);    // (N*k, D)
-  torch::Tensor out = torch::zeros_like(flat).index_add(0, pair_token, routed);  // (N, D)
+  // Under bf16 autocast the experts return bf16; the sum is kept in the stream's dtype.
+  torch::Tensor out =
+      torch::zeros_like(flat).index_add(0, pair_token, routed.to(flat.scalar_type()));  // (N, D)
   if (shared) out = out + shared->forward(flat);
 
   if (balance_loss != nullptr) {

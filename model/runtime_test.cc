@@ -2,6 +2,7 @@
 // against the batched-matmul kernel (dense causal, routed top-k and threshold-padded
 // masks), activation checkpointing against keeping activations (losses and every gradient),
 // and bf16 autocast against fp32 (close losses, fp32 parameters and gradients).
+#include <ATen/cpu/Utils.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -147,6 +148,22 @@ TEST(Bf16Autocast, LossCloseToFp32AndMasterWeightsStayFp32) {
     EXPECT_EQ(p.scalar_type(), torch::kFloat);
     ASSERT_TRUE(p.grad().defined());
     EXPECT_EQ(p.grad().scalar_type(), torch::kFloat);
+  }
+}
+
+// training.precision "auto" follows the CPU: bf16 where it multiplies bfloat16 natively,
+// fp32 elsewhere and on CUDA; "fp32" and "bf16" are what they say on every device.
+TEST(Bf16Autocast, PrecisionAutoFollowsTheCpu) {
+  const torch::Device cpu(torch::kCPU), cuda(torch::kCUDA, 0);
+  const auto caps = at::cpu::get_cpu_capabilities();
+  const bool native = caps.at("avx512_bf16").toBool() || caps.at("amx_bf16").toBool();
+  EXPECT_EQ(CpuHasNativeBf16(), native);
+  EXPECT_EQ(AutocastForPrecision("auto", cpu).enabled, native);
+  EXPECT_FALSE(AutocastForPrecision("auto", cuda).enabled);
+  for (const torch::Device& device : {cpu, cuda}) {
+    EXPECT_FALSE(AutocastForPrecision("fp32", device).enabled);
+    EXPECT_TRUE(AutocastForPrecision("bf16", device).enabled);
+    EXPECT_EQ(AutocastForPrecision("bf16", device).dtype, torch::kBFloat16);
   }
 }
 

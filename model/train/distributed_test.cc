@@ -68,6 +68,9 @@ class DistributedTest : public ::testing::Test {
     xmod::v1::TrainingSpec* t = spec.mutable_training();
     t->set_seq_len(kSeqLen);
     t->set_batch_tokens(batch_tokens);
+    // fp32: the ranks' sums then match one process's to rounding; under bf16 ("auto" on a CPU
+    // with native bf16) each rank's smaller products round differently.
+    t->set_precision("fp32");
     absl::StatusOr<Accounting> accounting = Account(spec.model(), kSeqLen);
     EXPECT_TRUE(accounting.ok()) << accounting.status();
     t->set_flop_budget((steps + 0.5) * accounting->train_flops_per_token * batch_tokens);

@@ -224,7 +224,7 @@ absl::Status Run::Setup() {
   }
   absl::StatusOr<ModelRuntimeOptions> runtime = RuntimeOptions();
   if (!runtime.ok()) return runtime.status();
-  autocast_ = {training_.precision() == "bf16", torch::kBFloat16};
+  autocast_ = AutocastForPrecision(training_.precision(), device_);
   torch::manual_seed(training_.seed());
   model_ = Transformer(spec.model(), accounting_, seq_len, *runtime);
   model_->to(device_);
@@ -292,7 +292,8 @@ absl::Status Run::Setup() {
             << accounting_.layers << " layers, N = " << accounting_.total_params
             << ", train FLOPs/token = " << accounting_.train_flops_per_token << ", " << steps_
             << " steps of " << training_.batch_tokens() << " tokens on " << device_ << ", "
-            << training_.precision() << (runtime->fused_attention ? ", fused attention" : "")
+            << (autocast_.enabled ? "bf16" : "fp32") << " (precision " << training_.precision()
+            << ")" << (runtime->fused_attention ? ", fused attention" : "")
             << (runtime->activation_checkpointing ? ", activation checkpointing" : "")
             << (world_size_ > 1 ? absl::StrCat(", rank ", rank_, " of ", world_size_, " (",
                                                options_.distributed.backend, ")")

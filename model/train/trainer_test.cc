@@ -252,6 +252,7 @@ TEST_F(TrainerTest, GpuStepOptionsTrainAndResumeBitIdentically) {
   // bf16 really changed the numerics, and the run still learns.
   TrainerOptions fp32;
   fp32.spec = Spec(xmod::v1::XMOD, kResumeSteps, "");
+  fp32.spec.mutable_training()->set_precision("fp32");
   TrainerResult fp32_result, bf16_result;
   RunAndCollect(fp32, &fp32_result);
   TrainerOptions bf16 = fp32;

@@ -41,7 +41,7 @@ absl::StatusOr<xmod::v1::TrainingSpec> ResolveTraining(const xmod::v1::TrainingS
   if (!t.has_grad_clip()) t.set_grad_clip(1.0);
   if (t.eval_marks() == 0) t.set_eval_marks(8);
   if (t.eval_tokens() == 0) t.set_eval_tokens(t.batch_tokens());
-  if (t.precision().empty()) t.set_precision("fp32");
+  if (t.precision().empty()) t.set_precision("auto");
   if (t.attention().empty()) t.set_attention("auto");
   if (!t.has_overlap_grad_reduce()) t.set_overlap_grad_reduce(true);
   if (t.log_every_steps() == 0) t.set_log_every_steps(10);
@@ -77,9 +77,9 @@ absl::StatusOr<xmod::v1::TrainingSpec> ResolveTraining(const xmod::v1::TrainingS
                                                    " is less than one window of seq_len ",
                                                    t.seq_len()));
   }
-  if (t.precision() != "fp32" && t.precision() != "bf16") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("training.precision: \"", t.precision(), "\" is not \"fp32\" or \"bf16\""));
+  if (t.precision() != "auto" && t.precision() != "fp32" && t.precision() != "bf16") {
+    return absl::InvalidArgumentError(absl::StrCat("training.precision: \"", t.precision(),
+                                                   "\" is not \"auto\", \"fp32\" or \"bf16\""));
   }
   if (t.attention() != "auto" && t.attention() != "fused" && t.attention() != "manual") {
     return absl::InvalidArgumentError(absl::StrCat("training.attention: \"", t.attention(),

@@ -53,7 +53,7 @@ TEST(ResolveTrainingTest, GpuStepDefaultsAndErrors) {
   xmod::v1::TrainingSpec t = MinimalTraining();
   absl::StatusOr<xmod::v1::TrainingSpec> r = ResolveTraining(t);
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->precision(), "fp32");
+  EXPECT_EQ(r->precision(), "auto");
   EXPECT_EQ(r->attention(), "auto");
   EXPECT_TRUE(r->overlap_grad_reduce());
   EXPECT_FALSE(r->activation_checkpointing());

@@ -129,6 +129,7 @@ training {
   flop_budget: $2 seq_len: 16 batch_tokens: 64 ranks: $3 ranks_per_worker: $4
   lr: 0.02 adamw_lr: 0.01 eval_marks: 2 eval_tokens: 64 seed: 9 threads: 1
   log_every_steps: 1 checkpoint_every_steps: ${5:-0}
+  precision: "fp32"  # the gang's losses match one process's only in fp32 (bf16 rounds each rank's half apart)
 }
 data { train_glob: "$TEST_TMP/train_*.bin" val_glob: "$TEST_TMP/val_*.bin" }
 EOF

@@ -3,6 +3,7 @@
 
 #include <ATen/Context.h>
 #include <ATen/DeviceAccelerator.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include "absl/strings/str_cat.h"
 
@@ -15,11 +16,15 @@ c10::DeviceIndex IndexOf(torch::Device device) {
 
 }  // namespace
 
-bool HasCudaBuild() { return at::hasCUDA(); }
+// libc10_cuda registers CUDA's device guard when it is loaded, GPU or not.
+bool HasCudaBuild() { return c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA); }
 
 std::string TorchBuildSummary() {
-  return absl::StrCat("LibTorch ", TORCH_VERSION_MAJOR, ".", TORCH_VERSION_MINOR, ".",
-                      TORCH_VERSION_PATCH, " (CUDA ", HasCudaBuild() ? "yes" : "no", ")");
+  const std::string version =
+      absl::StrCat("LibTorch ", TORCH_VERSION_MAJOR, ".", TORCH_VERSION_MINOR, ".",
+                   TORCH_VERSION_PATCH);
+  if (!HasCudaBuild()) return version + " (CPU only)";
+  return absl::StrCat(version, " (CUDA, ", torch::cuda::device_count(), " GPUs)");
 }
 
 void SynchronizeDevice(torch::Device device) {

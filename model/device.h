@@ -11,10 +11,11 @@
 
 namespace xmod {
 
-// Whether this process can reach CUDA: libtorch_cuda linked (a GPU may still be absent).
+// Whether libtorch_cuda is linked (-DXMOD_CUDA=ON); a GPU may still be absent.
 bool HasCudaBuild();
 
-// "LibTorch <version> (CUDA yes/no)", for logs and benchmarks.
+// "LibTorch <version> (CPU only)" or "LibTorch <version> (CUDA, <n> GPUs)", for logs and
+// benchmarks.
 std::string TorchBuildSummary();
 
 // Waits until the device has finished its queued work (a no-op on the CPU).

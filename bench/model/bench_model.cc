@@ -315,7 +315,9 @@ int Main(int argc, char** argv) {
   app.add_flag("--checkpointing", o.checkpointing, "activation checkpointing");
   app.add_option("--peak_size", o.peak_size, "matmul side for the peak (0: 1024 CPU, 8192 CUDA)");
   app.add_flag("--json", json, "print one JSON object instead of key=value lines");
-  app.add_option("--profile", o.profile, "write a chrome trace of one step to PATH.{dense,xmod}");
+  app.add_option("--profile", o.profile,
+                 "write a chrome trace of one step to PATH.{dense,xmod} (op by op: "
+                 "bench/model/trace_ops.py)");
   CLI11_PARSE(app, argc, argv);
 
   if (o.arch == "plan") return PrintPlans(o);

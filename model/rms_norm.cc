@@ -19,11 +19,8 @@ class RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
  public:
   static torch::Tensor forward(AutogradContext* actx, const torch::Tensor& x,
                                const torch::Tensor& weight, double eps) {
-    const int64_t d = x.size(-1);
-    // ||x||^2 / D in one reduction; the (..., 1) arithmetic after it is negligible.
-    torch::Tensor norm = at::linalg_vector_norm(x, 2, /*dim=*/{-1}, /*keepdim=*/true);
-    torch::Tensor inv = torch::rsqrt(norm.square_().div_(d).add_(eps));  // (..., 1)
-    torch::Tensor xhat = x * inv;                                        // (..., D)
+    torch::Tensor inv = InverseRms(x, eps);  // (..., 1)
+    torch::Tensor xhat = x * inv;            // (..., D)
     actx->save_for_backward({xhat, inv, weight});
     actx->saved_data["x_dtype"] = static_cast<int64_t>(x.scalar_type());
     return xhat * weight;  // (..., D)
@@ -50,6 +47,12 @@ class RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
 };
 
 }  // namespace
+
+torch::Tensor InverseRms(const torch::Tensor& x, double eps) {
+  // ||x||^2 / D in one reduction; the (..., 1) arithmetic after it is negligible.
+  torch::Tensor norm = at::linalg_vector_norm(x, 2, /*dim=*/{-1}, /*keepdim=*/true);
+  return torch::rsqrt(norm.square_().div_(x.size(-1)).add_(eps));
+}
 
 RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
   weight = register_parameter("weight", torch::ones({dim}));

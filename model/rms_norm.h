@@ -8,12 +8,17 @@
 
 namespace xmod {
 
+// inv = (mean over D of x^2 + eps)^(-1/2): x (..., D) -> (..., 1), one reduction over x.
+torch::Tensor InverseRms(const torch::Tensor& x, double eps);
+
 class RMSNormImpl : public torch::nn::Module {
  public:
   explicit RMSNormImpl(int64_t dim, double eps = 1e-6);
 
   // x: (..., D) -> (..., D), normalized over the last dimension.
   torch::Tensor forward(const torch::Tensor& x);
+
+  double eps() const { return eps_; }
 
   torch::Tensor weight;  // (D) gain g, initialised to 1
 

@@ -1,7 +1,7 @@
 // How the model computes, checked against the plain path: the hand-written autograd nodes
-// (RMSNorm, RoPE, router scores) against the composite formulas they replace, forward and
-// gradients in float64; fused scaled_dot_product_attention against the batched-matmul kernel
-// (dense causal, routed top-k and threshold-padded masks), activation checkpointing against
+// (RMSNorm, RoPE, router scores through the norm) against the composite formulas they replace,
+// forward and gradients in float64; fused scaled_dot_product_attention against the batched-matmul
+// kernel (dense causal, routed top-k and threshold-padded masks), activation checkpointing against
 // keeping activations (losses and every gradient), and bf16 autocast against fp32 (close
 // losses, fp32 parameters and gradients).
 #include <gtest/gtest.h>
@@ -120,13 +120,20 @@ TEST(AutogradNodes, RouterScoresMatchTheCompositeFormula) {
   constexpr int64_t kB = 2, kT = 10, kD = 16, kK = 3;
   const double tau = 0.7;
   Router router(kD, tau, /*init_std=*/1.0);
+  RMSNorm norm(kD);
   router->to(torch::kFloat64);
-  torch::Tensor h = torch::randn({kB, kT, kD}, kF64).requires_grad_(true);
+  norm->to(torch::kFloat64);
+  {
+    torch::NoGradGuard no_grad;
+    norm->weight.uniform_(0.5, 1.5);
+  }
+  torch::Tensor x = (torch::randn({kB, kT, kD}, kF64) * 2).requires_grad_(true);
   torch::Tensor bias = torch::randint(0, 3, {kB, kT}, kF64);
   torch::Tensor probe = torch::randn({kB, kK}, kF64);
-  const std::vector<torch::Tensor> inputs = {h, router->weight};
-  Selection sel = router->forward(h, bias, kK, RoutingMode::kTopK);
-  // Plain: the gate trains h and w; the loss reads h.detach() and trains w only (B.7).
+  const std::vector<torch::Tensor> inputs = {x, norm->weight, router->weight};
+  Selection sel = router->forward(x, *norm, bias, kK, RoutingMode::kTopK);
+  // Plain: the gate trains x, g and w; the loss reads h.detach() and trains w only (B.7).
+  torch::Tensor h = x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-6) * norm->weight;
   torch::Tensor z = (h * router->weight).sum(-1) - tau * bias;
   torch::Tensor gate = torch::sigmoid(z).gather(1, sel.index);
   torch::Tensor logit_p = (h.detach() * router->weight).sum(-1) - tau * bias;
@@ -137,17 +144,20 @@ TEST(AutogradNodes, RouterScoresMatchTheCompositeFormula) {
   const torch::Tensor one = torch::ones({}, kF64);
   ExpectAllClose(Grads({sel.gate, sel.aux_loss}, {probe, one}, inputs),
                  Grads({gate, aux}, {probe, one}, inputs));
-  // Each term alone: the loss's gradient reaches w and not h.
+  // The loss alone: its gradient reaches w, and neither x nor g.
   ExpectAllClose(Grads({sel.aux_loss}, {one}, {router->weight}),
                  Grads({aux}, {one}, {router->weight}));
-  torch::Tensor loss_h_grad =
-      torch::autograd::grad({sel.aux_loss}, {h}, {}, true, false, /*allow_unused=*/true)[0];
-  EXPECT_TRUE(!loss_h_grad.defined() || torch::equal(loss_h_grad, torch::zeros_like(h)));
+  for (const torch::Tensor& input : {x, norm->weight}) {
+    torch::Tensor grad = torch::autograd::grad({sel.aux_loss}, {input}, {}, true, false,
+                                               /*allow_unused=*/true)[0];
+    EXPECT_TRUE(!grad.defined() || torch::equal(grad, torch::zeros_like(input)));
+  }
   // Under bf16 autocast the scores stay in float32, as the residual stream.
   AutocastGuard autocast(torch::kCPU, {true, torch::kBFloat16});
   Router router32(kD, tau, 1.0);
-  Selection sel32 =
-      router32->forward(torch::randn({kB, kT, kD}), torch::zeros({kB, kT}), kK, RoutingMode::kTopK);
+  RMSNorm norm32(kD);
+  Selection sel32 = router32->forward(torch::randn({kB, kT, kD}), *norm32, torch::zeros({kB, kT}),
+                                      kK, RoutingMode::kTopK);
   EXPECT_EQ(sel32.gate.scalar_type(), torch::kFloat);
 }
 

@@ -1,9 +1,9 @@
 // How the model computes, checked against the plain path: the hand-written autograd nodes
-// (RMSNorm, RoPE, router scores through the norm) against the composite formulas they replace,
-// forward and gradients in float64; fused scaled_dot_product_attention against the batched-matmul
-// kernel (dense causal, routed top-k and threshold-padded masks), activation checkpointing against
-// keeping activations (losses and every gradient), and bf16 autocast against fp32 (close
-// losses, fp32 parameters and gradients).
+// (RMSNorm, RoPE, router scores through the norm, next-token loss) against the composite formulas
+// they replace, forward and gradients in float64; fused scaled_dot_product_attention against the
+// batched-matmul kernel (dense causal, routed top-k and threshold-padded masks), activation
+// checkpointing against keeping activations (losses and every gradient), and bf16 autocast against
+// fp32 (close losses, fp32 parameters and gradients).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -159,6 +159,17 @@ TEST(AutogradNodes, RouterScoresMatchTheCompositeFormula) {
   Selection sel32 = router32->forward(torch::randn({kB, kT, kD}), *norm32, torch::zeros({kB, kT}),
                                       kK, RoutingMode::kTopK);
   EXPECT_EQ(sel32.gate.scalar_type(), torch::kFloat);
+}
+
+TEST(AutogradNodes, NextTokenLossMatchesCrossEntropy) {
+  torch::manual_seed(14);
+  torch::Tensor logits = (torch::randn({12, 7}, kF64) * 3).requires_grad_(true);
+  torch::Tensor targets = torch::randint(0, 7, {12}, torch::kLong);
+  torch::Tensor fused = NextTokenLoss(logits, targets);
+  torch::Tensor plain = torch::cross_entropy_loss(logits, targets);
+  const torch::Tensor scale = torch::full({}, 0.3, kF64);  // a dloss other than 1
+  ExpectAllClose({fused}, {plain});
+  ExpectAllClose(Grads({fused}, {scale}, {logits}), Grads({plain}, {scale}, {logits}));
 }
 
 TEST(FusedAttention, MatchesTheMatmulKernelForEveryMaskShape) {

@@ -1,5 +1,6 @@
 // RMSNorm (Zhang & Sennrich, 2019): y = x / sqrt(mean(x^2) + eps) * g, the pre-norm of every
-// attention and FFN sublayer and the final norm (paper B.1, Qwen3-style backbones).
+// attention and FFN sublayer and the final norm (paper B.1, Qwen3-style backbones). One
+// autograd node with a hand-written backward (rms_norm.cc).
 // Legend: D = d_model. Thread-compatible.
 #ifndef XMOD_MODEL_RMS_NORM_H_
 #define XMOD_MODEL_RMS_NORM_H_

@@ -65,7 +65,9 @@ Selection RouterImpl::forward(const torch::Tensor& x, const RMSNormImpl& norm,
   torch::Tensor r = torch::sigmoid(z);                                 // (B, T)
   {
     torch::NoGradGuard no_grad;
-    torch::Tensor top = std::get<1>(z.topk(k, /*dim=*/1));  // (B, k)
+    // Unsorted: the set is the same, and it is put into sequence order below anyway.
+    torch::Tensor top =
+        std::get<1>(z.topk(k, /*dim=*/1, /*largest=*/true, /*sorted=*/false));  // (B, k)
     sel.topk_mask = torch::zeros({b, t}, x.options().dtype(torch::kBool)).scatter_(1, top, true);
     sel.threshold_mask = r > 0.5;
     if (mode == RoutingMode::kTopK) {

@@ -59,9 +59,10 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& h, const torch::Tensor
                                      const torch::Tensor& key_valid, const Rope& rope) {
   const int64_t b = h.size(0), t = h.size(1), e = options_.head_dim;
   const double scale = 1.0 / std::sqrt(static_cast<double>(e));
-  torch::Tensor q = wq->forward(h).view({b, t, options_.n_heads, e});     // (B, T, H, E)
-  torch::Tensor k = wk->forward(h).view({b, t, options_.n_kv_heads, e});  // (B, T, G, E)
-  torch::Tensor v = wv->forward(h).view({b, t, options_.n_kv_heads, e});  // (B, T, G, E)
+  std::vector<torch::Tensor> qkv = Project(h, {wq, wk, wv});
+  torch::Tensor q = qkv[0].view({b, t, options_.n_heads, e});     // (B, T, H, E)
+  torch::Tensor k = qkv[1].view({b, t, options_.n_kv_heads, e});  // (B, T, G, E)
+  torch::Tensor v = qkv[2].view({b, t, options_.n_kv_heads, e});  // (B, T, G, E)
   q = Rope::Apply(q, rope.Tables(positions, t, scale));  // 1/sqrt(E) folded into the rotation
   k = Rope::Apply(k, rope.Tables(positions, t, 1.0));
   torch::Tensor blocked;
@@ -79,14 +80,28 @@ torch::Tensor AttentionImpl::ForwardFullKv(const torch::Tensor& hq, const torch:
                                            const torch::Tensor& hkv, const Rope& rope) {
   const int64_t b = hq.size(0), tq = hq.size(1), t = hkv.size(1), e = options_.head_dim;
   const double scale = 1.0 / std::sqrt(static_cast<double>(e));
-  torch::Tensor q = wq->forward(hq).view({b, tq, options_.n_heads, e});     // (B, Tq, H, E)
-  torch::Tensor k = wk->forward(hkv).view({b, t, options_.n_kv_heads, e});  // (B, T, G, E)
-  torch::Tensor v = wv->forward(hkv).view({b, t, options_.n_kv_heads, e});  // (B, T, G, E)
+  torch::Tensor q = wq->forward(hq).view({b, tq, options_.n_heads, e});  // (B, Tq, H, E)
+  std::vector<torch::Tensor> kv = Project(hkv, {wk, wv});
+  torch::Tensor k = kv[0].view({b, t, options_.n_kv_heads, e});  // (B, T, G, E)
+  torch::Tensor v = kv[1].view({b, t, options_.n_kv_heads, e});  // (B, T, G, E)
   q = Rope::Apply(q, rope.Tables(pos_q, tq, scale));
   k = Rope::Apply(k, rope.Tables(torch::Tensor(), t, 1.0));
   torch::Tensor pos_k = torch::arange(t, pos_q.options()).view({1, 1, t});  // (1, 1, T)
   torch::Tensor blocked = pos_k > pos_q.unsqueeze(2);                       // (B, Tq, T)
   return wo->forward(Attend(q, k, v, blocked));
+}
+
+std::vector<torch::Tensor> AttentionImpl::Project(const torch::Tensor& x,
+                                                  const std::vector<torch::nn::Linear>& linears) {
+  std::vector<torch::Tensor> weights;
+  std::vector<int64_t> widths;
+  for (const torch::nn::Linear& linear : linears) {
+    weights.push_back(linear->weight);
+    widths.push_back(linear->weight.size(0));
+  }
+  // (..., sum of widths) split into views; the backward of the split is one cat of the
+  // projections' gradients, then one product for dx and one for the stacked dW.
+  return torch::linear(x, torch::cat(weights)).split_with_sizes(widths, /*dim=*/-1);
 }
 
 torch::Tensor AttentionImpl::Attend(const torch::Tensor& q, const torch::Tensor& k,

@@ -49,9 +49,8 @@ RoutedBlockImpl::RoutedBlockImpl(const RoutedBlockOptions& options) : options_(o
 torch::Tensor RoutedBlockImpl::forward(const torch::Tensor& x, LayerContext* ctx) {
   const int64_t b = x.size(0), t = x.size(1), d = x.size(2);
   const int64_t k = std::max<int64_t>(1, t / options_.sparsity);
-  torch::Tensor h = norm1->forward(x);  // (B, T, D)
   if (!ctx->bias.defined()) ctx->bias = torch::zeros({b, t}, x.options());
-  Selection sel = router->forward(h, ctx->bias, k, ctx->mode);
+  Selection sel = router->forward(x, *norm1, ctx->bias, k, ctx->mode);
 
   ctx->router_loss = ctx->router_loss.defined() ? ctx->router_loss + sel.aux_loss : sel.aux_loss;
   ctx->routed_layers += 1;
@@ -67,11 +66,12 @@ torch::Tensor RoutedBlockImpl::forward(const torch::Tensor& x, LayerContext* ctx
 
   // Gather the selected rows: flat row of (b, i) is b*T + i.
   const int64_t k_sel = sel.count();
-  torch::Tensor offsets = torch::arange(b, sel.index.options()).mul(t).unsqueeze(1);   // (B, 1)
-  torch::Tensor rows = (sel.index + offsets).reshape({-1});                            // (B*k)
-  torch::Tensor x_flat = x.reshape({b * t, d});                                        // (B*T, D)
-  torch::Tensor xs = x_flat.index_select(0, rows).view({b, k_sel, d});                 // (B, k, D)
-  torch::Tensor hs = h.reshape({b * t, d}).index_select(0, rows).view({b, k_sel, d});  // (B, k, D)
+  torch::Tensor offsets = torch::arange(b, sel.index.options()).mul(t).unsqueeze(1);  // (B, 1)
+  torch::Tensor rows = (sel.index + offsets).reshape({-1});                           // (B*k)
+  torch::Tensor x_flat = x.reshape({b * t, d});                                       // (B*T, D)
+  torch::Tensor xs = x_flat.index_select(0, rows).view({b, k_sel, d});                // (B, k, D)
+  // RMSNorm is per row: normalizing the selected rows is RMSNorm(x) gathered, at k/T the cost.
+  torch::Tensor hs = norm1->forward(xs);  // (B, k, D)
 
   torch::Tensor a;  // (B, k, D) attention output, undefined for Routed-FFN
   torch::Tensor f;  // (B, k, D) FFN output
@@ -80,7 +80,7 @@ torch::Tensor RoutedBlockImpl::forward(const torch::Tensor& x, LayerContext* ctx
       a = attention->forward(hs, sel.index, sel.valid, *ctx->rope);
       break;
     case RoutedBlockOptions::AttentionKind::kFullKv:
-      a = attention->ForwardFullKv(hs, sel.index, h, *ctx->rope);
+      a = attention->ForwardFullKv(hs, sel.index, norm1->forward(x), *ctx->rope);
       break;
     case RoutedBlockOptions::AttentionKind::kNone:
       break;

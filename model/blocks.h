@@ -2,10 +2,10 @@
 // (paper §2, Table 7):
 //  - DenseBlock: x += Attn(norm1 x); x += FFN(norm2 x) — the dense layer (FFN or MoE), and
 //    without its FFN the full-sequence attention layer of the Routed-FFN control.
-//  - RoutedBlock: a router picks tokens; only their rows are gathered, processed and
-//    index-added back, so the skipped tokens cost nothing. Attention among the selected
-//    tokens (X-MoD / MoD sparse layer), selected queries over all keys (Selected-Q/full-KV)
-//    or none (Routed-FFN); then the FFN on x + a. Update rules (§2.3):
+//  - RoutedBlock: a router picks tokens; only their rows are gathered, normalized, processed
+//    and index-added back, so the skipped tokens cost nothing but their router score. Attention
+//    among the selected tokens (X-MoD / MoD sparse layer), selected queries over all keys
+//    (Selected-Q/full-KV) or none (Routed-FFN); then the FFN on x + a. Update rules (§2.3):
 //      X-MoD:  x_i += ς · r_i · (a_i + f_i)      (Routed-FFN: x_i += ς · r_i · f_i)
 //      MoD:    x_i += a_i + r_i · f_i
 //    f_i is the FFN of the block's own intermediate state x_i + a_i, as in a standard block.

@@ -24,7 +24,8 @@ class Rope {
   std::pair<torch::Tensor, torch::Tensor> Tables(const torch::Tensor& positions, int64_t t,
                                                  double scale) const;
 
-  // Rotates x: (B, T, H, E) by tables from Tables(); returns (B, T, H, E) contiguous.
+  // Rotates x: (B, T, H, E) by tables from Tables(); returns (B, T, H, E) contiguous. One
+  // autograd node; its backward is the inverse rotation.
   static torch::Tensor Apply(const torch::Tensor& x,
                              const std::pair<torch::Tensor, torch::Tensor>& tables);
 

@@ -1,6 +1,7 @@
 // Token router of the routed layers (X-MoD, MoD and the two controls; paper §2.2–2.3, B.7).
 //
-//   s_i = w^T h_i                 router score, h = RMSNorm(x) (the layer's pre-norm input)
+//   s_i = w^T h_i                 router score, h = RMSNorm(x) (the layer's pre-norm input;
+//                                 computed from x and the norm's gain, h is not formed)
 //   z_i = s_i - tau * b_i         b_i: times token i was already selected in this interval
 //   r_i = sigmoid(z_i)            gate of the residual update (Eq. of §2.3)
 // Training (kTopK): the k = L/K tokens with the largest z in each sequence, non-causal,
@@ -17,6 +18,8 @@
 #define XMOD_MODEL_ROUTER_H_
 
 #include <torch/torch.h>
+
+#include "model/rms_norm.h"
 
 namespace xmod {
 
@@ -42,8 +45,10 @@ class RouterImpl : public torch::nn::Module {
  public:
   RouterImpl(int64_t d_model, double tau, double init_std);
 
-  // h: (B, T, D); bias: (B, T) float counts b; k: tokens per sequence in top-k mode.
-  Selection forward(const torch::Tensor& h, const torch::Tensor& bias, int64_t k, RoutingMode mode);
+  // x: (B, T, D) the layer's input, scored through `norm` (its pre-norm); bias: (B, T) float
+  // counts b; k: tokens per sequence in top-k mode.
+  Selection forward(const torch::Tensor& x, const RMSNormImpl& norm, const torch::Tensor& bias,
+                    int64_t k, RoutingMode mode);
 
   double tau() const { return tau_; }
 

@@ -1,7 +1,9 @@
-// How the model computes, checked against the plain path: fused scaled_dot_product_attention
-// against the batched-matmul kernel (dense causal, routed top-k and threshold-padded
-// masks), activation checkpointing against keeping activations (losses and every gradient),
-// and bf16 autocast against fp32 (close losses, fp32 parameters and gradients).
+// How the model computes, checked against the plain path: the hand-written autograd nodes
+// (RMSNorm, RoPE, router scores through the norm, next-token loss) against the composite formulas
+// they replace, forward and gradients in float64; fused scaled_dot_product_attention against the
+// batched-matmul kernel (dense causal, routed top-k and threshold-padded masks), activation
+// checkpointing against keeping activations (losses and every gradient), bf16 autocast against
+// fp32 (close losses, fp32 parameters and gradients), and which precision "auto" picks.
 #include <ATen/cpu/Utils.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -11,6 +13,9 @@
 #include "model/accounting/accounting.h"
 #include "model/attention.h"
 #include "model/autocast.h"
+#include "model/rms_norm.h"
+#include "model/rope.h"
+#include "model/router.h"
 #include "model/test_specs.h"
 #include "model/transformer.h"
 
@@ -52,6 +57,120 @@ void ExpectSamePass(const Pass& a, const Pass& b, double tolerance) {
         << "gradient " << i << " differs by "
         << (a.grads[i] - b.grads[i]).abs().max().item<double>();
   }
+}
+
+constexpr double kTight = 1e-12;
+const auto kF64 = torch::TensorOptions().dtype(torch::kFloat64);
+
+// d outputs / d inputs, contracted with `probes` (one per output): the gradients one backward
+// pass delivers. Keeps the graph, so each side can be asked again.
+std::vector<torch::Tensor> Grads(const std::vector<torch::Tensor>& outputs,
+                                 const std::vector<torch::Tensor>& probes,
+                                 const std::vector<torch::Tensor>& inputs) {
+  torch::Tensor objective = torch::zeros({}, kF64);
+  for (size_t i = 0; i < outputs.size(); ++i)
+    objective = objective + (outputs[i] * probes[i]).sum();
+  return torch::autograd::grad({objective}, inputs, /*grad_outputs=*/{}, /*retain_graph=*/true);
+}
+
+void ExpectAllClose(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(a[i], b[i], kTight, kTight))
+        << "tensor " << i << " differs by " << (a[i] - b[i]).abs().max().item<double>();
+  }
+}
+
+TEST(AutogradNodes, RmsNormMatchesTheCompositeFormula) {
+  torch::manual_seed(11);
+  RMSNorm norm(16);
+  norm->to(torch::kFloat64);
+  {
+    torch::NoGradGuard no_grad;
+    norm->weight.uniform_(0.5, 1.5);
+  }
+  torch::Tensor x = (torch::randn({3, 5, 16}, kF64) * 3).requires_grad_(true);
+  torch::Tensor probe = torch::randn({3, 5, 16}, kF64);
+  torch::Tensor fused = norm->forward(x);
+  torch::Tensor plain = x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-6) * norm->weight;
+  ExpectAllClose({fused}, {plain});
+  ExpectAllClose(Grads({fused}, {probe}, {x, norm->weight}),
+                 Grads({plain}, {probe}, {x, norm->weight}));
+}
+
+TEST(AutogradNodes, RopeMatchesTheCompositeFormula) {
+  torch::manual_seed(12);
+  Rope rope(8, 32, 10000.0, torch::kCPU, torch::kFloat64);
+  torch::Tensor x = torch::randn({2, 6, 3, 8}, kF64).requires_grad_(true);  // (B, T, H, E)
+  torch::Tensor probe = torch::randn({2, 6, 3, 8}, kF64);
+  // Table layouts of both call shapes: 0..T-1 scaled (queries), gathered positions (routed).
+  torch::Tensor positions = torch::tensor({{0, 3, 4, 9, 20, 31}, {1, 2, 5, 6, 7, 30}});
+  for (const auto& tables : {rope.Tables({}, 6, 0.25), rope.Tables(positions, 6, 1.0)}) {
+    torch::Tensor fused = Rope::Apply(x, tables);
+    torch::Tensor x1 = x.narrow(-1, 0, 4), x2 = x.narrow(-1, 4, 4);
+    const torch::Tensor &cos = tables.first, &sin = tables.second;
+    torch::Tensor plain = torch::cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, -1);
+    EXPECT_TRUE(fused.is_contiguous());
+    ExpectAllClose({fused}, {plain});
+    ExpectAllClose(Grads({fused}, {probe}, {x}), Grads({plain}, {probe}, {x}));
+  }
+}
+
+TEST(AutogradNodes, RouterScoresMatchTheCompositeFormula) {
+  torch::manual_seed(13);
+  constexpr int64_t kB = 2, kT = 10, kD = 16, kK = 3;
+  const double tau = 0.7;
+  Router router(kD, tau, /*init_std=*/1.0);
+  RMSNorm norm(kD);
+  router->to(torch::kFloat64);
+  norm->to(torch::kFloat64);
+  {
+    torch::NoGradGuard no_grad;
+    norm->weight.uniform_(0.5, 1.5);
+  }
+  torch::Tensor x = (torch::randn({kB, kT, kD}, kF64) * 2).requires_grad_(true);
+  torch::Tensor bias = torch::randint(0, 3, {kB, kT}, kF64);
+  torch::Tensor probe = torch::randn({kB, kK}, kF64);
+  const std::vector<torch::Tensor> inputs = {x, norm->weight, router->weight};
+  Selection sel = router->forward(x, *norm, bias, kK, RoutingMode::kTopK);
+  // Plain: the gate trains x, g and w; the loss reads h.detach() and trains w only (B.7).
+  torch::Tensor h = x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-6) * norm->weight;
+  torch::Tensor z = (h * router->weight).sum(-1) - tau * bias;
+  torch::Tensor gate = torch::sigmoid(z).gather(1, sel.index);
+  torch::Tensor logit_p = (h.detach() * router->weight).sum(-1) - tau * bias;
+  torch::Tensor aux = torch::binary_cross_entropy_with_logits(logit_p, sel.topk_mask.to(kF64));
+  EXPECT_TRUE(torch::equal(sel.topk_mask.sum(1), torch::full({kB}, kK, torch::kLong)));
+  EXPECT_TRUE(torch::equal(std::get<0>(std::get<1>(z.topk(kK, 1)).sort(1)), sel.index));
+  ExpectAllClose({sel.gate, sel.aux_loss}, {gate, aux});
+  const torch::Tensor one = torch::ones({}, kF64);
+  ExpectAllClose(Grads({sel.gate, sel.aux_loss}, {probe, one}, inputs),
+                 Grads({gate, aux}, {probe, one}, inputs));
+  // The loss alone: its gradient reaches w, and neither x nor g.
+  ExpectAllClose(Grads({sel.aux_loss}, {one}, {router->weight}),
+                 Grads({aux}, {one}, {router->weight}));
+  for (const torch::Tensor& input : {x, norm->weight}) {
+    torch::Tensor grad = torch::autograd::grad({sel.aux_loss}, {input}, {}, true, false,
+                                               /*allow_unused=*/true)[0];
+    EXPECT_TRUE(!grad.defined() || torch::equal(grad, torch::zeros_like(input)));
+  }
+  // Under bf16 autocast the scores stay in float32, as the residual stream.
+  AutocastGuard autocast(torch::kCPU, {true, torch::kBFloat16});
+  Router router32(kD, tau, 1.0);
+  RMSNorm norm32(kD);
+  Selection sel32 = router32->forward(torch::randn({kB, kT, kD}), *norm32, torch::zeros({kB, kT}),
+                                      kK, RoutingMode::kTopK);
+  EXPECT_EQ(sel32.gate.scalar_type(), torch::kFloat);
+}
+
+TEST(AutogradNodes, NextTokenLossMatchesCrossEntropy) {
+  torch::manual_seed(14);
+  torch::Tensor logits = (torch::randn({12, 7}, kF64) * 3).requires_grad_(true);
+  torch::Tensor targets = torch::randint(0, 7, {12}, torch::kLong);
+  torch::Tensor fused = NextTokenLoss(logits, targets);
+  torch::Tensor plain = torch::cross_entropy_loss(logits, targets);
+  const torch::Tensor scale = torch::full({}, 0.3, kF64);  // a dloss other than 1
+  ExpectAllClose({fused}, {plain});
+  ExpectAllClose(Grads({fused}, {scale}, {logits}), Grads({plain}, {scale}, {logits}));
 }
 
 TEST(FusedAttention, MatchesTheMatmulKernelForEveryMaskShape) {

@@ -1,6 +1,8 @@
 // The language model of every architecture: see transformer.h.
 #include "model/transformer.h"
 
+#include <torch/csrc/autograd/custom_function.h>
+
 #include <cmath>
 #include <string>
 
@@ -12,12 +14,44 @@ namespace {
 constexpr double kRopeTheta = 10000.0;
 constexpr double kInitStd = 0.02;
 
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+class NextTokenLossFunction : public torch::autograd::Function<NextTokenLossFunction> {
+ public:
+  // logits: (N, V), targets: (N) -> ().
+  static torch::Tensor forward(AutogradContext* actx, const torch::Tensor& logits,
+                               const torch::Tensor& targets) {
+    torch::Tensor logp = torch::log_softmax(  // (N, V)
+        logits.to(at::promote_types(logits.scalar_type(), torch::kFloat)), /*dim=*/-1);
+    actx->save_for_backward({logp, targets});
+    actx->saved_data["logits_dtype"] = static_cast<int64_t>(logits.scalar_type());
+    return logp.gather(/*dim=*/1, targets.unsqueeze(1)).mean().neg();
+  }
+
+  static variable_list backward(AutogradContext* actx, variable_list grads) {
+    const variable_list saved = actx->get_saved_variables();
+    const torch::Tensor &logp = saved[0], &targets = saved[1];
+    const int64_t n = logp.size(0);
+    torch::Tensor dlogits = logp.exp();  // (N, V) softmax
+    dlogits.scatter_add_(/*dim=*/1, targets.unsqueeze(1),
+                         torch::full({n, 1}, -1.0, dlogits.options()));  // - onehot
+    dlogits.mul_(grads[0].to(dlogits.scalar_type()) / static_cast<double>(n));
+    const auto dtype = static_cast<torch::Dtype>(actx->saved_data["logits_dtype"].toInt());
+    return {dlogits.to(dtype), torch::Tensor()};
+  }
+};
+
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
+
+torch::Tensor NextTokenLoss(const torch::Tensor& logits, const torch::Tensor& targets) {
+  return NextTokenLossFunction::apply(logits, targets);
+}
 
 TransformerImpl::TransformerImpl(const xmod::v1::ModelSpec& spec, const Accounting& accounting,
                                  int seq_len, const ModelRuntimeOptions& runtime) {
@@ -151,8 +185,7 @@ ModelOutput TransformerImpl::forward(const torch::Tensor& tokens, const torch::T
   LayerContext ctx;
   torch::Tensor logits = lm_head->forward(Body(tokens, mode, trace, &ctx));  // (B, T, V)
   ModelOutput out;
-  out.loss =
-      torch::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
+  out.loss = NextTokenLoss(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
   out.aux_loss = torch::zeros({}, logits.options());
   if (ctx.routed_layers > 0) {
     out.aux_loss = out.aux_loss +

@@ -42,6 +42,12 @@ struct ModelOutput {
   torch::Tensor aux_loss;  // () weighted auxiliary losses (router BCE, MoE balance); 0 if none
 };
 
+// Mean next-token cross-entropy of logits (N, V) against targets (N) int64 in [0, V), in at
+// least float32 (as autocast runs the loss). One autograd node: backward is
+// (softmax - onehot(target)) * dloss / N from the saved log-probabilities, with no (N, V)
+// zero-filled gradient and no log-softmax backward pass.
+torch::Tensor NextTokenLoss(const torch::Tensor& logits, const torch::Tensor& targets);
+
 class TransformerImpl : public torch::nn::Module {
  public:
   // `accounting` comes from Account(spec, seq_len) and fixes the layer plan.

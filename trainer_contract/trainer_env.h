@@ -15,11 +15,6 @@ inline constexpr char kEnvCudaVisibleDevices[] = "CUDA_VISIBLE_DEVICES";
 inline constexpr char kEnvOmpNumThreads[] = "OMP_NUM_THREADS";
 inline constexpr char kEnvMklNumThreads[] = "MKL_NUM_THREADS";
 
-// libgomp reads it when it is loaded, so only the parent can set it: the worker sets
-// kOmpWaitPolicyPassive unless its own environment has the variable.
-inline constexpr char kEnvOmpWaitPolicy[] = "OMP_WAIT_POLICY";
-inline constexpr char kOmpWaitPolicyPassive[] = "PASSIVE";
-
 }  // namespace xmod
 
 #endif  // XMOD_TRAINER_CONTRACT_TRAINER_ENV_H_

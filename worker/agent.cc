@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <system_error>
@@ -482,12 +481,9 @@ void Agent::StartAttempt(const v1::Assignment& assignment, int64_t lease_deadlin
     launch.argv.insert(launch.argv.begin(), options_.train_bin);
     launch.env.emplace_back(kEnvOmpNumThreads, absl::StrCat(threads));
     launch.env.emplace_back(kEnvMklNumThreads, absl::StrCat(threads));
-    // Idle OpenMP threads sleep instead of spinning on cores another trainer's threads need
-    // (libgomp reads this at load, so only the parent can set it); the worker's own setting
-    // wins.
-    if (std::getenv(kEnvOmpWaitPolicy) == nullptr) {
-      launch.env.emplace_back(kEnvOmpWaitPolicy, kOmpWaitPolicyPassive);
-    }
+    // OMP_WAIT_POLICY stays libgomp's default (spin briefly, then sleep), or the worker's
+    // own: with every thread in one OpenMP pool that is the faster one (docs/design.md,
+    // "Threads on CPU").
     for (const auto& entry : options_.train_env) launch.env.push_back(entry);
     launch.log_path =
         rank == 0 ? dir + "/train.log" : absl::StrCat(dir, "/train.rank", rank, ".log");

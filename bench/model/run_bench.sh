@@ -6,7 +6,7 @@
 # speed-up of xmod over eager (target >= 1.3).
 #
 # Usage: bench/model/run_bench.sh [BUILD_DIR] — env: LS="1024 4096", THREADS="1 2", K=4, A=1,
-# N0=-1 (default 4), STEPS=3, WARMUP=1, TOKENS=4096, OMP_WAIT_POLICY=PASSIVE.
+# N0=-1 (default 4), STEPS=3, WARMUP=1, TOKENS=4096, OMP_WAIT_POLICY (default libgomp's).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 build="${1:-$here/../../build/release}"
@@ -20,9 +20,6 @@ STEPS="${STEPS:-3}"; WARMUP="${WARMUP:-1}"; TOKENS="${TOKENS:-4096}"
 
 field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" <<<"$2"; }
 
-# Idle OpenMP threads sleep rather than spin, as in the trainers the worker starts (libgomp
-# reads this when it is loaded, so it must be in the environment of the process).
-export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 for threads in $THREADS; do
   export OMP_NUM_THREADS="$threads" MKL_NUM_THREADS="$threads"
   for L in $LS; do

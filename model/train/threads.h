@@ -3,7 +3,7 @@
 // at process start, before any tensor work. Not thread-safe.
 //
 // What cannot be set from inside the process: libgomp reads OMP_WAIT_POLICY when it is
-// loaded. The worker starts xmod-train with OMP_WAIT_POLICY=PASSIVE (figures in
+// loaded, so it is the environment's (libgomp's default unless set; figures in
 // docs/design.md, "Threads on CPU").
 #ifndef XMOD_MODEL_TRAIN_THREADS_H_
 #define XMOD_MODEL_TRAIN_THREADS_H_

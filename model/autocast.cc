@@ -30,9 +30,10 @@ bool CpuHasNativeBf16() {
   return has;
 }
 
-AutocastState AutocastForPrecision(const std::string& precision, torch::Device device) {
-  const bool bf16 =
-      precision == "bf16" || (precision == "auto" && device.is_cpu() && CpuHasNativeBf16());
+AutocastState AutocastForPrecision(const std::string& precision, torch::Device device,
+                                   int64_t d_model) {
+  const bool bf16 = precision == "bf16" || (precision == "auto" && device.is_cpu() &&
+                                            d_model >= kMinBf16AutoWidth && CpuHasNativeBf16());
   return {bf16, torch::kBFloat16};
 }
 

@@ -18,13 +18,19 @@ struct AutocastState {
 };
 AutocastState CurrentAutocast(torch::DeviceType device);
 
-// Whether this CPU multiplies bfloat16 natively (AVX512-BF16 or AMX-BF16), where a bf16 step
-// measured 1.6x faster than fp32 (docs/gpu-training.md, "bf16 on CPU").
+// Whether this CPU multiplies bfloat16 natively (AVX512-BF16 or AMX-BF16).
 bool CpuHasNativeBf16();
 
-// The autocast state of training.precision ("fp32", "bf16" or "auto") on `device`: "auto" is
-// bf16 on a CPU with native bf16, fp32 elsewhere (CUDA included: ask for "bf16" there).
-AutocastState AutocastForPrecision(const std::string& precision, torch::Device device);
+// The narrowest model "auto" runs in bf16. Measured on a CPU with AMX-BF16, one thread, bf16
+// against fp32 tokens/s (docs/gpu-training.md, "bf16 on CPU"): d = 64 0.67x (the casts cost
+// more than the products save), d = 128 1.03-1.26x, d = 256 1.5-1.75x.
+inline constexpr int64_t kMinBf16AutoWidth = 128;
+
+// The autocast state of training.precision ("fp32", "bf16" or "auto") on `device` for a model
+// of width d_model: "auto" is bf16 on a CPU with native bf16 for d_model >=
+// kMinBf16AutoWidth, fp32 otherwise (CUDA included: ask for "bf16" there).
+AutocastState AutocastForPrecision(const std::string& precision, torch::Device device,
+                                   int64_t d_model);
 
 // Enables autocast to `dtype` for `device` in its scope (nothing when `enabled` is false),
 // restoring the previous state and clearing the cast cache on exit.

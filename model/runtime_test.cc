@@ -244,10 +244,16 @@ TEST_P(CheckpointingTest, SameLossesAndGradientsAsKeepingActivations) {
 INSTANTIATE_TEST_SUITE_P(Archs, CheckpointingTest,
                          ::testing::Values(xmod::v1::DENSE, xmod::v1::XMOD, xmod::v1::MOD));
 
-TEST(Bf16Autocast, LossCloseToFp32AndMasterWeightsStayFp32) {
+// Every layer kind under bf16 autocast (the MoE layer sums bf16 expert outputs into the fp32
+// stream).
+class Bf16AutocastTest : public ::testing::TestWithParam<xmod::v1::Architecture> {};
+
+TEST_P(Bf16AutocastTest, LossCloseToFp32AndMasterWeightsStayFp32) {
   torch::set_num_threads(1);
   torch::Tensor tokens = torch::randint(0, 256, {2, 33}, torch::kLong);
-  Transformer model = Build(TinySpec(xmod::v1::XMOD, 4, 1), 32, {});
+  const xmod::v1::Architecture arch = GetParam();
+  const bool routed = arch == xmod::v1::XMOD || arch == xmod::v1::MOD;
+  Transformer model = Build(TinySpec(arch, routed ? 4 : 0, arch == xmod::v1::XMOD ? 1 : 0), 32, {});
   const Pass fp32 = ForwardBackward(model, tokens, RoutingMode::kTopK);
   Pass bf16;
   {
@@ -270,19 +276,28 @@ TEST(Bf16Autocast, LossCloseToFp32AndMasterWeightsStayFp32) {
   }
 }
 
-// training.precision "auto" follows the CPU: bf16 where it multiplies bfloat16 natively,
-// fp32 elsewhere and on CUDA; "fp32" and "bf16" are what they say on every device.
+INSTANTIATE_TEST_SUITE_P(Archs, Bf16AutocastTest,
+                         ::testing::Values(xmod::v1::DENSE, xmod::v1::XMOD, xmod::v1::MOD,
+                                           xmod::v1::MOE));
+
+// training.precision "auto" follows the CPU and the width: bf16 where the CPU multiplies
+// bfloat16 natively and d_model >= kMinBf16AutoWidth, fp32 otherwise and on CUDA; "fp32" and
+// "bf16" are what they say on every device and width.
 TEST(Bf16Autocast, PrecisionAutoFollowsTheCpu) {
   const torch::Device cpu(torch::kCPU), cuda(torch::kCUDA, 0);
   const auto caps = at::cpu::get_cpu_capabilities();
   const bool native = caps.at("avx512_bf16").toBool() || caps.at("amx_bf16").toBool();
   EXPECT_EQ(CpuHasNativeBf16(), native);
-  EXPECT_EQ(AutocastForPrecision("auto", cpu).enabled, native);
-  EXPECT_FALSE(AutocastForPrecision("auto", cuda).enabled);
+  const int64_t wide = kMinBf16AutoWidth, narrow = kMinBf16AutoWidth / 2;
+  EXPECT_EQ(AutocastForPrecision("auto", cpu, wide).enabled, native);
+  EXPECT_FALSE(AutocastForPrecision("auto", cpu, narrow).enabled);
+  EXPECT_FALSE(AutocastForPrecision("auto", cuda, wide).enabled);
   for (const torch::Device& device : {cpu, cuda}) {
-    EXPECT_FALSE(AutocastForPrecision("fp32", device).enabled);
-    EXPECT_TRUE(AutocastForPrecision("bf16", device).enabled);
-    EXPECT_EQ(AutocastForPrecision("bf16", device).dtype, torch::kBFloat16);
+    for (int64_t width : {narrow, wide}) {
+      EXPECT_FALSE(AutocastForPrecision("fp32", device, width).enabled);
+      EXPECT_TRUE(AutocastForPrecision("bf16", device, width).enabled);
+      EXPECT_EQ(AutocastForPrecision("bf16", device, width).dtype, torch::kBFloat16);
+    }
   }
 }
 

@@ -224,7 +224,7 @@ absl::Status Run::Setup() {
   }
   absl::StatusOr<ModelRuntimeOptions> runtime = RuntimeOptions();
   if (!runtime.ok()) return runtime.status();
-  autocast_ = AutocastForPrecision(training_.precision(), device_);
+  autocast_ = AutocastForPrecision(training_.precision(), device_, accounting_.backbone.d_model);
   torch::manual_seed(training_.seed());
   model_ = Transformer(spec.model(), accounting_, seq_len, *runtime);
   model_->to(device_);

@@ -3,8 +3,8 @@
 // checkpoint file's bytes. LoadCheckpoint must refuse every file that does not hash to its
 // sidecar's digest, with a status and before LibTorch parses anything; only when the digest
 // matches are the bytes parsed. Arbitrary bytes are not fed to the parser on purpose:
-// LibTorch 1.13's TorchScript importer crashes (SIGSEGV) on some damaged archives, so a
-// resume verifies the digest first (checkpoint_archive_fuzzer covers what follows a parse).
+// LibTorch's TorchScript importer has crashed (SIGSEGV) on damaged archives, so a resume
+// verifies the digest first (checkpoint_archive_fuzzer covers what follows a parse).
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

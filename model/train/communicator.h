@@ -1,6 +1,6 @@
 // Communicator: the collectives of a data-parallel xmod-train run, over a c10d process group
 // (ProcessGroupGloo on CPU tensors; ProcessGroupNCCL on CUDA tensors in builds against a
-// CUDA LibTorch with USE_C10D_NCCL). LibTorch 1.13 has no C++ DistributedDataParallel, so
+// CUDA LibTorch with USE_C10D_NCCL). LibTorch's C++ API has no DistributedDataParallel, so
 // the trainer calls these between backward and the optimizer step:
 //  - gradients are flattened into buckets of at most 64 MiB, all-reduced (sum), divided by
 //    world_size and copied back;

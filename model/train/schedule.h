@@ -2,8 +2,7 @@
 // optimizer steps, then cosine decay to min_lr_ratio x peak at the last step (paper B.1
 // trains with a peak rate from Table 5; warmup and decay shape are our choices, configurable
 // through TrainingSpec). The schedule is a pure function of the step, so a resumed run
-// recomputes its rate instead of restoring it (LibTorch 1.13's torch::load does not restore
-// optimizer lr). Thread-safe (immutable).
+// recomputes its rate instead of restoring it (the rate is not part of the checkpoint). Thread-safe (immutable).
 #ifndef XMOD_MODEL_TRAIN_SCHEDULE_H_
 #define XMOD_MODEL_TRAIN_SCHEDULE_H_
 

@@ -546,7 +546,10 @@ TEST_F(SweepTest, TwoGangsNeverShareARendezvousAddressAcrossACoordinatorRestart)
 
 TEST_F(SweepTest, AFrozenWorkerIsFencedAndItsRunStillSucceeds) {
   ASSERT_NO_FATAL_FAILURE(StartCluster({"--lease_ttl_ms=3000", "--heartbeat_interval_ms=300"}));
-  v1::SweepSpec spec = MakeSweep(data_dir_, DenseBudget(200), 5);
+  // Long enough that the frozen worker's trainer is still training when its lease lapses, 3 s
+  // after the freeze, on any machine: 2000 steps take ~25 s here (200 took 2.5 s, and the run
+  // could end before the lease did).
+  v1::SweepSpec spec = MakeSweep(data_dir_, DenseBudget(2000), 50);
   spec.set_max_attempts(1);  // a lost lease must not use it up
   AddGrid(&spec, {v1::DENSE}, {1});
   const int64_t sweep_id = Submit(spec, 1);

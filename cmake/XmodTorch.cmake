@@ -70,17 +70,13 @@ if(XMOD_CUDA)
   # it by symbol, so an as-needed link would drop it.
   target_link_libraries(xmod_torch INTERFACE -Wl,--no-as-needed "${_lib}/libtorch_cuda.so"
     "${_lib}/libc10_cuda.so" ${_cudart} -Wl,--as-needed)
-  file(GLOB _rpath_links "${_site}/nvidia/*/lib")
-  foreach(_dir IN LISTS _rpath_links)
-    target_link_libraries(xmod_torch INTERFACE -Wl,-rpath-link,${_dir})
-  endforeach()
-else()
-  # libtorch_cpu's NEEDED libcudart/libcupti, for the linker's check of shared libraries.
-  file(GLOB _rpath_links "${_site}/nvidia/cu*/lib")
-  foreach(_dir IN LISTS _rpath_links)
-    target_link_libraries(xmod_torch INTERFACE -Wl,-rpath-link,${_dir})
-  endforeach()
 endif()
+# The wheel's NEEDED libraries in the nvidia-* wheels (libcudart/libcupti of libtorch_cpu; with
+# CUDA also cuBLAS, NCCL, ...), for the linker's check of shared libraries.
+file(GLOB _rpath_links "${_site}/nvidia/*/lib")
+foreach(_dir IN LISTS _rpath_links)
+  target_link_libraries(xmod_torch INTERFACE -Wl,-rpath-link,${_dir})
+endforeach()
 target_compile_definitions(xmod_torch INTERFACE _GLIBCXX_USE_CXX11_ABI=1)
 target_compile_features(xmod_torch INTERFACE cxx_std_20)  # LibTorch 2.x headers need it
 

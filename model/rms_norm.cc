@@ -22,7 +22,7 @@ class RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
     torch::Tensor inv = InverseRms(x, eps);  // (..., 1)
     torch::Tensor xhat = x * inv;            // (..., D)
     actx->save_for_backward({xhat, inv, weight});
-    actx->saved_data["x_dtype"] = static_cast<int64_t>(x.scalar_type());
+    actx->saved_data["x_dtype"] = x.scalar_type();
     return xhat * weight;  // (..., D)
   }
 
@@ -41,7 +41,7 @@ class RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
     }
     torch::Tensor dx = dy * weight;  // (..., D)
     dx.addcmul_(xhat, m, /*value=*/-1).mul_(inv);
-    const auto x_dtype = static_cast<torch::Dtype>(actx->saved_data["x_dtype"].toInt());
+    const torch::Dtype x_dtype = actx->saved_data["x_dtype"].toScalarType();
     return {dx.to(x_dtype), dweight, torch::Tensor()};
   }
 };

@@ -25,7 +25,7 @@ class NextTokenLossFunction : public torch::autograd::Function<NextTokenLossFunc
     torch::Tensor logp = torch::log_softmax(  // (N, V)
         logits.to(at::promote_types(logits.scalar_type(), torch::kFloat)), /*dim=*/-1);
     actx->save_for_backward({logp, targets});
-    actx->saved_data["logits_dtype"] = static_cast<int64_t>(logits.scalar_type());
+    actx->saved_data["logits_dtype"] = logits.scalar_type();
     return logp.gather(/*dim=*/1, targets.unsqueeze(1)).mean().neg();
   }
 
@@ -37,7 +37,7 @@ class NextTokenLossFunction : public torch::autograd::Function<NextTokenLossFunc
     dlogits.scatter_add_(/*dim=*/1, targets.unsqueeze(1),
                          torch::full({n, 1}, -1.0, dlogits.options()));  // - onehot
     dlogits.mul_(grads[0].to(dlogits.scalar_type()) / static_cast<double>(n));
-    const auto dtype = static_cast<torch::Dtype>(actx->saved_data["logits_dtype"].toInt());
+    const torch::Dtype dtype = actx->saved_data["logits_dtype"].toScalarType();
     return {dlogits.to(dtype), torch::Tensor()};
   }
 };

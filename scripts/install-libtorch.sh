@@ -37,10 +37,6 @@ if ! have_torch; then
   SITE=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   "${PIP[@]}" --no-deps "torch==$TORCH_VERSION"
 fi
-# The CUDA toolkit version the wheel pins: "cuda-toolkit[cublas,...]==13.2.2; ...".
-CUDA_TOOLKIT=$(sed -n 's/^Requires-Dist: cuda-toolkit\[.*\]==\([0-9.]*\).*/\1/p' \
-  "$SITE/torch-$TORCH_VERSION.dist-info/METADATA")
-[[ -n "$CUDA_TOOLKIT" ]] || { echo "install-libtorch: no cuda-toolkit pin in the wheel" >&2; exit 1; }
 if ((CUDA)); then
   # Everything the wheel depends on; and the CUDA C runtime headers of the runtime's own minor
   # version (crt/host_config.h), which ProcessGroupNCCL.hpp includes through cuda_runtime.h.
@@ -53,6 +49,10 @@ if ((CUDA)); then
   fi
 elif ! compgen -G "$SITE/nvidia/cu*/lib/libcupti.so.*" >/dev/null ||
      ! compgen -G "$SITE/nvidia/cu*/lib/libcudart.so.*" >/dev/null; then
+  # The CUDA toolkit version the wheel pins: "cuda-toolkit[cublas,...]==13.2.2; ...".
+  CUDA_TOOLKIT=$(sed -n 's/^Requires-Dist: cuda-toolkit\[.*\]==\([0-9.]*\).*/\1/p' \
+    "$SITE/torch-$TORCH_VERSION.dist-info/METADATA")
+  [[ -n "$CUDA_TOOLKIT" ]] || { echo "install-libtorch: no cuda-toolkit pin in the wheel" >&2; exit 1; }
   # --no-warn-conflicts: the rest of torch's dependencies are left out on purpose.
   "${PIP[@]}" --no-warn-conflicts "cuda-toolkit[cudart,cupti]==$CUDA_TOOLKIT"
 fi

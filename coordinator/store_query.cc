@@ -122,8 +122,10 @@ Stop StopReason(std::chrono::steady_clock::time_point deadline,
 
 // A thread that interrupts the statement running on `db` (sqlite3_interrupt may be called
 // from any thread) once StopReason is not kNone, so a query stops at its deadline or on
-// cancel however long it goes between progress-handler calls. Joined when destroyed, before
-// the connection is used again.
+// cancel however long it goes between progress-handler calls. It interrupts again every
+// kCancelPoll until the query returns: sqlite clears an interrupt when a statement starts
+// stepping, so one issued while the statement was still being prepared would be lost and a
+// runaway query would never stop. Joined when destroyed, before the connection is used again.
 class Watchdog {
  public:
   Watchdog(sqlite3* db, std::chrono::steady_clock::time_point deadline,
@@ -131,10 +133,11 @@ class Watchdog {
       : thread_([this, db, deadline, &cancelled] {
           std::unique_lock<std::mutex> lock(mu_);
           while (!done_) {
-            stop_ = StopReason(deadline, cancelled);
+            if (stop_ == Stop::kNone) stop_ = StopReason(deadline, cancelled);
             if (stop_ != Stop::kNone) {
               sqlite3_interrupt(db);
-              return;
+              cv_.wait_for(lock, kCancelPoll);
+              continue;
             }
             const auto wake = std::chrono::steady_clock::now() + kCancelPoll;
             cv_.wait_until(lock, cancelled ? std::min(deadline, wake) : deadline);

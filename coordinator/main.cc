@@ -11,7 +11,7 @@
 
 #include "common/command_line.h"
 #include "coordinator/coordinator.h"
-#include "coordinator/data_roots.h"
+#include "coordinator/spec/data_roots.h"
 #include "glog/logging.h"
 
 int main(int argc, char** argv) {

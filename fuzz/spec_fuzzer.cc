@@ -8,7 +8,7 @@
 #include <cstdlib>
 
 #include "cli/spec_file.h"
-#include "coordinator/sweep_expansion.h"
+#include "coordinator/spec/sweep_expansion.h"
 
 namespace {
 

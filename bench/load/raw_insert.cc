@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "coordinator/store_writes.h"
+#include "coordinator/store/store_writes.h"
 #include "resultsdb/schema.h"
 #include "resultsdb/sqlite_db.h"
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "coordinator/store.h"
-#include "coordinator/store_writes.h"
+#include "coordinator/store/store.h"
+#include "coordinator/store/store_writes.h"
 
 namespace xmod {
 namespace {

@@ -1,0 +1,209 @@
+// See sweep_monitor.h.
+#include "coordinator/design/sweep_monitor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "coordinator/store/store_reads.h"
+#include "fitter/db_source.h"
+#include "fitter/live_delta.h"
+#include "glog/logging.h"
+#include "resultsdb/run_curves.h"
+#include "resultsdb/sqlite_db.h"
+#include "xmod/v1/spec.pb.h"
+
+namespace xmod {
+namespace {
+
+constexpr double kDefaultAfterFraction = 0.5;
+constexpr double kDefaultMargin = 0.05;
+constexpr double kSameFlopsTolerance = 0.02;
+
+struct SweepRun {
+  fitter::RunCurve curve;
+  xmod::v1::RunState state = xmod::v1::RUN_STATE_UNSPECIFIED;
+};
+
+// Everything one update reads, in one read transaction: the spec (its early-stopping rule)
+// and every run of the sweep with its val/loss curve so far (resultsdb/run_curves.h).
+struct SweepRead {
+  xmod::v1::SweepSpec spec;
+  std::vector<SweepRun> runs;
+};
+
+absl::Status ReadSweep(Db& db, int64_t sweep_id, SweepRead* out) {
+  absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, sweep_id);
+  if (!sweep.ok()) return sweep.status();
+  out->spec = sweep->spec();
+  absl::StatusOr<std::vector<StoredRunCurve>> runs = LoadRunCurves(db, sweep_id, {});
+  if (!runs.ok()) return runs.status();
+  for (const StoredRunCurve& stored : *runs) {
+    out->runs.push_back({fitter::RunCurveFromStored(stored), stored.state});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StoreLiveDeltas(Db& db, int64_t sweep_id,
+                             const std::vector<fitter::RunLiveDelta>& live) {
+  absl::StatusOr<Stmt> clear =
+      db.Prepare("DELETE FROM live_delta WHERE run_id IN (SELECT id FROM runs WHERE sweep_id = ?)");
+  if (!clear.ok()) return clear.status();
+  if (absl::Status s = clear->Bind(1, sweep_id).Run(); !s.ok()) return s;
+  absl::StatusOr<Stmt> insert = db.Prepare(
+      "INSERT INTO live_delta (run_id, flops, delta, sparse_loss, dense_loss) "
+      "VALUES (?, ?, ?, ?, ?)");
+  if (!insert.ok()) return insert.status();
+  for (const fitter::RunLiveDelta& run : live) {
+    for (const fitter::LiveDeltaPoint& p : run.points) {
+      insert->Reset();
+      if (absl::Status s = insert->Bind(1, run.run_id)
+                               .Bind(2, p.flops)
+                               .Bind(3, p.delta)
+                               .Bind(4, p.sparse_loss)
+                               .Bind(5, p.dense_loss)
+                               .Run();
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+struct EarlyStop {
+  int64_t run_id = 0;
+  double flops = 0;
+  double live_delta = 0;
+  std::string reason;
+};
+
+// The runs the early-stopping rule ends.
+std::vector<EarlyStop> RunsToStop(const xmod::v1::EarlyStopping& rule,
+                                  const std::vector<SweepRun>& runs,
+                                  const std::vector<fitter::RunLiveDelta>& live) {
+  std::vector<EarlyStop> out;
+  if (!rule.enabled()) return out;
+  const double after = rule.after_fraction() > 0 ? rule.after_fraction() : kDefaultAfterFraction;
+  const double margin = rule.margin() > 0 ? rule.margin() : kDefaultMargin;
+  std::map<int64_t, const SweepRun*> by_id;
+  for (const SweepRun& run : runs) by_id[run.curve.run_id] = &run;
+  for (const fitter::RunLiveDelta& mine : live) {
+    const SweepRun& run = *by_id.at(mine.run_id);
+    if (run.state != xmod::v1::RUNNING) continue;
+    const fitter::LiveDeltaPoint& last = mine.points.back();
+    if (last.flops < after * run.curve.flop_budget) continue;
+    double best = std::numeric_limits<double>::infinity();
+    std::string best_name;
+    for (const fitter::RunLiveDelta& other : live) {
+      const SweepRun& o = *by_id.at(other.run_id);
+      if (other.run_id == mine.run_id || o.curve.seq_len != run.curve.seq_len ||
+          o.curve.backbone != run.curve.backbone ||
+          !fitter::SameBudget(o.curve.flop_budget, run.curve.flop_budget)) {
+        continue;
+      }
+      for (const fitter::LiveDeltaPoint& p : other.points) {
+        if (std::abs(p.flops - last.flops) <= kSameFlopsTolerance * last.flops && p.delta < best) {
+          best = p.delta;
+          best_name = o.curve.name;
+        }
+      }
+    }
+    if (std::isfinite(best) && last.delta - best > margin) {
+      out.push_back({mine.run_id, last.flops, last.delta,
+                     absl::StrFormat("stopped early at %.3g FLOPs (%.0f%% of the budget): live "
+                                     "delta %.4f is %.4f worse than %s's %.4f (margin %.4f)",
+                                     last.flops, 100 * last.flops / run.curve.flop_budget,
+                                     last.delta, last.delta - best, best_name, best, margin)});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+SweepMonitor::SweepMonitor(Store* store, ChangeFeed* feed, CoordinatorMetrics* metrics,
+                           StopEarlyFn stop_early)
+    : store_(store), feed_(feed), metrics_(metrics), stop_early_(std::move(stop_early)) {}
+
+absl::Status SweepMonitor::Poll() {
+  std::vector<int64_t> was_active;
+  for (const auto& [sweep_id, unused] : seen_) was_active.push_back(sweep_id);
+  std::map<int64_t, std::pair<int64_t, double>> now;
+  std::set<int64_t> active;
+  absl::Status status = store_->Read([&](Db& db) {
+    absl::StatusOr<Stmt> counts = db.Prepare(absl::StrCat(
+        "SELECT r.sweep_id, COUNT(m.value), TOTAL(m.flops), "
+        "  MAX(r.state IN ('QUEUED', 'RUNNING')) "
+        "FROM runs r LEFT JOIN metrics m ON m.run_id = r.id AND m.name = 'val/loss' "
+        "WHERE r.sweep_id IN (SELECT sweep_id FROM runs WHERE state IN ('QUEUED', 'RUNNING')",
+        was_active.empty() ? ""
+                           : absl::StrCat(" UNION SELECT value FROM json_each('[",
+                                          absl::StrJoin(was_active, ","), "]')"),
+        ") GROUP BY r.sweep_id"));
+    if (!counts.ok()) return counts.status();
+    while (true) {
+      absl::StatusOr<bool> row = counts->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) return absl::OkStatus();
+      now[counts->Int(0)] = {counts->Int(1), counts->Double(2)};
+      if (counts->Int(3) != 0) active.insert(counts->Int(0));
+    }
+  });
+  if (!status.ok()) return status;
+  for (const auto& [sweep_id, signature] : now) {
+    auto seen = seen_.find(sweep_id);
+    if (signature.first > 0 && (seen == seen_.end() || seen->second != signature)) {
+      if (absl::Status s = Update(sweep_id); !s.ok()) {
+        LOG(WARNING) << "live delta of sweep " << sweep_id << ": " << s;
+        continue;  // retried at the next poll
+      }
+    }
+    if (active.count(sweep_id) != 0) {
+      seen_[sweep_id] = signature;
+    } else {
+      seen_.erase(sweep_id);  // ended: its last points are in
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SweepMonitor::Update(int64_t sweep_id) {
+  SweepRead read;
+  if (absl::Status s = store_->Read([&](Db& db) { return ReadSweep(db, sweep_id, &read); });
+      !s.ok()) {
+    return s;
+  }
+  std::vector<fitter::RunCurve> curves;
+  for (const SweepRun& run : read.runs) curves.push_back(run.curve);
+  const std::vector<fitter::RunLiveDelta> live = fitter::LiveDeltas(curves);
+  if (absl::Status s =
+          store_->WriteAndWait([&](Db& db) { return StoreLiveDeltas(db, sweep_id, live); });
+      !s.ok()) {
+    return s;
+  }
+  std::map<int64_t, const SweepRun*> by_id;
+  for (const SweepRun& run : read.runs) by_id[run.curve.run_id] = &run;
+  for (const fitter::RunLiveDelta& run : live) {
+    const SweepRun& r = *by_id.at(run.run_id);
+    if (metrics_ != nullptr && r.state == xmod::v1::RUNNING) {
+      metrics_->SetRunLiveDelta(r.curve.name, run.points.back().delta);
+    }
+    feed_->Publish(sweep_id, run.run_id);
+  }
+  for (const EarlyStop& stop : RunsToStop(read.spec.early_stopping(), read.runs, live)) {
+    LOG(INFO) << "run " << stop.run_id << " " << stop.reason;
+    if (absl::Status s = stop_early_(stop.run_id, stop.flops, stop.live_delta, stop.reason);
+        !s.ok()) {
+      LOG(WARNING) << "early stop of run " << stop.run_id << ": " << s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace xmod

@@ -1,0 +1,44 @@
+// Studies: one scaling-law fit over several sweeps, each member sweep in a role of
+// the paper's B.4 design (docs/design.md, "Studies"). Validation of a StudySpec with its
+// member sweeps resolved, and the `studies` / `study_members` tables (schema version 2).
+// Each function runs inside a Store::Read or Store::Write closure.
+#ifndef XMOD_COORDINATOR_FITTING_STUDIES_H_
+#define XMOD_COORDINATOR_FITTING_STUDIES_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "fitter/observations.h"
+#include "resultsdb/sqlite_db.h"
+#include "xmod/v1/coordinator.pb.h"
+
+namespace xmod {
+
+// The member role that keeps the roles the sweep's grid labels name.
+inline constexpr absl::string_view kDesignRole = "design";
+
+// The role every run of a member takes: kxl, nact or axk; nullopt for "design" (each run's
+// label decides, fitter::SweepRoleOfLabel). Call on a validated role only.
+std::optional<fitter::SweepRole> MemberRole(absl::string_view role);
+
+// Validates `spec`, resolves each member's sweep (sweep_id, or the one sweep named
+// sweep_name; both are set in the stored spec) and inserts the study. INVALID_ARGUMENT naming
+// the field path ("name", "members[1].role", "bootstrap_samples", ...); NOT_FOUND for an
+// unknown sweep; ALREADY_EXISTS for a taken name. Nothing is stored on error when run in its
+// own Store::Write closure (each closure rolls back alone).
+absl::StatusOr<xmod::v1::Study> InsertStudy(Db& db, const xmod::v1::StudySpec& spec,
+                                            int max_bootstrap_samples, int64_t now_ms);
+
+// NOT_FOUND "study 'NAME' not found".
+absl::StatusOr<xmod::v1::Study> LoadStudy(Db& db, absl::string_view name);
+absl::StatusOr<xmod::v1::Study> LoadStudyById(Db& db, int64_t study_id);
+// Newest first.
+absl::StatusOr<std::vector<xmod::v1::Study>> LoadStudies(Db& db);
+
+}  // namespace xmod
+
+#endif  // XMOD_COORDINATOR_FITTING_STUDIES_H_

@@ -1,0 +1,144 @@
+// See coordinator_metrics.h.
+#include "coordinator/metrics/coordinator_metrics.h"
+
+#include "common/build_metrics.h"
+#include "xmod/v1/types.pb.h"
+
+namespace xmod {
+
+CoordinatorMetrics::CoordinatorMetrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      runs_(prometheus::BuildGauge()
+                .Name("xmod_runs")
+                .Help("Runs in each state, over every sweep")
+                .Register(*registry_)),
+      workers_connected_(prometheus::BuildGauge()
+                             .Name("xmod_workers_connected")
+                             .Help("Workers heard from within one lease TTL")
+                             .Register(*registry_)
+                             .Add({})),
+      metric_points_(prometheus::BuildCounter()
+                         .Name("xmod_metric_points_ingested_total")
+                         .Help("Metric points made durable")
+                         .Register(*registry_)
+                         .Add({})),
+      commit_seconds_(
+          prometheus::BuildHistogram()
+              .Name("xmod_store_commit_seconds")
+              .Help("Duration of one store transaction (writes + commit)")
+              .Register(*registry_)
+              .Add({}, prometheus::Histogram::BucketBoundaries{0.0001, 0.0003, 0.001, 0.003, 0.01,
+                                                               0.03, 0.1, 0.3, 1})),
+      batch_size_(prometheus::BuildHistogram()
+                      .Name("xmod_store_batch_size")
+                      .Help("Write closures committed in one store transaction")
+                      .Register(*registry_)
+                      .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128,
+                                                                       256, 1024, 4096})),
+      rpcs_(prometheus::BuildCounter()
+                .Name("xmod_rpc_requests_total")
+                .Help("gRPC requests handled, by method and status code")
+                .Register(*registry_)),
+      leases_expired_(prometheus::BuildCounter()
+                          .Name("xmod_leases_expired_total")
+                          .Help("Attempts ended as lost because their lease expired, since "
+                                "the database was created")
+                          .Register(*registry_)
+                          .Add({})),
+      oom_exits_(prometheus::BuildCounter()
+                     .Name("xmod_oom_exits_total")
+                     .Help("Attempts that failed with the trainer out of memory (exit 5), since "
+                           "the database was created")
+                     .Register(*registry_)
+                     .Add({})),
+      run_flops_(prometheus::BuildGauge()
+                     .Name("xmod_run_flops_done")
+                     .Help("Training FLOPs spent by each running run")
+                     .Register(*registry_)),
+      run_loss_(prometheus::BuildGauge()
+                    .Name("xmod_run_train_loss")
+                    .Help("Latest training loss (nats) of each running run")
+                    .Register(*registry_)),
+      run_live_delta_(prometheus::BuildGauge()
+                          .Name("xmod_run_live_delta")
+                          .Help("Live matched-FLOP delta (nats) of each running sparse run: "
+                                "val/loss minus its dense reference's at the same FLOPs")
+                          .Register(*registry_)) {
+  AddBuildInfoGauge(*registry_);
+  absl::MutexLock lock(&mu_);
+  for (xmod::v1::RunState state : {xmod::v1::QUEUED, xmod::v1::RUNNING, xmod::v1::SUCCEEDED,
+                                   xmod::v1::FAILED, xmod::v1::CANCELLED}) {
+    const std::string name = xmod::v1::RunState_Name(state);
+    run_state_gauges_[name] = &runs_.Add({{"state", name}});
+  }
+}
+
+void CoordinatorMetrics::SetRunCounts(const std::map<std::string, int>& counts) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [state, gauge] : run_state_gauges_) {
+    auto it = counts.find(state);
+    gauge->Set(it == counts.end() ? 0 : it->second);
+  }
+}
+
+void CoordinatorMetrics::SetWorkersConnected(int workers) { workers_connected_.Set(workers); }
+
+void CoordinatorMetrics::AddMetricPoints(int points) { metric_points_.Increment(points); }
+
+void CoordinatorMetrics::ObserveCommit(double seconds, int batch_size) {
+  commit_seconds_.Observe(seconds);
+  batch_size_.Observe(batch_size);
+}
+
+void CoordinatorMetrics::CountRpc(const std::string& method, const std::string& code) {
+  rpcs_.Add({{"method", method}, {"code", code}}).Increment();
+}
+
+void CoordinatorMetrics::AddLeasesExpired(int64_t leases) {
+  leases_expired_.Increment(static_cast<double>(leases));
+}
+
+void CoordinatorMetrics::AddOomExits(int64_t exits) {
+  oom_exits_.Increment(static_cast<double>(exits));
+}
+
+void CoordinatorMetrics::SetRunProgress(const std::string& run, double flops_done,
+                                        double train_loss) {
+  absl::MutexLock lock(&mu_);
+  auto it = active_runs_.find(run);
+  if (it == active_runs_.end()) {
+    it = active_runs_
+             .emplace(run, std::make_pair(&run_flops_.Add({{"run", run}}),
+                                          &run_loss_.Add({{"run", run}})))
+             .first;
+  }
+  if (flops_done > 0) it->second.first->Set(flops_done);
+  if (train_loss > 0) it->second.second->Set(train_loss);
+}
+
+void CoordinatorMetrics::RunEnded(const std::string& run) {
+  absl::MutexLock lock(&mu_);
+  auto it = active_runs_.find(run);
+  if (it == active_runs_.end()) return;
+  run_flops_.Remove(it->second.first);
+  run_loss_.Remove(it->second.second);
+  active_runs_.erase(it);
+  auto delta = live_deltas_.find(run);
+  if (delta != live_deltas_.end()) {
+    run_live_delta_.Remove(delta->second);
+    live_deltas_.erase(delta);
+  }
+}
+
+void CoordinatorMetrics::SetRunLiveDelta(const std::string& run, double delta) {
+  absl::MutexLock lock(&mu_);
+  // Only runs with a progress series are running; an ended run's report comes too late.
+  if (active_runs_.count(run) == 0) return;
+  auto it = live_deltas_.find(run);
+  if (it == live_deltas_.end()) {
+    it = live_deltas_.emplace(run, &run_live_delta_.Add({{"run", run}})).first;
+  }
+  it->second->Set(delta);
+}
+
+}  // namespace xmod

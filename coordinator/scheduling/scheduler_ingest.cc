@@ -1,0 +1,392 @@
+// See scheduler.h. This file: worker registration, heartbeats (lease renewal, orders,
+// progress) and ingest of metric points and checkpoints.
+#include <algorithm>
+#include <memory>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "common/confined_path.h"
+#include "coordinator/scheduling/scheduler.h"
+#include "coordinator/store/store_reads.h"
+#include "coordinator/store/store_writes.h"
+#include "glog/logging.h"
+
+namespace xmod {
+
+absl::StatusOr<xmod::v1::RegisterResponse> Scheduler::Register(
+    const xmod::v1::RegisterRequest& request) {
+  if (request.worker_name().empty()) {
+    return absl::InvalidArgumentError("worker_name: must not be empty");
+  }
+  if (request.worker_name().find(',') != std::string::npos) {
+    // A gang's attempt row lists its members' names comma-separated.
+    return absl::InvalidArgumentError("worker_name: must not contain ','");
+  }
+  std::set<int> indexes;
+  for (int i = 0; i < request.slots_size(); ++i) {
+    if (!indexes.insert(request.slots(i).index()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("slots[", i, "].index: slot ", request.slots(i).index(), " repeats"));
+    }
+  }
+  const int32_t first = request.rendezvous_port_first();
+  const int32_t last = request.rendezvous_port_last();
+  if (first < 0 || first > 65535 || (first > 0 && (last < first || last > 65535)) ||
+      (first == 0 && last != 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rendezvous_port_first, rendezvous_port_last: ", first, "..", last,
+                     " is not a port range within 1..65535 (or 0..0 for none)"));
+  }
+  // The address gangs reach it at: as advertised, else (no address seen) its hostname.
+  xmod::v1::RegisterRequest registration = request;
+  if (registration.advertise_host().empty()) registration.set_advertise_host(request.hostname());
+  const int64_t now = clock_->NowMillis();
+  int64_t worker_id = 0;
+  // The id comes from the database (stable across re-registrations and restarts).
+  absl::Status status = store_->WriteAndWait([&](Db& db) {
+    absl::StatusOr<int64_t> id = UpsertWorker(db, registration, now);
+    if (!id.ok()) return id.status();
+    worker_id = *id;
+    return InsertEvent(db, now, "worker_registered", 0, 0,
+                       absl::StrCat(request.worker_name(), " (", request.hostname(), ") with ",
+                                    request.slots_size(), " slots"));
+  });
+  if (!status.ok()) return status;
+  {
+    absl::MutexLock lock(&mu_);
+    WorkerEntry& worker = workers_[worker_id];
+    worker.name = request.worker_name();
+    worker.slots.assign(request.slots().begin(), request.slots().end());
+    worker.last_seen_ms = clock_->MonotonicMillis();
+    worker.host = registration.advertise_host();
+    if (worker.port_first != first || worker.port_last != last) worker.next_port = 0;
+    worker.port_first = first;
+    worker.port_last = last;
+    worker.free_slots.clear();  // known again from its next AcquireRun
+    // Attempts begun before this registration are lost unless the next heartbeat lists them.
+    worker.epoch += 1;
+  }
+  LOG(INFO) << "worker " << request.worker_name() << " registered as " << worker_id << " with "
+            << request.slots_size() << " slots";
+  xmod::v1::RegisterResponse response;
+  response.set_worker_id(worker_id);
+  response.set_heartbeat_interval_ms(options_.heartbeat_interval_ms);
+  response.set_lease_ttl_ms(options_.lease_ttl_ms);
+  return response;
+}
+
+absl::StatusOr<xmod::v1::HeartbeatResponse> Scheduler::Heartbeat(
+    const xmod::v1::HeartbeatRequest& request) {
+  const int64_t now = clock_->NowMillis();
+  const int64_t mono = clock_->MonotonicMillis();
+  xmod::v1::HeartbeatResponse response;
+  std::vector<Store::WriteFn> writes;
+  std::vector<Touched> touched;
+  std::vector<AttemptKey> renewed;  // leases to extend once the renewal is stored
+  std::vector<std::pair<int64_t, xmod::v1::Progress>> progress_gauges;  // by run id
+  std::future<absl::Status> done;
+  absl::Status status;
+  bool committed = false;
+  const int64_t worker_id = request.worker_id();
+  {
+    absl::MutexLock lock(&mu_);
+    auto worker = workers_.find(worker_id);
+    if (worker == workers_.end()) {
+      response.set_reregister(true);
+      return response;
+    }
+    writes.push_back([worker_id, now](Db& db) { return TouchWorker(db, worker_id, now); });
+    // Renewals are kept in memory after the commit: lease_ttl_ms from later than the arrival.
+    response.set_lease_ttl_ms(options_.lease_ttl_ms);
+
+    std::set<AttemptKey> listed;
+    for (const xmod::v1::RunningAttempt& running : request.running()) {
+      const AttemptKey key{running.run_id(), running.attempt()};
+      listed.insert(key);
+      auto attempt = attempts_.find(key);
+      auto run = runs_.find(running.run_id());
+      const Member* member =
+          attempt == attempts_.end() ? nullptr : MemberOn(attempt->second, worker_id);
+      if (member == nullptr || run == runs_.end() ||
+          run->second.current_attempt != running.attempt()) {
+        // Lost, finished or someone else's: the child must stop at once, writing nothing
+        // (another attempt may own the run now).
+        xmod::v1::Order* order = response.add_orders();
+        order->set_run_id(running.run_id());
+        order->set_attempt(running.attempt());
+        order->set_action(xmod::v1::KILL);
+        continue;
+      }
+      renewed.push_back(key);
+      writes.push_back([key, expires = now + options_.lease_ttl_ms](Db& db) {
+        return RenewLease(db, key.first, key.second, expires);
+      });
+      if (run->second.state == xmod::v1::CANCELLED) {
+        xmod::v1::Order* order = response.add_orders();
+        order->set_run_id(running.run_id());
+        order->set_attempt(running.attempt());
+        order->set_action(xmod::v1::STOP);
+      } else if (running.has_progress() && member == &attempt->second.members.front()) {
+        // Only member 0 runs rank 0, whose events carry the progress.
+        xmod::v1::Progress progress = running.progress();
+        // Losses come from durable metric points (ReportMetrics); a heartbeat's snapshot
+        // can predate the last evaluation, so it moves only the position and the rate.
+        xmod::v1::Progress position = progress;
+        position.clear_train_loss();
+        position.clear_val_loss();
+        writes.push_back([run_id = running.run_id(), position](Db& db) {
+          return UpdateProgress(db, run_id, position);
+        });
+        touched.push_back({run->second.sweep_id, running.run_id()});
+        progress_gauges.emplace_back(running.run_id(), progress);
+      }
+    }
+    // After a re-registration, attempts begun earlier that the worker no longer lists ended
+    // with the worker's previous life. Ending them changes the queue: committed under the
+    // lock, memory kept only if the commit succeeds.
+    std::vector<AttemptKey> orphaned;
+    for (auto& [key, attempt] : attempts_) {
+      const Member* member = MemberOn(attempt, worker_id);
+      if (member != nullptr && member->delivered && member->worker_epoch < worker->second.epoch &&
+          listed.count(key) == 0) {
+        orphaned.push_back(key);
+      }
+    }
+    if (!orphaned.empty()) {
+      Change change;
+      for (const AttemptKey& key : orphaned) {
+        const Retry retry = LostRetryLocked(key, &change);
+        EndAttemptLocked(key, "lost", retry, 0, "worker re-registered without it", now, mono,
+                         &writes, &touched, &change);
+      }
+      status = CommitLocked(std::move(writes), change);
+      committed = true;
+    } else {
+      done = Submit(std::move(writes));
+    }
+  }
+  if (!committed) status = done.get();
+  if (!status.ok()) return status;
+  {
+    // Renewals take effect once stored. An attempt that ended meanwhile stays ended.
+    absl::MutexLock lock(&mu_);
+    auto worker = workers_.find(worker_id);
+    if (worker != workers_.end()) {
+      worker->second.last_seen_ms = std::max(worker->second.last_seen_ms, mono);
+      for (const AttemptKey& key : renewed) {
+        auto attempt = attempts_.find(key);
+        Member* member =
+            attempt == attempts_.end() ? nullptr : MemberOn(attempt->second, worker_id);
+        if (member == nullptr) continue;
+        member->lease_expires_ms = std::max(member->lease_expires_ms, mono + options_.lease_ttl_ms);
+        // Listed attempts now belong to the current registration.
+        member->worker_epoch = worker->second.epoch;
+      }
+    }
+    // Under the lock that ends runs (CommitLocked), so a heartbeat in flight when its run
+    // finished cannot bring the run's series back.
+    if (metrics_ != nullptr) {
+      for (const auto& [run_id, progress] : progress_gauges) {
+        auto run = runs_.find(run_id);
+        if (run == runs_.end() || run->second.state != xmod::v1::RUNNING) continue;
+        metrics_->SetRunProgress(run->second.name, progress.flops(), progress.train_loss());
+      }
+    }
+  }
+  Publish(touched);
+  return response;
+}
+
+absl::StatusOr<xmod::v1::ReportMetricsResponse> Scheduler::ReportMetrics(
+    const xmod::v1::ReportMetricsRequest& request) {
+  if (request.first_seq() < 0) return absl::InvalidArgumentError("first_seq: must be >= 0");
+  const int n = request.points_size();
+  const int64_t last_seq = request.first_seq() + n - 1;
+  xmod::v1::ReportMetricsResponse response;
+  int64_t acked = 0;
+  int64_t sweep_id = 0;
+  std::string run_name;
+  xmod::v1::Progress progress;
+  std::future<absl::Status> done;
+  {
+    absl::MutexLock lock(&mu_);
+    const AttemptKey key{request.run_id(), request.attempt()};
+    auto attempt = attempts_.find(key);
+    auto run = runs_.find(request.run_id());
+    if (attempt == attempts_.end() || run == runs_.end() ||
+        run->second.current_attempt != request.attempt() ||
+        attempt->second.members.front().worker_id != request.worker_id()) {
+      response.set_stale(true);
+      response.set_acked_seq(std::max<int64_t>(last_seq, request.first_seq() - 1));
+      return response;
+    }
+    if (run->second.state == xmod::v1::CANCELLED) response.set_stale(true);
+    AttemptEntry& a = attempt->second;
+    acked = a.acked_seq;
+    if (n > 0 && (a.acked_seq < 0 || request.first_seq() <= a.acked_seq + 1)) {
+      acked = std::max(a.acked_seq, last_seq);
+    }
+    if (n == 0) {
+      response.set_acked_seq(a.acked_seq);
+      return response;
+    }
+    // Progress from the batch: position of the furthest point, latest value of each name.
+    const xmod::v1::MetricPoint* furthest = &request.points(0);
+    for (const xmod::v1::MetricPoint& p : request.points()) {
+      if (p.step() >= furthest->step()) furthest = &p;
+      if (p.name() == "train/loss") progress.set_train_loss(p.value());
+      if (p.name() == "val/loss") progress.set_val_loss(p.value());
+      if (p.name() == "perf/tokens_per_second") progress.set_tokens_per_second(p.value());
+    }
+    progress.set_step(furthest->step());
+    progress.set_tokens(furthest->tokens());
+    progress.set_flops(furthest->flops());
+    sweep_id = run->second.sweep_id;
+    run_name = run->second.name;
+    std::vector<xmod::v1::MetricPoint> points(request.points().begin(), request.points().end());
+    done = store_->Write(
+        [key, first = request.first_seq(), points = std::move(points), progress](Db& db) {
+          if (absl::Status s = InsertMetrics(db, key.first, key.second, first, points); !s.ok()) {
+            return s;
+          }
+          return UpdateProgress(db, key.first, progress);
+        });
+  }
+  if (absl::Status s = done.get(); !s.ok()) return s;
+  {
+    absl::MutexLock lock(&mu_);
+    auto attempt = attempts_.find({request.run_id(), request.attempt()});
+    if (attempt != attempts_.end()) {
+      attempt->second.acked_seq = std::max(attempt->second.acked_seq, acked);
+    }
+    if (metrics_ != nullptr) {
+      metrics_->AddMetricPoints(n);
+      auto run = runs_.find(request.run_id());
+      if (run != runs_.end() && run->second.state == xmod::v1::RUNNING) {
+        metrics_->SetRunProgress(run_name, progress.flops(), progress.train_loss());
+      }
+    }
+  }
+  feed_->Publish(sweep_id, request.run_id());
+  response.set_acked_seq(acked);
+  return response;
+}
+
+absl::Status Scheduler::CheckCurrentLocked(const xmod::v1::ReportCheckpointRequest& request) const {
+  auto attempt = attempts_.find(AttemptKey{request.run_id(), request.attempt()});
+  auto run = runs_.find(request.run_id());
+  if (attempt == attempts_.end() || run == runs_.end() ||
+      run->second.current_attempt != request.attempt() ||
+      attempt->second.members.front().worker_id != request.worker_id()) {
+    return absl::FailedPreconditionError(absl::StrCat("attempt ", request.attempt(), " of run ",
+                                                      request.run_id(), " is not current"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::CheckReportedPath(const xmod::v1::ReportCheckpointRequest& request) {
+  int64_t sweep_id = 0;
+  {
+    // A stale attempt hears that it is stale (and its worker stops it), not that its path is
+    // wrong, which a worker takes as a refusal of that one report.
+    absl::MutexLock lock(&mu_);
+    if (absl::Status s = CheckCurrentLocked(request); !s.ok()) return s;
+    sweep_id = runs_.at(request.run_id()).sweep_id;
+  }
+  // The file-system checks run outside the lock: the folder may be on network storage.
+  const std::string dir = CheckpointDir(sweep_id, request.run_id());
+  absl::Status status = CheckPathUnder("path", request.path(), dir);
+  if (status.ok()) status = CheckFileUnder("path", request.path(), dir, request.bytes());
+  return status;
+}
+
+absl::Status Scheduler::ReportCheckpoint(const xmod::v1::ReportCheckpointRequest& request) {
+  if (request.path().empty()) return absl::InvalidArgumentError("path: must not be empty");
+  if (request.step() < 0) return absl::InvalidArgumentError("step: must be >= 0");
+  if (request.rejected().empty()) {
+    if (absl::Status s = CheckReportedPath(request); !s.ok()) return s;
+  }
+  const int64_t now = clock_->NowMillis();
+  std::future<absl::Status> done;
+  // After a refusal: the run's recorded checkpoints left, by step (read in the transaction).
+  auto remaining = std::make_shared<std::vector<xmod::v1::Checkpoint>>();
+  {
+    absl::MutexLock lock(&mu_);
+    const AttemptKey key{request.run_id(), request.attempt()};
+    if (absl::Status s = CheckCurrentLocked(request); !s.ok()) return s;
+    auto attempt = attempts_.find(key);
+    auto run = runs_.find(request.run_id());
+    if (!request.rejected().empty()) {
+      // The trainer refused a resume candidate and goes on to the next one offered: the
+      // newest recorded checkpoint older than it, or a fresh start when none is left.
+      const RunEntry& r = run->second;
+      int64_t next = 0;
+      for (const std::optional<Checkpoint>* c : {&r.latest_checkpoint, &r.previous_checkpoint}) {
+        if (c->has_value() && (*c)->path != request.path() && (*c)->step < request.step()) {
+          next = std::max(next, (*c)->step);
+        }
+      }
+      const std::string note =
+          absl::StrCat("checkpoint at step ", request.step(), " (", request.path(),
+                       ") refused at resume: ", request.rejected(), "; ",
+                       next > 0 ? absl::StrCat("resumed from step ", next)
+                                : std::string("no older checkpoint, started from scratch"));
+      LOG(WARNING) << "run " << key.first << " attempt " << key.second << ": " << note;
+      done = store_->Write([key, path = request.path(), next, note, now, sweep_id = r.sweep_id,
+                            remaining](Db& db) {
+        if (absl::Status s = DeleteCheckpoint(db, key.first, path); !s.ok()) return s;
+        if (absl::Status s = NoteResumeFallback(db, key.first, key.second, next, note); !s.ok()) {
+          return s;
+        }
+        absl::StatusOr<std::vector<xmod::v1::Checkpoint>> left = LoadCheckpoints(db, key.first);
+        if (!left.ok()) return left.status();
+        *remaining = *std::move(left);
+        return InsertEvent(db, now, "checkpoint_rejected", sweep_id, key.first,
+                           absl::StrCat("attempt ", key.second, ": ", note));
+      });
+    } else {
+      xmod::v1::Checkpoint c;
+      c.set_step(request.step());
+      c.set_tokens(request.tokens());
+      c.set_flops(request.flops());
+      c.set_path(request.path());
+      c.set_sha256(request.sha256());
+      c.set_bytes(request.bytes());
+      done = store_->Write([key, c, now, sweep_id = run->second.sweep_id](Db& db) {
+        if (absl::Status s = InsertCheckpoint(db, key.first, key.second, c, now); !s.ok()) return s;
+        // The worker deletes the files of older ones once this report is acknowledged.
+        if (absl::Status s = KeepNewestCheckpoints(db, key.first, 2); !s.ok()) return s;
+        return InsertEvent(
+            db, now, "checkpoint", sweep_id, key.first,
+            absl::StrCat("attempt ", key.second, " step ", c.step(), ": ", c.path()));
+      });
+    }
+  }
+  if (absl::Status s = done.get(); !s.ok()) return s;
+  // The resume point and its fallback move once the database holds the change.
+  absl::MutexLock lock(&mu_);
+  auto run = runs_.find(request.run_id());
+  if (run == runs_.end()) return absl::OkStatus();
+  RunEntry& r = run->second;
+  if (!request.rejected().empty()) {
+    // The next retry's candidates: the two newest checkpoints still recorded.
+    r.latest_checkpoint.reset();
+    r.previous_checkpoint.reset();
+    const size_t n = remaining->size();
+    if (n >= 1) r.latest_checkpoint = CheckpointOf((*remaining)[n - 1]);
+    if (n >= 2) r.previous_checkpoint = CheckpointOf((*remaining)[n - 2]);
+    return absl::OkStatus();
+  }
+  const Checkpoint recorded{request.step(), request.path(), request.sha256(), request.bytes()};
+  if (!r.latest_checkpoint || request.step() >= r.latest_checkpoint->step) {
+    if (r.latest_checkpoint && r.latest_checkpoint->step < request.step()) {
+      r.previous_checkpoint = r.latest_checkpoint;
+    }
+    r.latest_checkpoint = recorded;
+  } else if (!r.previous_checkpoint || request.step() > r.previous_checkpoint->step) {
+    r.previous_checkpoint = recorded;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace xmod

@@ -1,0 +1,184 @@
+// See store.h. The writer thread and the reader pool (user queries: store_query.cc).
+#include "coordinator/store/store.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "resultsdb/schema.h"
+
+namespace xmod {
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
+                                                   const StoreOptions& options) {
+  absl::StatusOr<std::unique_ptr<Db>> db =
+      Db::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, options.busy_timeout_ms);
+  if (!db.ok()) return db.status();
+  {
+    absl::StatusOr<Stmt> mode = (*db)->Prepare("PRAGMA journal_mode=WAL");
+    if (!mode.ok()) return mode.status();
+    absl::StatusOr<bool> row = mode->Step();
+    if (!row.ok()) return row.status();
+    if (!*row || absl::AsciiStrToLower(mode->Text(0)) != "wal") {
+      return absl::UnavailableError(absl::StrCat("cannot switch ", path, " to WAL mode"));
+    }
+  }
+  if (absl::Status s = (*db)->Exec(options.synchronous_full ? "PRAGMA synchronous=FULL"
+                                                            : "PRAGMA synchronous=NORMAL");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = Migrate(**db); !s.ok()) return s;
+  return std::unique_ptr<Store>(new Store(path, options, *std::move(db)));
+}
+
+Store::Store(std::string path, StoreOptions options, std::unique_ptr<Db> writer)
+    : path_(std::move(path)), options_(std::move(options)), writer_db_(std::move(writer)) {
+  writer_thread_ = std::thread([this] { WriterLoop(); });
+}
+
+Store::~Store() { Close(); }
+
+void Store::Close() {
+  std::call_once(close_once_, [this] {
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      closing_ = true;
+    }
+    queue_cv_.notify_all();
+    writer_thread_.join();
+  });
+}
+
+std::future<absl::Status> Store::Write(WriteFn fn) {
+  PendingWrite pending{std::move(fn), {}};
+  std::future<absl::Status> future = pending.done.get_future();
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    if (closing_) {
+      pending.done.set_value(absl::UnavailableError("the store is closed"));
+      return future;
+    }
+    queue_.push_back(std::move(pending));
+  }
+  queue_cv_.notify_one();
+  return future;
+}
+
+void Store::WriterLoop() {
+  std::vector<PendingWrite> batch;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(queue_mu_);
+      queue_cv_.wait(lock, [this] { return closing_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // closing and drained
+      while (!queue_.empty() && static_cast<int>(batch.size()) < options_.max_batch) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    CommitBatch(batch);
+    batch.clear();
+  }
+}
+
+void Store::CommitBatch(std::vector<PendingWrite>& batch) {
+  const auto start = std::chrono::steady_clock::now();
+  Db& db = *writer_db_;
+  std::vector<absl::Status> results(batch.size());
+  absl::Status txn = db.Exec("BEGIN IMMEDIATE");
+  for (size_t i = 0; txn.ok() && i < batch.size(); ++i) {
+    txn = db.Exec("SAVEPOINT w");
+    if (!txn.ok()) break;
+    results[i] = batch[i].fn(db);
+    if (!results[i].ok() && sqlite3_get_autocommit(db.raw()) != 0) {
+      // sqlite rolled the whole transaction back itself (SQLITE_FULL, SQLITE_IOERR, ...):
+      // the writes before this one are gone too.
+      txn = results[i];
+      break;
+    }
+    if (!results[i].ok()) txn = db.Exec("ROLLBACK TO w");
+    if (txn.ok()) txn = db.Exec("RELEASE w");
+  }
+  if (txn.ok()) {
+    absl::Status injected = TEST_CommitFailure();
+    txn = injected.ok() ? db.Exec("COMMIT") : injected;
+  }
+  if (!txn.ok()) {
+    LOG(ERROR) << "store: transaction of " << batch.size() << " writes failed: " << txn;
+    if (sqlite3_get_autocommit(db.raw()) == 0) db.Exec("ROLLBACK").IgnoreError();
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (options_.on_commit) options_.on_commit(seconds, static_cast<int>(batch.size()));
+  for (size_t i = 0; i < batch.size(); ++i) {
+    batch[i].done.set_value(txn.ok() ? results[i] : txn);
+  }
+}
+
+void Store::TEST_FailCommits(absl::Status status) {
+  std::lock_guard<std::mutex> lock(fail_mu_);
+  fail_commits_ = std::move(status);
+}
+
+absl::Status Store::TEST_CommitFailure() {
+  std::lock_guard<std::mutex> lock(fail_mu_);
+  return fail_commits_;
+}
+
+absl::StatusOr<std::unique_ptr<Db>> Store::TakeReader() {
+  {
+    std::unique_lock<std::mutex> lock(readers_mu_);
+    if (!readers_cv_.wait_for(lock, std::chrono::milliseconds(options_.reader_wait_ms), [this] {
+          return !idle_readers_.empty() || open_readers_ < options_.max_readers;
+        })) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "store: all ", options_.max_readers, " reader connections stayed busy for ",
+          options_.reader_wait_ms, " ms (at most ", options_.max_readers, "); try again"));
+    }
+    if (!idle_readers_.empty()) {
+      std::unique_ptr<Db> db = std::move(idle_readers_.back());
+      idle_readers_.pop_back();
+      return db;
+    }
+    ++open_readers_;  // this thread opens one more, outside the lock
+  }
+  absl::StatusOr<std::unique_ptr<Db>> db =
+      Db::Open(path_, SQLITE_OPEN_READONLY, options_.busy_timeout_ms);
+  if (!db.ok()) ReturnReader(nullptr);
+  return db;
+}
+
+void Store::ReturnReader(std::unique_ptr<Db> db) {
+  {
+    std::lock_guard<std::mutex> lock(readers_mu_);
+    if (db == nullptr) {
+      --open_readers_;  // it never opened
+    } else {
+      idle_readers_.push_back(std::move(db));
+    }
+  }
+  readers_cv_.notify_one();
+}
+
+int Store::open_readers() {
+  std::lock_guard<std::mutex> lock(readers_mu_);
+  return open_readers_;
+}
+
+absl::Status Store::Read(const ReadFn& fn) {
+  absl::StatusOr<std::unique_ptr<Db>> db = TakeReader();
+  if (!db.ok()) return db.status();
+  absl::Status status = (*db)->Exec("BEGIN");
+  if (status.ok()) {
+    status = fn(**db);
+    absl::Status end = (*db)->Exec("COMMIT");
+    if (status.ok()) status = end;
+  }
+  ReturnReader(*std::move(db));
+  return status;
+}
+
+}  // namespace xmod

@@ -1,0 +1,168 @@
+// Store: the coordinator's SQLite database (one file, WAL mode), the only place state is
+// kept (docs/design.md, "Storage").
+//
+// Writes: ONE writer thread owns the read-write connection. Callers enqueue write closures;
+// the thread drains the queue and runs many closures in one transaction (each inside its own
+// SAVEPOINT, so a failing closure rolls back alone), commits, and only then fulfils each
+// caller's future. A fulfilled OK future means the write is durable (synchronous=FULL).
+// Reads: each reading thread borrows a read-only connection from a pool of at most
+// max_readers, opened on demand and reused; in WAL mode readers see the last commit and never
+// block the writer.
+// Thread-safe: every public method may be called from any thread.
+#ifndef XMOD_COORDINATOR_STORE_STORE_H_
+#define XMOD_COORDINATOR_STORE_STORE_H_
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "resultsdb/sqlite_db.h"
+
+namespace xmod {
+
+struct StoreOptions {
+  // PRAGMA synchronous: FULL (fsync at every commit: a commit survives power loss) or NORMAL
+  // (survives a process crash only). Acknowledgements promise FULL.
+  bool synchronous_full = true;
+  // Most write closures committed in one transaction.
+  int max_batch = 4096;
+  int busy_timeout_ms = 10000;
+  // Read-only connections of Read() at most; a reader waits up to reader_wait_ms for one.
+  int max_readers = 16;
+  int reader_wait_ms = 10000;
+  // Called by the writer thread after each commit with its duration and closure count.
+  std::function<void(double seconds, int batch_size)> on_commit;
+};
+
+// Server-side ceilings of a user's SQL query, whatever the client asks for. Memory per query
+// is bounded by max_response_bytes plus one cell, and by max_concurrent queries at once.
+struct QueryLimits {
+  int max_rows = 10000;                   // more rows are cut off (truncated = true)
+  int max_cell_bytes = 1 << 20;           // any string or blob the query makes (sqlite3_limit)
+  int64_t max_response_bytes = 16 << 20;  // column names and cells together
+  // Execution time: a watchdog thread interrupts the statement (sqlite3_interrupt) when it
+  // passes, between two virtual-machine steps.
+  int time_limit_ms = 10000;
+  // Bytes of a LIKE or GLOB pattern (sqlite3_limit): one match of a pattern of p bytes against
+  // a value of n bytes runs inside one virtual-machine step, in time up to n * p.
+  int max_like_pattern_bytes = 256;
+  // SQLite heap the query may add (sorts, temporary tables: kept in memory, never spilled to
+  // disk), checked by the progress handler against sqlite3_memory_used().
+  int64_t max_memory_bytes = 256 << 20;
+  int max_concurrent = 2;  // queries at once; others wait up to time_limit_ms
+};
+
+// Result of a user's read-only SQL query.
+struct QueryResult {
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::vector<bool>> nulls;  // parallel to rows
+  bool truncated = false;
+};
+
+class Store {
+ public:
+  using WriteFn = std::function<absl::Status(Db& db)>;
+  using ReadFn = std::function<absl::Status(Db& db)>;
+
+  // Opens (creating if needed) the database at `path`, switches it to WAL, migrates the
+  // schema and starts the writer thread. UNAVAILABLE when the file cannot be opened,
+  // FAILED_PRECONDITION when its schema is newer than this binary's.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
+                                                     const StoreOptions& options);
+  // Drains the queue (every accepted write is committed) and closes.
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Enqueues `fn` to run on the writer thread inside a transaction. The future yields fn's
+  // status once the transaction committed (or the commit's error). After Close(),
+  // UNAVAILABLE at once. A full disk or database fails the write with RESOURCE_EXHAUSTED
+  // (an I/O error with UNAVAILABLE) and nothing of it is stored; the writer keeps going, so
+  // writes succeed again once space returns.
+  std::future<absl::Status> Write(WriteFn fn);
+  // Write() and wait.
+  absl::Status WriteAndWait(WriteFn fn) { return Write(std::move(fn)).get(); }
+
+  // Runs `fn` on a read-only connection inside one read transaction (a consistent snapshot).
+  // RESOURCE_EXHAUSTED naming the limit when all max_readers connections stay busy for
+  // reader_wait_ms.
+  absl::Status Read(const ReadFn& fn);
+
+  // A user's SQL: one SELECT or WITH statement, run on a read-only connection
+  // (SQLITE_OPEN_READONLY) that serves one query at a time, with at most
+  // min(max_rows, limits.max_rows) rows (then truncated = true; max_rows <= 0 = the limit).
+  // INVALID_ARGUMENT for anything else or a SQL error; RESOURCE_EXHAUSTED naming the limit
+  // when a value is longer than max_cell_bytes or a LIKE / GLOB pattern longer than
+  // max_like_pattern_bytes, the result outgrows max_response_bytes, the query runs past
+  // time_limit_ms or needs more than max_memory_bytes, or max_concurrent queries keep it
+  // waiting that long. CANCELLED once `cancelled` (polled while the query waits or runs; may
+  // be empty) returns true: the caller went away, and its connection is free again.
+  absl::StatusOr<QueryResult> Query(const std::string& sql, int max_rows, const QueryLimits& limits,
+                                    const std::function<bool()>& cancelled = nullptr);
+
+  // Stops accepting writes, commits what is queued and joins the writer. Idempotent.
+  void Close();
+
+  // Test hook: while `status` is not OK, every transaction is rolled back instead of
+  // committed and its writes fail with `status` (e.g. RESOURCE_EXHAUSTED, a full disk).
+  // OkStatus() lets commits through again.
+  void TEST_FailCommits(absl::Status status);
+
+  const std::string& path() const { return path_; }
+  // Read-only connections of Read() open now (idle or lent), at most max_readers.
+  int open_readers();
+  // User queries running now (not those waiting for a connection), at most max_concurrent.
+  int queries_running();
+
+ private:
+  struct PendingWrite {
+    WriteFn fn;
+    std::promise<absl::Status> done;
+  };
+  class ReaderLease;
+
+  Store(std::string path, StoreOptions options, std::unique_ptr<Db> writer);
+  void WriterLoop();
+  void CommitBatch(std::vector<PendingWrite>& batch);
+  absl::Status TEST_CommitFailure();
+  absl::StatusOr<std::unique_ptr<Db>> TakeReader();
+  // Gives a connection of TakeReader() back; null: the one it was to open failed to.
+  void ReturnReader(std::unique_ptr<Db> db);
+
+  const std::string path_;
+  const StoreOptions options_;
+  std::unique_ptr<Db> writer_db_;  // used only by writer_thread_
+
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<PendingWrite> queue_;  // guarded by queue_mu_
+  bool closing_ = false;            // guarded by queue_mu_
+  std::thread writer_thread_;
+  std::once_flag close_once_;
+  std::mutex fail_mu_;
+  absl::Status fail_commits_;  // guarded by fail_mu_; see TEST_FailCommits
+
+  std::mutex readers_mu_;
+  std::condition_variable readers_cv_;
+  std::vector<std::unique_ptr<Db>> idle_readers_;  // guarded by readers_mu_
+  int open_readers_ = 0;                           // guarded by readers_mu_
+
+  // Connections of user queries, each used by one query at a time (store_query.cc).
+  std::mutex query_mu_;
+  std::condition_variable query_cv_;
+  int queries_running_ = 0;                          // guarded by query_mu_
+  std::vector<std::unique_ptr<Db>> idle_query_dbs_;  // guarded by query_mu_
+};
+
+}  // namespace xmod
+
+#endif  // XMOD_COORDINATOR_STORE_STORE_H_

@@ -1,0 +1,120 @@
+// The bundled sweep specs (examples/): each parses as protobuf text format and expands,
+// through the coordinator's own validation, into the run count its comment describes.
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/files.h"
+#include "coordinator/design/adaptive_controller.h"
+#include "coordinator/spec/sweep_expansion.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+#include "xmod/v1/coordinator.pb.h"
+
+namespace xmod {
+namespace {
+
+struct Expected {
+  int runs;
+  int held_out;
+};
+
+TEST(ExamplesTest, EveryBundledSpecExpands) {
+  const char* source = std::getenv("XMOD_SOURCE_DIR");
+  ASSERT_NE(source, nullptr) << "run through ctest (XMOD_SOURCE_DIR)";
+  const std::map<std::string, Expected> expected = {
+      {"examples/demo.textpb", {6, 0}},
+      {"examples/tiny.textpb", {4, 0}},
+      {"examples/cpu_b4.textpb", {68, 0}},
+      {"examples/paper/b3_pilot.textpb", {37, 0}},
+      {"examples/paper/b4_kxl.textpb", {67, 6}},
+      {"examples/paper/b4_nact.textpb", {53, 5}},
+      {"examples/paper/b4_axk.textpb", {25, 0}},
+      {"examples/paper/table1_main.textpb", {18, 0}},
+      {"examples/paper/table2_controls.textpb", {8, 0}},
+      {"examples/paper/table3_ablations.textpb", {6, 0}},
+      {"examples/paper/table9_deep.textpb", {5, 0}},
+      {"examples/adaptive_cpu.textpb", {156, 0}},  // the candidate space
+  };
+  for (const auto& [path, want] : expected) {
+    SCOPED_TRACE(path);
+    absl::StatusOr<std::string> text = ReadFile(std::string(source) + "/" + path);
+    ASSERT_TRUE(text.ok()) << text.status();
+    xmod::v1::SweepSpec spec;
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(*text, &spec));
+    absl::StatusOr<std::vector<xmod::v1::Run>> runs =
+        ExpandSweep(spec, ExpansionOptions{.check_data_paths = false});
+    ASSERT_TRUE(runs.ok()) << runs.status();
+    EXPECT_EQ(static_cast<int>(runs->size()), want.runs);
+    int held_out = 0;
+    for (const xmod::v1::Run& run : *runs) held_out += run.held_out();
+    EXPECT_EQ(held_out, want.held_out);
+  }
+}
+
+// The B.4 study names the three B.4 sweeps by name, each in its role; their in-range X-MoD
+// observations (sparse runs not held out) add up to 124, the paper's 109 plus 15 runs that
+// repeat a configuration of another sweep (docs/paper-fidelity.md, "B.4 as a study").
+TEST(ExamplesTest, TheB4StudyCoversTheThreeB4Sweeps) {
+  const char* source = std::getenv("XMOD_SOURCE_DIR");
+  ASSERT_NE(source, nullptr) << "run through ctest (XMOD_SOURCE_DIR)";
+  absl::StatusOr<std::string> text =
+      ReadFile(std::string(source) + "/examples/paper/b4_study.textpb");
+  ASSERT_TRUE(text.ok()) << text.status();
+  xmod::v1::StudySpec study;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(*text, &study));
+  ASSERT_EQ(study.members_size(), 3);
+  const std::map<std::string, int> in_range = {{"kxl", 56}, {"nact", 44}, {"axk", 24}};
+  std::set<std::string> configurations;
+  int total = 0;
+  for (const xmod::v1::StudyMember& member : study.members()) {
+    SCOPED_TRACE(member.role());
+    ASSERT_TRUE(in_range.count(member.role()));
+    text = ReadFile(absl::StrCat(source, "/examples/paper/b4_", member.role(), ".textpb"));
+    ASSERT_TRUE(text.ok()) << text.status();
+    xmod::v1::SweepSpec spec;
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(*text, &spec));
+    EXPECT_EQ(member.sweep_name(), spec.name());
+    absl::StatusOr<std::vector<xmod::v1::Run>> runs =
+        ExpandSweep(spec, ExpansionOptions{.check_data_paths = false});
+    ASSERT_TRUE(runs.ok()) << runs.status();
+    int n = 0;
+    for (const xmod::v1::Run& run : *runs) {
+      const xmod::v1::ModelSpec& model = run.spec().model();
+      if (model.arch() != xmod::v1::XMOD || model.k() < 2 || run.held_out()) continue;
+      ++n;
+      configurations.insert(absl::StrCat(model.backbone().name(),
+                                         " L=", run.spec().training().seq_len(), " K=", model.k(),
+                                         " A=", model.a()));
+    }
+    EXPECT_EQ(n, in_range.at(member.role()));
+    total += n;
+  }
+  EXPECT_EQ(total, 124);
+  EXPECT_EQ(configurations.size(), 109u);
+}
+
+// The adaptive example queues only its seed set, which the design picks from its grid.
+TEST(ExamplesTest, TheAdaptiveExampleQueuesItsSeedSet) {
+  const char* source = std::getenv("XMOD_SOURCE_DIR");
+  ASSERT_NE(source, nullptr) << "run through ctest (XMOD_SOURCE_DIR)";
+  absl::StatusOr<std::string> text =
+      ReadFile(std::string(source) + "/examples/adaptive_cpu.textpb");
+  ASSERT_TRUE(text.ok()) << text.status();
+  xmod::v1::SweepSpec spec;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(*text, &spec));
+  absl::StatusOr<std::vector<xmod::v1::Run>> all =
+      ExpandSweep(spec, ExpansionOptions{.check_data_paths = false});
+  ASSERT_TRUE(all.ok()) << all.status();
+  absl::StatusOr<std::vector<xmod::v1::Run>> seed = SeedRuns(spec, *all);
+  ASSERT_TRUE(seed.ok()) << seed.status();
+  double seed_flops = 0;
+  for (const xmod::v1::Run& run : *seed) seed_flops += run.spec().training().flop_budget();
+  EXPECT_LT(seed->size(), 34u);  // fewer than cpu_b4's configurations
+  EXPECT_LT(seed_flops, spec.adaptive().compute_budget());
+}
+
+}  // namespace
+}  // namespace xmod

@@ -13,13 +13,13 @@
 #include "common/files.h"
 #include "common/http_listener.h"
 #include "coordinator/api/coordinator_service.h"
-#include "coordinator/spec/data_roots.h"
-#include "coordinator/store/database_lock.h"
-#include "coordinator/fitting/fit_trigger.h"
 #include "coordinator/api/http_server.h"
 #include "coordinator/api/standard_services.h"
-#include "coordinator/design/sweep_monitor.h"
 #include "coordinator/api/worker_gateway_service.h"
+#include "coordinator/design/sweep_monitor.h"
+#include "coordinator/fitting/fit_trigger.h"
+#include "coordinator/spec/data_roots.h"
+#include "coordinator/store/database_lock.h"
 #include "glog/logging.h"
 
 namespace xmod {

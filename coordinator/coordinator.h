@@ -22,13 +22,13 @@
 #include "common/credentials.h"
 #include "common/metrics_endpoint.h"
 #include "common/transport.h"
-#include "coordinator/design/adaptive_controller.h"
-#include "coordinator/store/change_feed.h"
-#include "coordinator/metrics/coordinator_metrics.h"
 #include "coordinator/api/http_sessions.h"
-#include "coordinator/scheduling/scheduler.h"
-#include "coordinator/store/store.h"
 #include "coordinator/api/stream_caps.h"
+#include "coordinator/design/adaptive_controller.h"
+#include "coordinator/metrics/coordinator_metrics.h"
+#include "coordinator/scheduling/scheduler.h"
+#include "coordinator/store/change_feed.h"
+#include "coordinator/store/store.h"
 
 namespace xmod {
 

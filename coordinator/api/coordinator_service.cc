@@ -6,14 +6,14 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "coordinator/api/service_util.h"
 #include "coordinator/design/adaptive_controller.h"
 #include "coordinator/fitting/fit_queries.h"
 #include "coordinator/fitting/fit_trigger.h"
-#include "coordinator/spec/request_limits.h"
-#include "coordinator/api/service_util.h"
-#include "coordinator/store/store_reads.h"
 #include "coordinator/fitting/studies.h"
+#include "coordinator/spec/request_limits.h"
 #include "coordinator/spec/sweep_expansion.h"
+#include "coordinator/store/store_reads.h"
 #include "model/accounting/accounting.h"
 #include "model/accounting/plan_response.h"
 

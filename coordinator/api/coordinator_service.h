@@ -17,13 +17,13 @@
 
 #include "common/clock.h"
 #include "common/credentials.h"
-#include "coordinator/store/change_feed.h"
+#include "coordinator/api/stream_caps.h"
 #include "coordinator/metrics/coordinator_metrics.h"
 #include "coordinator/scheduling/scheduler.h"
+#include "coordinator/spec/sweep_expansion.h"
+#include "coordinator/store/change_feed.h"
 #include "coordinator/store/store.h"
 #include "coordinator/store/store_reads.h"
-#include "coordinator/api/stream_caps.h"
-#include "coordinator/spec/sweep_expansion.h"
 #include "xmod/v1/coordinator.grpc.pb.h"
 
 namespace xmod {

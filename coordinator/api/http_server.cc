@@ -12,11 +12,11 @@
 #include "absl/strings/str_split.h"
 #include "common/auth.h"
 #include "common/proto_json.h"
-#include "coordinator/store/design_store.h"
 #include "coordinator/fitting/fit_queries.h"
-#include "coordinator/spec/request_limits.h"
-#include "coordinator/store/store_reads.h"
 #include "coordinator/fitting/studies.h"
+#include "coordinator/spec/request_limits.h"
+#include "coordinator/store/design_store.h"
+#include "coordinator/store/store_reads.h"
 #include "glog/logging.h"
 
 namespace xmod {

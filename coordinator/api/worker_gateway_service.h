@@ -12,10 +12,10 @@
 #include <string>
 
 #include "common/credentials.h"
+#include "coordinator/api/worker_identity.h"
 #include "coordinator/metrics/coordinator_metrics.h"
 #include "coordinator/scheduling/scheduler.h"
 #include "coordinator/store/store.h"
-#include "coordinator/api/worker_identity.h"
 #include "xmod/v1/worker.grpc.pb.h"
 
 namespace xmod {

@@ -26,8 +26,8 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "coordinator/store/change_feed.h"
 #include "coordinator/metrics/coordinator_metrics.h"
+#include "coordinator/store/change_feed.h"
 #include "coordinator/store/store.h"
 
 namespace xmod {

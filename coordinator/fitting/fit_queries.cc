@@ -9,9 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "coordinator/fitting/studies.h"
 #include "coordinator/spec/request_limits.h"
 #include "coordinator/store/store_reads.h"
-#include "coordinator/fitting/studies.h"
 #include "fitter/db_source.h"
 #include "fitter/law.h"
 #include "fitter/observations.h"

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/fitting/studies.h"
 #include "coordinator/store/store_reads.h"
 #include "coordinator/store/store_writes.h"
-#include "coordinator/fitting/studies.h"
 #include "fitter/db_source.h"
 #include "fitter/study_fit.h"
 #include "glog/logging.h"

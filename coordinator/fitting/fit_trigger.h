@@ -19,16 +19,16 @@
 //
 // A fit. On the fit thread: the sweep's spec and state and, in the same read transaction of
 // a read-only store connection, the run curves through fitter::LoadSweepRuns (val/loss of the
-// canonical metric rows against training FLOPs), fitter::FitSweep seeded with the FitPlan's seed and bootstrap_samples,
-// then one row through the store's writer (Store::Write; the writer never waits for a fit).
-// Each run carries its grid label (GridSpec.label), which names its sweep of the paper's B.4
-// design (kxl, nact, axk; fitter::SweepRoleOfLabel): a sweep whose grids are so labelled is
-// fitted by sweep as B.5 prescribes (fitter/two_stage.h), any other by A.
-// While the sweep still has queued or running runs, a sparse run whose (L, backbone) group
-// has no succeeded dense run yet is left out: its reference is still coming (the provisional
-// fit uses the complete groups). A study's fit reads each member sweep so, gives every run of
-// a member its role (kxl, nact, axk; "design" keeps the labels), and is seeded with the
-// StudySpec's seed and bootstrap_samples; it counts as "still running" while any member does.
+// canonical metric rows against training FLOPs), fitter::FitSweep seeded with the FitPlan's seed
+// and bootstrap_samples, then one row through the store's writer (Store::Write; the writer never
+// waits for a fit). Each run carries its grid label (GridSpec.label), which names its sweep of the
+// paper's B.4 design (kxl, nact, axk; fitter::SweepRoleOfLabel): a sweep whose grids are so
+// labelled is fitted by sweep as B.5 prescribes (fitter/two_stage.h), any other by A. While the
+// sweep still has queued or running runs, a sparse run whose (L, backbone) group has no succeeded
+// dense run yet is left out: its reference is still coming (the provisional fit uses the complete
+// groups). A study's fit reads each member sweep so, gives every run of a member its role (kxl,
+// nact, axk; "design" keeps the labels), and is seeded with the StudySpec's seed and
+// bootstrap_samples; it counts as "still running" while any member does.
 //
 // What is stored (xmod_fits_total{result}, xmod_fit_seconds):
 //  - success: params, R², RMSE, MAE, n_obs, cv (JSON) and the binary Fit; result="ok".
@@ -68,8 +68,8 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
-#include "coordinator/store/store.h"
 #include "coordinator/spec/sweep_expansion.h"
+#include "coordinator/store/store.h"
 #include "fitter/sweep_fit.h"
 #include "prometheus/counter.h"
 #include "prometheus/histogram.h"

@@ -6,8 +6,8 @@
 
 #include "coordinator/metrics/coordinator_metrics.h"
 #include "coordinator/scheduling/scheduler.h"
-#include "coordinator/store/store_writes.h"
 #include "coordinator/spec/sweep_expansion.h"
+#include "coordinator/store/store_writes.h"
 #include "coordinator/tests/test_util.h"
 #include "gtest/gtest.h"
 #include "trainer_contract/exit_codes.h"

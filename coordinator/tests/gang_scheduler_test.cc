@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/scheduling/scheduler.h"
-#include "coordinator/store/store_reads.h"
 #include "coordinator/spec/sweep_expansion.h"
+#include "coordinator/store/store_reads.h"
 #include "coordinator/tests/test_util.h"
 #include "gtest/gtest.h"
 #include "trainer_contract/exit_codes.h"

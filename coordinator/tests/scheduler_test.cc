@@ -5,9 +5,9 @@
 #include "coordinator/scheduling/scheduler.h"
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/spec/sweep_expansion.h"
 #include "coordinator/store/store_reads.h"
 #include "coordinator/store/store_writes.h"
-#include "coordinator/spec/sweep_expansion.h"
 #include "coordinator/tests/test_util.h"
 #include "gtest/gtest.h"
 #include "trainer_contract/exit_codes.h"

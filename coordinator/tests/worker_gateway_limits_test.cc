@@ -12,9 +12,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
+#include "coordinator/api/worker_request_limits.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/tests/test_util.h"
-#include "coordinator/api/worker_request_limits.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "xmod/v1/coordinator.grpc.pb.h"

@@ -102,9 +102,9 @@ PlacementPlan Plan(const Row& row) {
                        PlacementClock{row.poller, kNow, kLeaseTtl, kHeartbeat});
 }
 
-std::vector<Row> Rows() {
+// Single-worker runs: on the poller only.
+std::vector<Row> SingleWorkerRows() {
   std::vector<Row> rows;
-  // --- Single-worker runs: on the poller only. ---
   rows.push_back({"single run takes the poller's first free slot",
                   {Single(7)},
                   {{1, 2, {1, 0}}},
@@ -151,7 +151,11 @@ std::vector<Row> Rows() {
                   1,
                   {},
                   Nothing({{7, {1}}})});
-  // --- Gangs across workers. ---
+  return rows;
+}
+
+std::vector<Row> GangRows() {
+  std::vector<Row> rows;
   rows.push_back({"a gang of 2 spans the poller (member 0, with its first port) and another",
                   {Gang(7, 2)},
                   {{1, 1, {0}, 5000, 5001}, {2, 1, {0}, 6000, 6000}},
@@ -182,7 +186,12 @@ std::vector<Row> Rows() {
                   1,
                   {"tcp://h1:5000"},
                   Nothing({{7, {1, 2}}})});
-  // --- Reservation of the head gang and backfill. ---
+  return rows;
+}
+
+// Reservation of the head gang, and backfill of runs that fit outside it.
+std::vector<Row> ReservationRows() {
+  std::vector<Row> rows;
   rows.push_back({"the head gang reserves the workers closest to fitting; the poller backfills",
                   {Gang(7, 2, 2), Single(8)},
                   {{1, 2, {0}, 5000, 5000}, {2, 2, {0}}, {3, 2, {0, 1}, 5000, 5000}},
@@ -213,7 +222,12 @@ std::vector<Row> Rows() {
                   1,
                   {},
                   Placed({8, {{1, {0}}}, 0})});
-  // --- Excluded workers. ---
+  return rows;
+}
+
+// Workers that are not ready, not live or too small.
+std::vector<Row> ExcludedWorkerRows() {
+  std::vector<Row> rows;
   rows.push_back({"a worker that stopped polling is not ready: the gang reserves instead",
                   {Gang(7, 2)},
                   {{1, 1, {0}, 5000, 5000}, {2, 1, {0}, 0, 0, false}},
@@ -235,14 +249,19 @@ std::vector<Row> Rows() {
   return rows;
 }
 
-TEST(PlacementTest, Table) {
-  for (const Row& row : Rows()) {
+void ExpectPlans(const std::vector<Row>& rows) {
+  for (const Row& row : rows) {
     const PlacementPlan plan = Plan(row);
     EXPECT_EQ(Describe(plan), Describe(row.expected)) << row.name;
     EXPECT_EQ(plan.placement, row.expected.placement) << row.name;
     EXPECT_EQ(plan.reservations, row.expected.reservations) << row.name;
   }
 }
+
+TEST(PlacementTest, SingleWorkerRuns) { ExpectPlans(SingleWorkerRows()); }
+TEST(PlacementTest, GangsAcrossWorkers) { ExpectPlans(GangRows()); }
+TEST(PlacementTest, ReservationAndBackfill) { ExpectPlans(ReservationRows()); }
+TEST(PlacementTest, ExcludedWorkers) { ExpectPlans(ExcludedWorkerRows()); }
 
 TEST(PlacementTest, AGangWithoutAFreePortSaysWhy) {
   Row row{"", {Gang(7, 2)}, {{1, 1, {0}, 5000, 5000}, {2, 1, {0}}}, 1, {"tcp://h1:5000"}, {}};

@@ -1,6 +1,8 @@
 // See live_state.h.
 #include "coordinator/scheduling/live_state.h"
 
+#include <utility>
+
 namespace xmod::scheduling {
 
 ResumeCheckpoint ResumeCheckpointOf(const xmod::v1::Checkpoint& stored) {
@@ -16,15 +18,15 @@ xmod::v1::ResumePoint ResumePointOf(const ResumeCheckpoint& checkpoint) {
   return point;
 }
 
-Member* MemberOn(AttemptEntry& attempt, int64_t worker_id) {
-  for (Member& member : attempt.members) {
+const Member* MemberOn(const AttemptEntry& attempt, int64_t worker_id) {
+  for (const Member& member : attempt.members) {
     if (member.worker_id == worker_id) return &member;
   }
   return nullptr;
 }
 
-const Member* MemberOn(const AttemptEntry& attempt, int64_t worker_id) {
-  return MemberOn(const_cast<AttemptEntry&>(attempt), worker_id);
+Member* MemberOn(AttemptEntry& attempt, int64_t worker_id) {
+  return const_cast<Member*>(MemberOn(std::as_const(attempt), worker_id));
 }
 
 void NoteCheckpoint(RunEntry& run, const ResumeCheckpoint& recorded) {

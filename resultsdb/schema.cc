@@ -378,6 +378,40 @@ CREATE TABLE counters (
   value INTEGER NOT NULL
 ) WITHOUT ROWID;
 )sql",
+    // Version 6: a gang's members as rows of their own (docs/results-database.md,
+    // "attempt_members"), back-filled from the attempts written before: their worker
+    // column lists the members' names comma-separated (member 0 first, whose id is
+    // attempts.worker_id; the others' ids are looked up by name) and their slots column
+    // each member's slot indices, the members ';'-separated ("0,1;0,1").
+    R"sql(
+CREATE TABLE attempt_members (
+  run_id INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  member INTEGER NOT NULL,            -- 0, 1, ...: member 0 runs rank 0
+  worker_id INTEGER REFERENCES workers(id),  -- NULL: no worker of that name is known
+  worker TEXT NOT NULL,               -- the worker's name
+  slots TEXT NOT NULL,                -- its slot indices, a JSON array: [0,1]
+  PRIMARY KEY (run_id, attempt, member),
+  FOREIGN KEY (run_id, attempt) REFERENCES attempts(run_id, attempt)
+) WITHOUT ROWID;
+INSERT INTO attempt_members (run_id, attempt, member, worker_id, worker, slots)
+WITH RECURSIVE split(run_id, attempt, member, worker_id, worker, slots, names_left,
+                     slots_left) AS (
+  SELECT run_id, attempt, -1, worker_id, '', '', worker || ',', slots || ';' FROM attempts
+  UNION ALL
+  SELECT run_id, attempt, member + 1, worker_id,
+         substr(names_left, 1, instr(names_left, ',') - 1),
+         substr(slots_left, 1, instr(slots_left, ';') - 1),
+         substr(names_left, instr(names_left, ',') + 1),
+         substr(slots_left, instr(slots_left, ';') + 1)
+  FROM split WHERE names_left <> ''
+)
+SELECT run_id, attempt, member,
+       CASE WHEN member = 0 THEN worker_id
+            ELSE (SELECT w.id FROM workers w WHERE w.name = split.worker) END,
+       worker, '[' || slots || ']'
+FROM split WHERE member >= 0;
+)sql",
 };
 
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);

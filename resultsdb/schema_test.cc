@@ -1,6 +1,7 @@
 // Schema tests: a database left at version 2 (0 and '' for missing values) upgrades to the
 // current version without losing a row, its placeholders turned into NULL and every real
-// value kept; the views work on the rebuilt tables; bad target versions are refused.
+// value kept; the views work on the rebuilt tables; a version-5 database's gang attempts
+// ("a,b" / "0;0" strings) become attempt_members rows; bad target versions are refused.
 #include "resultsdb/schema.h"
 
 #include <cstdio>
@@ -127,6 +128,68 @@ TEST(SchemaTest, Version2DatabaseUpgradesWithMissingValuesAsNull) {
                  "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name IN"
                  " ('runs_by_sweep', 'runs_by_state', 'fits_by_sweep', 'fits_by_study')"),
             "4");
+}
+
+// Attempts as a version-5 coordinator wrote them: run 1's gang on workers a and b (member 0
+// a, two slots each), then a single-worker attempt on b, and an attempt of a worker whose
+// row is gone.
+constexpr const char* kVersion5Attempts = R"sql(
+INSERT INTO sweeps (id, name, spec, created_ms) VALUES (1, 's', x'', 10);
+INSERT INTO runs (id, sweep_id, name, arch, k, seq_len, backbone, flop_budget,
+                  forward_flops_per_token, total_params, state, max_attempts, spec,
+                  created_ms)
+VALUES (1, 1, 'gang', 'DENSE', 1, 64, 'tiny', 1e12, 1, 1, 'RUNNING', 5, x'', 10);
+INSERT INTO workers (id, name, slots, registered_ms, last_seen_ms)
+VALUES (4, 'a', x'', 10, 10), (7, 'b', x'', 10, 10);
+INSERT INTO attempts (run_id, attempt, worker_id, worker, slots, started_ms, outcome,
+                      lease_expires_ms, rendezvous)
+VALUES (1, 1, 4, 'a,b', '0,1;1,0', 100, 'running', 200, 'tcp://a:29500'),
+       (1, 2, 7, 'b', '0', 100, 'running', 200, NULL),
+       (1, 3, 9, 'gone,c', '3;', 100, 'running', 200, NULL);
+)sql";
+
+// The rows of attempt_members as "attempt.member worker_id worker slots" lines.
+std::string Members(Db& db) {
+  absl::StatusOr<Stmt> stmt = db.Prepare(
+      "SELECT attempt, member, IFNULL(worker_id, 'NULL'), worker, slots FROM attempt_members"
+      " WHERE run_id = 1 ORDER BY attempt, member");
+  EXPECT_TRUE(stmt.ok()) << stmt.status();
+  if (!stmt.ok()) return "error";
+  std::string out;
+  while (true) {
+    absl::StatusOr<bool> row = stmt->Step();
+    EXPECT_TRUE(row.ok()) << row.status();
+    if (!row.ok() || !*row) break;
+    out += stmt->Text(0) + "." + stmt->Text(1) + " " + stmt->Text(2) + " " + stmt->Text(3) + " " +
+           stmt->Text(4) + "\n";
+  }
+  return out;
+}
+
+TEST(SchemaTest, Version5GangAttemptsUpgradeToMemberRows) {
+  auto db = OpenNew(DbPath("v5"));
+  ASSERT_NE(db, nullptr);
+  ASSERT_TRUE(MigrateTo(*db, 5).ok());
+  ASSERT_TRUE(db->Exec(kVersion5Attempts).ok());
+
+  ASSERT_TRUE(Migrate(*db).ok());
+  EXPECT_EQ(*SchemaVersion(*db), kSchemaVersion);
+  // Member 0's id is the attempt's worker_id; the others' are looked up by name (NULL when
+  // no worker has it). Slots become JSON arrays.
+  EXPECT_EQ(Members(*db),
+            "1.0 4 a [0,1]\n"
+            "1.1 7 b [1,0]\n"
+            "2.0 7 b [0]\n"
+            "3.0 9 gone [3]\n"
+            "3.1 NULL c []\n");
+  // The slots read back one per row, in order.
+  EXPECT_EQ(Cell(*db,
+                 "SELECT group_concat(s.value, ' ') FROM attempt_members m, json_each(m.slots) s"
+                 " WHERE m.run_id = 1 AND m.attempt = 1 AND m.member = 1"),
+            "1 0");
+  // The attempts rows are left as they were.
+  EXPECT_EQ(Cell(*db, "SELECT worker || ' ' || slots FROM attempts WHERE attempt = 1"),
+            "a,b 0,1;1,0");
 }
 
 TEST(SchemaTest, MissingValuesMayBeNullInAFreshDatabase) {

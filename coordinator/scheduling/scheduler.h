@@ -20,7 +20,7 @@
 // attempt (attempts.rendezvous), so a restart still holds the ports of running gangs, and a
 // gang whose ready hosts have every port held is not placed (it waits, PendingReason says
 // why, and it reserves workers as below) until an attempt holding one ends. Placement is all or
-// nothing: the attempt row is written once with every member (worker "a,b", slots "0;0"), the
+// nothing: the attempt is written once with every member (an attempt_members row each), the
 // polling worker gets its part at once and each other member when it next polls. Each member holds
 // its own lease; a member that does not take its part within gang_start_timeout_ms, a member's
 // lapsed lease, or a member's failed, preempted or cancelled FinishRun ends the attempt for all
@@ -59,17 +59,24 @@
 // clock only stamps stored times (the database holds wall-clock lease and backoff deadlines,
 // converted back to the monotonic clock by Create()).
 // Thread-safe.
+//
+// Parts: the Scheduler owns the lock and the memory (live_state.h) and calls on
+// placement.h (the policy, a pure function), leases.h (what a placement becomes: members,
+// parts, ports), retry_policy.h (how an ended attempt moves its run on) and
+// pending_changes.h (the rollback of a failed commit); its methods are spread by concept
+// over scheduler.cc, run_queue.cc, attempt_end.cc, ingest.cc and rebuild.cc. Its SQL is in
+// coordinator/store/ (scheduler_rows.h and the domain reads and writes).
 #ifndef XMOD_COORDINATOR_SCHEDULING_SCHEDULER_H_
 #define XMOD_COORDINATOR_SCHEDULING_SCHEDULER_H_
 
 #include <cstdint>
-#include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
-#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -78,29 +85,17 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "coordinator/metrics/coordinator_metrics.h"
+#include "coordinator/scheduling/live_state.h"
+#include "coordinator/scheduling/pending_changes.h"
+#include "coordinator/scheduling/placement.h"
+#include "coordinator/scheduling/retry_policy.h"
+#include "coordinator/scheduling/scheduler_options.h"
 #include "coordinator/store/change_feed.h"
 #include "coordinator/store/store.h"
 #include "xmod/v1/coordinator.pb.h"
 #include "xmod/v1/worker.pb.h"
 
 namespace xmod {
-
-struct SchedulerOptions {
-  int64_t lease_ttl_ms = 30000;
-  int64_t heartbeat_interval_ms = 2000;
-  // Backoff before retry n (n = failures so far): base * 2^(n-1), at most max.
-  int64_t backoff_base_ms = 2000;
-  int64_t backoff_max_ms = 120000;
-  // Each run checkpoints into <checkpoint_root>/sweep-<S>/run-<R>.
-  std::string checkpoint_root = "checkpoints";
-  // Lost leases (lease expiry, a worker re-registering without the attempt) requeue the run
-  // at once without counting against max_attempts; past this many since the scheduler
-  // started or the run was resumed, the run FAILs instead, so it cannot loop forever.
-  int max_lost_attempts = 20;
-  // A gang member that has not taken its part (AcquireRun) this long after the placement
-  // ends the attempt as lost and releases every member.
-  int64_t gang_start_timeout_ms = 30000;
-};
 
 class Scheduler {
  public:
@@ -182,132 +177,44 @@ class Scheduler {
   int64_t BackoffMillis(int failures) const;
 
  private:
-  struct Checkpoint {
-    int64_t step = 0;
-    std::string path;
-    std::string sha256;
-    int64_t bytes = 0;
+  using AttemptKey = scheduling::AttemptKey;
+  using Touched = scheduling::Touched;
+  using Retry = scheduling::Retry;
+  // What a heartbeat changes, gathered under the lock and applied once stored.
+  struct HeartbeatWork {
+    std::vector<Store::WriteFn> writes;
+    std::vector<Touched> touched;
+    std::vector<AttemptKey> renewed;  // leases to extend once the renewal is stored
+    std::vector<std::pair<int64_t, xmod::v1::Progress>> progress_gauges;  // by run id
+    std::set<AttemptKey> listed;  // the attempts the worker runs
   };
-  struct RunEntry {
-    int64_t sweep_id = 0;
-    int priority = 0;
-    xmod::v1::RunState state = xmod::v1::QUEUED;
-    int attempts = 0;
-    int failures = 0;
-    int max_attempts = 0;
-    int oom_failures = 0;       // out-of-memory failures since submission or the last resume
-    int64_t not_before_ms = 0;  // monotonic
-    int current_attempt = 0;    // open attempt, 0 = none
-    std::string name;
-    xmod::v1::RunSpec spec;
-    std::optional<Checkpoint> latest_checkpoint;
-    // The good recorded checkpoint just older than latest_checkpoint: the fallback of a
-    // resume (Assignment.fallbacks) should the newest fail verification.
-    std::optional<Checkpoint> previous_checkpoint;
-    int lost = 0;  // lost leases since the scheduler started or the run was resumed
-    // Why the queued run was last passed over, where known (PendingReason); memory only.
-    std::string pending_reason;
-  };
-  // One worker's share of an attempt (the only one, unless the run is a gang).
-  struct Member {
-    int64_t worker_id = 0;
-    std::string worker;
-    int64_t worker_epoch = 0;      // the worker's registration count when it took its part
-    int64_t lease_expires_ms = 0;  // monotonic
-    std::vector<int32_t> slots;
-    bool delivered = true;  // the worker has its part (gang members get it when they poll)
-  };
-  struct AttemptEntry {
-    std::vector<Member> members;  // members[0] runs rank 0: metrics and checkpoints
-    int64_t acked_seq = -1;       // highest seq with every earlier point durable (-1 = none)
-    // A gang's parts, built at placement (members[i] gets parts[i]); empty otherwise.
-    std::vector<xmod::v1::Assignment> parts;
-    // A gang's TCPStore address ("tcp://host:port", stored with the attempt); empty otherwise.
-    // No two open attempts hold the same one.
-    std::string rendezvous;
-  };
-  struct WorkerEntry {
-    std::string name;
-    std::vector<xmod::v1::Slot> slots;
-    int64_t last_seen_ms = 0;  // monotonic
-    int64_t epoch = 0;         // registrations seen by this coordinator process
-    std::string host;          // advertised address (RegisterRequest.advertise_host)
-    int32_t port_first = 0;    // rendezvous ports it declared (0 = none)
-    int32_t port_last = 0;
-    int32_t next_port = 0;  // the next one to hand out, round robin
-    // Free slots as of its last AcquireRun, less those leased since; meaningful while it
-    // polls (polling > 0) or stopped polling at most a heartbeat interval ago.
-    std::vector<int32_t> free_slots;
-    int polling = 0;
-    int64_t poll_ended_ms = 0;  // monotonic
-  };
-  // Where a run goes: one worker's slots per member (member 0 first).
-  struct Placement {
-    int64_t run_id = 0;
-    std::vector<std::pair<int64_t, std::vector<int32_t>>> members;  // (worker id, slots)
-    int32_t port = 0;  // a gang's rendezvous port on member 0, free when planned
-  };
-  using QueueKey = std::tuple<int, int64_t, int64_t>;  // (-priority, sweep, run)
-  using AttemptKey = std::pair<int64_t, int>;          // (run, attempt)
-  // A change to publish once its write committed.
-  struct Touched {
-    int64_t sweep_id;
-    int64_t run_id;
+  // Why a run ended early, for its censored_runs row (StopEarly).
+  struct Censoring {
+    double flops = 0;
+    double live_delta = 0;
+    std::string reason;
   };
 
   Scheduler(Store* store, Clock* clock, ChangeFeed* feed, CoordinatorMetrics* metrics,
             const SchedulerOptions& options);
+  // Rebuilds memory from the database (rebuild.cc).
   absl::Status Rebuild();
 
-  // The policy (header comment): the first run to place for `poller`, if any, scanning the
-  // queue in order. `next_ready` gets the earliest backoff end among runs not yet ready.
-  std::optional<Placement> PlanLocked(int64_t poller, int64_t mono, int64_t* next_ready)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The rendezvous addresses open gangs hold.
-  std::set<std::string> HeldRendezvousLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The first port of `worker`'s declared range, round robin from its next_port, whose
-  // address is not in `held`; nullopt when it declared none or every one is held.
-  static std::optional<int32_t> FreePort(const WorkerEntry& worker,
-                                         const std::set<std::string>& held);
-  // Why a gang with enough ready workers (`ready`) has no member 0: none of them has a free
-  // rendezvous port.
-  std::string NoPortReasonLocked(const std::vector<int64_t>& ready) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether `worker` is live and polling (its free slots are current).
-  bool AvailableLocked(const WorkerEntry& worker, int64_t mono) const
+  // The policy (header comment; scheduling::PlanPlacement) for `poller` at monotonic `mono`:
+  // the run to place, if any; applies the plan's pending reasons. `next_ready` gets the
+  // earliest backoff end among runs not yet ready.
+  std::optional<scheduling::Placement> PlanLocked(int64_t poller, int64_t mono, int64_t* next_ready)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts attempt `run.attempts + 1` of `placement` (memory, then one commit): the
   // assignments of its members, member 0's first. `arrived` is when the poller's request
   // arrived (monotonic).
-  absl::StatusOr<std::vector<xmod::v1::Assignment>> LeaseLocked(const Placement& placement,
-                                                                int64_t arrived, int64_t* sweep_id)
+  absl::StatusOr<std::vector<xmod::v1::Assignment>> LeaseLocked(
+      const scheduling::Placement& placement, int64_t arrived, int64_t* sweep_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A gang part placed for `worker_id` that it has not taken yet: marks it taken (its lease
-  // starts at `arrived`) and returns it.
-  std::optional<xmod::v1::Assignment> TakePartLocked(int64_t worker_id, int64_t arrived)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The member of `attempt` on `worker_id`, or null.
-  static Member* MemberOn(AttemptEntry& attempt, int64_t worker_id);
-
-  // The memory an operation changed, saved before the change so that a failed commit can put
-  // it back, and what to do once the commit succeeded.
-  struct Change {
-    std::map<int64_t, std::optional<RunEntry>> runs;  // nullopt: the run was not in memory
-    std::map<AttemptKey, std::optional<AttemptEntry>> attempts;
-    std::vector<std::string> ended_runs;  // for the running-runs gauge
-  };
-  // How an ended attempt moves its run on.
-  enum class Retry {
-    kRequeue,  // at once, not counted as a failure (preempted)
-    kFailure,  // with backoff, counted; FAILED once max_attempts failures are reached
-    kNever,    // FAILED now: a retry would fail the same way
-  };
-  // Save the entry (present or not) into `change` the first time it is named.
-  void SaveLocked(Change& change, int64_t run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void SaveLocked(Change& change, const AttemptKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Commits `writes` as one transaction and waits, holding mu_. On success publishes the
   // change's side effects; on failure restores the saved memory and returns the error.
-  absl::Status CommitLocked(std::vector<Store::WriteFn> writes, const Change& change)
+  absl::Status CommitLocked(std::vector<Store::WriteFn> writes,
+                            const scheduling::PendingChanges& change)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Ends the open attempt `key` with `outcome` and moves its run on by `retry`: requeue,
@@ -316,24 +223,38 @@ class Scheduler {
   void EndAttemptLocked(const AttemptKey& key, const std::string& outcome, Retry retry,
                         int exit_code, const std::string& error, int64_t now, int64_t mono,
                         std::vector<Store::WriteFn>* writes, std::vector<Touched>* touched,
-                        Change* change) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void EnqueueLocked(int64_t run_id, RunEntry& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                        scheduling::PendingChanges* change) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // FinishRun of a member of open attempt `key`: the outcome stored, its retry and error
+  // (a success with metric points missing is a retryable failure).
+  Retry FinishRetryLocked(const xmod::v1::FinishRunRequest& request, const AttemptKey& key,
+                          size_t member, std::string* outcome, std::string* error,
+                          scheduling::PendingChanges* change) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The open attempts whose lease lapsed at monotonic `mono`, each with why.
+  std::vector<std::pair<AttemptKey, std::string>> LapsedLocked(int64_t mono) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EnqueueLocked(int64_t run_id, scheduling::RunEntry& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues runs just stored for `sweep_id` and tells watchers.
   void QueueStored(int64_t sweep_id, const std::vector<xmod::v1::Run>& runs);
-  // Why a run ended early, for its censored_runs row (StopEarly).
-  struct Censoring {
-    double flops = 0;
-    double live_delta = 0;
-    std::string reason;
-  };
   // CancelRun, or StopEarly with `censoring`.
   absl::Status EndRunByUser(int64_t run_id, std::optional<Censoring> censoring);
-  // The retry policy of a FAILED outcome with `exit_code` for `run`; counts an
-  // out-of-memory failure on the run.
-  Retry RetryOfFailure(RunEntry& run, int exit_code) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The retry of attempt `key` lost with its lease: a requeue that is not a failure, until
-  // the run lost max_lost_attempts leases. Counts the loss on the run (saved in `change`).
-  Retry LostRetryLocked(const AttemptKey& key, Change* change) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Requeues a terminal run loaded from the database (ResumeRun / RetryFailed).
+  absl::Status Requeue(const xmod::v1::Run& run,
+                       std::optional<scheduling::ResumeCheckpoint> checkpoint);
+
+  // Heartbeat: renews the leases of the listed attempts the worker still holds, orders
+  // KILL for the others and STOP for cancelled runs, and notes member 0's progress.
+  void RenewListedLocked(const xmod::v1::HeartbeatRequest& request, int64_t now,
+                         HeartbeatWork* work, xmod::v1::HeartbeatResponse* response)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After a re-registration of `worker_id`, the attempts begun earlier that it no longer
+  // lists (ended with the worker's previous life).
+  std::vector<AttemptKey> OrphanedLocked(int64_t worker_id,
+                                         const std::set<AttemptKey>& listed) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The renewals and progress of a stored heartbeat, taking effect now.
+  void ApplyHeartbeatLocked(int64_t worker_id, int64_t mono, const HeartbeatWork& work)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // ReportCheckpoint's path: inside the run's CheckpointDir, lexically always, and on the
   // file system (no symlink out of it, a regular file of the reported bytes) where this
   // machine sees the folder (common/confined_path.h). INVALID_ARGUMENT naming `path`.
@@ -342,13 +263,19 @@ class Scheduler {
   // reporting worker (its gang's member 0).
   absl::Status CheckCurrentLocked(const xmod::v1::ReportCheckpointRequest& request) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  static Checkpoint CheckpointOf(const xmod::v1::Checkpoint& stored);
-  static xmod::v1::ResumePoint ResumePointOf(const Checkpoint& checkpoint);
+  // A refused resume candidate: forgets it and notes the fallback on the attempt; the
+  // run's checkpoints left go to `remaining`.
+  std::future<absl::Status> RejectCheckpointLocked(
+      const xmod::v1::ReportCheckpointRequest& request, int64_t now,
+      std::shared_ptr<std::vector<xmod::v1::Checkpoint>> remaining)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A new checkpoint of the current attempt: records it, keeping the two newest.
+  std::future<absl::Status> RecordCheckpointLocked(const xmod::v1::ReportCheckpointRequest& request,
+                                                   int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // <checkpoint_root>/sweep-<S>/run-<R>: the folder of a run's checkpoints (RunSpec
   // checkpoint_dir), the only place ReportCheckpoint accepts them from.
   std::string CheckpointDir(int64_t sweep_id, int64_t run_id) const;
-  // Requeues a terminal run loaded from the database (ResumeRun / RetryFailed).
-  absl::Status Requeue(const xmod::v1::Run& run, std::optional<Checkpoint> checkpoint);
   // Queues `writes` as one closure (one transaction) and returns its future.
   std::future<absl::Status> Submit(std::vector<Store::WriteFn> writes);
   void Publish(const std::vector<Touched>& touched);
@@ -362,10 +289,7 @@ class Scheduler {
   absl::Mutex mu_;
   absl::CondVar queue_changed_;  // signalled when a run is queued or at shutdown
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
-  std::map<int64_t, RunEntry> runs_ ABSL_GUARDED_BY(mu_);  // queued, running, or stopping
-  std::set<QueueKey> queue_ ABSL_GUARDED_BY(mu_);
-  std::map<AttemptKey, AttemptEntry> attempts_ ABSL_GUARDED_BY(mu_);
-  std::map<int64_t, WorkerEntry> workers_ ABSL_GUARDED_BY(mu_);
+  scheduling::LiveState live_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace xmod

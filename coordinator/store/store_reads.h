@@ -67,48 +67,6 @@ absl::StatusOr<LatestFits> LoadLatestFits(Db& db, int64_t sweep_id);
 // The same for a study's fits (rows with study_id set; studies.h).
 absl::StatusOr<LatestFits> LoadLatestStudyFits(Db& db, int64_t study_id);
 
-// What the scheduler rebuilds from after a restart.
-struct OpenAttempt {
-  int64_t run_id = 0;
-  int attempt = 0;
-  int64_t worker_id = 0;
-  int64_t lease_expires_ms = 0;
-  int64_t max_seq = -1;    // highest stored metric seq (-1 = none)
-  std::string worker;      // member names, comma-separated (one unless a gang)
-  std::string slots;       // each member's slots, ';'-separated, e.g. "0,1" or "0;0"
-  std::string rendezvous;  // a gang's TCPStore address; empty otherwise
-};
-struct RunQueueEntry {
-  int64_t run_id = 0;
-  int64_t sweep_id = 0;
-  int priority = 0;
-  xmod::v1::RunState state = xmod::v1::QUEUED;
-  int attempts = 0;
-  int failures = 0;
-  int max_attempts = 0;
-  int64_t not_before_ms = 0;
-  std::string name;
-  xmod::v1::RunSpec spec;
-  std::optional<xmod::v1::Checkpoint> latest_checkpoint;
-};
-struct WorkerRow {
-  int64_t id = 0;
-  std::string name;
-  std::vector<xmod::v1::Slot> slots;
-  int64_t last_seen_ms = 0;
-  std::string advertise_host;  // for gangs, as registered
-  int32_t rendezvous_port_first = 0;
-  int32_t rendezvous_port_last = 0;
-};
-struct SchedulerSnapshot {
-  std::vector<RunQueueEntry> runs;         // runs QUEUED or RUNNING, and runs with an
-                                           // open attempt in any state
-  std::vector<OpenAttempt> open_attempts;  // attempts with ended_ms NULL
-  std::vector<WorkerRow> workers;
-  std::map<std::string, int64_t> counters;  // the counters table (AddToCounter)
-};
-absl::StatusOr<SchedulerSnapshot> LoadSchedulerSnapshot(Db& db);
-
 }  // namespace xmod
 
 #endif  // XMOD_COORDINATOR_STORE_STORE_READS_H_

@@ -4,7 +4,8 @@
 // does not take its part releases the gang, the loss of any member ends the attempt for all
 // and the run resumes on a fresh gang, reports are fenced per attempt, open gangs survive
 // a restart, and no two open gangs share a rendezvous address (an exhausted port range
-// makes a gang wait; a restart keeps the ports of running gangs).
+// makes a gang wait; a restart keeps the ports of running gangs), and a gang's members are
+// stored as rows of attempt_members.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -474,6 +475,37 @@ TEST_F(GangSchedulerTest, OpenGangSurvivesARestart) {
   EXPECT_EQ(retry->attempt(), 2);
   EXPECT_EQ(retry->gang().rendezvous(), "tcp://host-b:29500");
   EXPECT_EQ(Acquire(a)->gang().host(), "host-a");
+}
+
+TEST_F(GangSchedulerTest, AGangsMembersAreRowsOfAttemptMembers) {
+  const int64_t run = Submit(/*ranks=*/4, /*per_worker=*/2)[0];
+  const int64_t a = RegisterWorker("a", /*slots=*/2);
+  const int64_t b = RegisterWorker("b", /*slots=*/2);
+  EXPECT_FALSE(Acquire(a, {1, 0}).has_value());
+  ASSERT_TRUE(Acquire(b, {0, 1}).has_value());
+  std::string members;
+  ASSERT_TRUE(store_
+                  ->Read([&](Db& db) {
+                    absl::StatusOr<Stmt> stmt = db.Prepare(
+                        "SELECT member, worker_id, worker, slots FROM attempt_members"
+                        " WHERE run_id = ? AND attempt = 1 ORDER BY member");
+                    if (!stmt.ok()) return stmt.status();
+                    stmt->Bind(1, run);
+                    while (true) {
+                      absl::StatusOr<bool> row = stmt->Step();
+                      if (!row.ok()) return row.status();
+                      if (!*row) return absl::OkStatus();
+                      absl::StrAppend(&members, stmt->Int(0), " ", stmt->Int(1), " ", stmt->Text(2),
+                                      " ", stmt->Text(3), "; ");
+                    }
+                  })
+                  .ok());
+  // The poller b is member 0; a's slots are in the order it listed them free.
+  EXPECT_EQ(members, absl::StrCat("0 ", b, " b [0,1]; 1 ", a, " a [1,0]; "));
+  // The attempts row keeps the joined names and slot lists for user queries.
+  EXPECT_EQ(FirstAttemptColumn(run, "worker"), "b,a");
+  EXPECT_EQ(SlotsOfFirstAttempt(run), "0,1;1,0");
+  EXPECT_EQ(FirstAttemptColumn(run, "worker_id"), absl::StrCat(b));
 }
 
 }  // namespace

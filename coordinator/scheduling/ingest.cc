@@ -1,5 +1,5 @@
-// See scheduler.h. This file: worker registration, heartbeats (lease renewal, orders,
-// progress) and ingest of metric points and checkpoints.
+// See scheduler.h. This file: what workers report — registration, heartbeats (lease renewal,
+// orders, progress) and ingest of metric points and checkpoints.
 #include <algorithm>
 #include <memory>
 #include <set>
@@ -12,6 +12,12 @@
 #include "glog/logging.h"
 
 namespace xmod {
+
+using scheduling::AttemptEntry;
+using scheduling::Member;
+using scheduling::PendingChanges;
+using scheduling::RunEntry;
+using scheduling::WorkerEntry;
 
 absl::StatusOr<xmod::v1::RegisterResponse> Scheduler::Register(
     const xmod::v1::RegisterRequest& request) {
@@ -54,7 +60,7 @@ absl::StatusOr<xmod::v1::RegisterResponse> Scheduler::Register(
   if (!status.ok()) return status;
   {
     absl::MutexLock lock(&mu_);
-    WorkerEntry& worker = workers_[worker_id];
+    WorkerEntry& worker = live_.workers[worker_id];
     worker.name = request.worker_name();
     worker.slots.assign(request.slots().begin(), request.slots().end());
     worker.last_seen_ms = clock_->MonotonicMillis();
@@ -75,125 +81,143 @@ absl::StatusOr<xmod::v1::RegisterResponse> Scheduler::Register(
   return response;
 }
 
+namespace {
+
+void AddOrder(xmod::v1::HeartbeatResponse* response, const xmod::v1::RunningAttempt& running,
+              xmod::v1::OrderAction action) {
+  xmod::v1::Order* order = response->add_orders();
+  order->set_run_id(running.run_id());
+  order->set_attempt(running.attempt());
+  order->set_action(action);
+}
+
+}  // namespace
+
+void Scheduler::RenewListedLocked(const xmod::v1::HeartbeatRequest& request, int64_t now,
+                                  HeartbeatWork* work, xmod::v1::HeartbeatResponse* response) {
+  const int64_t worker_id = request.worker_id();
+  for (const xmod::v1::RunningAttempt& running : request.running()) {
+    const AttemptKey key{running.run_id(), running.attempt()};
+    work->listed.insert(key);
+    auto attempt = live_.attempts.find(key);
+    auto run = live_.runs.find(running.run_id());
+    const Member* member = attempt == live_.attempts.end()
+                               ? nullptr
+                               : scheduling::MemberOn(attempt->second, worker_id);
+    if (member == nullptr || run == live_.runs.end() ||
+        run->second.current_attempt != running.attempt()) {
+      // Lost, finished or someone else's: the child must stop at once, writing nothing
+      // (another attempt may own the run now).
+      AddOrder(response, running, xmod::v1::KILL);
+      continue;
+    }
+    work->renewed.push_back(key);
+    work->writes.push_back([key, expires = now + options_.lease_ttl_ms](Db& db) {
+      return RenewLease(db, key.first, key.second, expires);
+    });
+    if (run->second.state == xmod::v1::CANCELLED) {
+      AddOrder(response, running, xmod::v1::STOP);
+    } else if (running.has_progress() && member == &attempt->second.members.front()) {
+      // Only member 0 runs rank 0, whose events carry the progress.
+      const xmod::v1::Progress& progress = running.progress();
+      // Losses come from durable metric points (ReportMetrics); a heartbeat's snapshot
+      // can predate the last evaluation, so it moves only the position and the rate.
+      xmod::v1::Progress position = progress;
+      position.clear_train_loss();
+      position.clear_val_loss();
+      work->writes.push_back([run_id = running.run_id(), position](Db& db) {
+        return UpdateProgress(db, run_id, position);
+      });
+      work->touched.push_back({run->second.sweep_id, running.run_id()});
+      work->progress_gauges.emplace_back(running.run_id(), progress);
+    }
+  }
+}
+
+std::vector<Scheduler::AttemptKey> Scheduler::OrphanedLocked(
+    int64_t worker_id, const std::set<AttemptKey>& listed) const {
+  const int64_t epoch = live_.workers.at(worker_id).epoch;
+  std::vector<AttemptKey> orphaned;
+  for (const auto& [key, attempt] : live_.attempts) {
+    const Member* member = scheduling::MemberOn(attempt, worker_id);
+    if (member != nullptr && member->delivered && member->worker_epoch < epoch &&
+        listed.count(key) == 0) {
+      orphaned.push_back(key);
+    }
+  }
+  return orphaned;
+}
+
+void Scheduler::ApplyHeartbeatLocked(int64_t worker_id, int64_t mono, const HeartbeatWork& work) {
+  // Renewals take effect once stored. An attempt that ended meanwhile stays ended.
+  auto worker = live_.workers.find(worker_id);
+  if (worker != live_.workers.end()) {
+    worker->second.last_seen_ms = std::max(worker->second.last_seen_ms, mono);
+    for (const AttemptKey& key : work.renewed) {
+      auto attempt = live_.attempts.find(key);
+      Member* member = attempt == live_.attempts.end()
+                           ? nullptr
+                           : scheduling::MemberOn(attempt->second, worker_id);
+      if (member == nullptr) continue;
+      member->lease_expires_ms = std::max(member->lease_expires_ms, mono + options_.lease_ttl_ms);
+      // Listed attempts now belong to the current registration.
+      member->worker_epoch = worker->second.epoch;
+    }
+  }
+  // Under the lock that ends runs (CommitLocked), so a heartbeat in flight when its run
+  // finished cannot bring the run's series back.
+  if (metrics_ == nullptr) return;
+  for (const auto& [run_id, progress] : work.progress_gauges) {
+    auto run = live_.runs.find(run_id);
+    if (run == live_.runs.end() || run->second.state != xmod::v1::RUNNING) continue;
+    metrics_->SetRunProgress(run->second.name, progress.flops(), progress.train_loss());
+  }
+}
+
 absl::StatusOr<xmod::v1::HeartbeatResponse> Scheduler::Heartbeat(
     const xmod::v1::HeartbeatRequest& request) {
   const int64_t now = clock_->NowMillis();
   const int64_t mono = clock_->MonotonicMillis();
   xmod::v1::HeartbeatResponse response;
-  std::vector<Store::WriteFn> writes;
-  std::vector<Touched> touched;
-  std::vector<AttemptKey> renewed;  // leases to extend once the renewal is stored
-  std::vector<std::pair<int64_t, xmod::v1::Progress>> progress_gauges;  // by run id
+  HeartbeatWork work;
   std::future<absl::Status> done;
   absl::Status status;
   bool committed = false;
   const int64_t worker_id = request.worker_id();
   {
     absl::MutexLock lock(&mu_);
-    auto worker = workers_.find(worker_id);
-    if (worker == workers_.end()) {
+    if (live_.workers.count(worker_id) == 0) {
       response.set_reregister(true);
       return response;
     }
-    writes.push_back([worker_id, now](Db& db) { return TouchWorker(db, worker_id, now); });
+    work.writes.push_back([worker_id, now](Db& db) { return TouchWorker(db, worker_id, now); });
     // Renewals are kept in memory after the commit: lease_ttl_ms from later than the arrival.
     response.set_lease_ttl_ms(options_.lease_ttl_ms);
-
-    std::set<AttemptKey> listed;
-    for (const xmod::v1::RunningAttempt& running : request.running()) {
-      const AttemptKey key{running.run_id(), running.attempt()};
-      listed.insert(key);
-      auto attempt = attempts_.find(key);
-      auto run = runs_.find(running.run_id());
-      const Member* member =
-          attempt == attempts_.end() ? nullptr : MemberOn(attempt->second, worker_id);
-      if (member == nullptr || run == runs_.end() ||
-          run->second.current_attempt != running.attempt()) {
-        // Lost, finished or someone else's: the child must stop at once, writing nothing
-        // (another attempt may own the run now).
-        xmod::v1::Order* order = response.add_orders();
-        order->set_run_id(running.run_id());
-        order->set_attempt(running.attempt());
-        order->set_action(xmod::v1::KILL);
-        continue;
-      }
-      renewed.push_back(key);
-      writes.push_back([key, expires = now + options_.lease_ttl_ms](Db& db) {
-        return RenewLease(db, key.first, key.second, expires);
-      });
-      if (run->second.state == xmod::v1::CANCELLED) {
-        xmod::v1::Order* order = response.add_orders();
-        order->set_run_id(running.run_id());
-        order->set_attempt(running.attempt());
-        order->set_action(xmod::v1::STOP);
-      } else if (running.has_progress() && member == &attempt->second.members.front()) {
-        // Only member 0 runs rank 0, whose events carry the progress.
-        xmod::v1::Progress progress = running.progress();
-        // Losses come from durable metric points (ReportMetrics); a heartbeat's snapshot
-        // can predate the last evaluation, so it moves only the position and the rate.
-        xmod::v1::Progress position = progress;
-        position.clear_train_loss();
-        position.clear_val_loss();
-        writes.push_back([run_id = running.run_id(), position](Db& db) {
-          return UpdateProgress(db, run_id, position);
-        });
-        touched.push_back({run->second.sweep_id, running.run_id()});
-        progress_gauges.emplace_back(running.run_id(), progress);
-      }
-    }
+    RenewListedLocked(request, now, &work, &response);
     // After a re-registration, attempts begun earlier that the worker no longer lists ended
     // with the worker's previous life. Ending them changes the queue: committed under the
     // lock, memory kept only if the commit succeeds.
-    std::vector<AttemptKey> orphaned;
-    for (auto& [key, attempt] : attempts_) {
-      const Member* member = MemberOn(attempt, worker_id);
-      if (member != nullptr && member->delivered && member->worker_epoch < worker->second.epoch &&
-          listed.count(key) == 0) {
-        orphaned.push_back(key);
-      }
-    }
+    const std::vector<AttemptKey> orphaned = OrphanedLocked(worker_id, work.listed);
     if (!orphaned.empty()) {
-      Change change;
+      PendingChanges change;
       for (const AttemptKey& key : orphaned) {
-        const Retry retry = LostRetryLocked(key, &change);
+        const Retry retry = scheduling::RetryOfLoss(live_, key, options_, change);
         EndAttemptLocked(key, "lost", retry, 0, "worker re-registered without it", now, mono,
-                         &writes, &touched, &change);
+                         &work.writes, &work.touched, &change);
       }
-      status = CommitLocked(std::move(writes), change);
+      status = CommitLocked(std::move(work.writes), change);
       committed = true;
     } else {
-      done = Submit(std::move(writes));
+      done = Submit(std::move(work.writes));
     }
   }
   if (!committed) status = done.get();
   if (!status.ok()) return status;
   {
-    // Renewals take effect once stored. An attempt that ended meanwhile stays ended.
     absl::MutexLock lock(&mu_);
-    auto worker = workers_.find(worker_id);
-    if (worker != workers_.end()) {
-      worker->second.last_seen_ms = std::max(worker->second.last_seen_ms, mono);
-      for (const AttemptKey& key : renewed) {
-        auto attempt = attempts_.find(key);
-        Member* member =
-            attempt == attempts_.end() ? nullptr : MemberOn(attempt->second, worker_id);
-        if (member == nullptr) continue;
-        member->lease_expires_ms = std::max(member->lease_expires_ms, mono + options_.lease_ttl_ms);
-        // Listed attempts now belong to the current registration.
-        member->worker_epoch = worker->second.epoch;
-      }
-    }
-    // Under the lock that ends runs (CommitLocked), so a heartbeat in flight when its run
-    // finished cannot bring the run's series back.
-    if (metrics_ != nullptr) {
-      for (const auto& [run_id, progress] : progress_gauges) {
-        auto run = runs_.find(run_id);
-        if (run == runs_.end() || run->second.state != xmod::v1::RUNNING) continue;
-        metrics_->SetRunProgress(run->second.name, progress.flops(), progress.train_loss());
-      }
-    }
+    ApplyHeartbeatLocked(worker_id, mono, work);
   }
-  Publish(touched);
+  Publish(work.touched);
   return response;
 }
 
@@ -211,9 +235,9 @@ absl::StatusOr<xmod::v1::ReportMetricsResponse> Scheduler::ReportMetrics(
   {
     absl::MutexLock lock(&mu_);
     const AttemptKey key{request.run_id(), request.attempt()};
-    auto attempt = attempts_.find(key);
-    auto run = runs_.find(request.run_id());
-    if (attempt == attempts_.end() || run == runs_.end() ||
+    auto attempt = live_.attempts.find(key);
+    auto run = live_.runs.find(request.run_id());
+    if (attempt == live_.attempts.end() || run == live_.runs.end() ||
         run->second.current_attempt != request.attempt() ||
         attempt->second.members.front().worker_id != request.worker_id()) {
       response.set_stale(true);
@@ -255,14 +279,14 @@ absl::StatusOr<xmod::v1::ReportMetricsResponse> Scheduler::ReportMetrics(
   if (absl::Status s = done.get(); !s.ok()) return s;
   {
     absl::MutexLock lock(&mu_);
-    auto attempt = attempts_.find({request.run_id(), request.attempt()});
-    if (attempt != attempts_.end()) {
+    auto attempt = live_.attempts.find({request.run_id(), request.attempt()});
+    if (attempt != live_.attempts.end()) {
       attempt->second.acked_seq = std::max(attempt->second.acked_seq, acked);
     }
     if (metrics_ != nullptr) {
       metrics_->AddMetricPoints(n);
-      auto run = runs_.find(request.run_id());
-      if (run != runs_.end() && run->second.state == xmod::v1::RUNNING) {
+      auto run = live_.runs.find(request.run_id());
+      if (run != live_.runs.end() && run->second.state == xmod::v1::RUNNING) {
         metrics_->SetRunProgress(run_name, progress.flops(), progress.train_loss());
       }
     }
@@ -273,9 +297,9 @@ absl::StatusOr<xmod::v1::ReportMetricsResponse> Scheduler::ReportMetrics(
 }
 
 absl::Status Scheduler::CheckCurrentLocked(const xmod::v1::ReportCheckpointRequest& request) const {
-  auto attempt = attempts_.find(AttemptKey{request.run_id(), request.attempt()});
-  auto run = runs_.find(request.run_id());
-  if (attempt == attempts_.end() || run == runs_.end() ||
+  auto attempt = live_.attempts.find(AttemptKey{request.run_id(), request.attempt()});
+  auto run = live_.runs.find(request.run_id());
+  if (attempt == live_.attempts.end() || run == live_.runs.end() ||
       run->second.current_attempt != request.attempt() ||
       attempt->second.members.front().worker_id != request.worker_id()) {
     return absl::FailedPreconditionError(absl::StrCat("attempt ", request.attempt(), " of run ",
@@ -291,7 +315,7 @@ absl::Status Scheduler::CheckReportedPath(const xmod::v1::ReportCheckpointReques
     // wrong, which a worker takes as a refusal of that one report.
     absl::MutexLock lock(&mu_);
     if (absl::Status s = CheckCurrentLocked(request); !s.ok()) return s;
-    sweep_id = runs_.at(request.run_id()).sweep_id;
+    sweep_id = live_.runs.at(request.run_id()).sweep_id;
   }
   // The file-system checks run outside the lock: the folder may be on network storage.
   const std::string dir = CheckpointDir(sweep_id, request.run_id());
@@ -300,40 +324,28 @@ absl::Status Scheduler::CheckReportedPath(const xmod::v1::ReportCheckpointReques
   return status;
 }
 
-absl::Status Scheduler::ReportCheckpoint(const xmod::v1::ReportCheckpointRequest& request) {
-  if (request.path().empty()) return absl::InvalidArgumentError("path: must not be empty");
-  if (request.step() < 0) return absl::InvalidArgumentError("step: must be >= 0");
-  if (request.rejected().empty()) {
-    if (absl::Status s = CheckReportedPath(request); !s.ok()) return s;
+std::future<absl::Status> Scheduler::RejectCheckpointLocked(
+    const xmod::v1::ReportCheckpointRequest& request, int64_t now,
+    std::shared_ptr<std::vector<xmod::v1::Checkpoint>> remaining) {
+  // The trainer refused a resume candidate and goes on to the next one offered: the
+  // newest recorded checkpoint older than it, or a fresh start when none is left.
+  const AttemptKey key{request.run_id(), request.attempt()};
+  const RunEntry& r = live_.runs.at(request.run_id());
+  int64_t next = 0;
+  for (const std::optional<scheduling::ResumeCheckpoint>* c :
+       {&r.latest_checkpoint, &r.previous_checkpoint}) {
+    if (c->has_value() && (*c)->path != request.path() && (*c)->step < request.step()) {
+      next = std::max(next, (*c)->step);
+    }
   }
-  const int64_t now = clock_->NowMillis();
-  std::future<absl::Status> done;
-  // After a refusal: the run's recorded checkpoints left, by step (read in the transaction).
-  auto remaining = std::make_shared<std::vector<xmod::v1::Checkpoint>>();
-  {
-    absl::MutexLock lock(&mu_);
-    const AttemptKey key{request.run_id(), request.attempt()};
-    if (absl::Status s = CheckCurrentLocked(request); !s.ok()) return s;
-    auto attempt = attempts_.find(key);
-    auto run = runs_.find(request.run_id());
-    if (!request.rejected().empty()) {
-      // The trainer refused a resume candidate and goes on to the next one offered: the
-      // newest recorded checkpoint older than it, or a fresh start when none is left.
-      const RunEntry& r = run->second;
-      int64_t next = 0;
-      for (const std::optional<Checkpoint>* c : {&r.latest_checkpoint, &r.previous_checkpoint}) {
-        if (c->has_value() && (*c)->path != request.path() && (*c)->step < request.step()) {
-          next = std::max(next, (*c)->step);
-        }
-      }
-      const std::string note =
-          absl::StrCat("checkpoint at step ", request.step(), " (", request.path(),
-                       ") refused at resume: ", request.rejected(), "; ",
-                       next > 0 ? absl::StrCat("resumed from step ", next)
-                                : std::string("no older checkpoint, started from scratch"));
-      LOG(WARNING) << "run " << key.first << " attempt " << key.second << ": " << note;
-      done = store_->Write([key, path = request.path(), next, note, now, sweep_id = r.sweep_id,
-                            remaining](Db& db) {
+  const std::string note =
+      absl::StrCat("checkpoint at step ", request.step(), " (", request.path(),
+                   ") refused at resume: ", request.rejected(), "; ",
+                   next > 0 ? absl::StrCat("resumed from step ", next)
+                            : std::string("no older checkpoint, started from scratch"));
+  LOG(WARNING) << "run " << key.first << " attempt " << key.second << ": " << note;
+  return store_->Write(
+      [key, path = request.path(), next, note, now, sweep_id = r.sweep_id, remaining](Db& db) {
         if (absl::Status s = DeleteCheckpoint(db, key.first, path); !s.ok()) return s;
         if (absl::Status s = NoteResumeFallback(db, key.first, key.second, next, note); !s.ok()) {
           return s;
@@ -344,47 +356,55 @@ absl::Status Scheduler::ReportCheckpoint(const xmod::v1::ReportCheckpointRequest
         return InsertEvent(db, now, "checkpoint_rejected", sweep_id, key.first,
                            absl::StrCat("attempt ", key.second, ": ", note));
       });
-    } else {
-      xmod::v1::Checkpoint c;
-      c.set_step(request.step());
-      c.set_tokens(request.tokens());
-      c.set_flops(request.flops());
-      c.set_path(request.path());
-      c.set_sha256(request.sha256());
-      c.set_bytes(request.bytes());
-      done = store_->Write([key, c, now, sweep_id = run->second.sweep_id](Db& db) {
-        if (absl::Status s = InsertCheckpoint(db, key.first, key.second, c, now); !s.ok()) return s;
-        // The worker deletes the files of older ones once this report is acknowledged.
-        if (absl::Status s = KeepNewestCheckpoints(db, key.first, 2); !s.ok()) return s;
-        return InsertEvent(
-            db, now, "checkpoint", sweep_id, key.first,
-            absl::StrCat("attempt ", key.second, " step ", c.step(), ": ", c.path()));
-      });
-    }
+}
+
+std::future<absl::Status> Scheduler::RecordCheckpointLocked(
+    const xmod::v1::ReportCheckpointRequest& request, int64_t now) {
+  const AttemptKey key{request.run_id(), request.attempt()};
+  xmod::v1::Checkpoint c;
+  c.set_step(request.step());
+  c.set_tokens(request.tokens());
+  c.set_flops(request.flops());
+  c.set_path(request.path());
+  c.set_sha256(request.sha256());
+  c.set_bytes(request.bytes());
+  return store_->Write([key, c, now, sweep_id = live_.runs.at(key.first).sweep_id](Db& db) {
+    if (absl::Status s = InsertCheckpoint(db, key.first, key.second, c, now); !s.ok()) return s;
+    // The worker deletes the files of older ones once this report is acknowledged.
+    if (absl::Status s = KeepNewestCheckpoints(db, key.first, 2); !s.ok()) return s;
+    return InsertEvent(db, now, "checkpoint", sweep_id, key.first,
+                       absl::StrCat("attempt ", key.second, " step ", c.step(), ": ", c.path()));
+  });
+}
+
+absl::Status Scheduler::ReportCheckpoint(const xmod::v1::ReportCheckpointRequest& request) {
+  if (request.path().empty()) return absl::InvalidArgumentError("path: must not be empty");
+  if (request.step() < 0) return absl::InvalidArgumentError("step: must be >= 0");
+  const bool rejected = !request.rejected().empty();
+  if (!rejected) {
+    if (absl::Status s = CheckReportedPath(request); !s.ok()) return s;
+  }
+  const int64_t now = clock_->NowMillis();
+  std::future<absl::Status> done;
+  // After a refusal: the run's recorded checkpoints left, by step (read in the transaction).
+  auto remaining = std::make_shared<std::vector<xmod::v1::Checkpoint>>();
+  {
+    absl::MutexLock lock(&mu_);
+    if (absl::Status s = CheckCurrentLocked(request); !s.ok()) return s;
+    done = rejected ? RejectCheckpointLocked(request, now, remaining)
+                    : RecordCheckpointLocked(request, now);
   }
   if (absl::Status s = done.get(); !s.ok()) return s;
   // The resume point and its fallback move once the database holds the change.
   absl::MutexLock lock(&mu_);
-  auto run = runs_.find(request.run_id());
-  if (run == runs_.end()) return absl::OkStatus();
-  RunEntry& r = run->second;
-  if (!request.rejected().empty()) {
+  auto run = live_.runs.find(request.run_id());
+  if (run == live_.runs.end()) return absl::OkStatus();
+  if (rejected) {
     // The next retry's candidates: the two newest checkpoints still recorded.
-    r.latest_checkpoint.reset();
-    r.previous_checkpoint.reset();
-    const size_t n = remaining->size();
-    if (n >= 1) r.latest_checkpoint = CheckpointOf((*remaining)[n - 1]);
-    if (n >= 2) r.previous_checkpoint = CheckpointOf((*remaining)[n - 2]);
-    return absl::OkStatus();
-  }
-  const Checkpoint recorded{request.step(), request.path(), request.sha256(), request.bytes()};
-  if (!r.latest_checkpoint || request.step() >= r.latest_checkpoint->step) {
-    if (r.latest_checkpoint && r.latest_checkpoint->step < request.step()) {
-      r.previous_checkpoint = r.latest_checkpoint;
-    }
-    r.latest_checkpoint = recorded;
-  } else if (!r.previous_checkpoint || request.step() > r.previous_checkpoint->step) {
-    r.previous_checkpoint = recorded;
+    scheduling::ResetCheckpoints(run->second, *remaining);
+  } else {
+    scheduling::NoteCheckpoint(run->second,
+                               {request.step(), request.path(), request.sha256(), request.bytes()});
   }
   return absl::OkStatus();
 }

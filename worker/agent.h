@@ -6,6 +6,7 @@
 //   │            SIGKILLs children whose lease it could not renew in time (on the Clock)
 //   ├──▶ acquire thread: long-polls AcquireRun with the free slots; per assignment writes
 //   │    <work_dir>/run-<id>-a<attempt>/spec.pb and starts one xmod-train child per rank
+//   │    (the launch plan, launch_plan.h)
 //   │    (training.ranks = W, one slot each; W > 1: --rank r --world_size W --rendezvous
 //   │    <that folder>/rdzv, supervised as one RankGroup, see rank_group.h). A gang's part
 //   │    (Assignment.gang) runs ranks_per_worker ranks, rank_offset + r of world_size, with
@@ -60,10 +61,11 @@
 // to the event stream it watches, and runs on the heartbeat thread.
 // Nothing lost: FinishRun carries last_seq, the seq of the last metric point the child
 // produced, so the coordinator can tell whether every point is durable.
-// Outcome of an attempt: an order or drain decides it (CANCELLED / PREEMPTED) unless the
-// child still finished its budget; otherwise exit 0 is SUCCEEDED and anything else FAILED
-// with the exit code and the last ~4 KB of the child's stderr (for a multi-rank attempt:
-// the first failing rank's, after the other ranks were killed).
+// Outcome of an attempt (the table in trainer_contract/outcome.h): an order or drain decides
+// it (CANCELLED / PREEMPTED) unless the child still finished its budget; otherwise exit 0 is
+// SUCCEEDED and anything else FAILED with the exit code and the last ~4 KB of the child's
+// stderr (for a multi-rank attempt: the first failing rank's, after the other ranks were
+// killed).
 //
 // Thread-safety: all public methods are thread-safe.
 #ifndef XMOD_WORKER_AGENT_H_
@@ -84,6 +86,7 @@
 #include "common/clock.h"
 #include "worker/device_discovery.h"
 #include "worker/gateway_client.h"
+#include "worker/launch_plan.h"
 #include "worker/metric_relay.h"
 #include "worker/process_supervisor.h"
 #include "worker/worker_metrics.h"
@@ -186,16 +189,35 @@ class Agent {
   };
 
   absl::Status RegisterOnce();
-  // Writes the spec and starts the child, whose lease lapses at `lease_deadline_ms`
-  // (monotonic); reports FAILED itself when that is impossible.
+  // Reserves the slots, writes the spec and starts the children of the launch plan, whose
+  // lease lapses at `lease_deadline_ms` (monotonic); reports PREEMPTED (no slots, draining)
+  // or FAILED (could not start) itself when that is impossible (agent_start.cc).
   void StartAttempt(const v1::Assignment& assignment, int64_t lease_deadline_ms);
+  // Marks busy the slots of the assignment's ranks: the assigned ones that are free here,
+  // topped up with other free slots. An error, reserving nothing, when the worker drains or
+  // has too few free.
+  absl::StatusOr<std::vector<int32_t>> ReserveSlots(const v1::Assignment& assignment);
   // The child deadline of a lease granted or renewed by a request sent at `sent_ms`.
   int64_t LeaseDeadline(int64_t sent_ms, int64_t ttl_ms) const;
-  // One child for one launch; a RankGroup of W children for W > 1 launches (rank r =
-  // launches[r]); if a rank cannot start, those already started are killed.
-  absl::StatusOr<std::unique_ptr<ChildProcess>> StartRanks(
-      const std::vector<LaunchOptions>& launches);
+  // One child for one rank; a RankGroup of W children for W > 1 ranks (rank r = ranks[r]);
+  // if a rank cannot start, those already started are killed.
+  absl::StatusOr<std::unique_ptr<ChildProcess>> StartRanks(const std::vector<RankLaunch>& ranks);
+  // Holds the started attempt and starts its supervisor thread.
+  void AddAttempt(const v1::Assignment& assignment, const LaunchPlan& plan,
+                  std::unique_ptr<ChildProcess> child, std::vector<int32_t> slots,
+                  int64_t lease_deadline_ms);
+  // The supervisor thread (agent_supervise.cc): relays the events until the child exits,
+  // decides the outcome, waits for its reports to be delivered and ends the attempt.
   void Supervise(Attempt* attempt);
+  // Reads and relays the child's events to their end; whether one was `finished`.
+  bool RelayEvents(Attempt* attempt);
+  // Notes the step an event shows the child at (for the stall timeout).
+  void NoteProgress(Attempt* attempt, const v1::TrainerEvent& event);
+  void RelayEvent(Attempt* attempt, const v1::TrainerEvent& event);
+  // The FinishRun of an exited child, by the outcome rule (trainer_contract/outcome.h).
+  v1::FinishRunRequest FinishRequest(Attempt* attempt, const ExitStatus& exit, bool finished_event);
+  // Forgets the attempt and frees its slots; its thread is joined later.
+  void EndAttempt(AttemptKey key);
   // Sends SIGTERM once and arms the grace period.
   void StopLocked(Attempt& attempt, v1::Outcome outcome) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sends SIGKILL once: the attempt must not write anything more.

@@ -100,6 +100,76 @@ absl::StatusOr<double> LawDelta(const xmod::v1::RunSpec& spec) {
   return xmod::fitter::PredictDelta(*truth, at->point()) + (sigma > 0 ? noise(rng) : 0.0);
 }
 
+// What to do, from the environment (the header comment).
+struct Mode {
+  std::string name = "ok";             // FAKE_TRAIN_MODE
+  int steps = 5;                       // FAKE_TRAIN_STEPS
+  int step_ms = 0;                     // FAKE_TRAIN_STEP_MS
+  const char* extra_metric = nullptr;  // FAKE_TRAIN_EXTRA_METRIC
+};
+
+Mode ModeFromEnvironment() {
+  Mode mode;
+  if (const char* env = std::getenv("FAKE_TRAIN_MODE")) mode.name = env;
+  if (const char* env = std::getenv("FAKE_TRAIN_STEPS")) mode.steps = std::atoi(env);
+  if (const char* env = std::getenv("FAKE_TRAIN_STEP_MS")) mode.step_ms = std::atoi(env);
+  mode.extra_metric = std::getenv("FAKE_TRAIN_EXTRA_METRIC");
+  return mode;
+}
+
+using Emit = std::function<void(const xmod::v1::TrainerEvent&)>;
+
+// FAKE_TRAIN_MODE=law: points along the known law, a checkpoint at the budget, finished.
+int RunLaw(const xmod::v1::RunSpec& spec, const Mode& mode, const Emit& emit) {
+  absl::StatusOr<double> delta = LawDelta(spec);
+  if (!delta.ok()) {
+    std::fprintf(stderr, "fake_train: %s\n", std::string(delta.status().message()).c_str());
+    return xmod::kExitInvalidConfig;
+  }
+  const double budget = spec.training().flop_budget();
+  double loss = 0;
+  for (int step = 1; step <= mode.steps; ++step) {
+    if (mode.step_ms > 0) usleep(mode.step_ms * 1000);
+    const double flops = budget * step / mode.steps;
+    loss = 2 + 40 * std::pow(flops, -0.15) + *delta;
+    for (const char* name : {"train/loss", "val/loss"}) {
+      xmod::v1::TrainerEvent event = Metric(step, name, loss);
+      event.mutable_metric()->set_flops(flops);
+      emit(event);
+    }
+  }
+  xmod::v1::TrainerEvent checkpoint = Checkpoint(mode.steps, spec.checkpoint_dir());
+  checkpoint.mutable_checkpoint()->set_flops(budget);
+  emit(checkpoint);
+  xmod::v1::TrainerEvent finished;
+  finished.mutable_finished()->set_steps(mode.steps);
+  finished.mutable_finished()->set_flops(budget);
+  finished.mutable_finished()->set_final_val_loss(loss);
+  emit(finished);
+  return xmod::kExitOk;
+}
+
+// FAKE_TRAIN_MODE=ok: the steps (stopping at a SIGTERM between them), a checkpoint, finished.
+int RunSteps(const xmod::v1::RunSpec& spec, const Mode& mode, const Emit& emit) {
+  for (int step = 1; step <= mode.steps; ++step) {
+    if (mode.step_ms > 0) {
+      usleep(mode.step_ms * 1000);
+      if (g_terminate) {
+        if (step > 1) emit(Checkpoint(step - 1, spec.checkpoint_dir()));
+        return xmod::kExitPreempted;
+      }
+    }
+    if (mode.extra_metric != nullptr) emit(Metric(step, mode.extra_metric, 1.0));
+    emit(Metric(step, "train/loss", 5.0 / step));
+  }
+  emit(Checkpoint(mode.steps, spec.checkpoint_dir()));
+  xmod::v1::TrainerEvent finished;
+  finished.mutable_finished()->set_steps(mode.steps);
+  finished.mutable_finished()->set_final_val_loss(1.0);
+  emit(finished);
+  return xmod::kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -118,74 +188,25 @@ int main(int argc, char** argv) {
     return xmod::kExitBadFlags;
   }
   xmod::EventWriter events(args.events_fd);
-  auto emit = [&events](const xmod::v1::TrainerEvent& event) { (void)events.Write(event); };
+  const Emit emit = [&events](const xmod::v1::TrainerEvent& event) { (void)events.Write(event); };
   signal(SIGTERM, OnTerm);
-  const char* mode_env = std::getenv("FAKE_TRAIN_MODE");
-  const std::string mode = mode_env ? mode_env : "ok";
-  const char* steps_env = std::getenv("FAKE_TRAIN_STEPS");
-  const int steps = steps_env ? std::atoi(steps_env) : 5;
-  const char* step_ms_env = std::getenv("FAKE_TRAIN_STEP_MS");
-  const int step_ms = step_ms_env ? std::atoi(step_ms_env) : 0;
-  const char* extra_metric = std::getenv("FAKE_TRAIN_EXTRA_METRIC");
+  const Mode mode = ModeFromEnvironment();
 
   xmod::v1::TrainerEvent started;
   started.mutable_started()->set_resumed_from_step(args.resume.empty() ? 0 : 1);
-  started.mutable_started()->set_steps_planned(steps);
+  started.mutable_started()->set_steps_planned(mode.steps);
   emit(started);
 
-  if (mode == "fail") {
+  if (mode.name == "fail") {
     emit(Metric(1, "train/loss", 5.0));
     std::fprintf(stderr, "fake_train: step 1\nfake_train: boom\n");
     return xmod::kExitInvalidConfig;
   }
-  if (mode == "term") {
+  if (mode.name == "term") {
     while (!g_terminate) usleep(5'000);
     emit(Checkpoint(1, spec.checkpoint_dir()));
     return xmod::kExitPreempted;
   }
-  if (mode == "law") {
-    absl::StatusOr<double> delta = LawDelta(spec);
-    if (!delta.ok()) {
-      std::fprintf(stderr, "fake_train: %s\n", std::string(delta.status().message()).c_str());
-      return xmod::kExitInvalidConfig;
-    }
-    const double budget = spec.training().flop_budget();
-    double loss = 0;
-    for (int step = 1; step <= steps; ++step) {
-      if (step_ms > 0) usleep(step_ms * 1000);
-      const double flops = budget * step / steps;
-      loss = 2 + 40 * std::pow(flops, -0.15) + *delta;
-      for (const char* name : {"train/loss", "val/loss"}) {
-        xmod::v1::TrainerEvent event = Metric(step, name, loss);
-        event.mutable_metric()->set_flops(flops);
-        emit(event);
-      }
-    }
-    xmod::v1::TrainerEvent checkpoint = Checkpoint(steps, spec.checkpoint_dir());
-    checkpoint.mutable_checkpoint()->set_flops(budget);
-    emit(checkpoint);
-    xmod::v1::TrainerEvent finished;
-    finished.mutable_finished()->set_steps(steps);
-    finished.mutable_finished()->set_flops(budget);
-    finished.mutable_finished()->set_final_val_loss(loss);
-    emit(finished);
-    return xmod::kExitOk;
-  }
-  for (int step = 1; step <= steps; ++step) {
-    if (step_ms > 0) {
-      usleep(step_ms * 1000);
-      if (g_terminate) {
-        if (step > 1) emit(Checkpoint(step - 1, spec.checkpoint_dir()));
-        return xmod::kExitPreempted;
-      }
-    }
-    if (extra_metric != nullptr) emit(Metric(step, extra_metric, 1.0));
-    emit(Metric(step, "train/loss", 5.0 / step));
-  }
-  emit(Checkpoint(steps, spec.checkpoint_dir()));
-  xmod::v1::TrainerEvent finished;
-  finished.mutable_finished()->set_steps(steps);
-  finished.mutable_finished()->set_final_val_loss(1.0);
-  emit(finished);
-  return xmod::kExitOk;
+  if (mode.name == "law") return RunLaw(spec, mode, emit);
+  return RunSteps(spec, mode, emit);
 }

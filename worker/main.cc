@@ -2,6 +2,7 @@
 // (worker/run_worker.h). See docs/design.md, "Processes and binaries".
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,20 +11,21 @@
 #include "glog/logging.h"
 #include "worker/run_worker.h"
 
-int main(int argc, char** argv) {
-  xmod::WorkerOptions options;
+namespace {
+
+// Flags whose values are checked before they go into WorkerOptions.
+struct RawFlags {
   std::string token_flag;
   std::string token_file;
   std::vector<std::string> train_env;
-  CLI::App app{
-      "xmod-worker: runs the coordinator's runs on this machine's GPUs (or CPU slots) as "
-      "xmod-train children. Example: xmod-worker --coordinator HOST:PORT --work_dir DIR"};
-  xmod::AddVersionFlag(app, "xmod-worker");
-  app.option_defaults()->always_capture_default();
+};
+
+// How to reach the coordinator and who this worker is.
+void AddConnectionFlags(CLI::App& app, xmod::WorkerOptions& options, RawFlags& raw) {
   app.add_option("--coordinator", options.coordinator, "host:port of the coordinator's gRPC API");
-  app.add_option("--token", token_flag,
+  app.add_option("--token", raw.token_flag,
                  "removed: a token on the command line is visible in ps; use --token_file");
-  app.add_option("--token_file", token_file,
+  app.add_option("--token_file", raw.token_file,
                  "file holding this worker's bearer token (a \"worker NAME SECRET\" credential "
                  "of the coordinator, NAME = --name); empty: the environment variable "
                  "XMOD_TOKEN, else none");
@@ -34,6 +36,10 @@ int main(int argc, char** argv) {
   app.add_option("--tls_cert", options.tls.cert_file, "PEM client certificate for mutual TLS");
   app.add_option("--tls_key", options.tls.key_file, "PEM key of --tls_cert");
   app.add_option("--name", options.name, "worker name, stable per machine (empty: the hostname)");
+}
+
+// The slots, folders, timeouts and gang settings.
+void AddRunFlags(CLI::App& app, xmod::WorkerOptions& options, RawFlags& raw) {
   app.add_option("--work_dir", options.work_dir, "folder for per-attempt specs and trainer logs");
   app.add_option("--train_bin", options.train_bin,
                  "xmod-train executable (empty: next to xmod-worker)");
@@ -51,7 +57,7 @@ int main(int argc, char** argv) {
   app.add_option("--acquire_wait_ms", options.acquire_wait_ms, "AcquireRun long-poll bound (ms)");
   app.add_option("--kill_grace_ms", options.kill_grace_ms,
                  "SIGTERM to SIGKILL grace period for a child (ms)");
-  app.add_option("--train_env", train_env,
+  app.add_option("--train_env", raw.train_env,
                  "KEY=VALUE,... added to every xmod-train's environment (after the thread "
                  "budget, so they win; repeatable), e.g. OMP_WAIT_POLICY=ACTIVE "
                  "(docs/design.md, \"Threads on CPU\")")
@@ -69,22 +75,23 @@ int main(int argc, char** argv) {
   app.add_option("--rendezvous_ports", options.rendezvous_ports,
                  "FIRST-LAST: ports the coordinator may give the TCPStore of a gang whose rank "
                  "0 runs here (empty: this worker never hosts a gang's rank 0)");
-  if (std::optional<int> exit = xmod::ParseCommandLine(app, argc, argv)) return *exit;
-  google::InitGoogleLogging(argv[0]);
-  FLAGS_logtostderr = true;
+}
 
-  if (!token_flag.empty()) {
+// The token and the trainers' environment into `options`; the exit code when one is wrong
+// (logged).
+std::optional<int> TakeRawFlags(const RawFlags& raw, xmod::WorkerOptions& options) {
+  if (!raw.token_flag.empty()) {
     LOG(ERROR) << "xmod-worker: --token is no longer accepted (a token on the command line is "
                   "visible in ps): use --token_file or XMOD_TOKEN";
     return 2;
   }
-  absl::StatusOr<std::string> token = xmod::ReadToken(token_file, "XMOD_TOKEN");
+  absl::StatusOr<std::string> token = xmod::ReadToken(raw.token_file, "XMOD_TOKEN");
   if (!token.ok()) {
     LOG(ERROR) << "xmod-worker: --token_file: " << token.status();
     return 2;
   }
   options.token = *token;
-  for (const std::string& entry : train_env) {
+  for (const std::string& entry : raw.train_env) {
     const size_t eq = entry.find('=');
     if (eq == std::string::npos || eq == 0) {
       LOG(ERROR) << "xmod-worker: --train_env: \"" << entry << "\" is not KEY=VALUE";
@@ -92,6 +99,25 @@ int main(int argc, char** argv) {
     }
     options.train_env.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  xmod::WorkerOptions options;
+  RawFlags raw;
+  CLI::App app{
+      "xmod-worker: runs the coordinator's runs on this machine's GPUs (or CPU slots) as "
+      "xmod-train children. Example: xmod-worker --coordinator HOST:PORT --work_dir DIR"};
+  xmod::AddVersionFlag(app, "xmod-worker");
+  app.option_defaults()->always_capture_default();
+  AddConnectionFlags(app, options, raw);
+  AddRunFlags(app, options, raw);
+  if (std::optional<int> exit = xmod::ParseCommandLine(app, argc, argv)) return *exit;
+  google::InitGoogleLogging(argv[0]);
+  FLAGS_logtostderr = true;
+  if (std::optional<int> exit = TakeRawFlags(raw, options)) return *exit;
 
   absl::Status status = xmod::RunWorker(options);
   if (!status.ok()) {

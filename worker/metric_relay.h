@@ -203,11 +203,30 @@ class MetricRelay {
     bool kept = false;                           // loaded from an outcome file (Keep)
   };
 
+  // What Pump sends for one stream in one round.
+  struct Batch {
+    AttemptKey key;
+    std::vector<v1::ReportCheckpointRequest> checkpoints;
+    v1::ReportMetricsRequest metrics;
+    std::optional<v1::FinishRunRequest> finish;  // only once everything else is delivered
+  };
+
+  // The batches of the streams whose retry delay has passed (metric_relay_send.cc).
+  std::vector<Batch> BatchesDueLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends the batch's checkpoint reports in order; false when one could not be delivered
+  // (stale, closed, or to be retried): its points wait. Sets `*progressed` for each one the
+  // coordinator answered.
+  bool SendCheckpoints(const Batch& batch, bool* progressed);
+  // Sends the batch's points; true when the coordinator acknowledged some.
+  bool SendMetrics(const Batch& batch);
   bool DeliveredLocked(const Stream& stream) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether Pump has something to send for the stream once its retry delay has passed.
   bool HasWorkLocked(const Stream& stream) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string SpillPath(AttemptKey key) const;
   std::string OutcomePath(AttemptKey key) const;
+  // Loads every attempt an earlier start kept in the spill folder and deletes the files it
+  // left that belong to none (metric_relay_spill.cc).
+  void LoadSpillFolderLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Loads the attempt kept in outcome file `path` (logged and deleted when unreadable).
   void LoadKeptLocked(const std::string& path) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes the stream's spill file (every unacknowledged point) and outcome file.

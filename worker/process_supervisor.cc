@@ -173,6 +173,104 @@ class PosixChild : public ChildProcess {
   std::string tail_ ABSL_GUARDED_BY(mu_);
 };
 
+// What execve gets, prepared before fork: after it, only async-signal-safe calls are allowed
+// (the worker is multi-threaded). argv points into the LaunchOptions, envp into `env`.
+struct ExecImage {
+  std::vector<char*> argv;
+  std::vector<std::string> env;  // NAME=value: the worker's environment with options.env over it
+  std::vector<char*> envp;
+  std::string exec_error;  // written before the reason when execve fails
+};
+
+void PrepareExec(const LaunchOptions& options, ExecImage* image) {
+  for (const std::string& arg : options.argv) {
+    image->argv.push_back(const_cast<char*>(arg.c_str()));
+  }
+  image->argv.push_back(nullptr);
+  std::map<std::string, std::string> env_map;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry(*e);
+    size_t eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    env_map[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  for (const auto& [key, value] : options.env) env_map[key] = value;
+  for (const auto& [key, value] : env_map) image->env.push_back(absl::StrCat(key, "=", value));
+  for (const std::string& entry : image->env) {
+    image->envp.push_back(const_cast<char*>(entry.c_str()));
+  }
+  image->envp.push_back(nullptr);
+  image->exec_error = absl::StrCat("xmod-worker: cannot execute ", options.argv[0], ": ");
+}
+
+// The descriptors a child is started with; -1 where not open.
+struct ChildFds {
+  int events[2] = {-1, -1};
+  int control[2] = {-1, -1};  // [0] the child's end, [1] the worker's
+  int err[2] = {-1, -1};
+  int log_fd = -1;
+  int devnull = -1;
+
+  void CloseAll() {
+    for (int* fd :
+         {&events[0], &events[1], &control[0], &control[1], &err[0], &err[1], &log_fd, &devnull}) {
+      CloseIfOpen(*fd);
+    }
+  }
+};
+
+// Opens the pipes, the control socket (if any), the log file and /dev/null; on an error
+// closes what it opened.
+absl::Status OpenChildFds(const LaunchOptions& options, ChildFds* fds) {
+  absl::Status status;
+  if (pipe2(fds->events, O_CLOEXEC) != 0 || pipe2(fds->err, O_CLOEXEC) != 0) {
+    status = ErrnoStatus("pipe2");
+  } else if (options.control_fd != -1 &&
+             socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds->control) != 0) {
+    status = ErrnoStatus("socketpair");
+  } else if (fds->log_fd =
+                 open(options.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+             fds->log_fd < 0) {
+    status = ErrnoStatus(absl::StrCat("open ", options.log_path));
+  } else if (fds->devnull = open("/dev/null", O_RDONLY | O_CLOEXEC); fds->devnull < 0) {
+    status = ErrnoStatus("open /dev/null");
+  }
+  if (!status.ok()) fds->CloseAll();
+  return status;
+}
+
+// The child's side of fork: async-signal-safe calls only. Descriptors 0..2 are taken first;
+// the event and control sources are then moved above every target number, so placing one
+// cannot overwrite the other.
+[[noreturn]] void ExecChild(const LaunchOptions& options, const ExecImage& image,
+                            const ChildFds& fds) {
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof(dfl));
+  dfl.sa_handler = SIG_DFL;
+  sigaction(SIGPIPE, &dfl, nullptr);
+  setpgid(0, 0);
+  dup2(fds.devnull, 0);
+  dup2(fds.log_fd, 1);
+  dup2(fds.err[1], 2);
+  const int high = std::max(options.events_fd, options.control_fd) + 1;
+  const int events_src = fcntl(fds.events[1], F_DUPFD_CLOEXEC, high);
+  dup2(events_src, options.events_fd);
+  if (options.control_fd != -1) {
+    const int control_src = fcntl(fds.control[0], F_DUPFD_CLOEXEC, high);
+    dup2(control_src, options.control_fd);
+  }
+  execve(image.argv[0], image.argv.data(), image.envp.data());
+  const char* reason = strerror(errno);
+  ssize_t ignored = write(2, image.exec_error.data(), image.exec_error.size());
+  ignored = write(2, reason, strlen(reason));
+  ignored = write(2, "\n", 1);
+  (void)ignored;
+  _exit(127);
+}
+
 class PosixLauncher : public ProcessLauncher {
  public:
   absl::StatusOr<std::unique_ptr<ChildProcess>> Start(const LaunchOptions& options) override {
@@ -182,108 +280,25 @@ class PosixLauncher : public ProcessLauncher {
         (options.control_fd < 3 || options.control_fd == options.events_fd)) {
       return absl::InvalidArgumentError("control_fd: must be -1, or >= 3 and not events_fd");
     }
-
-    // Everything the child needs is prepared before fork: after it, only async-signal-safe
-    // calls are allowed (the worker is multi-threaded).
-    std::vector<char*> argv;
-    for (const std::string& arg : options.argv) argv.push_back(const_cast<char*>(arg.c_str()));
-    argv.push_back(nullptr);
-    std::map<std::string, std::string> env_map;
-    for (char** e = environ; *e != nullptr; ++e) {
-      std::string entry(*e);
-      size_t eq = entry.find('=');
-      if (eq == std::string::npos) continue;
-      env_map[entry.substr(0, eq)] = entry.substr(eq + 1);
-    }
-    for (const auto& [key, value] : options.env) env_map[key] = value;
-    std::vector<std::string> env_strings;
-    for (const auto& [key, value] : env_map) env_strings.push_back(absl::StrCat(key, "=", value));
-    std::vector<char*> envp;
-    for (const std::string& entry : env_strings) envp.push_back(const_cast<char*>(entry.c_str()));
-    envp.push_back(nullptr);
-    const std::string exec_error =
-        absl::StrCat("xmod-worker: cannot execute ", options.argv[0], ": ");
-
-    int events[2] = {-1, -1};
-    int control[2] = {-1, -1};  // [0] the child's end, [1] the worker's
-    int err[2] = {-1, -1};
-    int log_fd = -1;
-    int devnull = -1;
-    auto close_all = [&] {
-      CloseIfOpen(events[0]);
-      CloseIfOpen(events[1]);
-      CloseIfOpen(control[0]);
-      CloseIfOpen(control[1]);
-      CloseIfOpen(err[0]);
-      CloseIfOpen(err[1]);
-      CloseIfOpen(log_fd);
-      CloseIfOpen(devnull);
-    };
-    if (pipe2(events, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
-      absl::Status status = ErrnoStatus("pipe2");
-      close_all();
-      return status;
-    }
-    if (options.control_fd != -1 &&
-        socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, control) != 0) {
-      absl::Status status = ErrnoStatus("socketpair");
-      close_all();
-      return status;
-    }
-    log_fd = open(options.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (log_fd < 0) {
-      absl::Status status = ErrnoStatus(absl::StrCat("open ", options.log_path));
-      close_all();
-      return status;
-    }
-    devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (devnull < 0) {
-      absl::Status status = ErrnoStatus("open /dev/null");
-      close_all();
-      return status;
-    }
+    ExecImage image;
+    PrepareExec(options, &image);
+    ChildFds fds;
+    if (absl::Status status = OpenChildFds(options, &fds); !status.ok()) return status;
 
     pid_t pid = fork();
     if (pid < 0) {
       absl::Status status = ErrnoStatus("fork");
-      close_all();
+      fds.CloseAll();
       return status;
     }
-    if (pid == 0) {
-      // Child. Descriptors 0..2 are taken first; the event and control sources are then
-      // moved above every target number, so placing one cannot overwrite the other.
-      sigset_t none;
-      sigemptyset(&none);
-      sigprocmask(SIG_SETMASK, &none, nullptr);
-      struct sigaction dfl;
-      memset(&dfl, 0, sizeof(dfl));
-      dfl.sa_handler = SIG_DFL;
-      sigaction(SIGPIPE, &dfl, nullptr);
-      setpgid(0, 0);
-      dup2(devnull, 0);
-      dup2(log_fd, 1);
-      dup2(err[1], 2);
-      const int high = std::max(options.events_fd, options.control_fd) + 1;
-      const int events_src = fcntl(events[1], F_DUPFD_CLOEXEC, high);
-      dup2(events_src, options.events_fd);
-      if (options.control_fd != -1) {
-        const int control_src = fcntl(control[0], F_DUPFD_CLOEXEC, high);
-        dup2(control_src, options.control_fd);
-      }
-      execve(argv[0], argv.data(), envp.data());
-      const char* reason = strerror(errno);
-      ssize_t ignored = write(2, exec_error.data(), exec_error.size());
-      ignored = write(2, reason, strlen(reason));
-      ignored = write(2, "\n", 1);
-      (void)ignored;
-      _exit(127);
-    }
+    if (pid == 0) ExecChild(options, image, fds);
     setpgid(pid, pid);  // also here, so the group exists before Start returns
-    CloseIfOpen(events[1]);
-    CloseIfOpen(control[0]);
-    CloseIfOpen(err[1]);
-    CloseIfOpen(devnull);
-    auto child = std::make_unique<PosixChild>(pid, events[0], err[0], log_fd, control[1]);
+    CloseIfOpen(fds.events[1]);
+    CloseIfOpen(fds.control[0]);
+    CloseIfOpen(fds.err[1]);
+    CloseIfOpen(fds.devnull);
+    auto child =
+        std::make_unique<PosixChild>(pid, fds.events[0], fds.err[0], fds.log_fd, fds.control[1]);
     VLOG(1) << "started pid " << pid << ": " << options.argv[0];
     return std::unique_ptr<ChildProcess>(std::move(child));
   }

@@ -1,3 +1,4 @@
+// See run_worker.h.
 #include "worker/run_worker.h"
 
 #include <limits.h>
@@ -38,16 +39,8 @@ std::string DefaultTrainBin() {
   return self.substr(0, self.rfind('/') + 1) + "xmod-train";
 }
 
-}  // namespace
-
-absl::Status RunWorker(const WorkerOptions& options) {
-  // Every thread created from here on inherits this mask; the signal thread takes them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
+// The agent's options from the worker's; INVALID_ARGUMENT for a malformed rendezvous_ports.
+absl::StatusOr<AgentOptions> AgentOptionsFrom(const WorkerOptions& options) {
   AgentOptions agent_options;
   agent_options.hostname = Hostname();
   agent_options.worker_name = options.name.empty() ? agent_options.hostname : options.name;
@@ -59,41 +52,77 @@ absl::Status RunWorker(const WorkerOptions& options) {
   agent_options.stall_timeout_ms = options.stall_timeout_ms;
   agent_options.train_env = options.train_env;
   agent_options.advertise_host = options.advertise_host;
-  if (!options.rendezvous_ports.empty()) {
-    const std::vector<std::string> range = absl::StrSplit(options.rendezvous_ports, '-');
-    int32_t first = 0;
-    int32_t last = 0;
-    if (range.size() != 2 || !absl::SimpleAtoi(range[0], &first) ||
-        !absl::SimpleAtoi(range[1], &last) || first < 1 || last < first || last > 65535) {
-      return absl::InvalidArgumentError(absl::StrCat("rendezvous_ports: \"",
-                                                     options.rendezvous_ports,
-                                                     "\" is not FIRST-LAST within 1..65535"));
-    }
-    agent_options.rendezvous_port_first = first;
-    agent_options.rendezvous_port_last = last;
+  if (options.rendezvous_ports.empty()) return agent_options;
+  const std::vector<std::string> range = absl::StrSplit(options.rendezvous_ports, '-');
+  int32_t first = 0;
+  int32_t last = 0;
+  if (range.size() != 2 || !absl::SimpleAtoi(range[0], &first) ||
+      !absl::SimpleAtoi(range[1], &last) || first < 1 || last < first || last > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("rendezvous_ports: \"", options.rendezvous_ports,
+                                                   "\" is not FIRST-LAST within 1..65535"));
   }
-  if (access(agent_options.train_bin.c_str(), X_OK) != 0) {
+  agent_options.rendezvous_port_first = first;
+  agent_options.rendezvous_port_last = last;
+  return agent_options;
+}
+
+// The /metrics endpoint, with its port in options.ports_file; null without metrics_listen.
+absl::StatusOr<std::unique_ptr<MetricsEndpoint>> StartMetricsEndpoint(
+    const WorkerOptions& options, std::shared_ptr<prometheus::Registry> registry) {
+  if (options.metrics_listen.empty()) return nullptr;
+  absl::StatusOr<std::unique_ptr<MetricsEndpoint>> started =
+      MetricsEndpoint::Start(options.metrics_listen, options.metrics_access, std::move(registry));
+  if (!started.ok()) return started.status();
+  const int port = (*started)->port();
+  LOG(INFO) << "serving /metrics on port " << port;
+  if (!options.ports_file.empty()) {
+    absl::Status status =
+        WriteFileAtomic(options.ports_file, absl::StrCat("{\"metrics\":", port, "}\n"));
+    if (!status.ok()) return status;
+  }
+  return started;
+}
+
+// The signal thread's loop until `done`: the first of `signals` drains the agent, later ones
+// abandon the undelivered reports.
+void ForwardSignals(const sigset_t& signals, const std::atomic<bool>& done, Agent& agent) {
+  int received = 0;
+  const timespec poll = {0, 200'000'000};
+  while (!done.load()) {
+    if (sigtimedwait(&signals, nullptr, &poll) < 0) continue;
+    if (++received == 1) {
+      LOG(INFO) << "signal received: draining (send again to stop waiting for undelivered "
+                   "reports, which are kept for the next start)";
+      agent.Drain();
+    } else {
+      agent.Abandon();
+    }
+  }
+}
+
+}  // namespace
+
+absl::Status RunWorker(const WorkerOptions& options) {
+  // Every thread created from here on inherits this mask; the signal thread takes them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::StatusOr<AgentOptions> agent_options = AgentOptionsFrom(options);
+  if (!agent_options.ok()) return agent_options.status();
+  if (access(agent_options->train_bin.c_str(), X_OK) != 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("train_bin: not executable: ", agent_options.train_bin));
+        absl::StrCat("train_bin: not executable: ", agent_options->train_bin));
   }
   if (absl::Status status = MakeDirs(options.work_dir); !status.ok()) return status;
 
   auto registry = std::make_shared<prometheus::Registry>();
   WorkerMetrics metrics(*registry);
-  std::unique_ptr<MetricsEndpoint> metrics_endpoint;
-  if (!options.metrics_listen.empty()) {
-    absl::StatusOr<std::unique_ptr<MetricsEndpoint>> started =
-        MetricsEndpoint::Start(options.metrics_listen, options.metrics_access, registry);
-    if (!started.ok()) return started.status();
-    metrics_endpoint = *std::move(started);
-    const int port = metrics_endpoint->port();
-    LOG(INFO) << "serving /metrics on port " << port;
-    if (!options.ports_file.empty()) {
-      absl::Status status =
-          WriteFileAtomic(options.ports_file, absl::StrCat("{\"metrics\":", port, "}\n"));
-      if (!status.ok()) return status;
-    }
-  }
+  absl::StatusOr<std::unique_ptr<MetricsEndpoint>> metrics_endpoint =
+      StartMetricsEndpoint(options, registry);
+  if (!metrics_endpoint.ok()) return metrics_endpoint.status();
 
   SystemProbeOptions probe_options;
   probe_options.cpu_slots = options.cpu_slots;
@@ -105,24 +134,10 @@ absl::Status RunWorker(const WorkerOptions& options) {
       NewChannel(options.coordinator, options.tls);
   if (!channel.ok()) return channel.status();
   std::unique_ptr<GatewayClient> gateway = NewGrpcGatewayClient(*channel, options.token);
-  Agent agent(agent_options, gateway.get(), launcher.get(), &probe, Clock::Real(), &metrics);
+  Agent agent(*agent_options, gateway.get(), launcher.get(), &probe, Clock::Real(), &metrics);
 
   std::atomic<bool> done{false};
-  std::thread signal_thread([&] {
-    int received = 0;
-    const timespec poll = {0, 200'000'000};
-    while (!done.load()) {
-      if (sigtimedwait(&signals, nullptr, &poll) < 0) continue;
-      if (++received == 1) {
-        LOG(INFO) << "signal received: draining (send again to stop waiting for undelivered "
-                     "reports, which are kept for the next start)";
-        agent.Drain();
-      } else {
-        agent.Abandon();
-      }
-    }
-  });
-
+  std::thread signal_thread([&] { ForwardSignals(signals, done, agent); });
   absl::Status status = agent.Register();
   if (status.ok()) {
     agent.Start();

@@ -73,6 +73,27 @@ struct Evaluation {
   std::optional<RoutingDiagnostics> routing;
 };
 
+// How one step's global batch splits: into windows of seq_len, over the ranks, and into
+// micro-batches of a rank's forward/backward passes.
+struct BatchSplit {
+  int64_t sequences_per_step = 0;  // windows of the global batch
+  int64_t sequences_per_rank = 0;  // this rank's share of them
+  int64_t sequences_per_micro = 0;
+};
+
+// Where this process began: the resumed checkpoint's counters, or zeros (the rates count
+// from here).
+struct StartPoint {
+  int64_t tokens = 0;
+  double flops = 0;
+};
+
+// The zero-shot tasks of training.eval_tasks, read at setup (rank 0 only).
+struct EvalTasks {
+  std::unique_ptr<Tokenizer> tokenizer;            // set when there are tasks
+  std::vector<std::vector<TaskExample>> examples;  // one per training.eval_tasks
+};
+
 // One run: the objects of a training process and the loop over them.
 class Run {
  public:
@@ -86,9 +107,33 @@ class Run {
   absl::StatusOr<TrainerResult> Train();
 
  private:
+  // The setup steps, in this order: every local check before the rendezvous.
   absl::Status Setup();
+  // The training options, the FLOP accounting, the planned steps and the batch split.
+  absl::Status PlanSteps();
+  // The training and validation data and the zero-shot tasks.
+  absl::Status OpenData();
+  // The device, the communicator and a check that every rank runs the same spec.
+  absl::Status ConnectRanks();
+  // The model on the device and its optimizers.
+  void BuildModel();
+  // Continues from options_.resume_path, if set, and records the start point.
+  absl::Status RestoreCheckpoint();
+  // The checkpoint folder, the per-rank counters, the ranks' sync check and the reducer.
+  absl::Status PrepareRanks();
+  // The `started` event and the log line describing the run.
+  absl::Status WriteStarted();
   absl::Status Step();
   absl::StatusOr<Evaluation> Evaluate();
+  // At an evaluation mark: evaluates, checks the ranks are in sync and writes the metrics.
+  absl::Status ReportEvaluation();
+  // The metrics of an evaluation at the current step.
+  std::vector<std::pair<std::string, double>> EvaluationMetrics(const Evaluation& evaluation) const;
+  // Whether any rank was asked to stop after this step (never after the last one).
+  absl::StatusOr<bool> AnyStopRequested();
+  // The result of this call, which took `seconds`.
+  TrainerResult Result(bool preempted, double seconds);
+  absl::Status WriteFinished(const TrainerResult& result);
   // Reads training.eval_tasks and the tokenizer (at setup, so that a bad file fails the run
   // before it trains), then, after the final evaluation, scores them into eval/* metrics.
   absl::Status LoadEvalTasks();
@@ -118,28 +163,24 @@ class Run {
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<OverlappedGradientReducer> reducer_;  // overlapped all-reduce, when used
   AutocastState autocast_;                              // bf16 mixed precision, when on
+  ModelRuntimeOptions runtime_;                         // fused attention, act. checkpointing
   std::vector<torch::Tensor> per_rank_counters_;        // buffers summed over ranks each step
   xmod::v1::TrainingSpec training_;
   Accounting accounting_;
   bool routed_ = false;
   int64_t steps_ = 0;
-  int64_t sequences_per_step_ = 0;  // windows of the global batch
-  int64_t sequences_per_rank_ = 0;  // this rank's share of them
-  int64_t sequences_per_micro_ = 0;
+  BatchSplit batch_;
   int log_every_ = 1;
   double flops_per_step_ = 0;
   std::unique_ptr<LrSchedule> schedule_;
   std::unique_ptr<TrainLoader> loader_;
   std::unique_ptr<ValidationSet> validation_;
-  std::unique_ptr<Tokenizer> eval_tokenizer_;            // rank 0, with eval tasks
-  std::vector<std::vector<TaskExample>> eval_examples_;  // one per training.eval_tasks
+  EvalTasks eval_tasks_;
   Transformer model_{nullptr};
   std::unique_ptr<Muon> muon_;
   std::unique_ptr<AdamW> adamw_;
   TrainState state_;
-  int64_t start_step_ = 0;
-  int64_t start_tokens_ = 0;
-  double start_flops_ = 0;
+  StartPoint start_;
   std::vector<int64_t> buffer_;
   double last_loss_ = 0;
   double last_val_loss_ = 0;
@@ -150,16 +191,29 @@ class Run {
 };
 
 absl::Status Run::Setup() {
-  const xmod::v1::RunSpec& spec = options_.spec;
+  if (absl::Status s = PlanSteps(); !s.ok()) return s;
+  if (absl::Status s = OpenData(); !s.ok()) return s;
+  // After every local check, so a bad spec fails at once instead of after the rendezvous.
+  if (absl::Status s = ConnectRanks(); !s.ok()) return s;
+  absl::StatusOr<ModelRuntimeOptions> runtime = RuntimeOptions();
+  if (!runtime.ok()) return runtime.status();
+  runtime_ = *runtime;
+  BuildModel();
+  if (absl::Status s = RestoreCheckpoint(); !s.ok()) return s;
+  if (absl::Status s = PrepareRanks(); !s.ok()) return s;
+  return WriteStarted();
+}
+
+absl::Status Run::PlanSteps() {
   absl::Status valid = ValidateDistributedOptions(options_.distributed);
   if (!valid.ok()) return valid;
-  absl::StatusOr<xmod::v1::TrainingSpec> training = ResolveTraining(spec.training());
+  absl::StatusOr<xmod::v1::TrainingSpec> training = ResolveTraining(options_.spec.training());
   if (!training.ok()) return training.status();
   training_ = *std::move(training);
   const int seq_len = training_.seq_len();
 
   absl::StatusOr<Accounting> accounting =
-      Account(spec.model(), seq_len, TrainFlopsMultiplier(training_));
+      Account(options_.spec.model(), seq_len, TrainFlopsMultiplier(training_));
   if (!accounting.ok()) {
     return absl::Status(accounting.status().code(),
                         absl::StrCat("model.", accounting.status().message()));
@@ -171,33 +225,42 @@ absl::Status Run::Setup() {
   if (!steps.ok()) return steps.status();
   steps_ = *steps;
   flops_per_step_ = accounting_.train_flops_per_token * training_.batch_tokens();
-  sequences_per_step_ = training_.batch_tokens() / seq_len;
-  if (sequences_per_step_ % world_size_ != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "training.batch_tokens: ", training_.batch_tokens(), " tokens are ", sequences_per_step_,
-        " windows of seq_len ", seq_len, " per step, which do not split evenly over ", world_size_,
-        " data-parallel ranks (--world_size)"));
+  batch_.sequences_per_step = training_.batch_tokens() / seq_len;
+  if (batch_.sequences_per_step % world_size_ != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("training.batch_tokens: ", training_.batch_tokens(), " tokens are ",
+                     batch_.sequences_per_step, " windows of seq_len ", seq_len,
+                     " per step, which do not split evenly over ", world_size_,
+                     " data-parallel ranks (--world_size)"));
   }
-  sequences_per_rank_ = sequences_per_step_ / world_size_;
+  batch_.sequences_per_rank = batch_.sequences_per_step / world_size_;
   const int64_t micro_tokens = options_.micro_batch_tokens > 0      ? options_.micro_batch_tokens
                                : training_.micro_batch_tokens() > 0 ? training_.micro_batch_tokens()
                                                                     : training_.batch_tokens();
   log_every_ = options_.log_every > 0 ? options_.log_every : training_.log_every_steps();
-  sequences_per_micro_ = std::clamp<int64_t>(micro_tokens / seq_len, 1, sequences_per_rank_);
+  batch_.sequences_per_micro =
+      std::clamp<int64_t>(micro_tokens / seq_len, 1, batch_.sequences_per_rank);
   schedule_ =
       std::make_unique<LrSchedule>(steps_, training_.warmup_fraction(), training_.min_lr_ratio());
+  return absl::OkStatus();
+}
 
+absl::Status Run::OpenData() {
+  const xmod::v1::DataSpec& data = options_.spec.data();
+  const int seq_len = training_.seq_len();
   const int vocab = accounting_.backbone.vocab_size;
-  absl::StatusOr<std::unique_ptr<TrainLoader>> loader = TrainLoader::Open(
-      spec.data().train_glob(), "data.train_glob", seq_len, vocab, training_.seed());
+  absl::StatusOr<std::unique_ptr<TrainLoader>> loader =
+      TrainLoader::Open(data.train_glob(), "data.train_glob", seq_len, vocab, training_.seed());
   if (!loader.ok()) return loader.status();
   loader_ = *std::move(loader);
   absl::StatusOr<std::unique_ptr<ValidationSet>> validation = ValidationSet::Open(
-      spec.data().val_glob(), "data.val_glob", seq_len, vocab, training_.eval_tokens());
+      data.val_glob(), "data.val_glob", seq_len, vocab, training_.eval_tokens());
   if (!validation.ok()) return validation.status();
   validation_ = *std::move(validation);
-  if (absl::Status s = LoadEvalTasks(); !s.ok()) return s;
+  return LoadEvalTasks();
+}
 
+absl::Status Run::ConnectRanks() {
   try {
     device_ = torch::Device(options_.device);
   } catch (const c10::Error& e) {
@@ -208,39 +271,37 @@ absl::Status Run::Setup() {
     return absl::FailedPreconditionError(absl::StrCat(
         "--device ", options_.device, ": this LibTorch has no CUDA or no GPU is visible"));
   }
-  // After every local check, so a bad spec fails at once instead of after the rendezvous.
   absl::StatusOr<std::unique_ptr<Communicator>> comm =
       Communicator::Connect(options_.distributed, device_);
   if (!comm.ok()) return comm.status();
   comm_ = *std::move(comm);
-  {
-    // The ranks must run the same spec: compare a fingerprint of it before any collective
-    // sized by the model.
-    const std::string digest = Sha256Hex(spec.SerializeAsString());
-    const auto fingerprint = static_cast<int64_t>(std::stoull(digest.substr(0, 15), nullptr, 16));
-    absl::Status same = comm_->CheckIdentical(
-        {{"the run spec", torch::tensor({fingerprint}, torch::kInt64)}}, "--spec files");
-    if (!same.ok()) return same;
-  }
-  absl::StatusOr<ModelRuntimeOptions> runtime = RuntimeOptions();
-  if (!runtime.ok()) return runtime.status();
+  // The ranks must run the same spec: compare a fingerprint of it before any collective
+  // sized by the model.
+  const std::string digest = Sha256Hex(options_.spec.SerializeAsString());
+  const auto fingerprint = static_cast<int64_t>(std::stoull(digest.substr(0, 15), nullptr, 16));
+  return comm_->CheckIdentical({{"the run spec", torch::tensor({fingerprint}, torch::kInt64)}},
+                               "--spec files");
+}
+
+void Run::BuildModel() {
   autocast_ = AutocastForPrecision(training_.precision(), device_, accounting_.backbone.d_model);
   torch::manual_seed(training_.seed());
-  model_ = Transformer(spec.model(), accounting_, seq_len, *runtime);
+  model_ = Transformer(options_.spec.model(), accounting_, training_.seq_len(), runtime_);
   model_->to(device_);
   model_->train();
+  const AdamWOptions adamw{0.9, 0.95, 1e-8, training_.weight_decay()};
   if (training_.optimizer() == "muon") {
     MuonOptions muon;
     muon.weight_decay = training_.weight_decay();
     muon_ = std::make_unique<Muon>(model_->MuonParameters(), muon);
-    adamw_ = std::make_unique<AdamW>(model_->AdamWParameters(),
-                                     AdamWOptions{0.9, 0.95, 1e-8, training_.weight_decay()});
+    adamw_ = std::make_unique<AdamW>(model_->AdamWParameters(), adamw);
   } else {  // "adamw": every parameter
     muon_ = std::make_unique<Muon>(std::vector<torch::Tensor>{}, MuonOptions());
-    adamw_ = std::make_unique<AdamW>(model_->parameters(),
-                                     AdamWOptions{0.9, 0.95, 1e-8, training_.weight_decay()});
+    adamw_ = std::make_unique<AdamW>(model_->parameters(), adamw);
   }
+}
 
+absl::Status Run::RestoreCheckpoint() {
   if (!options_.resume_path.empty()) {
     // A checkpoint that verified (main.cc) but does not fit this run would fail every retry
     // the same way: report it refused, so the coordinator stops offering it.
@@ -264,11 +325,13 @@ absl::Status Run::Setup() {
     last_checkpoint_step_ = state_.step;
     LOG(INFO) << "resumed from " << options_.resume_path << " at step " << state_.step;
   }
-  start_step_ = state_.step;
-  start_tokens_ = state_.tokens;
-  start_flops_ = state_.flops;
-  if (!spec.checkpoint_dir().empty() && rank_ == 0) {
-    absl::Status status = MakeDirs(spec.checkpoint_dir());
+  start_ = StartPoint{state_.tokens, state_.flops};
+  return absl::OkStatus();
+}
+
+absl::Status Run::PrepareRanks() {
+  if (!options_.spec.checkpoint_dir().empty() && rank_ == 0) {
+    absl::Status status = MakeDirs(options_.spec.checkpoint_dir());
     if (!status.ok()) return status;
   }
   for (const auto& item : model_->named_buffers(/*recurse=*/true)) {
@@ -281,20 +344,23 @@ absl::Status Run::Setup() {
       comm_->CollectsOn(device_)) {
     reducer_ = std::make_unique<OverlappedGradientReducer>(comm_.get(), model_->parameters());
   }
+  return absl::OkStatus();
+}
 
+absl::Status Run::WriteStarted() {
   xmod::v1::TrainerEvent event;
   xmod::v1::TrainerStarted* started = event.mutable_started();
   started->set_resumed_from_step(state_.step);
   started->set_total_params(accounting_.total_params);
   started->set_forward_flops_per_token(accounting_.forward_flops_per_token);
   started->set_steps_planned(steps_);
-  LOG(INFO) << "run " << spec.run_id() << ": " << accounting_.plan.notation << ", "
+  LOG(INFO) << "run " << options_.spec.run_id() << ": " << accounting_.plan.notation << ", "
             << accounting_.layers << " layers, N = " << accounting_.total_params
             << ", train FLOPs/token = " << accounting_.train_flops_per_token << ", " << steps_
             << " steps of " << training_.batch_tokens() << " tokens on " << device_ << ", "
             << (autocast_.enabled ? "bf16" : "fp32") << " (precision " << training_.precision()
-            << ")" << (runtime->fused_attention ? ", fused attention" : "")
-            << (runtime->activation_checkpointing ? ", activation checkpointing" : "")
+            << ")" << (runtime_.fused_attention ? ", fused attention" : "")
+            << (runtime_.activation_checkpointing ? ", activation checkpointing" : "")
             << (world_size_ > 1 ? absl::StrCat(", rank ", rank_, " of ", world_size_, " (",
                                                options_.distributed.backend, ")")
                                 : std::string());
@@ -325,16 +391,16 @@ absl::Status Run::Step() {
   const int64_t seq_len = training_.seq_len();
 
   // This rank's windows of the step: [rank n/W, (rank + 1) n/W) of the global n.
-  loader_->Skip(static_cast<int>(rank_ * sequences_per_rank_));
-  absl::Status status = loader_->Next(static_cast<int>(sequences_per_rank_), &buffer_);
+  loader_->Skip(static_cast<int>(rank_ * batch_.sequences_per_rank));
+  absl::Status status = loader_->Next(static_cast<int>(batch_.sequences_per_rank), &buffer_);
   if (!status.ok()) return status;
-  loader_->Skip(static_cast<int>((world_size_ - 1 - rank_) * sequences_per_rank_));
-  torch::Tensor batch = ToDevice(buffer_, sequences_per_rank_);  // (B / W, T + 1)
+  loader_->Skip(static_cast<int>((world_size_ - 1 - rank_) * batch_.sequences_per_rank));
+  torch::Tensor batch = ToDevice(buffer_, batch_.sequences_per_rank);  // (B / W, T + 1)
   // This rank's mean losses, kept on the device: reading them would wait for the GPU.
   torch::Tensor loss = torch::zeros({}, batch.options().dtype(torch::kFloat64));
   torch::Tensor aux = torch::zeros({}, batch.options().dtype(torch::kFloat64));
-  for (int64_t b = 0; b < sequences_per_rank_; b += sequences_per_micro_) {
-    const int64_t n = std::min(sequences_per_micro_, sequences_per_rank_ - b);
+  for (int64_t b = 0; b < batch_.sequences_per_rank; b += batch_.sequences_per_micro) {
+    const int64_t n = std::min(batch_.sequences_per_micro, batch_.sequences_per_rank - b);
     torch::Tensor chunk = batch.slice(/*dim=*/0, b, b + n);
     torch::Tensor inputs = chunk.slice(/*dim=*/1, 0, seq_len).contiguous();       // (n, T)
     torch::Tensor targets = chunk.slice(/*dim=*/1, 1, seq_len + 1).contiguous();  // (n, T)
@@ -343,9 +409,9 @@ absl::Status Run::Step() {
       AutocastGuard autocast(device_.type(), autocast_);
       out = model_->forward(inputs, targets, RoutingMode::kTopK);
     }
-    const double weight = static_cast<double>(n) / static_cast<double>(sequences_per_rank_);
+    const double weight = static_cast<double>(n) / static_cast<double>(batch_.sequences_per_rank);
     torch::Tensor total = out.aux_loss.defined() ? out.loss + out.aux_loss : out.loss;
-    if (reducer_ != nullptr && b + n >= sequences_per_rank_) reducer_->Arm();
+    if (reducer_ != nullptr && b + n >= batch_.sequences_per_rank) reducer_->Arm();
     (total * weight).backward();
     loss += out.loss.detach().to(torch::kFloat64) * weight;
     if (out.aux_loss.defined()) aux += out.aux_loss.detach().to(torch::kFloat64) * weight;
@@ -398,7 +464,7 @@ absl::Status Run::LogTraining(const torch::Tensor& loss_tensor, const torch::Ten
   }
   LOG(INFO) << absl::StrFormat("step %d/%d loss %.4f aux %.4f lr %.3g tok/s %.0f", state_.step,
                                steps_, loss, aux, lr,
-                               (state_.tokens - start_tokens_) / TrainSeconds());
+                               (state_.tokens - start_.tokens) / TrainSeconds());
   return absl::OkStatus();
 }
 
@@ -416,7 +482,7 @@ absl::Status Run::MaybeProgress(bool force) {
   progress->set_flop_budget(training_.flop_budget());
   progress->set_train_loss(last_loss_);
   progress->set_val_loss(last_val_loss_);
-  progress->set_tokens_per_second((state_.tokens - start_tokens_) / TrainSeconds());
+  progress->set_tokens_per_second((state_.tokens - start_.tokens) / TrainSeconds());
   return events_.Write(event);
 }
 
@@ -435,8 +501,8 @@ absl::StatusOr<Evaluation> Run::Evaluate() {
   RoutingDiagnosticsAccumulator diagnostics;
   const int64_t seq_len = training_.seq_len();
   const int64_t total = validation_->size();
-  for (int64_t b = 0; b < total; b += sequences_per_micro_) {
-    const int64_t n = std::min(sequences_per_micro_, total - b);
+  for (int64_t b = 0; b < total; b += batch_.sequences_per_micro) {
+    const int64_t n = std::min(batch_.sequences_per_micro, total - b);
     absl::Status status = validation_->Get(b, n, &buffer_);
     if (!status.ok()) return status;
     torch::Tensor batch = ToDevice(buffer_, n);
@@ -477,7 +543,7 @@ absl::Status Run::LoadEvalTasks() {
           examples.status().code(),
           absl::StrCat("training.eval_tasks[", i, "]: ", examples.status().message()));
     }
-    eval_examples_.push_back(*std::move(examples));
+    eval_tasks_.examples.push_back(*std::move(examples));
   }
   absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
       OpenEvalTokenizer(training_.eval_tokenizer(), options_.spec, accounting_.backbone.vocab_size);
@@ -485,19 +551,19 @@ absl::Status Run::LoadEvalTasks() {
     return absl::Status(tokenizer.status().code(),
                         absl::StrCat("training.eval_tokenizer: ", tokenizer.status().message()));
   }
-  eval_tokenizer_ = *std::move(tokenizer);
+  eval_tasks_.tokenizer = *std::move(tokenizer);
   return absl::OkStatus();
 }
 
 absl::Status Run::EvaluateTasks() {
-  if (eval_tokenizer_ == nullptr) return absl::OkStatus();
-  Scorer scorer(model_, training_.seq_len(), device_, sequences_per_micro_);
+  if (eval_tasks_.tokenizer == nullptr) return absl::OkStatus();
+  Scorer scorer(model_, training_.seq_len(), device_, batch_.sequences_per_micro);
   for (int i = 0; i < training_.eval_tasks_size(); ++i) {
     const std::string& task = training_.eval_tasks(i).task();
     absl::StatusOr<xmod::v1::EvalTaskResult> result;
     {
       AutocastGuard autocast(device_.type(), autocast_);
-      result = EvaluateTask(task, eval_examples_[i], *eval_tokenizer_, scorer);
+      result = EvaluateTask(task, eval_tasks_.examples[i], *eval_tasks_.tokenizer, scorer);
     }
     if (!result.ok()) return result.status();
     for (const auto& [name, value] : EvalMetrics(*result)) {
@@ -561,49 +627,14 @@ absl::StatusOr<TrainerResult> Run::Train() {
   const int64_t marks = training_.eval_marks();
   // Mark m (1..marks) falls after step ceil(m * steps / marks); the last one at the end.
   auto mark_of = [&](int64_t step) { return step * marks / steps_; };
-  TrainerResult result;
+  bool preempted = false;
   while (state_.step < steps_) {
     status = Step();
     if (!status.ok()) return status;
     const bool eval_mark = mark_of(state_.step) > mark_of(state_.step - 1);
     if (eval_mark) {
-      absl::StatusOr<Evaluation> evaluation = Evaluate();
-      if (!evaluation.ok()) return evaluation.status();
-      last_val_loss_ = evaluation->loss;
-      status = CheckRanksInSync();
+      status = ReportEvaluation();
       if (!status.ok()) return status;
-      std::vector<std::pair<std::string, double>> metrics = {
-          {"val/loss", evaluation->loss},
-          {"perf/tokens_per_second", (state_.tokens - start_tokens_) / TrainSeconds()},
-          {"perf/flops_per_second", (state_.flops - start_flops_) / TrainSeconds()}};
-      if (evaluation->routing.has_value()) {
-        const RoutingDiagnostics& routing = *evaluation->routing;
-        metrics.push_back({"val/loss_topk", evaluation->loss_topk});
-        metrics.push_back({"route/coverage", routing.coverage});
-        metrics.push_back({"route/jaccard", routing.jaccard});
-        metrics.push_back({"route/agreement", routing.agreement});
-        metrics.push_back({"route/agreement_topk_pass", routing.agreement_topk_pass});
-        metrics.push_back({"route/agreement_passes", routing.agreement_passes});
-        if (options_.spec.model().k() >= 1 && routing.interval_length >= 1) {
-          const int k = options_.spec.model().k(), n = routing.interval_length;
-          const ReferenceScheme identical = IdenticalSubsetReference(k, n);
-          const ReferenceScheme random = RandomSubsetsReference(k, n);
-          metrics.push_back({"route/coverage_identical", identical.coverage});
-          metrics.push_back({"route/jaccard_identical", identical.jaccard});
-          metrics.push_back({"route/coverage_random", random.coverage});
-          metrics.push_back({"route/jaccard_random", random.jaccard});
-        }
-        for (size_t n = 0; n < routing.updates.size(); ++n) {
-          metrics.push_back({absl::StrCat("route/updates_", n), routing.updates[n]});
-        }
-      }
-      for (const auto& [name, value] : metrics) {
-        status = Metric(name, value);
-        if (!status.ok()) return status;
-      }
-      LOG(INFO) << absl::StrFormat(
-          "step %d: val/loss %.4f%s", state_.step, evaluation->loss,
-          routed_ ? absl::StrFormat(" (top-k %.4f)", evaluation->loss_topk) : "");
     }
     // After the evaluation, so a mark's progress carries its validation loss.
     status = MaybeProgress(/*force=*/eval_mark || state_.step == steps_);
@@ -613,49 +644,105 @@ absl::StatusOr<TrainerResult> Run::Train() {
       status = WriteCheckpoint();
       if (!status.ok()) return status;
     }
-    bool stop = false;
-    if (state_.step < steps_) {
-      // Every rank stops after the same step if any was asked to.
-      absl::StatusOr<bool> any =
-          comm_->Any(options_.stop_requested != nullptr && options_.stop_requested(state_.step));
-      if (!any.ok()) return any.status();
-      stop = *any;
-    }
-    if (stop) {
+    absl::StatusOr<bool> stop = AnyStopRequested();
+    if (!stop.ok()) return stop.status();
+    if (*stop) {
       status = WriteCheckpoint();
       if (!status.ok()) return status;
-      result.preempted = true;
+      preempted = true;
       LOG(INFO) << "stopped at step " << state_.step << " on request";
       break;
     }
   }
 
-  if (!result.preempted) {
+  if (!preempted) {
     status = EvaluateTasks();  // after the final evaluation, before `finished`
     if (!status.ok()) return status;
   }
+  const TrainerResult result = Result(preempted, Seconds(std::chrono::steady_clock::now() - begin));
+  if (!preempted) {
+    status = WriteFinished(result);
+    if (!status.ok()) return status;
+  }
+  return result;
+}
+
+absl::Status Run::ReportEvaluation() {
+  absl::StatusOr<Evaluation> evaluation = Evaluate();
+  if (!evaluation.ok()) return evaluation.status();
+  last_val_loss_ = evaluation->loss;
+  absl::Status status = CheckRanksInSync();
+  if (!status.ok()) return status;
+  for (const auto& [name, value] : EvaluationMetrics(*evaluation)) {
+    status = Metric(name, value);
+    if (!status.ok()) return status;
+  }
+  LOG(INFO) << absl::StrFormat(
+      "step %d: val/loss %.4f%s", state_.step, evaluation->loss,
+      routed_ ? absl::StrFormat(" (top-k %.4f)", evaluation->loss_topk) : "");
+  return absl::OkStatus();
+}
+
+std::vector<std::pair<std::string, double>> Run::EvaluationMetrics(
+    const Evaluation& evaluation) const {
+  std::vector<std::pair<std::string, double>> metrics = {
+      {"val/loss", evaluation.loss},
+      {"perf/tokens_per_second", (state_.tokens - start_.tokens) / TrainSeconds()},
+      {"perf/flops_per_second", (state_.flops - start_.flops) / TrainSeconds()}};
+  if (!evaluation.routing.has_value()) return metrics;
+  const RoutingDiagnostics& routing = *evaluation.routing;
+  metrics.push_back({"val/loss_topk", evaluation.loss_topk});
+  metrics.push_back({"route/coverage", routing.coverage});
+  metrics.push_back({"route/jaccard", routing.jaccard});
+  metrics.push_back({"route/agreement", routing.agreement});
+  metrics.push_back({"route/agreement_topk_pass", routing.agreement_topk_pass});
+  metrics.push_back({"route/agreement_passes", routing.agreement_passes});
+  if (options_.spec.model().k() >= 1 && routing.interval_length >= 1) {
+    const int k = options_.spec.model().k(), n = routing.interval_length;
+    const ReferenceScheme identical = IdenticalSubsetReference(k, n);
+    const ReferenceScheme random = RandomSubsetsReference(k, n);
+    metrics.push_back({"route/coverage_identical", identical.coverage});
+    metrics.push_back({"route/jaccard_identical", identical.jaccard});
+    metrics.push_back({"route/coverage_random", random.coverage});
+    metrics.push_back({"route/jaccard_random", random.jaccard});
+  }
+  for (size_t n = 0; n < routing.updates.size(); ++n) {
+    metrics.push_back({absl::StrCat("route/updates_", n), routing.updates[n]});
+  }
+  return metrics;
+}
+
+absl::StatusOr<bool> Run::AnyStopRequested() {
+  if (state_.step >= steps_) return false;
+  // Every rank stops after the same step if any was asked to.
+  return comm_->Any(options_.stop_requested != nullptr && options_.stop_requested(state_.step));
+}
+
+TrainerResult Run::Result(bool preempted, double seconds) {
+  TrainerResult result;
+  result.preempted = preempted;
+  result.seconds = seconds;
   result.steps = state_.step;
   result.tokens = state_.tokens;
   result.flops = state_.flops;
   result.final_val_loss = last_val_loss_;
-  result.seconds = Seconds(std::chrono::steady_clock::now() - begin);
-  result.tokens_per_second = (state_.tokens - start_tokens_) / TrainSeconds();
-  result.achieved_flops_per_second = (state_.flops - start_flops_) / TrainSeconds();
+  result.tokens_per_second = (state_.tokens - start_.tokens) / TrainSeconds();
+  result.achieved_flops_per_second = (state_.flops - start_.flops) / TrainSeconds();
   result.last_checkpoint = last_checkpoint_;
   if (world_size_ > 1) result.parameters_sha256 = ParametersSha256(*model_);
-  if (!result.preempted) {
-    xmod::v1::TrainerEvent event;
-    xmod::v1::TrainerFinished* finished = event.mutable_finished();
-    finished->set_final_val_loss(result.final_val_loss);
-    finished->set_steps(result.steps);
-    finished->set_flops(result.flops);
-    finished->set_seconds(result.seconds);
-    finished->set_tokens_per_second(result.tokens_per_second);
-    finished->set_achieved_flops_per_second(result.achieved_flops_per_second);
-    status = events_.Write(event);
-    if (!status.ok()) return status;
-  }
   return result;
+}
+
+absl::Status Run::WriteFinished(const TrainerResult& result) {
+  xmod::v1::TrainerEvent event;
+  xmod::v1::TrainerFinished* finished = event.mutable_finished();
+  finished->set_final_val_loss(result.final_val_loss);
+  finished->set_steps(result.steps);
+  finished->set_flops(result.flops);
+  finished->set_seconds(result.seconds);
+  finished->set_tokens_per_second(result.tokens_per_second);
+  finished->set_achieved_flops_per_second(result.achieved_flops_per_second);
+  return events_.Write(event);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "trainer_contract/exit_codes.h"
+#include "trainer_contract/outcome.h"
 
 namespace xmod::scheduling {
 namespace {
@@ -35,18 +36,9 @@ int64_t BackoffMillis(int failures, const SchedulerOptions& options) {
 }
 
 absl::StatusOr<std::string> OutcomeName(xmod::v1::Outcome outcome) {
-  switch (outcome) {
-    case xmod::v1::OUTCOME_SUCCEEDED:
-      return "succeeded";
-    case xmod::v1::OUTCOME_FAILED:
-      return "failed";
-    case xmod::v1::OUTCOME_CANCELLED:
-      return "cancelled";
-    case xmod::v1::OUTCOME_PREEMPTED:
-      return "preempted";
-    default:
-      return absl::InvalidArgumentError("outcome: must be set");
-  }
+  std::string name(StoredOutcomeName(outcome));
+  if (name.empty()) return absl::InvalidArgumentError("outcome: must be set");
+  return name;
 }
 
 Retry RetryOfFailure(RunEntry& run, int exit_code) {

@@ -27,7 +27,7 @@ enum class Retry {
 // Backoff before retry n (n = failures so far): base * 2^(n-1), at most max.
 int64_t BackoffMillis(int failures, const SchedulerOptions& options);
 
-// The stored outcome name of a FinishRun ("succeeded", "failed", "cancelled", "preempted");
+// The stored outcome name of a FinishRun (StoredOutcomeName, trainer_contract/outcome.h);
 // INVALID_ARGUMENT naming `outcome` when it is not set.
 absl::StatusOr<std::string> OutcomeName(xmod::v1::Outcome outcome);
 

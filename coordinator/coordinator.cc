@@ -20,6 +20,7 @@
 #include "coordinator/fitting/fit_trigger.h"
 #include "coordinator/spec/data_roots.h"
 #include "coordinator/store/database_lock.h"
+#include "coordinator/store/run_counts.h"
 #include "glog/logging.h"
 
 namespace xmod {
@@ -206,14 +207,10 @@ void Coordinator::Tick() {
   adaptive_->Poll();
   std::map<std::string, int> counts;
   absl::Status s = store_->Read([&counts](Db& db) {
-    absl::StatusOr<Stmt> stmt = db.Prepare("SELECT state, COUNT(*) FROM runs GROUP BY state");
-    if (!stmt.ok()) return stmt.status();
-    while (true) {
-      absl::StatusOr<bool> row = stmt->Step();
-      if (!row.ok()) return row.status();
-      if (!*row) return absl::OkStatus();
-      counts[stmt->Text(0)] = static_cast<int>(stmt->Int(1));
-    }
+    absl::StatusOr<std::map<std::string, int>> read = CountRunsByState(db);
+    if (!read.ok()) return read.status();
+    counts = *std::move(read);
+    return absl::OkStatus();
   });
   if (s.ok()) {
     metrics_->SetRunCounts(counts);

@@ -16,12 +16,13 @@
 //                                                      429 past a sign-in limit)
 //   POST /api/logout                                   ends the session
 // The handlers are http_routes.h's and http_auth.h's; each read answers through the same
-// function as its gRPC method (user_queries.h, fit_queries.h). JSON is the project's one API
-// shape (common/proto_json.h: proto field names, defaults
-// printed), the same document xmodctl -o json prints for the message. With credentials, the other
-// /api/ routes need a user or read credential: "Authorization: Bearer <token>" or the session
-// cookie of a login (401 without, 403 for a worker credential); a token in the URL is never
-// accepted. With a certificate and key the server speaks HTTPS only (and the cookie is Secure).
+// function as its gRPC method (user_queries.h, fit_queries.h). Every body is JSON in the
+// project's one API shape (common/proto_json.h: proto field names, defaults printed), the
+// same document xmodctl -o json prints for the message; the sign-in and error documents are
+// http_api.proto's. With credentials, the other /api/ routes need a user or read credential:
+// "Authorization: Bearer <token>" or the session cookie of a login (401 without, 403 for a
+// worker credential); a token in the URL is never accepted. With a certificate and key the
+// server speaks HTTPS only (and the cookie is Secure).
 // Query parameters are held to the gRPC calls' caps (request_limits.h): past one, 400 with
 // the same message naming the field ("max_points: 200000 exceeds the limit 100000").
 // Thread-safe.

@@ -20,6 +20,7 @@
 #include "coordinator/fitting/fit_trigger.h"
 #include "coordinator/spec/data_roots.h"
 #include "coordinator/store/database_lock.h"
+#include "coordinator/store/run_counts.h"
 #include "glog/logging.h"
 
 namespace xmod {
@@ -55,6 +56,14 @@ absl::Status CheckExposure(const CoordinatorOptions& options) {
   return absl::OkStatus();
 }
 
+// Writes --ports_file: {"grpc":P,"http":P,"metrics":P,"health":P}.
+absl::Status WritePortsFile(const std::string& path, const Ports& ports) {
+  const std::string json =
+      absl::StrCat("{\"grpc\":", ports.grpc, ",\"http\":", ports.http,
+                   ",\"metrics\":", ports.metrics, ",\"health\":", ports.health, "}\n");
+  return WriteFileAtomic(path, json);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const CoordinatorOptions& options) {
@@ -65,137 +74,158 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Coordinato
   if (!transport.ok()) return transport.status();
   std::unique_ptr<Coordinator> c(new Coordinator);
   c->options_ = options;
-  Clock* clock = options.clock != nullptr ? options.clock : Clock::Real();
-  c->metrics_ = std::make_unique<CoordinatorMetrics>();
-
-  StoreOptions store_options = options.store;
-  CoordinatorMetrics* metrics = c->metrics_.get();
-  store_options.on_commit = [metrics](double seconds, int batch) {
-    metrics->ObserveCommit(seconds, batch);
-  };
-  absl::StatusOr<std::unique_ptr<DatabaseLock>> lock = DatabaseLock::Acquire(options.db_path);
-  if (!lock.ok()) return lock.status();
-  c->db_lock_ = *std::move(lock);
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(options.db_path, store_options);
-  if (!store.ok()) return store.status();
-  c->store_ = *std::move(store);
-
-  SchedulerOptions scheduler_options;
-  scheduler_options.lease_ttl_ms = options.lease_ttl_ms;
-  scheduler_options.heartbeat_interval_ms = options.heartbeat_interval_ms;
-  // A polling worker takes its gang part at once; one lease TTL covers a slow start.
-  scheduler_options.gang_start_timeout_ms = options.lease_ttl_ms;
-  scheduler_options.checkpoint_root = options.checkpoint_root;
-  absl::StatusOr<std::unique_ptr<Scheduler>> scheduler =
-      Scheduler::Create(c->store_.get(), clock, &c->feed_, metrics, scheduler_options);
-  if (!scheduler.ok()) return scheduler.status();
-  c->scheduler_ = *std::move(scheduler);
-  c->fit_trigger_ = std::make_unique<FitTrigger>(c->store_.get(), clock, metrics->registry().get(),
-                                                 FitTriggerOptions());
-  c->adaptive_ = std::make_unique<AdaptiveController>(c->store_.get(), c->scheduler_.get(), clock,
-                                                      metrics->registry().get(), options.adaptive);
-  Scheduler* sched = c->scheduler_.get();
-  c->sweep_monitor_ = std::make_unique<SweepMonitor>(
-      c->store_.get(), &c->feed_, metrics,
-      [sched](int64_t run_id, double flops, double live_delta, const std::string& reason) {
-        return sched->StopEarly(run_id, flops, live_delta, reason);
-      });
-
-  CoordinatorServiceOptions user_options;
-  user_options.credentials = options.credentials;
-  user_options.check_data_paths = options.check_data_paths;
-  user_options.query_limits = options.query;
-  user_options.watch_limits = options.watch_streams;
-  user_options.data_roots = options.data_roots;
-  user_options.spec_limits.max_ensemble_size = options.adaptive.max_ensemble_size;
-  user_options.fit_trigger = c->fit_trigger_.get();
-  user_options.adaptive = c->adaptive_.get();
-  user_options.clock = clock;
-  c->user_service_ = std::make_unique<CoordinatorService>(c->store_.get(), c->scheduler_.get(),
-                                                          &c->feed_, metrics, user_options);
-  WorkerGatewayOptions worker_options;
-  worker_options.credentials = options.credentials;
-  c->worker_service_ = std::make_unique<WorkerGatewayService>(c->scheduler_.get(), c->store_.get(),
-                                                              metrics, worker_options);
-
+  c->clock_ = options.clock != nullptr ? options.clock : Clock::Real();
+  if (absl::Status s = c->OpenStore(); !s.ok()) return s;
+  if (absl::Status s = c->StartBackgroundParts(); !s.ok()) return s;
+  c->MakeServices();
   // Every listener that a flag can make fail is started before the gRPC server, which
   // workers lease runs through: a coordinator that cannot start has leased nothing.
-  if (!options.http_listen.empty()) {
-    HttpServerOptions http;
-    http.listen = options.http_listen;
-    http.dashboard_dir = options.dashboard_dir;
-    http.credentials = options.credentials;
-    http.tls_cert_file = options.tls.cert_file;
-    http.tls_key_file = options.tls.key_file;
-    http.sessions = options.sessions;
-    http.clock = clock;
-    absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start(c->store_.get(), http);
-    if (!server.ok()) return server.status();
-    c->http_server_ = *std::move(server);
-    c->ports_.http = c->http_server_->port();
-  }
-  if (!options.metrics_listen.empty()) {
-    absl::StatusOr<std::unique_ptr<MetricsEndpoint>> started =
-        MetricsEndpoint::Start(options.metrics_listen, options.metrics_access, metrics->registry());
-    if (!started.ok()) return started.status();
-    c->metrics_endpoint_ = *std::move(started);
-    c->ports_.metrics = c->metrics_endpoint_->port();
-  }
-  if (!options.health_listen.empty()) {
-    absl::StatusOr<std::unique_ptr<HealthListener>> health =
-        HealthListener::Start(options.health_listen);
-    if (!health.ok()) return health.status();
-    c->health_listener_ = *std::move(health);
-    c->ports_.health = c->health_listener_->port();
-    SetServing(c->health_listener_->server(), false);
-  }
-
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, *transport, &c->ports_.grpc);
-  SetServerMessageLimits(&builder);
-  grpc::ResourceQuota quota("xmod-coordinator");
-  quota.SetMaxThreads(options.max_grpc_threads);
-  builder.SetResourceQuota(quota);
-  builder.RegisterService(c->user_service_.get());
-  builder.RegisterService(c->worker_service_.get());
-  AddStandardServices(&builder, options.grpc_reflection);
-  c->grpc_server_ = builder.BuildAndStart();
-  if (c->grpc_server_ == nullptr || c->ports_.grpc == 0) {
-    return absl::UnavailableError(absl::StrCat("--listen: cannot listen on ", options.listen));
-  }
-  SetServing(c->grpc_server_.get(), false);
-
-  c->Tick();
-  Coordinator* raw = c.get();
-  c->ticker_ = std::thread([raw] {
-    while (!raw->stop_ticker_.WaitForNotificationWithTimeout(
-        absl::Milliseconds(raw->options_.tick_ms))) {
-      raw->Tick();
-    }
-  });
-
-  LOG(INFO) << "xmod-coordinator: gRPC" << (options.tls.enabled() ? " (TLS" : "")
-            << (!options.tls.client_ca_file.empty() ? ", client certificates required)"
-                : options.tls.enabled()             ? ")"
-                                                    : "")
-            << " on port " << c->ports_.grpc << ", HTTP" << (options.tls.enabled() ? "S" : "")
-            << " on port " << c->ports_.http << ", metrics"
-            << (options.metrics_access.tls_cert_file.empty() ? "" : " (HTTPS)") << " on port "
-            << c->ports_.metrics << ", health on port " << c->ports_.health << ", database "
-            << options.db_path << ", " << options.credentials->size() << " credentials";
-  if (options.data_roots.empty()) {
-    LOG(INFO) << "xmod-coordinator: no --data_root: sweeps' data globs are not looked up";
-  }
+  if (absl::Status s = c->StartSideListeners(); !s.ok()) return s;
+  if (absl::Status s = c->StartGrpc(*transport); !s.ok()) return s;
+  c->StartTicker();
+  c->LogListening();
   if (!options.ports_file.empty()) {
-    const std::string json =
-        absl::StrCat("{\"grpc\":", c->ports_.grpc, ",\"http\":", c->ports_.http,
-                     ",\"metrics\":", c->ports_.metrics, ",\"health\":", c->ports_.health, "}\n");
-    if (absl::Status s = WriteFileAtomic(options.ports_file, json); !s.ok()) return s;
+    if (absl::Status s = WritePortsFile(options.ports_file, c->ports_); !s.ok()) return s;
   }
   // Probes see SERVING only now that every listener is up.
   SetServing(c->grpc_server_.get(), true);
   if (c->health_listener_) SetServing(c->health_listener_->server(), true);
   return c;
+}
+
+absl::Status Coordinator::OpenStore() {
+  metrics_ = std::make_unique<CoordinatorMetrics>();
+  StoreOptions store_options = options_.store;
+  CoordinatorMetrics* metrics = metrics_.get();
+  store_options.on_commit = [metrics](double seconds, int batch) {
+    metrics->ObserveCommit(seconds, batch);
+  };
+  absl::StatusOr<std::unique_ptr<DatabaseLock>> lock = DatabaseLock::Acquire(options_.db_path);
+  if (!lock.ok()) return lock.status();
+  db_lock_ = *std::move(lock);
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(options_.db_path, store_options);
+  if (!store.ok()) return store.status();
+  store_ = *std::move(store);
+  return absl::OkStatus();
+}
+
+absl::Status Coordinator::StartBackgroundParts() {
+  SchedulerOptions scheduler_options;
+  scheduler_options.lease_ttl_ms = options_.lease_ttl_ms;
+  scheduler_options.heartbeat_interval_ms = options_.heartbeat_interval_ms;
+  // A polling worker takes its gang part at once; one lease TTL covers a slow start.
+  scheduler_options.gang_start_timeout_ms = options_.lease_ttl_ms;
+  scheduler_options.checkpoint_root = options_.checkpoint_root;
+  absl::StatusOr<std::unique_ptr<Scheduler>> scheduler =
+      Scheduler::Create(store_.get(), clock_, &feed_, metrics_.get(), scheduler_options);
+  if (!scheduler.ok()) return scheduler.status();
+  scheduler_ = *std::move(scheduler);
+  prometheus::Registry* registry = metrics_->registry().get();
+  fit_trigger_ = std::make_unique<FitTrigger>(store_.get(), clock_, registry, FitTriggerOptions());
+  adaptive_ = std::make_unique<AdaptiveController>(store_.get(), scheduler_.get(), clock_, registry,
+                                                   options_.adaptive);
+  Scheduler* sched = scheduler_.get();
+  sweep_monitor_ = std::make_unique<SweepMonitor>(
+      store_.get(), &feed_, metrics_.get(),
+      [sched](int64_t run_id, double flops, double live_delta, const std::string& reason) {
+        return sched->StopEarly(run_id, flops, live_delta, reason);
+      });
+  return absl::OkStatus();
+}
+
+void Coordinator::MakeServices() {
+  CoordinatorServiceOptions user_options;
+  user_options.credentials = options_.credentials;
+  user_options.check_data_paths = options_.check_data_paths;
+  user_options.query_limits = options_.query;
+  user_options.watch_limits = options_.watch_streams;
+  user_options.data_roots = options_.data_roots;
+  user_options.spec_limits.max_ensemble_size = options_.adaptive.max_ensemble_size;
+  user_options.fit_trigger = fit_trigger_.get();
+  user_options.adaptive = adaptive_.get();
+  user_options.clock = clock_;
+  user_service_ = std::make_unique<CoordinatorService>(store_.get(), scheduler_.get(), &feed_,
+                                                       metrics_.get(), user_options);
+  WorkerGatewayOptions worker_options;
+  worker_options.credentials = options_.credentials;
+  worker_service_ = std::make_unique<WorkerGatewayService>(scheduler_.get(), store_.get(),
+                                                           metrics_.get(), worker_options);
+}
+
+absl::Status Coordinator::StartSideListeners() {
+  if (!options_.http_listen.empty()) {
+    HttpServerOptions http;
+    http.listen = options_.http_listen;
+    http.dashboard_dir = options_.dashboard_dir;
+    http.credentials = options_.credentials;
+    http.tls_cert_file = options_.tls.cert_file;
+    http.tls_key_file = options_.tls.key_file;
+    http.sessions = options_.sessions;
+    http.clock = clock_;
+    absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start(store_.get(), http);
+    if (!server.ok()) return server.status();
+    http_server_ = *std::move(server);
+    ports_.http = http_server_->port();
+  }
+  if (!options_.metrics_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<MetricsEndpoint>> started = MetricsEndpoint::Start(
+        options_.metrics_listen, options_.metrics_access, metrics_->registry());
+    if (!started.ok()) return started.status();
+    metrics_endpoint_ = *std::move(started);
+    ports_.metrics = metrics_endpoint_->port();
+  }
+  if (!options_.health_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<HealthListener>> health =
+        HealthListener::Start(options_.health_listen);
+    if (!health.ok()) return health.status();
+    health_listener_ = *std::move(health);
+    ports_.health = health_listener_->port();
+    SetServing(health_listener_->server(), false);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Coordinator::StartGrpc(const std::shared_ptr<grpc::ServerCredentials>& transport) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options_.listen, transport, &ports_.grpc);
+  SetServerMessageLimits(&builder);
+  grpc::ResourceQuota quota("xmod-coordinator");
+  quota.SetMaxThreads(options_.max_grpc_threads);
+  builder.SetResourceQuota(quota);
+  builder.RegisterService(user_service_.get());
+  builder.RegisterService(worker_service_.get());
+  AddStandardServices(&builder, options_.grpc_reflection);
+  grpc_server_ = builder.BuildAndStart();
+  if (grpc_server_ == nullptr || ports_.grpc == 0) {
+    return absl::UnavailableError(absl::StrCat("--listen: cannot listen on ", options_.listen));
+  }
+  SetServing(grpc_server_.get(), false);
+  return absl::OkStatus();
+}
+
+void Coordinator::StartTicker() {
+  Tick();
+  ticker_ = std::thread([this] {
+    while (!stop_ticker_.WaitForNotificationWithTimeout(absl::Milliseconds(options_.tick_ms))) {
+      Tick();
+    }
+  });
+}
+
+void Coordinator::LogListening() const {
+  const CoordinatorOptions& o = options_;
+  LOG(INFO) << "xmod-coordinator: gRPC" << (o.tls.enabled() ? " (TLS" : "")
+            << (!o.tls.client_ca_file.empty() ? ", client certificates required)"
+                : o.tls.enabled()             ? ")"
+                                              : "")
+            << " on port " << ports_.grpc << ", HTTP" << (o.tls.enabled() ? "S" : "") << " on port "
+            << ports_.http << ", metrics"
+            << (o.metrics_access.tls_cert_file.empty() ? "" : " (HTTPS)") << " on port "
+            << ports_.metrics << ", health on port " << ports_.health << ", database " << o.db_path
+            << ", " << o.credentials->size() << " credentials";
+  if (o.data_roots.empty()) {
+    LOG(INFO) << "xmod-coordinator: no --data_root: sweeps' data globs are not looked up";
+  }
 }
 
 void Coordinator::Tick() {
@@ -206,14 +236,10 @@ void Coordinator::Tick() {
   adaptive_->Poll();
   std::map<std::string, int> counts;
   absl::Status s = store_->Read([&counts](Db& db) {
-    absl::StatusOr<Stmt> stmt = db.Prepare("SELECT state, COUNT(*) FROM runs GROUP BY state");
-    if (!stmt.ok()) return stmt.status();
-    while (true) {
-      absl::StatusOr<bool> row = stmt->Step();
-      if (!row.ok()) return row.status();
-      if (!*row) return absl::OkStatus();
-      counts[stmt->Text(0)] = static_cast<int>(stmt->Int(1));
-    }
+    absl::StatusOr<std::map<std::string, int>> read = CountRunsByState(db);
+    if (!read.ok()) return read.status();
+    counts = *std::move(read);
+    return absl::OkStatus();
   });
   if (s.ok()) {
     metrics_->SetRunCounts(counts);

@@ -108,9 +108,23 @@ class Coordinator {
 
  private:
   Coordinator() = default;
+  // The steps of Start, in order. OpenStore takes the database's lock and opens the store
+  // (with metrics_); StartBackgroundParts rebuilds the scheduler from the store and makes the
+  // fit trigger, adaptive controller and sweep monitor; MakeServices the two gRPC services;
+  // StartSideListeners binds HTTP, metrics and health (whichever the options name);
+  // StartGrpc binds `listen` and serves (NOT_SERVING until Start ends); StartTicker ticks once,
+  // then every tick_ms in its thread.
+  absl::Status OpenStore();
+  absl::Status StartBackgroundParts();
+  void MakeServices();
+  absl::Status StartSideListeners();
+  absl::Status StartGrpc(const std::shared_ptr<grpc::ServerCredentials>& transport);
+  void StartTicker();
+  void LogListening() const;
   void Tick();
 
   CoordinatorOptions options_;
+  Clock* clock_ = nullptr;  // options_.clock, or the real clock
   Ports ports_;
   std::unique_ptr<DatabaseLock> db_lock_;  // held until after the store closed
   std::unique_ptr<CoordinatorMetrics> metrics_;

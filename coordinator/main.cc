@@ -9,26 +9,24 @@
 #include <optional>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "common/command_line.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/spec/data_roots.h"
 #include "glog/logging.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+// What the command line sets: the options and the two flags main checks itself.
+struct Flags {
   xmod::CoordinatorOptions options;
-  options.dashboard_dir = XMOD_DEFAULT_DASHBOARD_DIR;
   std::string credentials_file;
-  std::string token_flag;
-  CLI::App app{
-      "xmod-coordinator: the xmod service. Stores sweeps, runs and metrics in SQLite, leases "
-      "runs to xmod-worker processes, serves the Coordinator API (xmodctl), the WorkerGateway "
-      "API, a web dashboard and Prometheus metrics.\n"
-      "Example: xmod-coordinator --listen=0.0.0.0:7070 --db=/var/lib/xmod/xmod.db "
-      "--checkpoint_root=/shared/xmod/checkpoints --http_listen=0.0.0.0:8080 "
-      "--metrics_listen=0.0.0.0:9464 --credentials_file=/etc/xmod/credentials "
-      "--tls_cert=/etc/xmod/tls/server.pem --tls_key=/etc/xmod/tls/server.key"};
-  xmod::AddVersionFlag(app, "xmod-coordinator");
-  app.option_defaults()->always_capture_default();
+  std::string token;  // --token, removed: refused when given
+};
+
+// --listen, --db, --checkpoint_root and the credential and TLS flags.
+void AddServerFlags(CLI::App& app, Flags* flags) {
+  xmod::CoordinatorOptions& options = flags->options;
   app.add_option("--listen", options.listen,
                  "gRPC address host:port for users (xmodctl) and workers; port 0 picks a free "
                  "port");
@@ -36,7 +34,7 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint_root", options.checkpoint_root,
                  "directory, shared with every worker, under which each run gets "
                  "sweep-<S>/run-<R>/ for its checkpoints");
-  app.add_option("--credentials_file", credentials_file,
+  app.add_option("--credentials_file", flags->credentials_file,
                  "file of credentials, one \"SCOPE NAME SECRET\" per line (scopes user, read, "
                  "worker; docs/security.md); when empty, the lines are read from the "
                  "environment variable XMOD_CREDENTIALS, and when that is unset too there is no "
@@ -45,7 +43,7 @@ int main(int argc, char** argv) {
   app.add_flag("--insecure", options.insecure,
                "allow --listen / --http_listen beyond loopback without credentials (anyone who "
                "can connect gets full access)");
-  app.add_option("--token", token_flag,
+  app.add_option("--token", flags->token,
                  "removed: a secret on the command line is visible to every local user (ps); "
                  "use --credentials_file");
   app.add_option("--tls_cert", options.tls.cert_file,
@@ -54,6 +52,10 @@ int main(int argc, char** argv) {
   app.add_option("--tls_key", options.tls.key_file, "PEM private key of --tls_cert");
   app.add_option("--tls_client_ca", options.tls.client_ca_file,
                  "PEM CA: gRPC clients must present a certificate it signed (mutual TLS)");
+}
+
+// The HTTP, metrics and health listeners, gRPC reflection and the dashboard's files.
+void AddListenerFlags(CLI::App& app, xmod::CoordinatorOptions& options) {
   app.add_option("--http_listen", options.http_listen,
                  "host:port of the web dashboard and its JSON API (/api/...); port 0 picks a "
                  "free port; empty disables");
@@ -70,6 +72,10 @@ int main(int argc, char** argv) {
                "it answers without credentials and reveals the API's schema only");
   app.add_option("--dashboard_dir", options.dashboard_dir,
                  "directory of the dashboard's static files, served at /");
+}
+
+// Leases, --ports_file, the gRPC thread cap and the sweeps' data roots.
+void AddRunFlags(CLI::App& app, xmod::CoordinatorOptions& options) {
   app.add_option("--lease_ttl_ms", options.lease_ttl_ms,
                  "an attempt whose worker has not heartbeated for this long is lost and its run "
                  "requeued");
@@ -91,42 +97,72 @@ int main(int argc, char** argv) {
                  "root and, with --check_data_paths, one matching no file under a root; none: "
                  "data globs are not looked up")
       ->delimiter(',');
+}
+
+// --credentials_file, else the lines of $XMOD_CREDENTIALS, else none (no authentication).
+absl::StatusOr<xmod::CredentialSet> LoadCredentials(const std::string& file) {
+  if (!file.empty()) {
+    absl::StatusOr<xmod::CredentialSet> credentials = xmod::CredentialSet::Load(file);
+    struct stat info;
+    if (stat(file.c_str(), &info) == 0 && (info.st_mode & 077) != 0) {
+      LOG(WARNING) << "--credentials_file " << file << " is readable by other users (chmod 600 it)";
+    }
+    return credentials;
+  }
+  if (const char* lines = std::getenv("XMOD_CREDENTIALS"); lines != nullptr) {
+    return xmod::CredentialSet::Parse(lines, "XMOD_CREDENTIALS");
+  }
+  return xmod::CredentialSet();
+}
+
+// Loads the credentials into flags->options and checks the flags together; the error's
+// message is what main prints before exiting with 2.
+absl::Status FinishFlags(Flags* flags) {
+  if (!flags->token.empty()) {
+    return absl::InvalidArgumentError(
+        "--token is no longer accepted (a secret on the command line is visible in ps): put "
+        "credentials in --credentials_file (docs/security.md)");
+  }
+  absl::StatusOr<xmod::CredentialSet> credentials = LoadCredentials(flags->credentials_file);
+  if (!credentials.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--credentials_file: ", credentials.status().message()));
+  }
+  xmod::CoordinatorOptions& options = flags->options;
+  options.credentials = std::make_shared<const xmod::CredentialSet>(*std::move(credentials));
+  if (absl::Status s = xmod::ValidateDataRoots(options.data_roots); !s.ok()) return s;
+  if (options.lease_ttl_ms <= options.heartbeat_interval_ms) {
+    return absl::InvalidArgumentError("--lease_ttl_ms must exceed --heartbeat_interval_ms");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  flags.options.dashboard_dir = XMOD_DEFAULT_DASHBOARD_DIR;
+  CLI::App app{
+      "xmod-coordinator: the xmod service. Stores sweeps, runs and metrics in SQLite, leases "
+      "runs to xmod-worker processes, serves the Coordinator API (xmodctl), the WorkerGateway "
+      "API, a web dashboard and Prometheus metrics.\n"
+      "Example: xmod-coordinator --listen=0.0.0.0:7070 --db=/var/lib/xmod/xmod.db "
+      "--checkpoint_root=/shared/xmod/checkpoints --http_listen=0.0.0.0:8080 "
+      "--metrics_listen=0.0.0.0:9464 --credentials_file=/etc/xmod/credentials "
+      "--tls_cert=/etc/xmod/tls/server.pem --tls_key=/etc/xmod/tls/server.key"};
+  xmod::AddVersionFlag(app, "xmod-coordinator");
+  app.option_defaults()->always_capture_default();
+  AddServerFlags(app, &flags);
+  AddListenerFlags(app, flags.options);
+  AddRunFlags(app, flags.options);
   if (std::optional<int> exit = xmod::ParseCommandLine(app, argc, argv)) return *exit;
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;
-
-  if (!token_flag.empty()) {
-    std::cerr << "--token is no longer accepted (a secret on the command line is visible in "
-                 "ps): put credentials in --credentials_file (docs/security.md)\n";
-    return 2;
-  }
-  absl::StatusOr<xmod::CredentialSet> credentials;
-  if (!credentials_file.empty()) {
-    credentials = xmod::CredentialSet::Load(credentials_file);
-    struct stat info;
-    if (stat(credentials_file.c_str(), &info) == 0 && (info.st_mode & 077) != 0) {
-      LOG(WARNING) << "--credentials_file " << credentials_file
-                   << " is readable by other users (chmod 600 it)";
-    }
-  } else if (const char* lines = std::getenv("XMOD_CREDENTIALS"); lines != nullptr) {
-    credentials = xmod::CredentialSet::Parse(lines, "XMOD_CREDENTIALS");
-  } else {
-    credentials = xmod::CredentialSet();
-  }
-  if (!credentials.ok()) {
-    std::cerr << "--credentials_file: " << credentials.status().message() << "\n";
-    return 2;
-  }
-  options.credentials = std::make_shared<const xmod::CredentialSet>(*std::move(credentials));
-  if (absl::Status s = xmod::ValidateDataRoots(options.data_roots); !s.ok()) {
+  if (absl::Status s = FinishFlags(&flags); !s.ok()) {
     std::cerr << s.message() << "\n";
     return 2;
   }
-  if (options.lease_ttl_ms <= options.heartbeat_interval_ms) {
-    std::cerr << "--lease_ttl_ms must exceed --heartbeat_interval_ms\n";
-    return 2;
-  }
-  absl::Status status = xmod::RunCoordinator(options);
+  absl::Status status = xmod::RunCoordinator(flags.options);
   if (!status.ok()) {
     LOG(ERROR) << status;
     return 1;

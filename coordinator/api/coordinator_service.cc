@@ -7,13 +7,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "coordinator/api/service_util.h"
+#include "coordinator/api/user_queries.h"
 #include "coordinator/design/adaptive_controller.h"
 #include "coordinator/fitting/fit_queries.h"
 #include "coordinator/fitting/fit_trigger.h"
 #include "coordinator/fitting/studies.h"
 #include "coordinator/spec/request_limits.h"
 #include "coordinator/spec/sweep_expansion.h"
-#include "coordinator/store/store_reads.h"
 #include "model/accounting/accounting.h"
 #include "model/accounting/plan_response.h"
 
@@ -64,48 +64,42 @@ grpc::Status CoordinatorService::SubmitSweep(ServerContext* context,
                });
 }
 
+namespace {
+
+// A read's answer into the RPC's response.
+template <typename T>
+absl::Status Answer(absl::StatusOr<T> answer, T* response) {
+  if (!answer.ok()) return answer.status();
+  *response = *std::move(answer);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 grpc::Status CoordinatorService::GetSweep(ServerContext* context,
                                           const xmod::v1::GetSweepRequest* request,
                                           xmod::v1::Sweep* response) {
-  return Serve("GetSweep", Access::kRead, *options_.credentials, context, metrics_, [&] {
-    return store_->Read([&](Db& db) {
-      absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, request->sweep_id());
-      if (!sweep.ok()) return sweep.status();
-      *response = *std::move(sweep);
-      return absl::OkStatus();
-    });
-  });
+  return Serve("GetSweep", Access::kRead, *options_.credentials, context, metrics_,
+               [&] { return Answer(xmod::GetSweep(*store_, *request), response); });
 }
 
 grpc::Status CoordinatorService::ListSweeps(ServerContext* context,
                                             const xmod::v1::ListSweepsRequest* request,
                                             xmod::v1::ListSweepsResponse* response) {
-  return Serve("ListSweeps", Access::kRead, *options_.credentials, context, metrics_, [&] {
-    if (request->limit() < 0) return absl::InvalidArgumentError("limit: must be >= 0 (0 = all)");
-    return store_->Read([&](Db& db) {
-      absl::StatusOr<std::vector<xmod::v1::Sweep>> sweeps = LoadSweeps(db, request->limit());
-      if (!sweeps.ok()) return sweeps.status();
-      for (xmod::v1::Sweep& s : *sweeps) *response->add_sweeps() = std::move(s);
-      return absl::OkStatus();
-    });
-  });
+  return Serve("ListSweeps", Access::kRead, *options_.credentials, context, metrics_,
+               [&] { return Answer(xmod::ListSweeps(*store_, *request), response); });
 }
 
 grpc::Status CoordinatorService::CancelSweep(ServerContext* context,
                                              const xmod::v1::CancelSweepRequest* request,
                                              xmod::v1::Sweep* response) {
   return Serve("CancelSweep", Access::kWrite, *options_.credentials, context, metrics_, [&] {
-    absl::Status exists =
-        store_->Read([&](Db& db) { return LoadSweep(db, request->sweep_id()).status(); });
-    if (!exists.ok()) return exists;
+    xmod::v1::GetSweepRequest sweep;
+    sweep.set_sweep_id(request->sweep_id());
+    if (absl::Status s = xmod::GetSweep(*store_, sweep).status(); !s.ok()) return s;
     if (absl::Status s = scheduler_->CancelSweep(request->sweep_id()); !s.ok()) return s;
     if (options_.fit_trigger != nullptr) options_.fit_trigger->CancelFit(request->sweep_id());
-    return store_->Read([&](Db& db) {
-      absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, request->sweep_id());
-      if (!sweep.ok()) return sweep.status();
-      *response = *std::move(sweep);
-      return absl::OkStatus();
-    });
+    return Answer(xmod::GetSweep(*store_, sweep), response);
   });
 }
 
@@ -126,17 +120,7 @@ grpc::Status CoordinatorService::ListRuns(ServerContext* context,
                                           const xmod::v1::ListRunsRequest* request,
                                           xmod::v1::ListRunsResponse* response) {
   return Serve("ListRuns", Access::kRead, *options_.credentials, context, metrics_, [&] {
-    if (absl::Status s = CheckLimits(*request); !s.ok()) return s;
-    RunFilter filter;
-    filter.sweep_id = request->sweep_id();
-    for (int s : request->states()) filter.states.push_back(static_cast<xmod::v1::RunState>(s));
-    filter.limit = request->limit();
-    return store_->Read([&](Db& db) {
-      absl::StatusOr<std::vector<xmod::v1::Run>> runs = LoadRuns(db, filter);
-      if (!runs.ok()) return runs.status();
-      for (xmod::v1::Run& r : *runs) *response->add_runs() = std::move(r);
-      return absl::OkStatus();
-    });
+    return Answer(xmod::ListRuns(*store_, *request, UnknownSweep::kNoRuns), response);
   });
 }
 
@@ -144,19 +128,7 @@ grpc::Status CoordinatorService::GetRun(ServerContext* context,
                                         const xmod::v1::GetRunRequest* request,
                                         xmod::v1::GetRunResponse* response) {
   return Serve("GetRun", Access::kRead, *options_.credentials, context, metrics_, [&] {
-    absl::Status read = store_->Read([&](Db& db) {
-      absl::StatusOr<xmod::v1::Run> run = LoadRun(db, request->run_id());
-      if (!run.ok()) return run.status();
-      *response->mutable_run() = *std::move(run);
-      absl::StatusOr<std::vector<xmod::v1::Attempt>> attempts = LoadAttempts(db, request->run_id());
-      if (!attempts.ok()) return attempts.status();
-      for (auto& a : *attempts) *response->add_attempts() = std::move(a);
-      absl::StatusOr<std::vector<xmod::v1::Checkpoint>> checkpoints =
-          LoadCheckpoints(db, request->run_id());
-      if (!checkpoints.ok()) return checkpoints.status();
-      for (auto& c : *checkpoints) *response->add_checkpoints() = std::move(c);
-      return absl::OkStatus();
-    });
+    absl::Status read = Answer(xmod::GetRun(*store_, *request), response);
     if (read.ok()) response->set_pending_reason(scheduler_->PendingReason(request->run_id()));
     return read;
   });
@@ -164,13 +136,14 @@ grpc::Status CoordinatorService::GetRun(ServerContext* context,
 
 namespace {
 
-absl::Status ReadRun(Store* store, int64_t run_id, xmod::v1::Run* out) {
-  return store->Read([&](Db& db) {
-    absl::StatusOr<xmod::v1::Run> run = LoadRun(db, run_id);
-    if (!run.ok()) return run.status();
-    *out = *std::move(run);
-    return absl::OkStatus();
-  });
+// ResumeRun's and CancelRun's answer: the run as it is now.
+absl::Status ReadRun(Store& store, int64_t run_id, xmod::v1::Run* out) {
+  xmod::v1::GetRunRequest request;
+  request.set_run_id(run_id);
+  absl::StatusOr<xmod::v1::GetRunResponse> run = xmod::GetRun(store, request);
+  if (!run.ok()) return run.status();
+  *out = std::move(*run->mutable_run());
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -180,7 +153,7 @@ grpc::Status CoordinatorService::ResumeRun(ServerContext* context,
                                            xmod::v1::Run* response) {
   return Serve("ResumeRun", Access::kWrite, *options_.credentials, context, metrics_, [&] {
     if (absl::Status s = scheduler_->ResumeRun(request->run_id()); !s.ok()) return s;
-    return ReadRun(store_, request->run_id(), response);
+    return ReadRun(*store_, request->run_id(), response);
   });
 }
 
@@ -189,7 +162,7 @@ grpc::Status CoordinatorService::CancelRun(ServerContext* context,
                                            xmod::v1::Run* response) {
   return Serve("CancelRun", Access::kWrite, *options_.credentials, context, metrics_, [&] {
     if (absl::Status s = scheduler_->CancelRun(request->run_id()); !s.ok()) return s;
-    return ReadRun(store_, request->run_id(), response);
+    return ReadRun(*store_, request->run_id(), response);
   });
 }
 
@@ -204,44 +177,24 @@ grpc::Status CoordinatorService::WatchSweep(ServerContext* context,
         const int64_t sweep_id = request->sweep_id();
         // Take the version before the snapshot: a change racing with it is sent again, not lost.
         int64_t since = feed_->Version();
-        RunFilter filter;
-        filter.sweep_id = sweep_id;
-        xmod::v1::WatchSweepEvent event;
-        absl::Status read = store_->Read([&](Db& db) {
-          absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, sweep_id);
-          if (!sweep.ok()) return sweep.status();
-          *event.mutable_sweep() = *std::move(sweep);
-          absl::StatusOr<std::vector<xmod::v1::Run>> runs = LoadRuns(db, filter);
-          if (!runs.ok()) return runs.status();
-          for (auto& r : *runs) *event.add_runs() = std::move(r);
-          return absl::OkStatus();
-        });
-        if (!read.ok()) return read;
-        event.set_snapshot(true);
-        if (!writer->Write(event)) return absl::CancelledError("the watcher went away");
-        while (event.sweep().state() == xmod::v1::SWEEP_ACTIVE) {
+        absl::StatusOr<xmod::v1::WatchSweepEvent> event =
+            ReadSweepEvent(*store_, sweep_id, /*run_ids=*/nullptr);
+        if (!event.ok()) return event.status();
+        event->set_snapshot(true);
+        if (!writer->Write(*event)) return absl::CancelledError("the watcher went away");
+        while (event->sweep().state() == xmod::v1::SWEEP_ACTIVE) {
           if (context->IsCancelled()) return absl::CancelledError("the watcher went away");
           if (stopping_) return absl::UnavailableError("the coordinator is shutting down");
           ChangeFeed::Changes changes = feed_->WaitForChanges(sweep_id, since, absl::Seconds(1));
           since = changes.version;
           if (changes.run_ids.empty()) continue;
-          event.Clear();
-          filter.run_ids.clear();
+          std::vector<int64_t> run_ids;
           for (int64_t id : changes.run_ids) {
-            if (id > 0) filter.run_ids.push_back(id);
+            if (id > 0) run_ids.push_back(id);
           }
-          read = store_->Read([&](Db& db) {
-            absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, sweep_id);
-            if (!sweep.ok()) return sweep.status();
-            *event.mutable_sweep() = *std::move(sweep);
-            if (filter.run_ids.empty()) return absl::OkStatus();
-            absl::StatusOr<std::vector<xmod::v1::Run>> runs = LoadRuns(db, filter);
-            if (!runs.ok()) return runs.status();
-            for (auto& r : *runs) *event.add_runs() = std::move(r);
-            return absl::OkStatus();
-          });
-          if (!read.ok()) return read;
-          if (!writer->Write(event)) return absl::CancelledError("the watcher went away");
+          event = ReadSweepEvent(*store_, sweep_id, &run_ids);
+          if (!event.ok()) return event.status();
+          if (!writer->Write(*event)) return absl::CancelledError("the watcher went away");
         }
         return absl::OkStatus();
       });
@@ -251,8 +204,7 @@ grpc::Status CoordinatorService::GetMetrics(ServerContext* context,
                                             const xmod::v1::GetMetricsRequest* request,
                                             xmod::v1::GetMetricsResponse* response) {
   return Serve("GetMetrics", Access::kRead, *options_.credentials, context, metrics_, [&] {
-    if (absl::Status s = CheckLimits(*request, options_.max_metric_points); !s.ok()) return s;
-    return store_->Read([&](Db& db) { return LoadRunMetrics(db, *request, response); });
+    return Answer(xmod::GetMetrics(*store_, *request, options_.max_metric_points), response);
   });
 }
 
@@ -287,38 +239,21 @@ grpc::Status CoordinatorService::GetFit(ServerContext* context,
                                         const xmod::v1::GetFitRequest* request,
                                         xmod::v1::Fit* response) {
   return Serve("GetFit", Access::kRead, *options_.credentials, context, metrics_,
-               [&]() -> absl::Status {
-                 absl::StatusOr<xmod::v1::Fit> fit = LatestUsableFit(*store_, *request);
-                 if (!fit.ok()) return fit.status();
-                 *response = *std::move(fit);
-                 return absl::OkStatus();
-               });
+               [&] { return Answer(LatestUsableFit(*store_, *request), response); });
 }
 
 grpc::Status CoordinatorService::Predict(ServerContext* context,
                                          const xmod::v1::PredictRequest* request,
                                          xmod::v1::PredictResponse* response) {
   return Serve("Predict", Access::kRead, *options_.credentials, context, metrics_,
-               [&]() -> absl::Status {
-                 absl::StatusOr<xmod::v1::PredictResponse> predicted =
-                     PredictWithLatestFit(*store_, *request);
-                 if (!predicted.ok()) return predicted.status();
-                 *response = *std::move(predicted);
-                 return absl::OkStatus();
-               });
+               [&] { return Answer(PredictWithLatestFit(*store_, *request), response); });
 }
 
 grpc::Status CoordinatorService::Recommend(ServerContext* context,
                                            const xmod::v1::RecommendRequest* request,
                                            xmod::v1::RecommendResponse* response) {
   return Serve("Recommend", Access::kRead, *options_.credentials, context, metrics_,
-               [&]() -> absl::Status {
-                 absl::StatusOr<xmod::v1::RecommendResponse> recommended =
-                     RecommendWithLatestFit(*store_, *request);
-                 if (!recommended.ok()) return recommended.status();
-                 *response = *std::move(recommended);
-                 return absl::OkStatus();
-               });
+               [&] { return Answer(RecommendWithLatestFit(*store_, *request), response); });
 }
 
 grpc::Status CoordinatorService::Plan(ServerContext* context, const xmod::v1::PlanRequest* request,
@@ -357,27 +292,15 @@ grpc::Status CoordinatorService::CreateStudy(ServerContext* context,
 grpc::Status CoordinatorService::GetStudy(ServerContext* context,
                                           const xmod::v1::GetStudyRequest* request,
                                           xmod::v1::Study* response) {
-  return Serve("GetStudy", Access::kRead, *options_.credentials, context, metrics_, [&] {
-    return store_->Read([&](Db& db) {
-      absl::StatusOr<xmod::v1::Study> study = LoadStudy(db, request->name());
-      if (!study.ok()) return study.status();
-      *response = *std::move(study);
-      return absl::OkStatus();
-    });
-  });
+  return Serve("GetStudy", Access::kRead, *options_.credentials, context, metrics_,
+               [&] { return Answer(xmod::GetStudy(*store_, *request), response); });
 }
 
 grpc::Status CoordinatorService::ListStudies(ServerContext* context,
-                                             const xmod::v1::ListStudiesRequest* /*request*/,
+                                             const xmod::v1::ListStudiesRequest* request,
                                              xmod::v1::ListStudiesResponse* response) {
-  return Serve("ListStudies", Access::kRead, *options_.credentials, context, metrics_, [&] {
-    return store_->Read([&](Db& db) {
-      absl::StatusOr<std::vector<xmod::v1::Study>> studies = LoadStudies(db);
-      if (!studies.ok()) return studies.status();
-      for (xmod::v1::Study& s : *studies) *response->add_studies() = std::move(s);
-      return absl::OkStatus();
-    });
-  });
+  return Serve("ListStudies", Access::kRead, *options_.credentials, context, metrics_,
+               [&] { return Answer(xmod::ListStudies(*store_, *request), response); });
 }
 
 grpc::Status CoordinatorService::ProposeRuns(ServerContext* context,
@@ -409,16 +332,7 @@ grpc::Status CoordinatorService::ListDecisions(ServerContext* context,
                  if (options_.adaptive == nullptr) {
                    return absl::UnavailableError("this coordinator makes no design decisions");
                  }
-                 if (absl::Status s = CheckRange("limit", request->limit(), 0, kMaxDecisionsListed);
-                     !s.ok()) {
-                   return s;
-                 }
-                 absl::StatusOr<std::vector<xmod::v1::DesignDecision>> decisions =
-                     options_.adaptive->Decisions(request->sweep_id(),
-                                                  request->limit() > 0 ? request->limit() : 100);
-                 if (!decisions.ok()) return decisions.status();
-                 for (auto& d : *decisions) *response->add_decisions() = std::move(d);
-                 return absl::OkStatus();
+                 return Answer(xmod::ListDecisions(*store_, *request), response);
                });
 }
 

@@ -7,15 +7,22 @@
 //                                                      has a successful fit)
 //   GET /api/sweeps/{id}/recommend?flops=C&seq_len=L&backbone=B[&max_total_params=N]
 //       [&ks=1,2,4][&as=1,2]                           RecommendResponse (404 without a fit)
+//   GET /api/sweeps/{id}/decisions                     ListDecisionsResponse (the newest 100)
+//   GET /api/studies                                   ListStudiesResponse
+//   GET /api/studies/{name}                            Study
+//   GET /api/studies/{name}/fit                        Fit, as GetFit with study
 //   GET /api/session                                   {"authenticated","required","name","scope"}
 //   POST /api/login   (body: the token, text/plain)    sets the session cookie (http_sessions.h;
 //                                                      429 past a sign-in limit)
 //   POST /api/logout                                   ends the session
-// JSON is the project's one API shape (common/proto_json.h: proto field names, defaults
-// printed), the same document xmodctl -o json prints for the message. With credentials, the other
-// /api/ routes need a user or read credential: "Authorization: Bearer <token>" or the session
-// cookie of a login (401 without, 403 for a worker credential); a token in the URL is never
-// accepted. With a certificate and key the server speaks HTTPS only (and the cookie is Secure).
+// The handlers are http_routes.h's and http_auth.h's; each read answers through the same
+// function as its gRPC method (user_queries.h, fit_queries.h). Every body is JSON in the
+// project's one API shape (common/proto_json.h: proto field names, defaults printed), the
+// same document xmodctl -o json prints for the message; the sign-in and error documents are
+// http_api.proto's. With credentials, the other /api/ routes need a user or read credential:
+// "Authorization: Bearer <token>" or the session cookie of a login (401 without, 403 for a
+// worker credential); a token in the URL is never accepted. With a certificate and key the
+// server speaks HTTPS only (and the cookie is Secure).
 // Query parameters are held to the gRPC calls' caps (request_limits.h): past one, 400 with
 // the same message naming the field ("max_points: 200000 exceeds the limit 100000").
 // Thread-safe.
@@ -36,6 +43,8 @@ class Server;
 }
 
 namespace xmod {
+
+struct HttpContext;
 
 struct HttpServerOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free one
@@ -60,10 +69,13 @@ class HttpServer {
   void Stop();
 
  private:
-  explicit HttpServer(const HttpServerOptions& options);
-  void Route(Store* store, const HttpServerOptions& options);
+  HttpServer(Store* store, const HttpServerOptions& options);
+  // Installs the caller check, the routes (http_routes.h, http_auth.h) and the dashboard.
+  void Route(const std::string& dashboard_dir);
 
   HttpSessions sessions_;
+  std::shared_ptr<const CredentialSet> credentials_;  // never null
+  std::unique_ptr<HttpContext> context_;              // what the handlers use
   std::unique_ptr<HttpListener> listener_;
   httplib::Server* server_ = nullptr;  // listener_'s
 };

@@ -3,21 +3,19 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "coordinator/store/worker_rows.h"
 
 namespace xmod {
 namespace {
 
-// The text in column 0 of the one row `sql` (bound to `a`, `b`) returns; "" when no row.
-absl::StatusOr<std::string> ReadName(Store* store, const char* sql, int64_t a, int64_t b) {
+// `read` (one of worker_rows.h) in a read of `store`.
+template <typename Read>
+absl::StatusOr<std::string> ReadName(Store* store, Read read) {
   std::string name;
   absl::Status status = store->Read([&](Db& db) {
-    absl::StatusOr<Stmt> stmt = db.Prepare(sql);
-    if (!stmt.ok()) return stmt.status();
-    stmt->Bind(1, a);
-    if (b >= 0) stmt->Bind(2, b);
-    absl::StatusOr<bool> row = stmt->Step();
-    if (!row.ok()) return row.status();
-    if (*row) name = stmt->Text(0);
+    absl::StatusOr<std::string> found = read(db);
+    if (!found.ok()) return found.status();
+    name = *std::move(found);
     return absl::OkStatus();
   });
   if (!status.ok()) return status;
@@ -49,7 +47,7 @@ absl::Status WorkerIdentity::CheckWorker(const Principal& caller, int64_t worker
   }
   if (name.empty()) {
     absl::StatusOr<std::string> read =
-        ReadName(store_, "SELECT name FROM workers WHERE id = ?", worker_id, -1);
+        ReadName(store_, [&](Db& db) { return WorkerName(db, worker_id); });
     if (!read.ok()) return read.status();
     if (read->empty()) return absl::OkStatus();
     name = *read;
@@ -71,8 +69,8 @@ absl::Status WorkerIdentity::CheckAttempt(const Principal& caller, int64_t worke
     if (it != attempt_workers_.end()) holder = it->second;
   }
   if (holder.empty()) {
-    absl::StatusOr<std::string> read = ReadName(
-        store_, "SELECT worker FROM attempts WHERE run_id = ? AND attempt = ?", run_id, attempt);
+    absl::StatusOr<std::string> read =
+        ReadName(store_, [&](Db& db) { return AttemptHolder(db, run_id, attempt); });
     if (!read.ok()) return read.status();
     if (read->empty()) return absl::OkStatus();  // no such attempt: the scheduler says so
     holder = *read;

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/fitting/studies.h"
+#include "coordinator/store/fit_rows.h"
 #include "coordinator/store/store_reads.h"
 #include "coordinator/store/store_writes.h"
 #include "fitter/db_source.h"
@@ -156,53 +157,28 @@ void FitTrigger::Loop() {
 
 absl::Status FitTrigger::Poll() {
   absl::MutexLock poll_lock(&poll_mu_);
-  struct Row {
-    int64_t id;  // the sweep's or the study's
-    int64_t succeeded;
-    int64_t last_finished_ms;
-    int64_t last_fit_ms;  // -1 = no fits row
-  };
-  std::vector<Row> rows;
-  std::vector<Row> study_rows;
+  std::vector<SucceededRuns> rows;
+  std::vector<SucceededRuns> study_rows;
   std::map<int64_t, bool> new_sweeps;  // sweep -> fit.enabled, for sweeps not seen before
   absl::Status read = store_->Read([&](Db& db) {
-    absl::StatusOr<Stmt> stmt = db.Prepare(
-        "SELECT r.sweep_id, COUNT(*), MAX(r.finished_ms),"
-        " (SELECT MAX(f.created_ms) FROM fits f WHERE f.sweep_id = r.sweep_id)"
-        " FROM runs r WHERE r.state = 'SUCCEEDED' GROUP BY r.sweep_id");
-    if (!stmt.ok()) return stmt.status();
-    while (true) {
-      absl::StatusOr<bool> row = stmt->Step();
-      if (!row.ok()) return row.status();
-      if (!*row) break;
-      rows.push_back(
-          {stmt->Int(0), stmt->Int(1), stmt->Int(2), stmt->IsNull(3) ? -1 : stmt->Int(3)});
-    }
-    for (const Row& r : rows) {
+    absl::StatusOr<std::vector<SucceededRuns>> sweeps = SucceededRunsBySweep(db);
+    if (!sweeps.ok()) return sweeps.status();
+    rows = *std::move(sweeps);
+    for (const SucceededRuns& r : rows) {
       if (seen_.count(r.id)) continue;
       absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, r.id);
       if (!sweep.ok()) return sweep.status();
       new_sweeps[r.id] = sweep->spec().fit().enabled();
     }
-    absl::StatusOr<Stmt> studies = db.Prepare(
-        "SELECT m.study_id, COUNT(*), MAX(r.finished_ms),"
-        " (SELECT MAX(f.created_ms) FROM fits f WHERE f.study_id = m.study_id)"
-        " FROM study_members m JOIN runs r ON r.sweep_id = m.sweep_id"
-        " WHERE r.state = 'SUCCEEDED' GROUP BY m.study_id");
+    absl::StatusOr<std::vector<SucceededRuns>> studies = SucceededRunsByStudy(db);
     if (!studies.ok()) return studies.status();
-    while (true) {
-      absl::StatusOr<bool> row = studies->Step();
-      if (!row.ok()) return row.status();
-      if (!*row) break;
-      study_rows.push_back({studies->Int(0), studies->Int(1), studies->Int(2),
-                            studies->IsNull(3) ? -1 : studies->Int(3)});
-    }
+    study_rows = *std::move(studies);
     return absl::OkStatus();
   });
   if (!read.ok()) return read;
   const bool first = !polled_;
   polled_ = true;
-  for (const Row& r : rows) {
+  for (const SucceededRuns& r : rows) {
     auto [it, inserted] = seen_.try_emplace(r.id);
     SweepSeen& seen = it->second;
     if (inserted) seen.fit_enabled = new_sweeps[r.id];
@@ -213,7 +189,7 @@ absl::Status FitTrigger::Poll() {
     const bool stale = r.last_fit_ms < 0 || r.last_finished_ms > r.last_fit_ms;
     if (first ? stale : changed) RequestFit(r.id);
   }
-  for (const Row& r : study_rows) {
+  for (const SucceededRuns& r : study_rows) {
     int64_t& succeeded = study_seen_[r.id];
     const bool changed = succeeded != r.succeeded;
     succeeded = r.succeeded;

@@ -1,7 +1,6 @@
 // Studies: validation and storage. See studies.h.
 #include "coordinator/fitting/studies.h"
 
-#include <functional>
 #include <map>
 #include <utility>
 
@@ -9,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "coordinator/store/store_reads.h"
+#include "coordinator/store/study_rows.h"
 
 namespace xmod {
 namespace {
@@ -39,16 +39,9 @@ bool IsRole(absl::string_view role) {
 
 // The id of the one sweep named `name`: NOT_FOUND for none, INVALID_ARGUMENT for several.
 absl::StatusOr<int64_t> SweepByName(Db& db, const std::string& field, const std::string& name) {
-  absl::StatusOr<Stmt> stmt = db.Prepare("SELECT id FROM sweeps WHERE name = ? ORDER BY id");
-  if (!stmt.ok()) return stmt.status();
-  stmt->Bind(1, name);
-  std::vector<int64_t> ids;
-  while (true) {
-    absl::StatusOr<bool> row = stmt->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    ids.push_back(stmt->Int(0));
-  }
+  absl::StatusOr<std::vector<int64_t>> named = SweepIdsNamed(db, name);
+  if (!named.ok()) return named.status();
+  const std::vector<int64_t>& ids = *named;
   if (ids.empty()) {
     return absl::NotFoundError(absl::StrCat(field, ": no sweep is named '", name, "'"));
   }
@@ -106,34 +99,6 @@ absl::Status ResolveMember(Db& db, int i, xmod::v1::StudyMember* member) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<xmod::v1::Study> StudyFromRow(Stmt& stmt) {
-  xmod::v1::Study study;
-  study.set_id(stmt.Int(0));
-  if (!study.mutable_spec()->ParseFromString(stmt.Text(1))) {
-    return absl::InternalError(absl::StrCat("study ", study.id(), ": stored spec is unreadable"));
-  }
-  study.set_created_unix_ms(stmt.Int(2));
-  return study;
-}
-
-absl::StatusOr<std::vector<xmod::v1::Study>> SelectStudies(Db& db, absl::string_view where,
-                                                           const std::function<void(Stmt&)>& bind) {
-  absl::StatusOr<Stmt> stmt =
-      db.Prepare(absl::StrCat("SELECT id, spec, created_ms FROM studies ", where));
-  if (!stmt.ok()) return stmt.status();
-  bind(*stmt);
-  std::vector<xmod::v1::Study> out;
-  while (true) {
-    absl::StatusOr<bool> row = stmt->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    absl::StatusOr<xmod::v1::Study> study = StudyFromRow(*stmt);
-    if (!study.ok()) return study.status();
-    out.push_back(*std::move(study));
-  }
-  return out;
-}
-
 }  // namespace
 
 std::optional<fitter::SweepRole> MemberRole(absl::string_view role) {
@@ -170,51 +135,12 @@ absl::StatusOr<xmod::v1::Study> InsertStudy(Db& db, const xmod::v1::StudySpec& s
                                                      it->second, "]"));
     }
   }
-  absl::StatusOr<std::vector<xmod::v1::Study>> taken =
-      SelectStudies(db, "WHERE name = ?", [&](Stmt& s) { s.Bind(1, spec.name()); });
-  if (!taken.ok()) return taken.status();
-  if (!taken->empty()) {
+  absl::StatusOr<xmod::v1::Study> taken = LoadStudy(db, spec.name());
+  if (taken.ok()) {
     return absl::AlreadyExistsError(absl::StrCat("name: study '", spec.name(), "' already exists"));
   }
-
-  absl::StatusOr<Stmt> insert =
-      db.Prepare("INSERT INTO studies (name, spec, created_ms) VALUES (?, ?, ?)");
-  if (!insert.ok()) return insert.status();
-  insert->Bind(1, resolved.name()).BindBlob(2, resolved.SerializeAsString()).Bind(3, now_ms);
-  if (absl::Status s = insert->Run(); !s.ok()) return s;
-  xmod::v1::Study study;
-  study.set_id(db.LastInsertRowId());
-  study.set_created_unix_ms(now_ms);
-  for (int i = 0; i < resolved.members_size(); ++i) {
-    absl::StatusOr<Stmt> member = db.Prepare(
-        "INSERT INTO study_members (study_id, position, sweep_id, role) VALUES (?, ?, ?, ?)");
-    if (!member.ok()) return member.status();
-    member->Bind(1, study.id()).Bind(2, i).Bind(3, resolved.members(i).sweep_id());
-    member->Bind(4, resolved.members(i).role());
-    if (absl::Status s = member->Run(); !s.ok()) return s;
-  }
-  *study.mutable_spec() = std::move(resolved);
-  return study;
-}
-
-absl::StatusOr<xmod::v1::Study> LoadStudy(Db& db, absl::string_view name) {
-  absl::StatusOr<std::vector<xmod::v1::Study>> found =
-      SelectStudies(db, "WHERE name = ?", [&](Stmt& s) { s.Bind(1, name); });
-  if (!found.ok()) return found.status();
-  if (found->empty()) return absl::NotFoundError(absl::StrCat("study '", name, "' not found"));
-  return std::move(found->front());
-}
-
-absl::StatusOr<xmod::v1::Study> LoadStudyById(Db& db, int64_t study_id) {
-  absl::StatusOr<std::vector<xmod::v1::Study>> found =
-      SelectStudies(db, "WHERE id = ?", [&](Stmt& s) { s.Bind(1, study_id); });
-  if (!found.ok()) return found.status();
-  if (found->empty()) return absl::NotFoundError(absl::StrCat("study ", study_id, " not found"));
-  return std::move(found->front());
-}
-
-absl::StatusOr<std::vector<xmod::v1::Study>> LoadStudies(Db& db) {
-  return SelectStudies(db, "ORDER BY id DESC", [](Stmt&) {});
+  if (!absl::IsNotFound(taken.status())) return taken.status();
+  return InsertStudyRows(db, std::move(resolved), now_ms);
 }
 
 }  // namespace xmod

@@ -1,7 +1,8 @@
 // Studies: one scaling-law fit over several sweeps, each member sweep in a role of
 // the paper's B.4 design (docs/design.md, "Studies"). Validation of a StudySpec with its
-// member sweeps resolved, and the `studies` / `study_members` tables (schema version 2).
-// Each function runs inside a Store::Read or Store::Write closure.
+// member sweeps resolved; the rows are store/study_rows.h's (LoadStudy, LoadStudies, ...,
+// declared there for every reader of a study). Each function runs inside a Store::Read or
+// Store::Write closure.
 #ifndef XMOD_COORDINATOR_FITTING_STUDIES_H_
 #define XMOD_COORDINATOR_FITTING_STUDIES_H_
 
@@ -12,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "coordinator/store/study_rows.h"
 #include "fitter/observations.h"
 #include "resultsdb/sqlite_db.h"
 #include "xmod/v1/coordinator.pb.h"
@@ -32,12 +34,6 @@ std::optional<fitter::SweepRole> MemberRole(absl::string_view role);
 // own Store::Write closure (each closure rolls back alone).
 absl::StatusOr<xmod::v1::Study> InsertStudy(Db& db, const xmod::v1::StudySpec& spec,
                                             int max_bootstrap_samples, int64_t now_ms);
-
-// NOT_FOUND "study 'NAME' not found".
-absl::StatusOr<xmod::v1::Study> LoadStudy(Db& db, absl::string_view name);
-absl::StatusOr<xmod::v1::Study> LoadStudyById(Db& db, int64_t study_id);
-// Newest first.
-absl::StatusOr<std::vector<xmod::v1::Study>> LoadStudies(Db& db);
 
 }  // namespace xmod
 

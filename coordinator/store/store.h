@@ -12,6 +12,7 @@
 #ifndef XMOD_COORDINATOR_STORE_STORE_H_
 #define XMOD_COORDINATOR_STORE_STORE_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -137,6 +138,14 @@ class Store {
   absl::StatusOr<std::unique_ptr<Db>> TakeReader();
   // Gives a connection of TakeReader() back; null: the one it was to open failed to.
   void ReturnReader(std::unique_ptr<Db> db);
+  // A user query's connection (store_query.cc), once fewer than limits.max_concurrent
+  // queries run: an idle one, else a new read-only one. RESOURCE_EXHAUSTED at `deadline`,
+  // CANCELLED once `cancelled` (may be empty) says so, while waiting.
+  absl::StatusOr<std::unique_ptr<Db>> TakeQueryDb(std::chrono::steady_clock::time_point deadline,
+                                                  const std::function<bool()>& cancelled,
+                                                  const QueryLimits& limits);
+  // Gives a connection of TakeQueryDb() back; null: the one it opened failed to set up.
+  void ReturnQueryDb(std::unique_ptr<Db> used);
 
   const std::string path_;
   const StoreOptions options_;

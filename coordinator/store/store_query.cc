@@ -185,21 +185,97 @@ constexpr int kProgressSteps = 100;
 // Every column-name and cell byte, plus a little per cell for its framing in the response.
 constexpr int64_t kCellOverheadBytes = 4;
 
+// A query's step that returned `rc` (neither a row nor done) as the error the caller gets.
+absl::Status StepError(int rc, sqlite3* raw, const MemoryBudget& budget,
+                       const QueryLimits& limits) {
+  if ((rc & 0xff) == SQLITE_INTERRUPT && budget.exceeded) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("sql: the query needs more than its memory limit of ", limits.max_memory_bytes,
+                     " bytes (sorts and temporary tables)"));
+  }
+  if (sqlite3_errmsg(raw) == kPatternTooLong) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("sql: a LIKE or GLOB pattern is longer than the limit of ",
+                     limits.max_like_pattern_bytes, " bytes"));
+  }
+  if ((rc & 0xff) == SQLITE_TOOBIG) {
+    return absl::ResourceExhaustedError(absl::StrCat("sql: a value exceeds the limit of ",
+                                                     limits.max_cell_bytes, " bytes per cell"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat("sql: ", sqlite3_errmsg(raw)));
+}
+
+// Appends the current row of `owned` to `out`, counting its bytes into `bytes`;
+// RESOURCE_EXHAUSTED, before a cell is copied, once they pass limits.max_response_bytes.
+absl::Status CopyRow(Stmt& owned, sqlite3_stmt* stmt, const QueryLimits& limits, int64_t& bytes,
+                     QueryResult& out) {
+  std::vector<std::string> row;
+  std::vector<bool> nulls;
+  for (int c = 0; c < owned.ColumnCount(); ++c) {
+    // Size first: a cell that would overflow the response is never copied. A value
+    // whose bytes are not UTF-8 travels as a blob literal, twice its size plus X''.
+    const bool as_blob = !IsUtf8Text(stmt, c);
+    const int64_t cell = sqlite3_column_bytes(stmt, c) * (as_blob ? 2 : 1) + (as_blob ? 3 : 0);
+    bytes += cell + kCellOverheadBytes;
+    if (bytes > limits.max_response_bytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("sql: the result exceeds the limit of ", limits.max_response_bytes,
+                       " bytes per response after ", out.rows.size(),
+                       " rows; select fewer rows or columns, or shorter values"));
+    }
+    nulls.push_back(owned.IsNull(c));
+    row.push_back(as_blob ? BlobLiteral(stmt, c) : owned.Text(c));
+  }
+  out.rows.push_back(std::move(row));
+  out.nulls.push_back(std::move(nulls));
+  return absl::OkStatus();
+}
+
+// Prepares `sql` on `db` (one read-only statement) and copies out at most `max_rows` rows.
+absl::StatusOr<QueryResult> RunQuery(Db& db, const std::string& sql, int max_rows,
+                                     const QueryLimits& limits, const MemoryBudget& budget) {
+  sqlite3* raw = db.raw();
+  sqlite3_stmt* stmt = nullptr;
+  const char* tail = nullptr;
+  if (sqlite3_prepare_v2(raw, sql.c_str(), static_cast<int>(sql.size()), &stmt, &tail) !=
+      SQLITE_OK) {
+    if (sqlite3_errcode(raw) == SQLITE_TOOBIG) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "sql: the statement is longer than the limit of ", limits.max_cell_bytes, " bytes"));
+    }
+    return absl::InvalidArgumentError(absl::StrCat("sql: ", sqlite3_errmsg(raw)));
+  }
+  Stmt owned(&db, stmt);
+  if (tail != nullptr && !FirstKeyword(tail).empty()) {
+    return absl::InvalidArgumentError("sql: exactly one statement is allowed");
+  }
+  if (!sqlite3_stmt_readonly(stmt)) {
+    return absl::InvalidArgumentError("sql: the statement would write; queries are read-only");
+  }
+  QueryResult out;
+  int64_t bytes = 0;
+  for (int c = 0; c < owned.ColumnCount(); ++c) {
+    out.columns.push_back(sqlite3_column_name(stmt, c));
+    bytes += static_cast<int64_t>(out.columns.back().size()) + kCellOverheadBytes;
+  }
+  while (true) {
+    const int rc = sqlite3_step(stmt);
+    if (rc == SQLITE_DONE) break;
+    if (rc != SQLITE_ROW) return StepError(rc, raw, budget, limits);
+    if (static_cast<int>(out.rows.size()) >= max_rows) {
+      out.truncated = true;
+      break;
+    }
+    if (absl::Status s = CopyRow(owned, stmt, limits, bytes, out); !s.ok()) return s;
+  }
+  return out;
+}
+
 }  // namespace
 
-absl::StatusOr<QueryResult> Store::Query(const std::string& sql, int max_rows,
-                                         const QueryLimits& limits,
-                                         const std::function<bool()>& cancelled) {
-  const std::string keyword = FirstKeyword(sql);
-  if (keyword != "SELECT" && keyword != "WITH") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("sql: only SELECT or WITH queries are allowed, not \"", keyword, "\""));
-  }
-  if (max_rows <= 0 || max_rows > limits.max_rows) max_rows = limits.max_rows;
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(limits.time_limit_ms);
-
-  // One query per connection, at most max_concurrent at once.
+absl::StatusOr<std::unique_ptr<Db>> Store::TakeQueryDb(
+    std::chrono::steady_clock::time_point deadline, const std::function<bool()>& cancelled,
+    const QueryLimits& limits) {
   std::unique_ptr<Db> db;
   {
     std::unique_lock<std::mutex> lock(query_mu_);
@@ -220,32 +296,48 @@ absl::StatusOr<QueryResult> Store::Query(const std::string& sql, int max_rows,
       idle_query_dbs_.pop_back();
     }
   }
-  const auto release = [this](std::unique_ptr<Db> used) {
-    {
-      std::lock_guard<std::mutex> lock(query_mu_);
-      --queries_running_;
-      if (used != nullptr) idle_query_dbs_.push_back(std::move(used));
-    }
-    query_cv_.notify_one();
-  };
-  if (db == nullptr) {
-    // A separate connection opened read-only: even a statement sqlite misjudges cannot write.
-    absl::StatusOr<std::unique_ptr<Db>> opened =
-        Db::Open(path_, SQLITE_OPEN_READONLY, options_.busy_timeout_ms);
-    if (!opened.ok()) {
-      release(nullptr);
-      return opened.status();
-    }
-    db = *std::move(opened);
-    // Sorts and temporary tables in memory, where the allowance counts them, not on disk.
-    absl::Status s = db->Exec("PRAGMA temp_store = MEMORY");
-    if (s.ok()) s = RegisterLinearFunctions(db->raw());
-    if (!s.ok()) {
-      release(nullptr);
-      return s;
-    }
+  if (db != nullptr) return db;
+  // A separate connection opened read-only: even a statement sqlite misjudges cannot write.
+  absl::StatusOr<std::unique_ptr<Db>> opened =
+      Db::Open(path_, SQLITE_OPEN_READONLY, options_.busy_timeout_ms);
+  if (!opened.ok()) {
+    ReturnQueryDb(nullptr);
+    return opened.status();
   }
-  sqlite3* raw = db->raw();
+  // Sorts and temporary tables in memory, where the allowance counts them, not on disk.
+  absl::Status s = (*opened)->Exec("PRAGMA temp_store = MEMORY");
+  if (s.ok()) s = RegisterLinearFunctions((*opened)->raw());
+  if (!s.ok()) {
+    ReturnQueryDb(nullptr);
+    return s;
+  }
+  return opened;
+}
+
+void Store::ReturnQueryDb(std::unique_ptr<Db> used) {
+  {
+    std::lock_guard<std::mutex> lock(query_mu_);
+    --queries_running_;
+    if (used != nullptr) idle_query_dbs_.push_back(std::move(used));
+  }
+  query_cv_.notify_one();
+}
+
+absl::StatusOr<QueryResult> Store::Query(const std::string& sql, int max_rows,
+                                         const QueryLimits& limits,
+                                         const std::function<bool()>& cancelled) {
+  const std::string keyword = FirstKeyword(sql);
+  if (keyword != "SELECT" && keyword != "WITH") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sql: only SELECT or WITH queries are allowed, not \"", keyword, "\""));
+  }
+  if (max_rows <= 0 || max_rows > limits.max_rows) max_rows = limits.max_rows;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(limits.time_limit_ms);
+  // One query per connection, at most max_concurrent at once.
+  absl::StatusOr<std::unique_ptr<Db>> db = TakeQueryDb(deadline, cancelled, limits);
+  if (!db.ok()) return db.status();
+  sqlite3* raw = (*db)->raw();
   sqlite3_limit(raw, SQLITE_LIMIT_LENGTH, limits.max_cell_bytes);
   sqlite3_limit(raw, SQLITE_LIMIT_LIKE_PATTERN_LENGTH, limits.max_like_pattern_bytes);
   MemoryBudget budget;
@@ -253,80 +345,11 @@ absl::StatusOr<QueryResult> Store::Query(const std::string& sql, int max_rows,
   sqlite3_progress_handler(raw, kProgressSteps, InterruptOverBudget, &budget);
 
   std::optional<Watchdog> watchdog(std::in_place, raw, deadline, cancelled);
-  absl::StatusOr<QueryResult> result = [&]() -> absl::StatusOr<QueryResult> {
-    sqlite3_stmt* stmt = nullptr;
-    const char* tail = nullptr;
-    if (sqlite3_prepare_v2(raw, sql.c_str(), static_cast<int>(sql.size()), &stmt, &tail) !=
-        SQLITE_OK) {
-      if (sqlite3_errcode(raw) == SQLITE_TOOBIG) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "sql: the statement is longer than the limit of ", limits.max_cell_bytes, " bytes"));
-      }
-      return absl::InvalidArgumentError(absl::StrCat("sql: ", sqlite3_errmsg(raw)));
-    }
-    Stmt owned(db.get(), stmt);
-    if (tail != nullptr && !FirstKeyword(tail).empty()) {
-      return absl::InvalidArgumentError("sql: exactly one statement is allowed");
-    }
-    if (!sqlite3_stmt_readonly(stmt)) {
-      return absl::InvalidArgumentError("sql: the statement would write; queries are read-only");
-    }
-    QueryResult out;
-    int64_t bytes = 0;
-    for (int c = 0; c < owned.ColumnCount(); ++c) {
-      out.columns.push_back(sqlite3_column_name(stmt, c));
-      bytes += static_cast<int64_t>(out.columns.back().size()) + kCellOverheadBytes;
-    }
-    while (true) {
-      const int rc = sqlite3_step(stmt);
-      if (rc == SQLITE_DONE) break;
-      if (rc != SQLITE_ROW) {
-        if ((rc & 0xff) == SQLITE_INTERRUPT && budget.exceeded) {
-          return absl::ResourceExhaustedError(
-              absl::StrCat("sql: the query needs more than its memory limit of ",
-                           limits.max_memory_bytes, " bytes (sorts and temporary tables)"));
-        }
-        if (sqlite3_errmsg(raw) == kPatternTooLong) {
-          return absl::ResourceExhaustedError(
-              absl::StrCat("sql: a LIKE or GLOB pattern is longer than the limit of ",
-                           limits.max_like_pattern_bytes, " bytes"));
-        }
-        if ((rc & 0xff) == SQLITE_TOOBIG) {
-          return absl::ResourceExhaustedError(absl::StrCat(
-              "sql: a value exceeds the limit of ", limits.max_cell_bytes, " bytes per cell"));
-        }
-        return absl::InvalidArgumentError(absl::StrCat("sql: ", sqlite3_errmsg(raw)));
-      }
-      if (static_cast<int>(out.rows.size()) >= max_rows) {
-        out.truncated = true;
-        break;
-      }
-      std::vector<std::string> row;
-      std::vector<bool> nulls;
-      for (int c = 0; c < owned.ColumnCount(); ++c) {
-        // Size first: a cell that would overflow the response is never copied. A value
-        // whose bytes are not UTF-8 travels as a blob literal, twice its size plus X''.
-        const bool as_blob = !IsUtf8Text(stmt, c);
-        const int64_t cell = sqlite3_column_bytes(stmt, c) * (as_blob ? 2 : 1) + (as_blob ? 3 : 0);
-        bytes += cell + kCellOverheadBytes;
-        if (bytes > limits.max_response_bytes) {
-          return absl::ResourceExhaustedError(
-              absl::StrCat("sql: the result exceeds the limit of ", limits.max_response_bytes,
-                           " bytes per response after ", out.rows.size(),
-                           " rows; select fewer rows or columns, or shorter values"));
-        }
-        nulls.push_back(owned.IsNull(c));
-        row.push_back(as_blob ? BlobLiteral(stmt, c) : owned.Text(c));
-      }
-      out.rows.push_back(std::move(row));
-      out.nulls.push_back(std::move(nulls));
-    }
-    return out;
-  }();
+  absl::StatusOr<QueryResult> result = RunQuery(**db, sql, max_rows, limits, budget);
   const Stop stopped = watchdog->stop();
   watchdog.reset();  // joined: it can no longer interrupt the connection's next user
   sqlite3_progress_handler(raw, 0, nullptr, nullptr);
-  release(std::move(db));
+  ReturnQueryDb(*std::move(db));
   // Interrupted from outside (the statement fails with SQLITE_INTERRUPT or, inside prepare,
   // some other error): say why. A query that finished first keeps its result.
   if (!result.ok() && stopped != Stop::kNone && !budget.exceeded) return StopError(stopped, limits);

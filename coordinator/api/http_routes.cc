@@ -1,0 +1,211 @@
+// The dashboard's JSON API handlers. See http_routes.h.
+#include "coordinator/api/http_routes.h"
+
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/proto_json.h"
+#include "coordinator/api/user_queries.h"
+#include "coordinator/fitting/fit_queries.h"
+#include "coordinator/store/store_reads.h"
+#include "xmod/v1/http_api.pb.h"
+
+namespace xmod {
+namespace {
+
+int HttpStatusOf(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kFailedPrecondition:
+      return 404;
+    case absl::StatusCode::kInvalidArgument:
+      return 400;
+    case absl::StatusCode::kUnauthenticated:
+      return 401;
+    case absl::StatusCode::kPermissionDenied:
+      return 403;
+    case absl::StatusCode::kResourceExhausted:
+      return 429;
+    default:
+      return 500;
+  }
+}
+
+// The answer of a read: its message, or its error.
+template <typename T>
+void SendAnswer(const absl::StatusOr<T>& answer, httplib::Response& response) {
+  answer.ok() ? SendJson(*answer, response) : SendError(answer.status(), response);
+}
+
+// The {id} of a route's path (its first group); 0 when it is out of range.
+int64_t IdOf(const httplib::Request& request) {
+  int64_t id = 0;
+  if (!absl::SimpleAtoi(request.matches[1].str(), &id)) return 0;
+  return id;
+}
+
+// Appends each comma-separated entry of query parameter `name` to `out` as parsed by `parse`;
+// INVALID_ARGUMENT "NAME[i]: WHAT" for one it cannot parse.
+template <typename T, typename Field>
+absl::Status ParseList(const httplib::Request& request, const char* name, const char* what,
+                       bool (*parse)(absl::string_view, T*), Field* out) {
+  if (!request.has_param(name)) return absl::OkStatus();
+  for (absl::string_view entry :
+       absl::StrSplit(request.get_param_value(name), ',', absl::SkipEmpty())) {
+    T value{};
+    if (!parse(entry, &value)) {
+      return absl::InvalidArgumentError(absl::StrCat(name, "[", out->size(), "]: ", what));
+    }
+    out->Add(value);
+  }
+  return absl::OkStatus();
+}
+
+bool ParseInt(absl::string_view text, int* out) { return absl::SimpleAtoi(text, out); }
+bool ParseDouble(absl::string_view text, double* out) { return absl::SimpleAtod(text, out); }
+
+// Query parameters of /api/sweeps/{id}/recommend as a RecommendRequest (sweep id unset):
+// flops, seq_len, backbone (required); max_total_params; ks and as as comma-separated lists
+// (their caps are RecommendWithLatestFit's, as for Recommend).
+absl::StatusOr<xmod::v1::RecommendRequest> ParseRecommend(const httplib::Request& request) {
+  xmod::v1::RecommendRequest out;
+  for (const char* name : {"flops", "seq_len", "backbone"}) {
+    if (!request.has_param(name)) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": required query parameter"));
+    }
+  }
+  double flops = 0;
+  if (!absl::SimpleAtod(request.get_param_value("flops"), &flops)) {
+    return absl::InvalidArgumentError("flops: must be a number (training FLOPs)");
+  }
+  out.set_flops(flops);
+  int seq_len = 0;
+  if (!absl::SimpleAtoi(request.get_param_value("seq_len"), &seq_len)) {
+    return absl::InvalidArgumentError("seq_len: must be an integer (tokens)");
+  }
+  out.set_seq_len(seq_len);
+  out.set_backbone(request.get_param_value("backbone"));
+  if (request.has_param("max_total_params")) {
+    double cap = 0;
+    if (!absl::SimpleAtod(request.get_param_value("max_total_params"), &cap)) {
+      return absl::InvalidArgumentError("max_total_params: must be a number");
+    }
+    out.set_max_total_params(cap);
+  }
+  if (absl::Status s = ParseList(request, "ks", "not an integer", ParseInt, out.mutable_ks());
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ParseList(request, "as", "not a number", ParseDouble, out.mutable_as());
+      !s.ok()) {
+    return s;
+  }
+  return out;
+}
+
+// /api/runs/{id}/metrics as a GetMetricsRequest: names as a comma-separated list,
+// max_points (0 or absent = the default).
+absl::StatusOr<xmod::v1::GetMetricsRequest> ParseMetrics(const httplib::Request& request) {
+  xmod::v1::GetMetricsRequest out;
+  out.set_run_id(IdOf(request));
+  if (request.has_param("names")) {
+    for (absl::string_view name :
+         absl::StrSplit(request.get_param_value("names"), ',', absl::SkipEmpty())) {
+      out.add_names(std::string(name));
+    }
+  }
+  if (request.has_param("max_points")) {
+    int max_points = 0;
+    if (!absl::SimpleAtoi(request.get_param_value("max_points"), &max_points)) {
+      return absl::InvalidArgumentError("max_points: must be an integer");
+    }
+    out.set_max_points(max_points);
+  }
+  return out;
+}
+
+}  // namespace
+
+void SendJson(const google::protobuf::Message& message, httplib::Response& response) {
+  absl::StatusOr<std::string> json = ProtoJson(message, JsonLayout::kLine);
+  if (!json.ok()) {
+    response.status = 500;
+    return;
+  }
+  response.set_content(*json, "application/json");
+}
+
+void SendError(const absl::Status& status, httplib::Response& response) {
+  response.status = HttpStatusOf(status.code());
+  xmod::v1::HttpError error;
+  error.set_error(std::string(status.message()));
+  SendJson(error, response);
+}
+
+void GetSweeps(const HttpContext& context, const httplib::Request&, httplib::Response& response) {
+  SendAnswer(ListSweeps(*context.store, xmod::v1::ListSweepsRequest()), response);
+}
+
+void GetSweepRuns(const HttpContext& context, const httplib::Request& request,
+                  httplib::Response& response) {
+  xmod::v1::ListRunsRequest runs;
+  runs.set_sweep_id(IdOf(request));
+  SendAnswer(ListRuns(*context.store, runs, UnknownSweep::kNotFound), response);
+}
+
+void GetSweepDecisions(const HttpContext& context, const httplib::Request& request,
+                       httplib::Response& response) {
+  xmod::v1::ListDecisionsRequest decisions;
+  decisions.set_sweep_id(IdOf(request));
+  SendAnswer(ListDecisions(*context.store, decisions), response);
+}
+
+void GetRunMetrics(const HttpContext& context, const httplib::Request& request,
+                   httplib::Response& response) {
+  absl::StatusOr<xmod::v1::GetMetricsRequest> metrics = ParseMetrics(request);
+  if (!metrics.ok()) {
+    SendError(metrics.status(), response);
+    return;
+  }
+  SendAnswer(GetMetrics(*context.store, *metrics, kMaxMetricPoints), response);
+}
+
+void GetSweepFit(const HttpContext& context, const httplib::Request& request,
+                 httplib::Response& response) {
+  xmod::v1::GetFitRequest fit;
+  fit.set_sweep_id(IdOf(request));
+  SendAnswer(LatestUsableFit(*context.store, fit), response);
+}
+
+void GetSweepRecommendation(const HttpContext& context, const httplib::Request& request,
+                            httplib::Response& response) {
+  absl::StatusOr<xmod::v1::RecommendRequest> recommend = ParseRecommend(request);
+  if (!recommend.ok()) {
+    SendError(recommend.status(), response);
+    return;
+  }
+  recommend->set_sweep_id(IdOf(request));
+  SendAnswer(RecommendWithLatestFit(*context.store, *recommend), response);
+}
+
+void GetStudies(const HttpContext& context, const httplib::Request&, httplib::Response& response) {
+  SendAnswer(ListStudies(*context.store, xmod::v1::ListStudiesRequest()), response);
+}
+
+void GetStudyByName(const HttpContext& context, const httplib::Request& request,
+                    httplib::Response& response) {
+  xmod::v1::GetStudyRequest study;
+  study.set_name(request.matches[1].str());
+  SendAnswer(GetStudy(*context.store, study), response);
+}
+
+void GetStudyFit(const HttpContext& context, const httplib::Request& request,
+                 httplib::Response& response) {
+  xmod::v1::GetFitRequest fit;
+  fit.set_study(request.matches[1].str());
+  SendAnswer(LatestUsableFit(*context.store, fit), response);
+}
+
+}  // namespace xmod

@@ -1,25 +1,29 @@
 // See worker_identity.h.
 #include "coordinator/api/worker_identity.h"
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
+#include "absl/strings/str_join.h"
 #include "coordinator/store/worker_rows.h"
 
 namespace xmod {
 namespace {
 
 // `read` (one of worker_rows.h) in a read of `store`.
-template <typename Read>
-absl::StatusOr<std::string> ReadName(Store* store, Read read) {
-  std::string name;
+template <typename T, typename Read>
+absl::StatusOr<T> ReadRows(Store* store, Read read) {
+  T rows;
   absl::Status status = store->Read([&](Db& db) {
-    absl::StatusOr<std::string> found = read(db);
+    absl::StatusOr<T> found = read(db);
     if (!found.ok()) return found.status();
-    name = *std::move(found);
+    rows = *std::move(found);
     return absl::OkStatus();
   });
   if (!status.ok()) return status;
-  return name;
+  return rows;
 }
 
 }  // namespace
@@ -47,7 +51,7 @@ absl::Status WorkerIdentity::CheckWorker(const Principal& caller, int64_t worker
   }
   if (name.empty()) {
     absl::StatusOr<std::string> read =
-        ReadName(store_, [&](Db& db) { return WorkerName(db, worker_id); });
+        ReadRows<std::string>(store_, [&](Db& db) { return WorkerName(db, worker_id); });
     if (!read.ok()) return read.status();
     if (read->empty()) return absl::OkStatus();
     name = *read;
@@ -62,29 +66,29 @@ absl::Status WorkerIdentity::CheckWorker(const Principal& caller, int64_t worker
 absl::Status WorkerIdentity::CheckAttempt(const Principal& caller, int64_t worker_id,
                                           int64_t run_id, int attempt) {
   if (absl::Status s = CheckWorker(caller, worker_id); !s.ok() || caller.anonymous) return s;
-  std::string holder;
+  std::vector<std::string> holders;
   {
     absl::MutexLock lock(&mu_);
     auto it = attempt_workers_.find({run_id, attempt});
-    if (it != attempt_workers_.end()) holder = it->second;
+    if (it != attempt_workers_.end()) holders = it->second;
   }
-  if (holder.empty()) {
-    absl::StatusOr<std::string> read =
-        ReadName(store_, [&](Db& db) { return AttemptHolder(db, run_id, attempt); });
+  if (holders.empty()) {
+    absl::StatusOr<std::vector<std::string>> read = ReadRows<std::vector<std::string>>(
+        store_, [&](Db& db) { return AttemptHolders(db, run_id, attempt); });
     if (!read.ok()) return read.status();
     if (read->empty()) return absl::OkStatus();  // no such attempt: the scheduler says so
-    holder = *read;
+    holders = *read;
     absl::MutexLock lock(&mu_);
     if (attempt_workers_.size() >= kMaxCached) attempt_workers_.clear();
-    attempt_workers_[{run_id, attempt}] = holder;
+    attempt_workers_[{run_id, attempt}] = holders;
   }
-  // A gang's attempt is held by each of its members (names comma-separated).
-  for (absl::string_view member : absl::StrSplit(holder, ',')) {
-    if (member == caller.name) return absl::OkStatus();
+  // A gang's attempt is held by each of its members.
+  if (std::find(holders.begin(), holders.end(), caller.name) != holders.end()) {
+    return absl::OkStatus();
   }
-  return absl::PermissionDeniedError(absl::StrCat("attempt ", attempt, " of run ", run_id,
-                                                  " is held by worker \"", holder, "\", not \"",
-                                                  caller.name, "\""));
+  return absl::PermissionDeniedError(
+      absl::StrCat("attempt ", attempt, " of run ", run_id, " is held by worker \"",
+                   absl::StrJoin(holders, ","), "\", not \"", caller.name, "\""));
 }
 
 }  // namespace xmod

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -44,7 +45,8 @@ class WorkerIdentity {
   Store* const store_;
   absl::Mutex mu_;
   absl::flat_hash_map<int64_t, std::string> worker_names_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::pair<int64_t, int>, std::string> attempt_workers_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::pair<int64_t, int>, std::vector<std::string>> attempt_workers_
+      ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace xmod

@@ -22,11 +22,18 @@ absl::StatusOr<std::string> WorkerName(Db& db, int64_t worker_id) {
   return FirstText(std::move(stmt));
 }
 
-absl::StatusOr<std::string> AttemptHolder(Db& db, int64_t run_id, int attempt) {
-  absl::StatusOr<Stmt> stmt =
-      db.Prepare("SELECT worker FROM attempts WHERE run_id = ? AND attempt = ?");
-  if (stmt.ok()) stmt->Bind(1, run_id).Bind(2, attempt);
-  return FirstText(std::move(stmt));
+absl::StatusOr<std::vector<std::string>> AttemptHolders(Db& db, int64_t run_id, int attempt) {
+  absl::StatusOr<Stmt> stmt = db.Prepare(
+      "SELECT worker FROM attempt_members WHERE run_id = ? AND attempt = ? ORDER BY member");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, run_id).Bind(2, attempt);
+  std::vector<std::string> names;
+  for (;;) {
+    absl::StatusOr<bool> row = stmt->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return names;
+    names.push_back(stmt->Text(0));
+  }
 }
 
 }  // namespace xmod

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "resultsdb/sqlite_db.h"
@@ -15,9 +16,9 @@ namespace xmod {
 // The name worker `worker_id` registered with; "" when no worker has that id.
 absl::StatusOr<std::string> WorkerName(Db& db, int64_t worker_id);
 
-// The worker holding attempt `attempt` of run `run_id` (a gang's members comma-separated);
-// "" when there is no such attempt.
-absl::StatusOr<std::string> AttemptHolder(Db& db, int64_t run_id, int attempt);
+// The names of the workers holding attempt `attempt` of run `run_id`, member 0 first (a
+// gang's attempt is held by each of its members); empty when there is no such attempt.
+absl::StatusOr<std::vector<std::string>> AttemptHolders(Db& db, int64_t run_id, int attempt);
 
 }  // namespace xmod
 

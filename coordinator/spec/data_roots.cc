@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/field_path.h"
 
 namespace xmod {
 namespace {
@@ -83,8 +84,8 @@ absl::Status CheckDataGlob(const std::string& field, const std::string& pattern,
     inside |= parts && root_parts && HasPrefix(*parts, *root_parts);
   }
   if (!inside) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": \"", pattern, "\" is not an absolute path under a data root", where));
+    return InvalidField(
+        field, absl::StrCat("\"", pattern, "\" is not an absolute path under a data root", where));
   }
   if (!check_exists) return absl::OkStatus();
   glob_t matches;
@@ -96,8 +97,8 @@ absl::Status CheckDataGlob(const std::string& field, const std::string& pattern,
   }
   globfree(&matches);
   if (found == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": no file under a data root matches \"", pattern, "\"", where));
+    return InvalidField(field,
+                        absl::StrCat("no file under a data root matches \"", pattern, "\"", where));
   }
   return absl::OkStatus();
 }

@@ -2,13 +2,14 @@
 #include "coordinator/spec/request_limits.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/field_path.h"
 
 namespace xmod {
 
 absl::Status CheckRange(const std::string& path, int64_t value, int64_t min, int64_t cap) {
-  if (value < min) return absl::InvalidArgumentError(absl::StrCat(path, ": must be >= ", min));
+  if (value < min) return InvalidField(path, absl::StrCat("must be >= ", min));
   if (value > cap) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ", value, " exceeds the limit ", cap));
+    return InvalidField(path, absl::StrCat(value, " exceeds the limit ", cap));
   }
   return absl::OkStatus();
 }
@@ -21,7 +22,7 @@ absl::Status CheckLimits(const xmod::v1::GetMetricsRequest& request, int max_poi
 }
 
 absl::Status CheckLimits(const xmod::v1::ListRunsRequest& request) {
-  if (request.limit() < 0) return absl::InvalidArgumentError("limit: must be >= 0 (0 = all)");
+  if (request.limit() < 0) return InvalidField("limit", "must be >= 0 (0 = all)");
   return CheckRange("states", request.states_size(), 0, kMaxRunStates);
 }
 

@@ -53,13 +53,18 @@ struct ExpansionOptions {
 //     the distinct labels of the grids that produced them joined by '+' ("nact+axk": the run
 //     belongs to both sweeps of the B.4 design, fitter::SweepRolesOfLabels);
 //   - a grid with seeds gives one run per seed (training.seed), named "...-s<seed>".
-// INVALID_ARGUMENT naming the field path ("grids[0].ks[2]: K must be >= 1", "data.train_glob:
+// INVALID_ARGUMENT naming the field path, in its message and as its payload
+// (common/field_path.h) ("grids[0].ks[2]: K must be >= 1", "data.train_glob:
 // no file under a data root matches ...", "training.flop_budget: 1e3 is too small for one
 // step (one step costs 2.1e9 FLOPs)", "grids[1].ks: 5000 values, at most 1000") when any run
 // is invalid or the spec exceeds options.limits (checked first, before anything is
 // expanded); then no run is returned.
 absl::StatusOr<std::vector<xmod::v1::Run>> ExpandSweep(const xmod::v1::SweepSpec& spec,
                                                        const ExpansionOptions& options = {});
+
+// How many times ExpandSweep has been called in this process, for tests that count the
+// expansions one request makes (a submitted spec is expanded once).
+int64_t SweepExpansionCount();
 
 // "1e3", "2.1e9": a FLOP count with three significant digits, as in error messages.
 std::string FormatFlops(double flops);

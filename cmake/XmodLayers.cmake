@@ -35,9 +35,6 @@ set(XMOD_SUBLAYERS_coordinator
 
 # Where SQL may be written: the results database library and the coordinator's store.
 set(XMOD_SQL_FOLDERS "resultsdb" "coordinator/store")
-# TEMPORARY while the restructuring lands: files whose SQL is still to move into store/.
-set(XMOD_SQL_NOT_YET_MOVED
-  coordinator/design/adaptive_controller.cc coordinator/design/sweep_monitor.cc)
 # A string literal that starts with an SQL keyword, or any use of the sqlite3 library.
 set(_XMOD_SQL_REGEX
   "(\"|R\"[a-z]*\\()[ \t\n]*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|PRAGMA|WITH|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|FROM|WHERE|VALUES|ORDER BY|GROUP BY|JOIN)[ \t\n]|sqlite3")
@@ -162,9 +159,6 @@ function(xmod_check_source_layers root)
       endif()
     endforeach()
     set(may_hold_sql FALSE)
-    if(rel IN_LIST XMOD_SQL_NOT_YET_MOVED)
-      set(may_hold_sql TRUE)
-    endif()
     foreach(folder IN LISTS XMOD_SQL_FOLDERS)
       if(rel MATCHES "^${folder}/")
         set(may_hold_sql TRUE)

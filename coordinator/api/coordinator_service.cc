@@ -9,6 +9,7 @@
 #include "coordinator/api/service_util.h"
 #include "coordinator/api/user_queries.h"
 #include "coordinator/design/adaptive_controller.h"
+#include "coordinator/design/seeding.h"
 #include "coordinator/fitting/fit_queries.h"
 #include "coordinator/fitting/fit_trigger.h"
 #include "coordinator/fitting/studies.h"
@@ -40,28 +41,25 @@ void CoordinatorService::Stop() {
 grpc::Status CoordinatorService::SubmitSweep(ServerContext* context,
                                              const xmod::v1::SubmitSweepRequest* request,
                                              xmod::v1::SubmitSweepResponse* response) {
-  return Serve("SubmitSweep", request->dry_run() ? Access::kRead : Access::kWrite,
-               *options_.credentials, context, metrics_, [&]() -> absl::Status {
-                 ExpansionOptions expansion;
-                 expansion.check_data_paths = options_.check_data_paths;
-                 expansion.data_roots = options_.data_roots;
-                 expansion.limits = options_.spec_limits;
-                 absl::StatusOr<std::vector<xmod::v1::Run>> runs =
-                     ExpandSweep(request->spec(), expansion);
-                 if (!runs.ok()) return runs.status();
-                 if (request->spec().adaptive().enabled()) {
-                   // The grids are the candidate space; only the seed set is queued.
-                   runs = SeedRuns(request->spec(), *runs);
-                   if (!runs.ok()) return runs.status();
-                 }
-                 if (!request->dry_run()) {
-                   absl::StatusOr<int64_t> id = scheduler_->SubmitSweep(request->spec(), &*runs);
-                   if (!id.ok()) return id.status();
-                   response->set_sweep_id(*id);
-                 }
-                 for (xmod::v1::Run& run : *runs) *response->add_runs() = std::move(run);
-                 return absl::OkStatus();
-               });
+  return Serve(
+      "SubmitSweep", request->dry_run() ? Access::kRead : Access::kWrite, *options_.credentials,
+      context, metrics_, [&]() -> absl::Status {
+        ExpansionOptions expansion;
+        expansion.check_data_paths = options_.check_data_paths;
+        expansion.data_roots = options_.data_roots;
+        expansion.limits = options_.spec_limits;
+        // The one expansion of the spec: the runs queued (for an adaptive design,
+        // its seed set) come from it.
+        absl::StatusOr<ExpandedSweep> sweep = ExpandForSubmission(request->spec(), expansion);
+        if (!sweep.ok()) return sweep.status();
+        if (!request->dry_run()) {
+          absl::StatusOr<int64_t> id = scheduler_->SubmitSweep(request->spec(), &sweep->runs);
+          if (!id.ok()) return id.status();
+          response->set_sweep_id(*id);
+        }
+        for (xmod::v1::Run& run : sweep->runs) *response->add_runs() = std::move(run);
+        return absl::OkStatus();
+      });
 }
 
 namespace {

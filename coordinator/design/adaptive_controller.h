@@ -2,11 +2,11 @@
 // (docs/adaptive-design.md; the criterion and the stopping rule are fitter/adaptive_design.h).
 //
 // An adaptive sweep (SweepSpec.adaptive.enabled) is submitted with only its seed set
-// (SeedRuns). The controller's thread then wakes at every Poll() (the coordinator's ticker)
-// and, for each adaptive sweep that has not stopped and whose run counts changed since its
-// last decision (a run succeeded, failed or was cancelled, or the queue drained), makes a
-// decision: the sweep's succeeded runs become observations (as the fit trigger builds them),
-// its queued and running runs the in-flight set, fitter::Decide ranks the candidates of the
+// (seeding.h: ExpandForSubmission). The controller's thread then wakes at every Poll() (the
+// coordinator's ticker) and, for each adaptive sweep that has not stopped and whose run counts
+// changed since its last decision (a run succeeded, failed or was cancelled, or the queue drained),
+// makes a decision: the sweep's succeeded runs become observations (as the fit trigger builds
+// them), its queued and running runs the in-flight set, fitter::Decide ranks the candidates of the
 // spec's grids, and the best proposals are queued as new runs of the sweep until
 // max_in_flight runs are queued or running. The decision (proposals with their reasons and
 // run ids, the recommendation per target, the point fit, compute spent, stop) is stored in
@@ -58,18 +58,7 @@
 
 namespace xmod {
 
-// The fitter's design configuration of a sweep spec: candidate K, A, L, backbones and
-// budgets are the union over its grids (K = 1 when a grid has DENSE), targets, budget,
-// tolerance, ensemble size and seed from spec.adaptive (max_proposals = max_in_flight).
-// INVALID_ARGUMENT naming the field path ("adaptive.targets[0].backbone: ...",
-// "adaptive.compute_budget: must be > 0").
-absl::StatusOr<fitter::AdaptiveConfig> AdaptiveConfigOf(const xmod::v1::SweepSpec& spec);
-
-// The runs of an adaptive sweep at submission: those of `expanded` (ExpandSweep of the
-// spec) that fitter::SeedDesign picks. INVALID_ARGUMENT as AdaptiveConfigOf, or naming
-// the seed run that the grids do not contain.
-absl::StatusOr<std::vector<xmod::v1::Run>> SeedRuns(const xmod::v1::SweepSpec& spec,
-                                                    const std::vector<xmod::v1::Run>& expanded);
+struct QueuedRuns;  // adaptive_controller.cc
 
 struct AdaptiveControllerOptions {
   // Most members of a decision's ensemble: ProposeRuns.bootstrap_samples beyond it is
@@ -123,13 +112,27 @@ class AdaptiveController {
   void Loop();
   // One pass over the sweeps; returns when each was decided on or skipped.
   void PollOnce();
-  // Reads, decides, and (for the controller's decisions and submitted proposals, under the
-  // sweep's guard) stores and queues runs; stops once `caller_gone` returns true (see
-  // Propose).
-  absl::StatusOr<xmod::v1::DesignDecision> Decide(int64_t sweep_id,
-                                                  const xmod::v1::ProposeRunsRequest& ask,
-                                                  bool adaptive,
-                                                  const std::function<bool()>& caller_gone);
+  // The controller's step of an adaptive sweep's design, under the sweep's guard: decides
+  // on its latest counts, queues up to max_in_flight runs in flight and stores the decision
+  // (source "adaptive"); the stored decision when the design had stopped.
+  absl::StatusOr<xmod::v1::DesignDecision> DecideDesignStep(int64_t sweep_id);
+  // A ProposeRuns decision (see Propose); with ask.submit(), under the sweep's guard from
+  // the read to the write.
+  absl::StatusOr<xmod::v1::DesignDecision> DecideProposal(const xmod::v1::ProposeRunsRequest& ask,
+                                                          const std::function<bool()>& caller_gone);
+  // fitter::Decide of `config` over `state`, stopping once `caller_gone` returns true or the
+  // controller shuts down (see Interrupted).
+  absl::StatusOr<fitter::Decision> Fit(int64_t sweep_id, const fitter::AdaptiveConfig& config,
+                                       const fitter::DesignState& state,
+                                       const std::function<bool()>& caller_gone);
+  // Stores `decision` and queues `queued`'s runs in one transaction, setting the run ids of
+  // the proposals they train.
+  absl::Status StoreDecision(int64_t sweep_id, QueuedRuns* queued,
+                             xmod::v1::DesignDecision* decision);
+  // After a design step: the counts it decided on (`signature` plus the runs it queued),
+  // whether it stopped, and the sweep's metrics.
+  void RecordDesignStep(const xmod::v1::DesignDecision& decision, std::vector<int64_t> signature,
+                        size_t runs_queued);
   // OK while the decision may go on; UNAVAILABLE once the controller shuts down, CANCELLED
   // once `caller_gone` (may be empty) returns true.
   absl::Status Interrupted(const std::function<bool()>& caller_gone) const;

@@ -7,15 +7,13 @@
 #include <set>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
+#include "coordinator/store/design_rows.h"
 #include "coordinator/store/store_reads.h"
 #include "fitter/db_source.h"
 #include "fitter/live_delta.h"
 #include "glog/logging.h"
 #include "resultsdb/run_curves.h"
-#include "resultsdb/sqlite_db.h"
 #include "xmod/v1/spec.pb.h"
 
 namespace xmod {
@@ -45,33 +43,6 @@ absl::Status ReadSweep(Db& db, int64_t sweep_id, SweepRead* out) {
   if (!runs.ok()) return runs.status();
   for (const StoredRunCurve& stored : *runs) {
     out->runs.push_back({fitter::RunCurveFromStored(stored), stored.state});
-  }
-  return absl::OkStatus();
-}
-
-absl::Status StoreLiveDeltas(Db& db, int64_t sweep_id,
-                             const std::vector<fitter::RunLiveDelta>& live) {
-  absl::StatusOr<Stmt> clear =
-      db.Prepare("DELETE FROM live_delta WHERE run_id IN (SELECT id FROM runs WHERE sweep_id = ?)");
-  if (!clear.ok()) return clear.status();
-  if (absl::Status s = clear->Bind(1, sweep_id).Run(); !s.ok()) return s;
-  absl::StatusOr<Stmt> insert = db.Prepare(
-      "INSERT INTO live_delta (run_id, flops, delta, sparse_loss, dense_loss) "
-      "VALUES (?, ?, ?, ?, ?)");
-  if (!insert.ok()) return insert.status();
-  for (const fitter::RunLiveDelta& run : live) {
-    for (const fitter::LiveDeltaPoint& p : run.points) {
-      insert->Reset();
-      if (absl::Status s = insert->Bind(1, run.run_id)
-                               .Bind(2, p.flops)
-                               .Bind(3, p.delta)
-                               .Bind(4, p.sparse_loss)
-                               .Bind(5, p.dense_loss)
-                               .Run();
-          !s.ok()) {
-        return s;
-      }
-    }
   }
   return absl::OkStatus();
 }
@@ -137,23 +108,13 @@ absl::Status SweepMonitor::Poll() {
   std::map<int64_t, std::pair<int64_t, double>> now;
   std::set<int64_t> active;
   absl::Status status = store_->Read([&](Db& db) {
-    absl::StatusOr<Stmt> counts = db.Prepare(absl::StrCat(
-        "SELECT r.sweep_id, COUNT(m.value), TOTAL(m.flops), "
-        "  MAX(r.state IN ('QUEUED', 'RUNNING')) "
-        "FROM runs r LEFT JOIN metrics m ON m.run_id = r.id AND m.name = 'val/loss' "
-        "WHERE r.sweep_id IN (SELECT sweep_id FROM runs WHERE state IN ('QUEUED', 'RUNNING')",
-        was_active.empty() ? ""
-                           : absl::StrCat(" UNION SELECT value FROM json_each('[",
-                                          absl::StrJoin(was_active, ","), "]')"),
-        ") GROUP BY r.sweep_id"));
+    absl::StatusOr<std::map<int64_t, ValLossCounts>> counts = LoadValLossCounts(db, was_active);
     if (!counts.ok()) return counts.status();
-    while (true) {
-      absl::StatusOr<bool> row = counts->Step();
-      if (!row.ok()) return row.status();
-      if (!*row) return absl::OkStatus();
-      now[counts->Int(0)] = {counts->Int(1), counts->Double(2)};
-      if (counts->Int(3) != 0) active.insert(counts->Int(0));
+    for (const auto& [sweep_id, c] : *counts) {
+      now[sweep_id] = {c.points, c.flops};
+      if (c.active) active.insert(sweep_id);
     }
+    return absl::OkStatus();
   });
   if (!status.ok()) return status;
   for (const auto& [sweep_id, signature] : now) {
@@ -183,7 +144,7 @@ absl::Status SweepMonitor::Update(int64_t sweep_id) {
   for (const SweepRun& run : read.runs) curves.push_back(run.curve);
   const std::vector<fitter::RunLiveDelta> live = fitter::LiveDeltas(curves);
   if (absl::Status s =
-          store_->WriteAndWait([&](Db& db) { return StoreLiveDeltas(db, sweep_id, live); });
+          store_->WriteAndWait([&](Db& db) { return ReplaceLiveDeltas(db, sweep_id, live); });
       !s.ok()) {
     return s;
   }

@@ -1,11 +1,13 @@
 // Law-guided design in the coordinator (docs/adaptive-design.md): the live matched-FLOP Δ
 // and early stopping (SweepMonitor), and decisions (AdaptiveController, ProposeRuns):
-// validation with field paths, the seed set, stored decisions, queued proposals.
+// validation with field paths, stored decisions, queued proposals; and SubmitSweep's one
+// expansion of a spec (the seed set itself: seeding_test.cc).
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "common/clock.h"
+#include "coordinator/api/coordinator_service.h"
 #include "coordinator/design/adaptive_controller.h"
 #include "coordinator/design/sweep_monitor.h"
 #include "coordinator/fitting/studies.h"
@@ -17,6 +19,7 @@
 #include "coordinator/store/store_reads.h"
 #include "coordinator/tests/test_util.h"
 #include "gmock/gmock.h"
+#include "grpcpp/server_context.h"
 #include "gtest/gtest.h"
 
 namespace xmod {
@@ -169,47 +172,6 @@ TEST_F(DesignTest, ADenseReferenceBehindTheSparseRunGivesNoDeltaYet) {
   EXPECT_FALSE(Load(runs[1].id()).progress().has_live_delta());
 }
 
-TEST(AdaptiveConfigTest, ErrorsNameTheSpecField) {
-  const std::string dir = NewTestDir("adaptive_config");
-  xmod::v1::SweepSpec spec = AdaptiveTinySweep(dir);
-  ASSERT_TRUE(AdaptiveConfigOf(spec).ok()) << AdaptiveConfigOf(spec).status();
-
-  xmod::v1::SweepSpec no_targets = spec;
-  no_targets.mutable_adaptive()->clear_targets();
-  EXPECT_THAT(AdaptiveConfigOf(no_targets).status().message(), HasSubstr("adaptive.targets:"));
-  xmod::v1::SweepSpec bad_flops = spec;
-  bad_flops.mutable_adaptive()->mutable_targets(0)->set_flops(-1);
-  EXPECT_THAT(AdaptiveConfigOf(bad_flops).status().message(),
-              HasSubstr("adaptive.targets[0].flops"));
-  xmod::v1::SweepSpec no_budget = spec;
-  no_budget.mutable_adaptive()->set_compute_budget(0);
-  EXPECT_THAT(AdaptiveConfigOf(no_budget).status().message(), HasSubstr("adaptive.compute_budget"));
-  xmod::v1::SweepSpec bad_backbone = spec;
-  bad_backbone.mutable_adaptive()->mutable_targets(0)->set_backbone("no-such-preset");
-  EXPECT_EQ(AdaptiveConfigOf(bad_backbone).status().code(), absl::StatusCode::kInvalidArgument);
-}
-
-TEST(AdaptiveConfigTest, SubmissionQueuesOnlyTheSeedSetWithItsDenseReferences) {
-  const std::string dir = NewTestDir("adaptive_seed");
-  xmod::v1::SweepSpec spec = AdaptiveTinySweep(dir);
-  absl::StatusOr<std::vector<xmod::v1::Run>> all = ExpandSweep(spec);
-  ASSERT_TRUE(all.ok()) << all.status();
-  absl::StatusOr<std::vector<xmod::v1::Run>> seed = SeedRuns(spec, *all);
-  ASSERT_TRUE(seed.ok()) << seed.status();
-  EXPECT_LT(seed->size(), all->size());
-  EXPECT_GE(seed->size(), 5u);
-  // Every sparse seed run has its dense reference in the seed set.
-  for (const xmod::v1::Run& run : *seed) {
-    if (run.spec().model().arch() != xmod::v1::XMOD) continue;
-    bool dense = false;
-    for (const xmod::v1::Run& other : *seed) {
-      dense |= other.spec().model().arch() == xmod::v1::DENSE &&
-               other.spec().training().seq_len() == run.spec().training().seq_len();
-    }
-    EXPECT_TRUE(dense) << run.name();
-  }
-}
-
 TEST_F(DesignTest, ProposeRunsStoresOnlyWhatItSubmits) {
   xmod::v1::SweepSpec spec = AdaptiveTinySweep(dir_);
   spec.clear_adaptive();  // a sweep proposals are asked for by hand
@@ -321,6 +283,42 @@ TEST_F(DesignTest, ProposalsUnderAStudysFitComeFromTheNamedMemberSweep) {
   EXPECT_TRUE(controller.Decisions(first, 1)->empty());
   ask.set_study("no-such-study");
   EXPECT_EQ(controller.Propose(ask).status().code(), absl::StatusCode::kNotFound);
+}
+
+// SubmitSweep expands a spec once: the runs it stores, and for an adaptive design the seed
+// set and the candidate space, all come from that one expansion (SweepExpansionCount).
+TEST_F(DesignTest, SubmitSweepExpandsTheSpecOnce) {
+  CoordinatorServiceOptions options;
+  options.check_data_paths = false;
+  options.clock = &clock_;
+  CoordinatorService service(store_.get(), scheduler_.get(), &feed_, nullptr, options);
+  // The expansions one SubmitSweep of `spec` makes, and the runs it answered.
+  const auto submit = [&](const xmod::v1::SweepSpec& spec, bool dry_run, int* runs) {
+    xmod::v1::SubmitSweepRequest request;
+    *request.mutable_spec() = spec;
+    request.set_dry_run(dry_run);
+    xmod::v1::SubmitSweepResponse response;
+    grpc::ServerContext context;
+    const int64_t before = SweepExpansionCount();
+    grpc::Status status = service.SubmitSweep(&context, &request, &response);
+    const int64_t expansions = SweepExpansionCount() - before;
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(response.sweep_id() > 0, !dry_run);
+    *runs = response.runs_size();
+    return expansions;
+  };
+  int runs = 0;
+  EXPECT_EQ(submit(TinySweep(dir_), /*dry_run=*/false, &runs), 1);
+  EXPECT_EQ(runs, 3);
+  EXPECT_EQ(submit(TinySweep(dir_), /*dry_run=*/true, &runs), 1);
+
+  const xmod::v1::SweepSpec adaptive = AdaptiveTinySweep(dir_);
+  absl::StatusOr<std::vector<xmod::v1::Run>> grids = ExpandSweep(adaptive);
+  ASSERT_TRUE(grids.ok()) << grids.status();
+  EXPECT_EQ(submit(adaptive, /*dry_run=*/false, &runs), 1);
+  EXPECT_GT(runs, 0);
+  EXPECT_LT(static_cast<size_t>(runs), grids->size());  // only the seed set is queued
+  EXPECT_EQ(submit(adaptive, /*dry_run=*/true, &runs), 1);
 }
 
 }  // namespace

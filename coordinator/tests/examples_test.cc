@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
-#include "coordinator/design/adaptive_controller.h"
+#include "coordinator/design/seeding.h"
 #include "coordinator/spec/sweep_expansion.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
@@ -105,11 +105,10 @@ TEST(ExamplesTest, TheAdaptiveExampleQueuesItsSeedSet) {
   ASSERT_TRUE(text.ok()) << text.status();
   xmod::v1::SweepSpec spec;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(*text, &spec));
-  absl::StatusOr<std::vector<xmod::v1::Run>> all =
-      ExpandSweep(spec, ExpansionOptions{.check_data_paths = false});
-  ASSERT_TRUE(all.ok()) << all.status();
-  absl::StatusOr<std::vector<xmod::v1::Run>> seed = SeedRuns(spec, *all);
-  ASSERT_TRUE(seed.ok()) << seed.status();
+  absl::StatusOr<ExpandedSweep> sweep =
+      ExpandForSubmission(spec, ExpansionOptions{.check_data_paths = false});
+  ASSERT_TRUE(sweep.ok()) << sweep.status();
+  const std::vector<xmod::v1::Run>* seed = &sweep->runs;
   double seed_flops = 0;
   for (const xmod::v1::Run& run : *seed) seed_flops += run.spec().training().flop_budget();
   EXPECT_LT(seed->size(), 34u);  // fewer than cpu_b4's configurations

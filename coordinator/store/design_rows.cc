@@ -1,0 +1,77 @@
+// See design_rows.h.
+#include "coordinator/store/design_rows.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace xmod {
+
+absl::StatusOr<std::vector<SweepRunCounts>> LoadSweepRunCounts(Db& db) {
+  absl::StatusOr<Stmt> select = db.Prepare(
+      "SELECT s.id, s.spec, TOTAL(r.state = 'SUCCEEDED'), TOTAL(r.state = 'FAILED'), "
+      "TOTAL(r.state = 'CANCELLED'), COUNT(r.id) "
+      "FROM sweeps s LEFT JOIN runs r ON r.sweep_id = s.id WHERE s.cancelled = 0 "
+      "GROUP BY s.id");
+  if (!select.ok()) return select.status();
+  std::vector<SweepRunCounts> sweeps;
+  while (true) {
+    absl::StatusOr<bool> row = select->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return sweeps;
+    sweeps.push_back(
+        {select->Int(0),
+         select->Text(1),
+         {static_cast<int64_t>(select->Double(2)), static_cast<int64_t>(select->Double(3)),
+          static_cast<int64_t>(select->Double(4)), select->Int(5)}});
+  }
+}
+
+absl::StatusOr<std::map<int64_t, ValLossCounts>> LoadValLossCounts(
+    Db& db, const std::vector<int64_t>& also) {
+  absl::StatusOr<Stmt> counts = db.Prepare(absl::StrCat(
+      "SELECT r.sweep_id, COUNT(m.value), TOTAL(m.flops), "
+      "  MAX(r.state IN ('QUEUED', 'RUNNING')) "
+      "FROM runs r LEFT JOIN metrics m ON m.run_id = r.id AND m.name = 'val/loss' "
+      "WHERE r.sweep_id IN (SELECT sweep_id FROM runs WHERE state IN ('QUEUED', 'RUNNING')",
+      also.empty()
+          ? ""
+          : absl::StrCat(" UNION SELECT value FROM json_each('[", absl::StrJoin(also, ","), "]')"),
+      ") GROUP BY r.sweep_id"));
+  if (!counts.ok()) return counts.status();
+  std::map<int64_t, ValLossCounts> out;
+  while (true) {
+    absl::StatusOr<bool> row = counts->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return out;
+    out[counts->Int(0)] = {counts->Int(1), counts->Double(2), counts->Int(3) != 0};
+  }
+}
+
+absl::Status ReplaceLiveDeltas(Db& db, int64_t sweep_id,
+                               const std::vector<fitter::RunLiveDelta>& live) {
+  absl::StatusOr<Stmt> clear =
+      db.Prepare("DELETE FROM live_delta WHERE run_id IN (SELECT id FROM runs WHERE sweep_id = ?)");
+  if (!clear.ok()) return clear.status();
+  if (absl::Status s = clear->Bind(1, sweep_id).Run(); !s.ok()) return s;
+  absl::StatusOr<Stmt> insert = db.Prepare(
+      "INSERT INTO live_delta (run_id, flops, delta, sparse_loss, dense_loss) "
+      "VALUES (?, ?, ?, ?, ?)");
+  if (!insert.ok()) return insert.status();
+  for (const fitter::RunLiveDelta& run : live) {
+    for (const fitter::LiveDeltaPoint& p : run.points) {
+      insert->Reset();
+      if (absl::Status s = insert->Bind(1, run.run_id)
+                               .Bind(2, p.flops)
+                               .Bind(3, p.delta)
+                               .Bind(4, p.sparse_loss)
+                               .Bind(5, p.dense_loss)
+                               .Run();
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace xmod

@@ -1,0 +1,47 @@
+// Design rows: the queries of the design layer (coordinator/design/) that are not stored
+// decisions (design_store.h) — the per-sweep run counts the adaptive controller polls, the
+// val/loss point counts the sweep monitor polls, and the live_delta rows it replaces.
+// Functions run inside the caller's transaction; thread-compatible.
+#ifndef XMOD_COORDINATOR_STORE_DESIGN_ROWS_H_
+#define XMOD_COORDINATOR_STORE_DESIGN_ROWS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fitter/live_delta.h"
+#include "resultsdb/sqlite_db.h"
+
+namespace xmod {
+
+// A sweep not cancelled, as the adaptive controller polls it.
+struct SweepRunCounts {
+  int64_t sweep_id = 0;
+  std::string spec;  // the serialized xmod.v1.SweepSpec
+  // Counts that make a decision due: succeeded, failed, cancelled and all runs.
+  std::vector<int64_t> signature;
+};
+
+// Every sweep not cancelled with its run counts, in one grouped query.
+absl::StatusOr<std::vector<SweepRunCounts>> LoadSweepRunCounts(Db& db);
+
+// A sweep's val/loss points, as the sweep monitor polls them.
+struct ValLossCounts {
+  int64_t points = 0;
+  double flops = 0;     // the sum of the points' FLOPs
+  bool active = false;  // a run of the sweep is queued or running
+};
+
+// Per sweep with a queued or running run, or listed in `also`: its val/loss point counts.
+absl::StatusOr<std::map<int64_t, ValLossCounts>> LoadValLossCounts(
+    Db& db, const std::vector<int64_t>& also);
+
+// Replaces the sweep's live_delta rows by the points of `live`.
+absl::Status ReplaceLiveDeltas(Db& db, int64_t sweep_id,
+                               const std::vector<fitter::RunLiveDelta>& live);
+
+}  // namespace xmod
+
+#endif  // XMOD_COORDINATOR_STORE_DESIGN_ROWS_H_

@@ -12,10 +12,12 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/field_path.h"
 #include "common/files.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -193,19 +195,27 @@ class JsonScanner {
 };
 
 // Protobuf's JSON errors name the field path first: "(grids[0].ks[0]): invalid value ...",
-// "grids[0].bogus: Cannot find field.". Returns the offset of the last key of that path,
-// searching for each key after the previous one (indices are not followed), or npos.
-size_t LocateJsonError(absl::string_view text, absl::string_view message) {
+// "grids[0].bogus: Cannot find field.". Returns that path, or "" when the message names none
+// (a key of it empty or holding a space or quote).
+std::string JsonErrorPath(absl::string_view message) {
   size_t colon = message.find(": ");
-  if (colon == absl::string_view::npos) return absl::string_view::npos;
+  if (colon == absl::string_view::npos) return "";
   absl::string_view path = absl::StripSuffix(absl::StripPrefix(message.substr(0, colon), "("), ")");
+  for (absl::string_view key : absl::StrSplit(path, '.')) {
+    key = key.substr(0, key.find('['));
+    if (key.empty() || key.find_first_of(" \"") != absl::string_view::npos) return "";
+  }
+  return std::string(path);
+}
+
+// The offset in `text` of the last key of field path `path` (JsonErrorPath), searching for
+// each key after the previous one (indices are not followed), or npos.
+size_t LocateJsonField(absl::string_view text, absl::string_view path) {
+  if (path.empty()) return absl::string_view::npos;
   size_t at = absl::string_view::npos;
   size_t from = 0;
   for (absl::string_view key : absl::StrSplit(path, '.')) {
     key = key.substr(0, key.find('['));
-    if (key.empty() || key.find_first_of(" \"") != absl::string_view::npos) {
-      return absl::string_view::npos;
-    }
     at = text.find(absl::StrCat("\"", key, "\""), from);
     if (at == absl::string_view::npos) return absl::string_view::npos;
     from = at + key.size() + 2;
@@ -244,10 +254,15 @@ absl::Status ParseSpecText(absl::string_view contents, SpecSyntax syntax, absl::
   auto status =
       google::protobuf::util::JsonStringToMessage(std::string(contents), message, options);
   if (status.ok()) return absl::OkStatus();
-  std::string what(status.message());
-  size_t at = LocateJsonError(contents, what);
-  if (at != absl::string_view::npos) return ErrorAt(name, contents, at, what);
-  return absl::InvalidArgumentError(absl::StrCat(name, ": ", what));
+  const std::string what(status.message());
+  const std::string path = JsonErrorPath(what);
+  const size_t at = LocateJsonField(contents, path);
+  absl::Status error = at != absl::string_view::npos
+                           ? ErrorAt(name, contents, at, what)
+                           : absl::InvalidArgumentError(absl::StrCat(name, ": ", what));
+  // The message leads with the file's position; the field protobuf named is the payload.
+  if (!path.empty()) error.SetPayload(kFieldPathUrl, absl::Cord(path));
+  return error;
 }
 
 SpecSyntax SpecSyntaxForContents(absl::string_view contents) {

@@ -21,7 +21,8 @@ enum class SpecSyntax { kText, kJson };
 absl::StatusOr<SpecSyntax> SpecSyntaxForPath(absl::string_view path);
 
 // Parses `contents` into `message`; `name` labels errors (usually the file path).
-// INVALID_ARGUMENT "NAME:LINE:COL: what" on syntax errors and unknown fields.
+// INVALID_ARGUMENT "NAME:LINE:COL: what" on syntax errors and unknown fields; a JSON error
+// that names a field carries its path as payload (common/field_path.h).
 absl::Status ParseSpecText(absl::string_view contents, SpecSyntax syntax, absl::string_view name,
                            google::protobuf::Message* message);
 

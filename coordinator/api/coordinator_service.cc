@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/field_path.h"
 #include "coordinator/api/service_util.h"
 #include "coordinator/api/user_queries.h"
 #include "coordinator/design/adaptive_controller.h"
@@ -262,9 +263,9 @@ grpc::Status CoordinatorService::Plan(ServerContext* context, const xmod::v1::Pl
             PlanModel(request->model(), request->seq_len());
         if (!plan.ok()) {
           // Account names fields relative to ModelSpec; the request nests it under "model".
-          const std::string message(plan.status().message());
-          return absl::InvalidArgumentError(
-              absl::StartsWith(message, "seq_len") ? message : absl::StrCat("model.", message));
+          const absl::Status named = AdoptFieldPath(plan.status());
+          const std::optional<std::string> path = FieldPathOf(named);
+          return path && absl::StartsWith(*path, "seq_len") ? named : Reroot(named, "model.");
         }
         *response = *std::move(plan);
         return absl::OkStatus();

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/field_path.h"
 #include "coordinator/fitting/studies.h"
 #include "coordinator/spec/request_limits.h"
 #include "coordinator/store/store_reads.h"
@@ -156,7 +157,7 @@ absl::StatusOr<xmod::v1::PredictResponse> PredictWithLatestFit(
                         curves->Covering(x.flops(), x.seq_len(), x.backbone()),
                         /*bootstrap=*/nullptr, curves->n0);
     if (!p.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("points[", i, "]: ", p.status().message()));
+      return InvalidField(absl::StrCat("points[", i, "]"), p.status().message());
     }
     *response.add_predictions() = fitter::PredictionToProto(*p);
   }

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
 #include "cli/render.h"
+#include "common/field_path.h"
 #include "model/accounting/plan_response.h"
 
 namespace xmod::cli {
@@ -29,9 +30,7 @@ absl::StatusOr<xmod::v1::Architecture> ParseArch(const std::string& text) {
 
 // "k: K must be >= 1" -> "--K: K must be >= 1".
 absl::Status ForFlags(const absl::Status& status) {
-  std::string message(status.message());
-  size_t colon = message.find(": ");
-  std::string field = colon == std::string::npos ? "" : message.substr(0, colon);
+  const std::string field = FieldPathOf(AdoptFieldPath(status)).value_or("");
   std::string flag;
   if (field == "k") {
     flag = "--K";
@@ -51,7 +50,8 @@ absl::Status ForFlags(const absl::Status& status) {
     flag = "--backbone";
   }
   if (flag.empty()) return status;
-  return absl::Status(status.code(), absl::StrCat(flag, " (", field, ")", message.substr(colon)));
+  return absl::Status(status.code(),
+                      absl::StrCat(flag, " (", field, ")", status.message().substr(field.size())));
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // HttpListener: a cpp-httplib server bound to one host:port — HTTPS only when given a PEM
 // certificate and key, else plaintext — that serves on a thread of its own once its routes
-// are set. The coordinator's dashboard API (coordinator/http_server.h) and the /metrics
+// are set. The coordinator's dashboard API (coordinator/api/http_server.h) and the /metrics
 // endpoint of both daemons (common/metrics_endpoint.h) are built on it.
 //
 // Thread-safety: set routes, then Serve() once; Stop() from any thread.

@@ -1,7 +1,7 @@
 // Fuzzes what a user's spec file goes through before anything is stored: parsing
 // (cli/spec_file.h, protobuf text format or JSON — XMOD_FUZZ_SPEC_JSON picks which, one
 // binary each so that each keeps its own corpus) and, when it parses, validation and
-// expansion into runs (coordinator/sweep_expansion.h). The data-glob check is off: it only
+// expansion into runs (coordinator/spec/sweep_expansion.h). The data-glob check is off: it only
 // asks the filesystem. Either an error or runs that each carry a name and a positive budget.
 #include <cstddef>
 #include <cstdint>

@@ -1,8 +1,8 @@
 // The load benchmark's baseline: the metric rows the coordinator stored, inserted again by
 // one thread straight into a fresh database of the same schema (resultsdb/schema.h), with
 // the coordinator's pragmas (WAL, synchronous=FULL) and its insert statement
-// (coordinator/store_writes.h), `rows_per_transaction` rows per commit (a commit ends after the
-// batch that reaches it). Thread-compatible.
+// (coordinator/store/store_writes.h), `rows_per_transaction` rows per commit (a commit ends after
+// the batch that reaches it). Thread-compatible.
 #ifndef XMOD_BENCH_LOAD_RAW_INSERT_H_
 #define XMOD_BENCH_LOAD_RAW_INSERT_H_
 

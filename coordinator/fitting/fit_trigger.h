@@ -1,6 +1,6 @@
 // FitTrigger: refits a sweep's scaling law (paper Eq. 14, fitter/sweep_fit.h) in the
 // background as its runs succeed, and stores every fit in the `fits` table.
-// It does the same for studies (coordinator/studies.h, fitter/study_fit.h): a study is
+// It does the same for studies (coordinator/fitting/studies.h, fitter/study_fit.h): a study is
 // refitted whenever the succeeded-run count of any member sweep changes, whatever the
 // members' fit.enabled; its rows have study_id set and sweep_id 0.
 //

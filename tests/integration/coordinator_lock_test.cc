@@ -1,4 +1,4 @@
-// One coordinator per database (coordinator/database_lock.h) with real xmod-coordinator
+// One coordinator per database (coordinator/store/database_lock.h) with real xmod-coordinator
 // processes: a second one started on the database of a live one refuses to start, exits
 // non-zero and names the first (its pid); the first keeps serving. Once the first is
 // SIGKILLed the kernel has released its lock, and a new coordinator starts on the database.

@@ -286,10 +286,10 @@ absl::StatusOr<std::vector<Observation>> FittedRows(const std::vector<Observatio
       return absl::InvalidArgumentError(absl::StrCat(o.Describe(), ": delta is not finite"));
     }
     if (law == LawForm::kFull && !(o.point().dense_tokens > 0)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          o.Describe(),
-          ": the full candidate law's exposure term P_D (Eq. 24) needs the run's training "
-          "FLOPs C (the CSV's C column)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(o.Describe(),
+                       ": the exposure term P_D (Eq. 24) needs the run's training "
+                       "FLOPs C (the CSV's C column)"));
     }
     fitted.push_back(o);
   }

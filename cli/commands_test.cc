@@ -227,6 +227,7 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
     response->set_a(2);
     response->set_delta(-0.0321);
     response->set_total_params(2.64e9);
+    response->set_closed_form_k(4.95);
     for (int k : {4, 8, 2}) {
       auto* p = response->add_candidates();
       p->mutable_point()->set_k(k);
@@ -654,7 +655,8 @@ TEST_F(CommandsTest, FitRecommendPassesTheCapAndShowsTheBest) {
   EXPECT_DOUBLE_EQ(sent.max_total_params(), 3e9);
   EXPECT_EQ(sent.ks_size(), 3);
   EXPECT_EQ(sent.as_size(), 0);
-  EXPECT_THAT(r.out, HasSubstr("K  A    DELTA  TOTAL_PARAMS\n4  2  -0.0321         2.64B\n"));
+  EXPECT_THAT(r.out, HasSubstr("K  A    DELTA  TOTAL_PARAMS  KHAT_A3\n"
+                               "4  2  -0.0321         2.64B     4.95\n"));
   EXPECT_THAT(r.out, HasSubstr("Best 2 of 3 candidates"));
   EXPECT_THAT(r.out, HasSubstr("-0.0220"));       // second candidate (K = 8)
   EXPECT_THAT(r.out, Not(HasSubstr("-0.0280")));  // third candidate (K = 2), cut by --top

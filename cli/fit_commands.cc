@@ -107,10 +107,12 @@ absl::Status FitRecommend(const Context& ctx, const RecommendOptions& options) {
   }
   Table best;
   best.title = "Recommendation";
-  best.columns = {"K", "A", "delta", "total_params"};
+  // khat_A3: Appendix A.3's closed-form K̂ at A = 1, beside the grid's K as a cross-check.
+  best.columns = {"K", "A", "delta", "total_params", "khat_A3"};
   best.AddRow({Cell::Int(response->k()), Cell::Num(response->a()),
                Cell::Shown(absl::StrFormat("%+.4f", response->delta())),
-               Cell::Shown(FormatParams(response->total_params()))});
+               Cell::Shown(FormatParams(response->total_params())),
+               Cell::Shown(absl::StrFormat("%.2f", response->closed_form_k()))});
   std::vector<xmod::v1::Prediction> top(response->candidates().begin(),
                                         response->candidates().end());
   if (options.top >= 0 && static_cast<int>(top.size()) > options.top) top.resize(options.top);

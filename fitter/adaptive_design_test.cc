@@ -237,6 +237,13 @@ TEST(DesignSimTest, LawParamsJsonNamesTheKey) {
           .message(),
       HasSubstr("unknown key \"zeta\""));
   EXPECT_THAT(LawParamsFromJson("[1]").status().message(), HasSubstr("not a JSON object"));
+  // xmod-fit's params now carry Eq. 24's exposure keys (0 for Eq. 14): accepted.
+  absl::StatusOr<LawParams> full =
+      LawParamsFromJson(R"({"e":0,"u":0,"eta_n":0,"rho_n":0,"w":0,"eta_l":0,"rho_l":0,"z":0,)"
+                        R"("rho_k":0,"rho_a":0,"v":0.2,"eta_d":0.3,"rho_d":1})");
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_EQ(full->v, 0.2);
+  EXPECT_EQ(full->rho_d, 1.0);
 }
 
 // The compute from which on the mean regret stays at or below `regret`.

@@ -118,4 +118,20 @@ absl::StatusOr<double> TotalParams(const std::string& backbone, int k, double a,
   return acc->total_params;
 }
 
+absl::StatusOr<TokenExposure> ExposureOf(const std::string& backbone, int k, double a, int seq_len,
+                                         int n0) {
+  absl::StatusOr<Accounting> dense = AccountConfig(backbone, 1, 1, seq_len, n0);
+  if (!dense.ok()) return dense.status();
+  absl::StatusOr<Accounting> plan = AccountConfig(backbone, k, a, seq_len, n0);
+  if (!plan.ok()) return plan.status();
+  if (!(dense->train_flops_per_token > 0 && plan->train_flops_per_token > 0)) {
+    return absl::InternalError(
+        absl::StrCat("backbone=", backbone, " L=", seq_len, ": FLOPs per token are 0"));
+  }
+  TokenExposure out;
+  out.ratio = dense->train_flops_per_token / plan->train_flops_per_token;
+  out.dense_tokens_per_flop = 1.0 / dense->train_flops_per_token;
+  return out;
+}
+
 }  // namespace xmod::fitter

@@ -35,6 +35,19 @@ absl::StatusOr<double> CapacityRatio(const std::string& backbone, int k, double 
 absl::StatusOr<double> TotalParams(const std::string& backbone, int k, double a, int seq_len,
                                    int n0 = kDefaultN0);
 
+// Token exposure at matched training compute (Appendix A.2's compute-to-token relation,
+// D = C/φ): `ratio` = D/D_D = φ_dense/φ_X-MoD, the tokens the plan sees relative to its
+// dense reference at the same C, and the dense reference's tokens per training FLOP,
+// 1/φ_dense. φ is the accounting's training FLOPs per token at L, the same counter for
+// Dense and X-MoD (B.1), at the default multiplier (3 x forward; a different one scales
+// every D_D alike, which v absorbs). K = 1 is the dense model: ratio 1.
+struct TokenExposure {
+  double ratio = 1;
+  double dense_tokens_per_flop = 0;
+};
+absl::StatusOr<TokenExposure> ExposureOf(const std::string& backbone, int k, double a, int seq_len,
+                                         int n0 = kDefaultN0);
+
 }  // namespace xmod::fitter
 
 #endif  // XMOD_FITTER_BACKBONES_H_

@@ -39,7 +39,7 @@ absl::StatusOr<std::vector<Observation>> ParseDeltaCsv(const std::string& text) 
         if (column.count(required) == 0) {
           return absl::InvalidArgumentError(
               absl::StrCat("line ", line_no, ": header lacks column '", required,
-                           "' (expected n_act,L,K,A,delta[,group][,held_out])"));
+                           "' (expected n_act,L,K,A,delta[,group][,held_out][,sweep][,C])"));
         }
       }
       continue;
@@ -83,6 +83,9 @@ absl::StatusOr<std::vector<Observation>> ParseDeltaCsv(const std::string& text) 
     }
     const std::string held_out = cell("held_out");
     obs->held_out = held_out == "1" || held_out == "true";
+    if (const std::string c = cell("C"); !c.empty()) {
+      if (!absl::SimpleAtod(c, &obs->flops) || !(obs->flops > 0)) return bad("C", "not > 0");
+    }
     out.push_back(*std::move(obs));
   }
   if (out.empty()) return absl::InvalidArgumentError("csv: no observations");
@@ -90,13 +93,14 @@ absl::StatusOr<std::vector<Observation>> ParseDeltaCsv(const std::string& text) 
 }
 
 std::string WriteDeltaCsv(const std::vector<Observation>& observations) {
-  std::string out = "n_act,L,K,A,delta,group,held_out,sweep\n";
+  std::string out = "n_act,L,K,A,delta,group,held_out,sweep,C\n";
   for (const Observation& o : observations) {
     std::vector<std::string> sweeps;
     for (SweepRole role : o.sweeps) sweeps.push_back(SweepRoleName(role));
     absl::StrAppend(&out, o.n_act, ",", o.seq_len, ",", o.k, ",", o.a, ",",
                     absl::StrFormat("%.17g", o.delta), ",", absl::StrJoin(o.groups, ";"), ",",
-                    o.held_out ? 1 : 0, ",", absl::StrJoin(sweeps, ";"), "\n");
+                    o.held_out ? 1 : 0, ",", absl::StrJoin(sweeps, ";"), ",",
+                    o.flops > 0 ? absl::StrFormat("%.17g", o.flops) : "", "\n");
   }
   return out;
 }

@@ -230,7 +230,7 @@ std::vector<std::vector<double>> MemberDeltas(const std::vector<LawParams>& memb
                                               const std::vector<LawPoint>& points) {
   std::vector<std::vector<double>> out(members.size(), std::vector<double>(points.size()));
   for (size_t m = 0; m < members.size(); ++m) {
-    for (size_t o = 0; o < points.size(); ++o) out[m][o] = PredictDelta(members[m], points[o]);
+    for (size_t o = 0; o < points.size(); ++o) out[m][o] = CandidateDelta(members[m], points[o]);
   }
   return out;
 }

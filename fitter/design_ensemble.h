@@ -92,7 +92,7 @@ struct TargetAnswer {
   double expected_regret = 0;  // members' mean of Δ_m(k, a) − min Δ_m (nats)
 };
 
-// The members' Δ at every option: [member][option].
+// The members' Δ at every option (CandidateDelta: 0 for the dense model): [member][option].
 std::vector<std::vector<double>> MemberDeltas(const std::vector<LawParams>& members,
                                               const std::vector<LawPoint>& points);
 

@@ -58,7 +58,7 @@ absl::StatusOr<TruthTable> MakeTruth(const LawParams& truth) {
     double best = INFINITY;
     int best_k = 0;
     for (size_t o = 0; o < options->points.size(); ++o) {
-      const double v = PredictDelta(truth, options->points[o]);
+      const double v = CandidateDelta(truth, options->points[o]);
       d[{options->k[o], options->a[o]}] = v;
       if (v < best) {
         best = v;
@@ -358,27 +358,34 @@ absl::StatusOr<LawParams> LawParamsFromJson(const std::string& json) {
     return absl::InvalidArgumentError(
         absl::StrCat("law parameters: not a JSON object: ", std::string(s.message())));
   }
+  // Table 8's keys are required; the exposure term's (Eq. 24) optional.
+  auto index_of = [](const std::string& key) {
+    for (int i = 0; i < kAllParamCount; ++i) {
+      const int n = static_cast<int>(kLawParamNames.size());
+      if (key == (i < n ? kLawParamNames[i] : kExposureParamNames[i - n])) return i;
+    }
+    return -1;
+  };
   LawParams p;
   for (const auto& [key, value] : object.fields()) {
-    if (std::find_if(kLawParamNames.begin(), kLawParamNames.end(),
-                     [&key](const char* name) { return key == name; }) == kLawParamNames.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("law parameters: unknown key \"", key,
-                       "\"; expected e, u, eta_n, rho_n, w, eta_l, rho_l, z, rho_k, rho_a"));
+    const int i = index_of(key);
+    if (i < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "law parameters: unknown key \"", key,
+          "\"; expected e, u, eta_n, rho_n, w, eta_l, rho_l, z, rho_k, rho_a (and optionally v, "
+          "eta_d, rho_d)"));
     }
+    if (value.kind_case() != google::protobuf::Value::kNumberValue ||
+        !std::isfinite(value.number_value())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("law parameters: \"", key, "\" must be a finite number"));
+    }
+    ParamAt(p, i) = value.number_value();
   }
-  for (int i = 0; i < static_cast<int>(kLawParamNames.size()); ++i) {
-    auto it = object.fields().find(kLawParamNames[i]);
-    if (it == object.fields().end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("law parameters: missing key \"", kLawParamNames[i], "\""));
+  for (const char* name : kLawParamNames) {
+    if (object.fields().count(name) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("law parameters: missing key \"", name, "\""));
     }
-    if (it->second.kind_case() != google::protobuf::Value::kNumberValue ||
-        !std::isfinite(it->second.number_value())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("law parameters: \"", kLawParamNames[i], "\" must be a finite number"));
-    }
-    ParamAt(p, i) = it->second.number_value();
   }
   return p;
 }

@@ -3,6 +3,7 @@
 #include "fitter/fit_command.h"
 
 #include <cmath>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/numbers.h"
@@ -14,6 +15,7 @@
 #include "fitter/backbones.h"
 #include "fitter/csv_input.h"
 #include "fitter/db_source.h"
+#include "fitter/law_comparison.h"
 #include "fitter/recommend.h"
 #include "fitter/sweep_fit.h"
 
@@ -72,29 +74,40 @@ xmod::v1::FitReport ToReportProto(const FitReport& r, const std::vector<Recommen
   return out;
 }
 
-void PrintTable(const FitReport& r, const std::vector<Recommendation>& recs, std::ostream& out) {
-  if (r.fit.by_sweep) {
-    out << absl::StrFormat(
-        "X-MoD law (Eq. 14), two-stage fit on %d observations by sweep "
-        "(stage 1: %d A = 1 rows of kxl and nact; stage 2: %d rows of axk%s)\n",
-        r.fit.n_obs, r.fit.n_stage1, r.fit.n_stage2, r.fit.stage2_fitted ? "" : ", skipped");
-  } else {
-    out << absl::StrFormat(
-        "X-MoD law (Eq. 14), two-stage fit on %d observations "
-        "(stage 1: %d at A = 1; stage 2: %d at A != 1%s)\n",
-        r.fit.n_obs, r.fit.n_stage1, r.fit.n_stage2, r.fit.stage2_fitted ? "" : ", skipped");
-  }
+// The parameters (with the exposure term's under the full law) and their intervals.
+void PrintParams(const FitReport& r, bool full, std::ostream& out) {
   out << absl::StrFormat("  %-6s %14s", "param", "estimate");
   if (r.bootstrap.has_value()) out << absl::StrFormat(" %14s %14s", "ci 2.5%", "ci 97.5%");
   out << "\n";
-  for (int i = 0; i < static_cast<int>(kLawParamNames.size()); ++i) {
-    out << absl::StrFormat("  %-6s %14.6g", kLawParamNames[i], ParamAt(r.fit.params, i));
+  const int count = full ? kAllParamCount : static_cast<int>(kLawParamNames.size());
+  for (int i = 0; i < count; ++i) {
+    const char* name = i < static_cast<int>(kLawParamNames.size())
+                           ? kLawParamNames[i]
+                           : kExposureParamNames[i - kLawParamNames.size()];
+    out << absl::StrFormat("  %-6s %14.6g", name, ParamAt(r.fit.params, i));
     if (r.bootstrap.has_value()) {
       out << absl::StrFormat(" %14.6g %14.6g", ParamAt(r.bootstrap->low, i),
                              ParamAt(r.bootstrap->high, i));
     }
     out << "\n";
   }
+}
+
+void PrintTable(const FitReport& r, const std::vector<Recommendation>& recs, bool full,
+                std::ostream& out) {
+  const char* law = full ? "X-MoD full candidate law (Eq. 24)" : "X-MoD law (Eq. 14)";
+  if (r.fit.by_sweep) {
+    out << absl::StrFormat(
+        "%s, two-stage fit on %d observations by sweep "
+        "(stage 1: %d A = 1 rows of kxl and nact; stage 2: %d rows of axk%s)\n",
+        law, r.fit.n_obs, r.fit.n_stage1, r.fit.n_stage2, r.fit.stage2_fitted ? "" : ", skipped");
+  } else {
+    out << absl::StrFormat(
+        "%s, two-stage fit on %d observations "
+        "(stage 1: %d at A = 1; stage 2: %d at A != 1%s)\n",
+        law, r.fit.n_obs, r.fit.n_stage1, r.fit.n_stage2, r.fit.stage2_fitted ? "" : ", skipped");
+  }
+  PrintParams(r, full, out);
   if (r.fit.by_sweep && r.fit.stage2_fitted) {
     out << absl::StrFormat("  %-6s %14.6g   (stage-2 offset of the axk sweep; not in the law)\n",
                            "e_stage2", r.fit.e_stage2);
@@ -130,15 +143,18 @@ void PrintTable(const FitReport& r, const std::vector<Recommendation>& recs, std
         "recommend C=%g L=%d N_act=%s: K*=%d A*=%g delta=%.5f [%.5f, %.5f] N=%.3gB", p.flops,
         p.seq_len, p.backbone, p.k, p.a, p.delta, p.delta_low, p.delta_high, p.total_params / 1e9);
     if (p.loss != 0) out << absl::StrFormat(" loss=%.4f", p.loss);
+    // Appendix A.3's closed form at A = 1 beside the grid's answer, a cross-check.
+    out << absl::StrFormat(" K_hat(A.3, A=1)=%.2f", rec.closed_form_k);
     out << "\n";
   }
 }
 
-}  // namespace
-
-absl::Status RunFitCommand(const FitCommandOptions& options, std::ostream& out) {
+absl::Status CheckOptions(const FitCommandOptions& options) {
   if (options.output != "table" && options.output != "json") {
     return absl::InvalidArgumentError("--output: must be 'table' or 'json'");
+  }
+  if (options.law != "reduced" && options.law != "full") {
+    return absl::InvalidArgumentError("--law: must be 'reduced' (Eq. 14) or 'full' (Eq. 24)");
   }
   if (options.csv.empty() == options.db.empty()) {
     return absl::InvalidArgumentError("give exactly one of --csv FILE or --db FILE --sweep ID");
@@ -151,23 +167,48 @@ absl::Status RunFitCommand(const FitCommandOptions& options, std::ostream& out) 
   if (options.population < 5) return absl::InvalidArgumentError("--population: must be >= 5");
   if (options.generations < 1) return absl::InvalidArgumentError("--generations: must be >= 1");
   if (!(options.ftol >= 0)) return absl::InvalidArgumentError("--ftol: must be >= 0");
-  std::vector<RecommendTarget> targets;
-  for (size_t i = 0; i < options.recommend.size(); ++i) {
-    absl::StatusOr<RecommendTarget> t = ParseTarget(options.recommend[i], static_cast<int>(i));
-    if (!t.ok()) return t.status();
-    targets.push_back(*t);
-  }
+  return absl::OkStatus();
+}
 
+SweepFitOptions ToSweepFitOptions(const FitCommandOptions& options) {
   SweepFitOptions fit_options;
   fit_options.fit.search.seed = options.seed;
   fit_options.fit.search.population = options.population;
   fit_options.fit.search.generations = options.generations;
   fit_options.fit.search.ftol = options.ftol;
+  fit_options.fit.law = options.law == "full" ? LawForm::kFull : LawForm::kReduced;
   fit_options.cross_validate = options.cross_validate;
   fit_options.bootstrap_samples = options.bootstrap;
   fit_options.threads = options.threads;
+  return fit_options;
+}
 
-  absl::StatusOr<FitReport> report;
+// C.1's comparison: each law's in-sample fit and its grouped-CV errors on the same folds.
+void PrintComparison(const LawComparison& c, std::ostream& out) {
+  out << "candidate laws on the same grouped folds (paper C.1):\n";
+  out << absl::StrFormat("  %-16s %14s %14s\n", "", "reduced Eq. 14", "full Eq. 24");
+  out << absl::StrFormat("  %-16s %14.4f %14.4f\n", "R2_delta", c.reduced.fit.r2, c.full.fit.r2);
+  out << absl::StrFormat("  %-16s %14.5f %14.5f   (C.1's combined in-range fitting RMSE)\n",
+                         "RMSE in range", c.reduced.fit.rmse, c.full.fit.rmse);
+  for (size_t f = 0; f < c.reduced.cv.size(); ++f) {
+    out << absl::StrFormat("  %-16s %14.5f %14.5f   (n=%d)\n", c.reduced.cv[f].group,
+                           c.reduced.cv[f].rmse, c.full.cv[f].rmse, c.reduced.cv[f].n);
+  }
+  out << absl::StrFormat("  %-16s %14.5f %14.5f   (n=%d)\n", "CV RMSE combined", c.reduced.cv_rmse,
+                         c.full.cv_rmse, c.reduced.cv_n);
+  out << absl::StrFormat("  full law: v %.6g, eta_d %.6g, rho_d %.6g\n", c.full.fit.params.v,
+                         c.full.fit.params.eta_d, c.full.fit.params.rho_d);
+  for (const auto& [fold, error] : c.skipped) out << "  skipped " << fold << ": " << error << "\n";
+  if (c.full.fit.params.v == 0) out << "  the full fit ended at v = 0: the two laws coincide\n";
+  out << (c.reduced_preferred ? "  the reduced law predicts held-out groups at least as well: "
+                                "omit P_D, as C.1 does\n"
+                              : "  the full law predicts held-out groups better: P_D earns its "
+                                "place in these data, unlike in C.1\n");
+}
+
+// The CSV's observations or the sweep's runs, fitted.
+absl::StatusOr<FitReport> LoadAndFit(const FitCommandOptions& options,
+                                     const SweepFitOptions& fit_options) {
   if (!options.csv.empty()) {
     absl::StatusOr<std::string> text = ReadFile(options.csv);
     if (!text.ok()) return text.status();
@@ -175,14 +216,16 @@ absl::Status RunFitCommand(const FitCommandOptions& options, std::ostream& out) 
     if (!obs.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(options.csv, ": ", obs.status().message()));
     }
-    report = FitObservations(*std::move(obs), fit_options);
-  } else {
-    absl::StatusOr<std::vector<RunCurve>> runs = LoadSweepRuns(options.db, options.sweep);
-    if (!runs.ok()) return runs.status();
-    report = FitSweep(*runs, fit_options);
+    return FitObservations(*std::move(obs), fit_options);
   }
-  if (!report.ok()) return report.status();
+  absl::StatusOr<std::vector<RunCurve>> runs = LoadSweepRuns(options.db, options.sweep);
+  if (!runs.ok()) return runs.status();
+  return FitSweep(*runs, fit_options);
+}
 
+absl::StatusOr<std::vector<Recommendation>> RecommendTargets(
+    const FitCommandOptions& options, const std::vector<RecommendTarget>& targets,
+    const FitReport& report) {
   std::vector<Recommendation> recs;
   for (const RecommendTarget& t : targets) {
     RecommendQuery q;
@@ -193,22 +236,48 @@ absl::Status RunFitCommand(const FitCommandOptions& options, std::ostream& out) 
     q.as = options.as;
     q.max_total_params = options.max_total_params;
     const LossCurve* dense = nullptr;
-    auto it = report->dense_curves.find(DenseGroupName(t.seq_len, t.backbone));
-    if (it != report->dense_curves.end() && it->second.LossAt(t.flops).ok()) dense = &it->second;
-    absl::StatusOr<Recommendation> rec =
-        Recommend(report->fit.params, q, dense,
-                  report->bootstrap.has_value() ? &*report->bootstrap : nullptr);
+    auto it = report.dense_curves.find(DenseGroupName(t.seq_len, t.backbone));
+    if (it != report.dense_curves.end() && it->second.LossAt(t.flops).ok()) dense = &it->second;
+    absl::StatusOr<Recommendation> rec = Recommend(
+        report.fit.params, q, dense, report.bootstrap.has_value() ? &*report.bootstrap : nullptr);
     if (!rec.ok()) return rec.status();
     recs.push_back(*std::move(rec));
   }
+  return recs;
+}
+
+}  // namespace
+
+absl::Status RunFitCommand(const FitCommandOptions& options, std::ostream& out) {
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  std::vector<RecommendTarget> targets;
+  for (size_t i = 0; i < options.recommend.size(); ++i) {
+    absl::StatusOr<RecommendTarget> t = ParseTarget(options.recommend[i], static_cast<int>(i));
+    if (!t.ok()) return t.status();
+    targets.push_back(*t);
+  }
+  const SweepFitOptions fit_options = ToSweepFitOptions(options);
+  absl::StatusOr<FitReport> report = LoadAndFit(options, fit_options);
+  if (!report.ok()) return report.status();
+  absl::StatusOr<std::vector<Recommendation>> recs = RecommendTargets(options, targets, *report);
+  if (!recs.ok()) return recs.status();
+  std::optional<LawComparison> comparison;
+  if (options.compare_laws) {
+    absl::StatusOr<LawComparison> c = CompareLaws(report->observations, fit_options.fit);
+    if (!c.ok()) return c.status();
+    comparison = *std::move(c);
+  }
   if (options.output == "json") {
-    absl::StatusOr<std::string> json = ProtoJson(ToReportProto(*report, recs, options.seed));
+    xmod::v1::FitReport proto = ToReportProto(*report, *recs, options.seed);
+    if (comparison.has_value()) *proto.mutable_law_comparison() = LawComparisonToProto(*comparison);
+    absl::StatusOr<std::string> json = ProtoJson(proto);
     if (!json.ok()) return json.status();
     out << *json;
     return absl::OkStatus();
   }
   std::ostringstream text;
-  PrintTable(*report, recs, text);
+  PrintTable(*report, *recs, options.law == "full", text);
+  if (comparison.has_value()) PrintComparison(*comparison, text);
   out << text.str();
   return absl::OkStatus();
 }

@@ -27,12 +27,15 @@ struct FitCommandOptions {
   int bootstrap = 0;                   // bootstrap refits (0 = none)
   int threads = 2;
   bool cross_validate = true;
+  std::string law = "reduced";         // --law: reduced (Eq. 14) or full (Eq. 24)
+  bool compare_laws = false;           // --compare-laws: paper C.1 (law_comparison.h)
   int population = 32;                 // DE population
   int generations = 400;               // DE generations at most
   double ftol = SearchOptions{}.ftol;  // DE stop: best and worst fitness differ by less
 };
 
-// Reads the input, fits, validates, recommends and prints. INVALID_ARGUMENT for bad
+// Reads the input, fits, validates, recommends, with --compare-laws compares the full and
+// the reduced candidate law (C.1), and prints. INVALID_ARGUMENT for bad
 // options (naming the flag) or bad data (naming the group); nothing is printed then.
 absl::Status RunFitCommand(const FitCommandOptions& options, std::ostream& out);
 

@@ -95,10 +95,66 @@ TEST(FitCommandTest, SweepColumnFitsBySweep) {
   EXPECT_EQ(report.n_stage2(), 24);
   EXPECT_NE(report.fit().e_stage2(), 0);
   cmd.output = "table";
+  cmd.recommend = {"1e20,32768,556e6"};
   std::ostringstream table;
   ASSERT_TRUE(RunFitCommand(cmd, table).ok());
   EXPECT_THAT(table.str(), HasSubstr("by sweep"));
+  EXPECT_THAT(table.str(), HasSubstr(" K_hat(A.3, A=1)="));
   EXPECT_THAT(table.str(), HasSubstr("e_stage2"));
+}
+
+// --compare-laws (paper C.1): both candidate laws, their CV errors on the same folds.
+TEST(FitCommandTest, CompareLawsPrintsBothLawsOnTheSameFolds) {
+  SyntheticOptions so;
+  so.seed = 4;
+  so.flops = 1e19;  // the exposure term needs each row's C (the CSV's C column)
+  const std::string path = WriteTemp("compare.csv", WriteDeltaCsv(*PaperSweepObservations(so)));
+  FitCommandOptions opt;
+  opt.csv = path;
+  opt.generations = 60;
+  opt.compare_laws = true;
+  std::ostringstream table;
+  absl::Status s = RunFitCommand(opt, table);
+  ASSERT_TRUE(s.ok()) << s;
+  for (const char* line : {"candidate laws on the same grouped folds (paper C.1)", "reduced Eq. 14",
+                           "full Eq. 24", "CV RMSE combined", "full law: v "}) {
+    EXPECT_THAT(table.str(), HasSubstr(line));
+  }
+  opt.output = "json";
+  std::ostringstream json;
+  ASSERT_TRUE(RunFitCommand(opt, json).ok());
+  xmod::v1::FitReport report;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.str(), &report).ok());
+  const xmod::v1::LawComparison& c = report.law_comparison();
+  ASSERT_GT(c.reduced().cv_size(), 0);
+  EXPECT_EQ(c.reduced().cv_size(), c.full().cv_size());
+  EXPECT_EQ(c.reduced().cv_n(), c.full().cv_n());
+  EXPECT_EQ(c.reduced().params().v(), 0);
+  EXPECT_EQ(c.reduced_preferred(), !(c.full().cv_rmse() < c.reduced().cv_rmse() * (1 - 1e-9)));
+
+  // Without C the exposure term cannot be computed; the row is named.
+  so.flops = 0;
+  opt.csv = WriteTemp("no_c.csv", WriteDeltaCsv(*PaperSweepObservations(so)));
+  std::ostringstream none;
+  EXPECT_THAT(RunFitCommand(opt, none).message(), HasSubstr("needs the run's training FLOPs C"));
+  opt.compare_laws = false;
+  opt.law = "sparse";
+  EXPECT_THAT(RunFitCommand(opt, none).message(), HasSubstr("--law"));
+}
+
+TEST(CsvTest, CColumnGivesTheTrainingFlops) {
+  absl::StatusOr<std::vector<Observation>> obs =
+      ParseDeltaCsv("n_act,L,K,A,delta,C\n556e6,2048,4,1,-0.02,1e19\n556e6,2048,8,1,-0.03,\n");
+  ASSERT_TRUE(obs.ok()) << obs.status();
+  EXPECT_EQ((*obs)[0].flops, 1e19);
+  EXPECT_GT((*obs)[0].point().dense_tokens, 0);
+  EXPECT_EQ((*obs)[1].flops, 0);
+  absl::StatusOr<std::vector<Observation>> again = ParseDeltaCsv(WriteDeltaCsv(*obs));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ((*again)[0].flops, 1e19);
+  EXPECT_EQ((*again)[1].flops, 0);
+  absl::Status bad = ParseDeltaCsv("n_act,L,K,A,delta,C\n556e6,2048,4,1,-0.02,0\n").status();
+  EXPECT_THAT(bad.message(), HasSubstr("line 2, column C"));
 }
 
 TEST(CsvTest, GroupColumnDefinesFolds) {
@@ -135,6 +191,10 @@ TEST(FitCommandTest, JsonReportFromCsv) {
   EXPECT_EQ(best.point().seq_len(), 2048);
   EXPECT_EQ(best.point().backbone(), "556M");
   EXPECT_EQ(best.point().k(), report.recommendations(0).k());
+  // Appendix A.3's closed-form K̂ rides along, and grows with L as the grid's K* does.
+  EXPECT_GT(report.recommendations(0).closed_form_k(), 1);
+  EXPECT_GT(report.recommendations(1).closed_form_k(),
+            2 * report.recommendations(0).closed_form_k());
   EXPECT_EQ(report.seed(), 9u);
   // Same seed, same output (timing aside).
   std::ostringstream again;

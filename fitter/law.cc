@@ -25,8 +25,14 @@ double& ParamAt(LawParams& p, int index) {
       return p.z;
     case 8:
       return p.rho_k;
-    default:
+    case 9:
       return p.rho_a;
+    case 10:
+      return p.v;
+    case 11:
+      return p.eta_d;
+    default:
+      return p.rho_d;
   }
 }
 
@@ -56,13 +62,30 @@ LawFeatures ComputeFeatures(const LawPoint& x, const LawParams& p) {
           (1.0 - std::exp(-p.rho_n * std::log(x.capacity_ratio)));
   f.p_l = std::exp(-p.eta_l * std::log(x.seq_len)) * std::expm1(p.rho_l * log_k);
   f.r_ak = std::expm1(p.rho_k * log_k) * std::expm1(p.rho_a * std::log(AnchorShare(x.a)));
+  if (x.dense_tokens > 0) {
+    f.p_d = std::exp(-p.eta_d * std::log(x.dense_tokens / kTokenUnit)) *
+            std::expm1(-p.rho_d * std::log(x.exposure));
+  }
   return f;
 }
 
 double PredictDelta(const LawParams& p, const LawPoint& x) {
-  if (x.k == 1.0) return 0.0;
   const LawFeatures f = ComputeFeatures(x, p);
-  return p.e - p.u * f.r_n + p.w * f.p_l - p.z * f.r_ak;
+  const double reduced = p.e - p.u * f.r_n + p.w * f.p_l - p.z * f.r_ak;
+  return p.v == 0 ? reduced : reduced + p.v * f.p_d;
+}
+
+double ApproximateOptimumK(const LawParams& p, double n_act, double seq_len, double kappa) {
+  if (!(p.u > 0 && p.w > 0 && p.rho_n > 0 && p.rho_l > 0 && kappa > 0)) return 0.0;
+  const double c_n = p.u * std::pow(kappa, -p.rho_n);
+  const double c_l = p.w;
+  const double reward = p.rho_n * c_n * std::pow(n_act, -p.eta_n);
+  const double correction = p.rho_l * c_l * std::pow(seq_len, -p.eta_l);
+  return std::pow(reward / correction, 1.0 / (p.rho_n + p.rho_l));
+}
+
+double CandidateDelta(const LawParams& p, const LawPoint& x) {
+  return x.k == 1.0 ? 0.0 : PredictDelta(p, x);
 }
 
 }  // namespace xmod::fitter

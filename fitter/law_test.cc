@@ -9,8 +9,20 @@
 namespace xmod::fitter {
 namespace {
 
-TEST(LawTest, DenseReferenceHasZeroDelta) {
-  EXPECT_EQ(PredictDelta(Table8Params(), {556e6, 1.0, 2048, 1, 1}), 0.0);
+// Eq. 14 at K = 1: R_N, P_L and R_{A,K} vanish and the residual offset e remains.
+TEST(LawTest, Equation14AtKOneIsTheOffset) {
+  const LawParams p = Table8Params();
+  EXPECT_DOUBLE_EQ(PredictDelta(p, {556e6, 1.0, 2048, 1, 1}), p.e);
+  EXPECT_DOUBLE_EQ(PredictDelta(p, {556e6, 1.0, 32768, 1, 3}), p.e);
+}
+
+// The dense model is its own matched-dense reference (B.5): Δ = 0, whatever e is; sparse
+// candidates take Eq. 14.
+TEST(LawTest, CandidateDeltaIsZeroForTheDenseModelAndEq14Otherwise) {
+  const LawParams p = Table8Params();
+  EXPECT_EQ(CandidateDelta(p, {556e6, 1.0, 2048, 1, 1}), 0.0);
+  const LawPoint sparse{556e6, 4.0, 2048, 8, 3};
+  EXPECT_EQ(CandidateDelta(p, sparse), PredictDelta(p, sparse));
 }
 
 TEST(LawTest, FeaturesFollowEquations11To13) {

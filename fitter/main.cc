@@ -34,6 +34,12 @@ int main(int argc, char** argv) {
                  "differential evolution stops when best and worst SSE/SST differ by less");
   bool no_cv = false;
   app.add_flag("--no_cv", no_cv, "skip the grouped cross-validation");
+  app.add_option("--law", options.law,
+                 "reduced (Eq. 14) or full (Eq. 24, with the exposure term; needs C)")
+      ->check(CLI::IsMember({"reduced", "full"}));
+  app.add_flag("--compare-laws,--compare_laws", options.compare_laws,
+               "also fit the full candidate law (Eq. 24) and the reduced one (Eq. 14) and "
+               "compare their grouped-CV RMSE on the same folds (paper C.1)");
   if (std::optional<int> exit = xmod::ParseCommandLine(app, argc, argv)) return *exit;
   options.cross_validate = !no_cv;
 

@@ -158,8 +158,15 @@ absl::StatusOr<Observation> MakeDeltaObservation(std::string name, const std::st
   if (!ratio.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(obs.Describe(), ": ", ratio.status().message()));
   }
+  absl::StatusOr<TokenExposure> exposure = ExposureOf(backbone, k, a, seq_len, n0);
+  if (!exposure.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(obs.Describe(), ": ", exposure.status().message()));
+  }
   obs.n_act = *n_act;
   obs.capacity_ratio = *ratio;
+  obs.exposure = exposure->ratio;
+  obs.dense_tokens_per_flop = exposure->dense_tokens_per_flop;
   return obs;
 }
 

@@ -63,21 +63,26 @@ struct Observation {
   int seq_len = 0;
   int k = 2;
   double a = 1;
-  int n0 = 4;                       // dense prefix N0 of the layer plan
-  double capacity_ratio = 1;        // N(K,A)/N_act, layers only
-  double flops = 0;                 // C (0 when Δ was given directly)
-  double dense_loss = 0;            // L̂_dense(C) (0 when Δ was given directly)
-  double delta = 0;                 // Δ (the mean over `replicates` runs)
-  int replicates = 1;               // runs of this configuration averaged (GridSpec.seeds)
-  bool held_out = false;            // excluded from the fit
-  std::vector<std::string> groups;  // explicit CV groups; empty = automatic (validation.h)
+  int n0 = 4;                        // dense prefix N0 of the layer plan
+  double capacity_ratio = 1;         // N(K,A)/N_act, layers only
+  double exposure = 1;               // D/D_D at matched C (backbones.h ExposureOf; Eq. 24)
+  double dense_tokens_per_flop = 0;  // 1/φ_dense: D_D = flops x this (Eq. 24)
+  double flops = 0;                  // C (0 when Δ was given directly)
+  double dense_loss = 0;             // L̂_dense(C) (0 when Δ was given directly)
+  double delta = 0;                  // Δ (the mean over `replicates` runs)
+  int replicates = 1;                // runs of this configuration averaged (GridSpec.seeds)
+  bool held_out = false;             // excluded from the fit
+  std::vector<std::string> groups;   // explicit CV groups; empty = automatic (validation.h)
   // The B.4 sweeps the run belongs to (a run shared by two sweeps, e.g. the paper's 165M
   // A = 1 runs of the N_act and A x K sweeps, names both). Empty: no design role; a fit
   // whose observations have no roles assigns stages by A alone (two_stage.h).
   std::vector<SweepRole> sweeps;
 
   bool InSweep(SweepRole role) const;
-  LawPoint point() const { return {n_act, capacity_ratio, double(seq_len), double(k), a}; }
+  double dense_tokens() const { return flops * dense_tokens_per_flop; }  // D_D (0 without C)
+  LawPoint point() const {
+    return {n_act, capacity_ratio, double(seq_len), double(k), a, exposure, dense_tokens()};
+  }
   // "L=2048 N_act=556M K=4 A=1 (name)": how errors name an observation's group.
   std::string Describe() const;
 };

@@ -33,10 +33,15 @@ absl::StatusOr<Prediction> Predict(const LawParams& params, double flops, int se
   absl::StatusOr<double> total = TotalParams(backbone, k, a, seq_len, n0);
   if (!total.ok())
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", total.status().message()));
+  absl::StatusOr<TokenExposure> exposure = ExposureOf(backbone, k, a, seq_len, n0);
+  if (!exposure.ok())
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", exposure.status().message()));
   p.n_act = *n_act;
   p.total_params = *total;
-  const LawPoint x{*n_act, *ratio, static_cast<double>(seq_len), static_cast<double>(k), a};
-  p.delta = PredictDelta(params, x);
+  LawPoint x{*n_act, *ratio, static_cast<double>(seq_len), static_cast<double>(k), a};
+  x.exposure = exposure->ratio;  // Eq. 24's exposure term (unused at v = 0, Eq. 14)
+  x.dense_tokens = flops * exposure->dense_tokens_per_flop;
+  p.delta = CandidateDelta(params, x);
   p.delta_low = p.delta_high = p.delta;
   if (bootstrap != nullptr && !bootstrap->draws.empty() && k > 1) {
     std::tie(p.delta_low, p.delta_high) = DeltaInterval(*bootstrap, x);
@@ -50,6 +55,20 @@ absl::StatusOr<Prediction> Predict(const LawParams& params, double flops, int se
   }
   return p;
 }
+
+namespace {
+
+// A.3's K̂ for the query's backbone and L. At A = 1 the plan has N1 = (N_layers − N0)/2
+// groups and N(K,1)/N_act = (N0 + N1(1 + K))/N_layers is linear in K, so its slope κ is
+// the ratio at K = 2 less the ratio at K = 1 (= 1).
+double ClosedFormK(const LawParams& params, const RecommendQuery& query) {
+  absl::StatusOr<double> n_act = NominalActiveParams(query.backbone);
+  absl::StatusOr<double> ratio = CapacityRatio(query.backbone, 2, 1, query.seq_len, query.n0);
+  if (!n_act.ok() || !ratio.ok()) return 0.0;
+  return ApproximateOptimumK(params, *n_act, query.seq_len, *ratio - 1.0);
+}
+
+}  // namespace
 
 absl::StatusOr<Recommendation> Recommend(const LawParams& params, const RecommendQuery& query,
                                          const LossCurve* dense, const BootstrapResult* bootstrap) {
@@ -101,6 +120,7 @@ absl::StatusOr<Recommendation> Recommend(const LawParams& params, const Recommen
   std::stable_sort(out.candidates.begin(), out.candidates.end(),
                    [](const Prediction& x, const Prediction& y) { return x.delta < y.delta; });
   out.best = out.candidates.front();
+  out.closed_form_k = ClosedFormK(params, query);
   return out;
 }
 
@@ -127,6 +147,7 @@ xmod::v1::RecommendResponse RecommendationToProto(const Recommendation& r) {
   out.set_a(r.best.a);
   out.set_delta(r.best.delta);
   out.set_total_params(r.best.total_params);
+  out.set_closed_form_k(r.closed_form_k);
   for (const Prediction& p : r.candidates) *out.add_candidates() = PredictionToProto(p);
   return out;
 }

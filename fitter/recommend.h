@@ -53,10 +53,15 @@ struct RecommendQuery {
 struct Recommendation {
   Prediction best;
   std::vector<Prediction> candidates;  // every admissible candidate, lowest Δ first
+  // Appendix A.3's closed-form K̂ at A = 1 (ApproximateOptimumK, κ from this backbone's
+  // A = 1 plan), printed beside the grid's K* as a cross-check; 0 when undefined.
+  double closed_form_k = 0;
 };
 
 // Evaluates every admissible (K, A) of the grid (plans that cannot be built and, under a
-// cap, configurations with N > cap are left out) and returns them best first.
+// cap, configurations with N > cap are left out) and returns them best first. The dense
+// model (K = 1) is compared at Δ = 0 (CandidateDelta), so a sparse candidate wins only where
+// the law predicts a loss below the dense one.
 // INVALID_ARGUMENT when no candidate is admissible or the query is malformed.
 absl::StatusOr<Recommendation> Recommend(const LawParams& params, const RecommendQuery& query,
                                          const LossCurve* dense = nullptr,

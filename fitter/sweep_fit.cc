@@ -78,6 +78,9 @@ xmod::v1::LawParams LawParamsToProto(const LawParams& p) {
   out.set_z(p.z);
   out.set_rho_k(p.rho_k);
   out.set_rho_a(p.rho_a);
+  out.set_v(p.v);
+  out.set_eta_d(p.eta_d);
+  out.set_rho_d(p.rho_d);
   return out;
 }
 
@@ -93,6 +96,9 @@ LawParams LawParamsFromProto(const xmod::v1::LawParams& p) {
   out.z = p.z();
   out.rho_k = p.rho_k();
   out.rho_a = p.rho_a();
+  out.v = p.v();
+  out.eta_d = p.eta_d();
+  out.rho_d = p.rho_d();
   return out;
 }
 

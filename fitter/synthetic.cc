@@ -21,6 +21,7 @@ absl::Status Add(const std::string& backbone, int seq_len, int k, double a, bool
                            backbone, seq_len, k, a, 0.0);
   if (!obs.ok()) return obs.status();
   std::normal_distribution<double> noise(0.0, options.sigma);
+  obs->flops = options.flops;
   obs->delta = PredictDelta(options.truth, obs->point()) + noise(rng);
   obs->held_out = held_out;
   if (options.sweep_roles) {

@@ -26,6 +26,9 @@ struct SyntheticOptions {
   bool sweep_roles = false;
   // Added to the Δ of every axk row (a baseline shift of that sweep); needs sweep_roles.
   double axk_shift = 0;
+  // Training FLOPs C of every row (0 = unknown, as for Δ given directly). The exposure
+  // term of a full-law truth (truth.v != 0, law.h Eq. 24) needs it.
+  double flops = 0;
 };
 
 // K grid of the K×L and N_act sweeps; K = 3 is added at L = 2k only (B.4).

@@ -20,23 +20,25 @@ constexpr double kFree = -std::numeric_limits<double>::infinity();
 // Logs of one stage's observations, precomputed once: the objective runs ~10^4 times.
 struct StageData {
   Eigen::VectorXd log_n_act, log_ratio, log_l, log_k, log_omega;  // (n)
-  Eigen::VectorXd y;                                              // (n) target
-  double sst = 1;  // Σ (y − ȳ)², the objective's scale
+  Eigen::VectorXd log_dense_tokens, log_exposure;  // (n) log(D_D / kTokenUnit), log(D/D_D)
+  Eigen::VectorXd y;                               // (n) target
+  double sst = 1;                                  // Σ (y − ȳ)², the objective's scale
 
   explicit StageData(const std::vector<const Observation*>& obs) {
     const int n = static_cast<int>(obs.size());
-    log_n_act.resize(n);
-    log_ratio.resize(n);
-    log_l.resize(n);
-    log_k.resize(n);
-    log_omega.resize(n);
-    y.resize(n);
+    for (Eigen::VectorXd* v : {&log_n_act, &log_ratio, &log_l, &log_k, &log_omega,
+                               &log_dense_tokens, &log_exposure, &y}) {
+      v->resize(n);
+    }
     for (int i = 0; i < n; ++i) {
-      log_n_act(i) = std::log(obs[i]->n_act);
-      log_ratio(i) = std::log(obs[i]->capacity_ratio);
-      log_l(i) = std::log(static_cast<double>(obs[i]->seq_len));
-      log_k(i) = std::log(static_cast<double>(obs[i]->k));
-      log_omega(i) = std::log(AnchorShare(obs[i]->a));
+      const LawPoint x = obs[i]->point();
+      log_n_act(i) = std::log(x.n_act);
+      log_ratio(i) = std::log(x.capacity_ratio);
+      log_l(i) = std::log(x.seq_len);
+      log_k(i) = std::log(x.k);
+      log_omega(i) = std::log(AnchorShare(x.a));
+      log_dense_tokens(i) = x.dense_tokens > 0 ? std::log(x.dense_tokens / kTokenUnit) : 0.0;
+      log_exposure(i) = std::log(x.exposure);
       y(i) = obs[i]->delta;
     }
   }
@@ -48,12 +50,18 @@ struct StageData {
   int size() const { return static_cast<int>(y.size()); }
 };
 
-// Stage-1 design [1, −R_N, P_L] at exponents (η_N, ρ_N, η_L, ρ_L).  // (n, 3)
+// Stage-1 design [1, −R_N, P_L] at exponents (η_N, ρ_N, η_L, ρ_L), and for the full
+// candidate law (six exponents, then η_D, ρ_D) the column P_D (Eq. 24).  // (n, 3) or (n, 4)
 Eigen::MatrixXd Stage1Design(const StageData& d, const std::vector<double>& x) {
-  Eigen::MatrixXd m(d.size(), 3);
+  const bool full = x.size() == 6;
+  Eigen::MatrixXd m(d.size(), full ? 4 : 3);
   m.col(0).setOnes();
   m.col(1) = -((-x[0] * d.log_n_act.array()).exp() * (1.0 - (-x[1] * d.log_ratio.array()).exp()));
   m.col(2) = (-x[2] * d.log_l.array()).exp() * ((x[3] * d.log_k.array()).exp() - 1.0);
+  if (full) {
+    m.col(3) =
+        (-x[4] * d.log_dense_tokens.array()).exp() * ((-x[5] * d.log_exposure.array()).exp() - 1.0);
+  }
   return m;
 }
 
@@ -170,19 +178,133 @@ Goodness EvaluateFit(const FitResult& fit, const std::vector<Observation>& obser
   return Measure(observations, [&fit](const Observation& o) { return FittedDelta(fit, o); });
 }
 
-absl::StatusOr<FitResult> FitTwoStage(const std::vector<Observation>& observations,
-                                      const FitOptions& options) {
-  std::vector<const Observation*> stage1, stage2;
+namespace {
+
+// Stage 1: x = (η_N, ρ_N, η_L, ρ_L), and η_D, ρ_D for the full law; coefficients (e, u, w)
+// and v. Or, with options.fixed_stage1, those values copied.
+absl::Status FitStage1(const std::vector<const Observation*>& stage1, const FitOptions& options,
+                       FitResult* result) {
+  LawParams& p = result->params;
+  if (options.fixed_stage1 != nullptr) {
+    const LawParams& f = *options.fixed_stage1;
+    p = f;
+    p.z = p.rho_k = p.rho_a = 0;
+    return absl::OkStatus();
+  }
+  const bool full = options.law == LawForm::kFull;
+  const ExponentBounds& b = options.bounds;
+  StageData d1(stage1);
+  d1.SetTarget(d1.y);
+  std::vector<double> lower1 = {kFree, 0.0, 0.0};
+  std::vector<double> lo = {b.eta_lo, b.rho_lo, b.eta_lo, b.rho_lo};
+  std::vector<double> hi = {b.eta_hi, b.rho_hi, b.eta_hi, b.rho_hi};
+  std::vector<const char*> names = {"eta_n", "rho_n", "eta_l", "rho_l"};
+  if (full) {
+    lower1.push_back(0.0);  // v >= 0 (A.2)
+    lo.insert(lo.end(), {b.eta_lo, b.rho_lo});
+    hi.insert(hi.end(), {b.eta_hi, b.rho_hi});
+    names.insert(names.end(), {"eta_d", "rho_d"});
+  }
+  Objective f1 = [&d1, &lower1](const std::vector<double>& x) {
+    return SolveBoundedLsq(Stage1Design(d1, x), d1.y, lower1).sse / d1.sst;
+  };
+  SearchOptions search1 = options.search;
+  if (options.warm_start != nullptr) {
+    const LawParams& w = *options.warm_start;
+    search1.initial_points = {{w.eta_n, w.rho_n, w.eta_l, w.rho_l}};
+    if (full) search1.initial_points[0].insert(search1.initial_points[0].end(), {w.eta_d, w.rho_d});
+  } else if (full) {
+    // The full law nests the reduced one (v = 0): start its search at the reduced stage-1
+    // optimum, where the exact LSQ can only lower the SSE by v >= 0, so the full stage 1
+    // never fits its rows worse than the reduced one (C.1's nested comparison).
+    FitOptions nested = options;
+    nested.law = LawForm::kReduced;
+    FitResult reduced;
+    if (absl::Status s = FitStage1(stage1, nested, &reduced); !s.ok()) return s;
+    const LawParams& r = reduced.params;
+    search1.initial_points = {{r.eta_n, r.rho_n, r.eta_l, r.rho_l, 1.0, 1.0}};
+    result->evaluations += reduced.evaluations;
+  }
+  const SearchResult r1 = MinimizeBox(f1, lo, hi, search1);
+  if (Cancelled(options.search)) return absl::CancelledError("fit cancelled");
+  const BoundedLsqResult c1 = SolveBoundedLsq(Stage1Design(d1, r1.x), d1.y, lower1);
+  // ParamAt indices of the searched exponents (η_N, ρ_N, η_L, ρ_L, η_D, ρ_D) and of the
+  // solved coefficients (e, u, w, v), in design order.
+  constexpr int kExponents[] = {2, 3, 5, 6, 11, 12};
+  constexpr int kCoefficients[] = {0, 1, 4, 10};
+  for (size_t i = 0; i < r1.x.size(); ++i) ParamAt(p, kExponents[i]) = r1.x[i];
+  for (int j = 0; j < c1.coef.size(); ++j) ParamAt(p, kCoefficients[j]) = c1.coef(j);
+  result->evaluations += r1.evaluations;
+  AddBoundFlags(r1, names, &result->at_bound);
+  return absl::OkStatus();
+}
+
+// Stage 2: x = (ρ_K, ρ_A); coefficient z on the stage-1 residual, and by sweep an offset of
+// its own fitted to the residual of the stage-1 law without its offset e.
+absl::Status FitStage2(const std::vector<const Observation*>& stage2, const FitOptions& options,
+                       FitResult* result) {
+  const bool by_sweep = result->by_sweep;
+  const ExponentBounds& b = options.bounds;
+  LawParams& p = result->params;
+  StageData d2(stage2);
+  Eigen::VectorXd residual(d2.size());
+  for (int i = 0; i < d2.size(); ++i) {
+    residual(i) = stage2[i]->delta - PredictDelta(p, stage2[i]->point()) + (by_sweep ? p.e : 0);
+  }
+  d2.SetTarget(residual);
+  const std::vector<double> lower2 =
+      by_sweep ? std::vector<double>{kFree, 0.0} : std::vector<double>{0.0};
+  Objective f2 = [&d2, &lower2, by_sweep](const std::vector<double>& x) {
+    return SolveBoundedLsq(Stage2Design(d2, x, by_sweep), d2.y, lower2).sse / d2.sst;
+  };
+  SearchOptions search2 = options.search;
+  search2.seed = options.search.seed + 7919;
+  if (options.warm_start != nullptr) {
+    search2.initial_points = {{options.warm_start->rho_k, options.warm_start->rho_a}};
+  }
+  const SearchResult r2 = MinimizeBox(f2, {b.rho_lo, b.rho_lo}, {b.rho_hi, b.rho_hi}, search2);
+  if (Cancelled(options.search)) return absl::CancelledError("fit cancelled");
+  const BoundedLsqResult c2 = SolveBoundedLsq(Stage2Design(d2, r2.x, by_sweep), d2.y, lower2);
+  p.rho_k = r2.x[0];
+  p.rho_a = r2.x[1];
+  if (by_sweep) result->e_stage2 = c2.coef(0);
+  p.z = c2.coef(by_sweep ? 1 : 0);
+  result->stage2_fitted = true;
+  result->evaluations += r2.evaluations;
+  AddBoundFlags(r2, {"rho_k", "rho_a"}, &result->at_bound);
+  return absl::OkStatus();
+}
+
+// The observations to fit (held_out == false), or INVALID_ARGUMENT naming one that cannot
+// be: a non-finite Δ, or no C under the full law (P_D needs D_D).
+absl::StatusOr<std::vector<Observation>> FittedRows(const std::vector<Observation>& observations,
+                                                    LawForm law) {
   std::vector<Observation> fitted;
   for (const Observation& o : observations) {
     if (o.held_out) continue;
     if (!std::isfinite(o.delta)) {
       return absl::InvalidArgumentError(absl::StrCat(o.Describe(), ": delta is not finite"));
     }
+    if (law == LawForm::kFull && !(o.point().dense_tokens > 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(o.Describe(),
+                       ": the exposure term P_D (Eq. 24) needs the run's training "
+                       "FLOPs C (the CSV's C column)"));
+    }
     fitted.push_back(o);
   }
+  return fitted;
+}
+
+}  // namespace
+
+absl::StatusOr<FitResult> FitTwoStage(const std::vector<Observation>& observations,
+                                      const FitOptions& options) {
+  absl::StatusOr<std::vector<Observation>> fitted = FittedRows(observations, options.law);
+  if (!fitted.ok()) return fitted.status();
+  std::vector<const Observation*> stage1, stage2;
   const bool by_sweep = UsesSweepRoles(observations);
-  if (absl::Status s = AssignStages(fitted, by_sweep, &stage1, &stage2); !s.ok()) return s;
+  if (absl::Status s = AssignStages(*fitted, by_sweep, &stage1, &stage2); !s.ok()) return s;
   const std::string stage1_name =
       by_sweep ? "stage 1 (A = 1 rows of the kxl and nact sweeps)" : "stage 1 (A = 1 runs)";
   const std::string stage2_name =
@@ -200,83 +322,16 @@ absl::StatusOr<FitResult> FitTwoStage(const std::vector<Observation>& observatio
                        "interaction needs rows with A != 1"));
     }
   }
-  const ExponentBounds& b = options.bounds;
   FitResult result;
   result.by_sweep = by_sweep;
-  result.n_obs = static_cast<int>(fitted.size());
+  result.n_obs = static_cast<int>(fitted->size());
   result.n_stage1 = static_cast<int>(stage1.size());
   result.n_stage2 = static_cast<int>(stage2.size());
-  LawParams& p = result.params;
-
-  if (options.fixed_stage1 != nullptr) {
-    const LawParams& f = *options.fixed_stage1;
-    p.e = f.e;
-    p.u = f.u;
-    p.eta_n = f.eta_n;
-    p.rho_n = f.rho_n;
-    p.w = f.w;
-    p.eta_l = f.eta_l;
-    p.rho_l = f.rho_l;
-  } else {
-    // Stage 1: x = (η_N, ρ_N, η_L, ρ_L); coefficients (e, u, w).
-    StageData d1(stage1);
-    d1.SetTarget(d1.y);
-    const std::vector<double> lower1 = {kFree, 0.0, 0.0};
-    Objective f1 = [&d1, &lower1](const std::vector<double>& x) {
-      return SolveBoundedLsq(Stage1Design(d1, x), d1.y, lower1).sse / d1.sst;
-    };
-    SearchOptions search1 = options.search;
-    if (options.warm_start != nullptr) {
-      const LawParams& w = *options.warm_start;
-      search1.initial_points = {{w.eta_n, w.rho_n, w.eta_l, w.rho_l}};
-    }
-    const SearchResult r1 = MinimizeBox(f1, {b.eta_lo, b.rho_lo, b.eta_lo, b.rho_lo},
-                                        {b.eta_hi, b.rho_hi, b.eta_hi, b.rho_hi}, search1);
-    if (Cancelled(options.search)) return absl::CancelledError("fit cancelled");
-    const BoundedLsqResult c1 = SolveBoundedLsq(Stage1Design(d1, r1.x), d1.y, lower1);
-    p.eta_n = r1.x[0];
-    p.rho_n = r1.x[1];
-    p.eta_l = r1.x[2];
-    p.rho_l = r1.x[3];
-    p.e = c1.coef(0);
-    p.u = c1.coef(1);
-    p.w = c1.coef(2);
-    result.evaluations += r1.evaluations;
-    AddBoundFlags(r1, {"eta_n", "rho_n", "eta_l", "rho_l"}, &result.at_bound);
-  }
-
-  // Stage 2: x = (ρ_K, ρ_A); coefficient z on the stage-1 residual, and by sweep an offset
-  // of its own fitted to the residual of the stage-1 law without its offset e.
+  if (absl::Status s = FitStage1(stage1, options, &result); !s.ok()) return s;
   if (!stage2.empty()) {
-    StageData d2(stage2);
-    Eigen::VectorXd residual(d2.size());
-    for (int i = 0; i < d2.size(); ++i) {
-      residual(i) = stage2[i]->delta - PredictDelta(p, stage2[i]->point()) + (by_sweep ? p.e : 0);
-    }
-    d2.SetTarget(residual);
-    const std::vector<double> lower2 =
-        by_sweep ? std::vector<double>{kFree, 0.0} : std::vector<double>{0.0};
-    Objective f2 = [&d2, &lower2, by_sweep](const std::vector<double>& x) {
-      return SolveBoundedLsq(Stage2Design(d2, x, by_sweep), d2.y, lower2).sse / d2.sst;
-    };
-    SearchOptions search2 = options.search;
-    search2.seed = options.search.seed + 7919;
-    if (options.warm_start != nullptr) {
-      search2.initial_points = {{options.warm_start->rho_k, options.warm_start->rho_a}};
-    }
-    const SearchResult r2 = MinimizeBox(f2, {b.rho_lo, b.rho_lo}, {b.rho_hi, b.rho_hi}, search2);
-    if (Cancelled(options.search)) return absl::CancelledError("fit cancelled");
-    const BoundedLsqResult c2 = SolveBoundedLsq(Stage2Design(d2, r2.x, by_sweep), d2.y, lower2);
-    p.rho_k = r2.x[0];
-    p.rho_a = r2.x[1];
-    if (by_sweep) result.e_stage2 = c2.coef(0);
-    p.z = c2.coef(by_sweep ? 1 : 0);
-    result.stage2_fitted = true;
-    result.evaluations += r2.evaluations;
-    AddBoundFlags(r2, {"rho_k", "rho_a"}, &result.at_bound);
+    if (absl::Status s = FitStage2(stage2, options, &result); !s.ok()) return s;
   }
-
-  const Goodness g = EvaluateFit(result, fitted);
+  const Goodness g = EvaluateFit(result, *fitted);
   result.r2 = g.r2;
   result.rmse = g.rmse;
   result.mae = g.mae;

@@ -38,12 +38,19 @@ struct ExponentBounds {
   double rho_lo = 0.05, rho_hi = 3;  // ρ_N, ρ_L, ρ_K, ρ_A
 };
 
+// Which candidate law stage 1 fits (law.h): Eq. 14, or Appendix A.2's Eq. 24 with the
+// exposure correction v·P_D (v ≥ 0; exponents η_D, ρ_D searched with η_N ... ρ_L). C.1
+// compares the two under this same two-stage protocol (law_comparison.h).
+enum class LawForm { kReduced, kFull };
+
 struct FitOptions {
   SearchOptions search;  // seed, population, generations, polish
   ExponentBounds bounds;
+  // kFull needs every fitted observation's C (Observation::flops > 0) for D_D.
+  LawForm law = LawForm::kReduced;
   // Start DE with these exponents in its population (bootstrap refits from the full fit).
   const LawParams* warm_start = nullptr;
-  // Skip stage 1 and take e, u, w and their exponents from here (a leave-one-A-out refit
+  // Skip stage 1 and take e, u, w (and v) and their exponents from here (a leave-one-A-out refit
   // changes only stage 2's data, B.5). Null: fit stage 1.
   const LawParams* fixed_stage1 = nullptr;
 };
@@ -68,8 +75,9 @@ bool UsesSweepRoles(const std::vector<Observation>& observations);
 
 // Fits the observations with held_out == false. INVALID_ARGUMENT naming the stage and its
 // rows when a stage has too few observations (stage 1: 8; stage 2: 4), a single K value,
-// or (by sweep) no A != 1 row in stage 2; naming the observation for a non-finite Δ, and,
-// by sweep, for a row without a sweep or a kxl / nact row with A != 1.
+// or (by sweep) no A != 1 row in stage 2; naming the observation for a non-finite Δ, for a
+// row without C under LawForm::kFull, and, by sweep, for a row without a sweep or a kxl /
+// nact row with A != 1.
 absl::StatusOr<FitResult> FitTwoStage(const std::vector<Observation>& observations,
                                       const FitOptions& options);
 

@@ -212,7 +212,7 @@ absl::StatusOr<BootstrapResult> Bootstrap(const std::vector<Observation>& observ
           return std::string();
         }()));
   }
-  for (int p = 0; p < static_cast<int>(kLawParamNames.size()); ++p) {
+  for (int p = 0; p < kAllParamCount; ++p) {
     std::vector<double> v;
     for (const LawParams& d : out.draws) v.push_back(ParamAt(d, p));
     ParamAt(out.low, p) = Quantile(v, 0.025);

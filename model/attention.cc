@@ -53,6 +53,16 @@ AttentionImpl::AttentionImpl(const AttentionOptions& options) : options_(options
   wk = register_module("wk", linear(d, options.n_kv_heads * e));
   wv = register_module("wv", linear(d, options.n_kv_heads * e));
   wo = register_module("wo", linear(options.n_heads * e, d));
+  if (options.qk_norm) {
+    q_norm = register_module("q_norm", RMSNorm(e));
+    k_norm = register_module("k_norm", RMSNorm(e));
+  }
+}
+
+void AttentionImpl::NormalizeQk(torch::Tensor* q, torch::Tensor* k) {
+  if (!options_.qk_norm) return;
+  *q = q_norm->forward(*q).to(q->scalar_type());  // (B, T, H, E), per head over E
+  *k = k_norm->forward(*k).to(k->scalar_type());
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& h, const torch::Tensor& positions,
@@ -63,6 +73,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& h, const torch::Tensor
   torch::Tensor q = qkv[0].view({b, t, options_.n_heads, e});     // (B, T, H, E)
   torch::Tensor k = qkv[1].view({b, t, options_.n_kv_heads, e});  // (B, T, G, E)
   torch::Tensor v = qkv[2].view({b, t, options_.n_kv_heads, e});  // (B, T, G, E)
+  NormalizeQk(&q, &k);
   q = Rope::Apply(q, rope.Tables(positions, t, scale));  // 1/sqrt(E) folded into the rotation
   k = Rope::Apply(k, rope.Tables(positions, t, 1.0));
   torch::Tensor blocked;
@@ -84,6 +95,7 @@ torch::Tensor AttentionImpl::ForwardFullKv(const torch::Tensor& hq, const torch:
   std::vector<torch::Tensor> kv = Project(hkv, {wk, wv});
   torch::Tensor k = kv[0].view({b, t, options_.n_kv_heads, e});  // (B, T, G, E)
   torch::Tensor v = kv[1].view({b, t, options_.n_kv_heads, e});  // (B, T, G, E)
+  NormalizeQk(&q, &k);
   q = Rope::Apply(q, rope.Tables(pos_q, tq, scale));
   k = Rope::Apply(k, rope.Tables(torch::Tensor(), t, 1.0));
   torch::Tensor pos_k = torch::arange(t, pos_q.options()).view({1, 1, t});  // (1, 1, T)

@@ -22,6 +22,7 @@
 
 #include <torch/torch.h>
 
+#include "model/rms_norm.h"
 #include "model/rope.h"
 
 namespace xmod {
@@ -33,6 +34,10 @@ struct AttentionOptions {
   int64_t head_dim = 0;
   int64_t query_chunk = 256;  // most rows per block of the causal block-skipping product
   bool fused = false;         // at::scaled_dot_product_attention; false = the matmul kernel
+  // Qwen3's QK-Norm: every query and key head RMS-normalised over head_dim, with a gain of
+  // its own, before RoPE (Backbone::qk_norm; docs/paper-fidelity.md, "Backbones follow
+  // Qwen3").
+  bool qk_norm = false;
 };
 
 class AttentionImpl : public torch::nn::Module {
@@ -52,8 +57,13 @@ class AttentionImpl : public torch::nn::Module {
                               const torch::Tensor& hkv, const Rope& rope);
 
   torch::nn::Linear wq{nullptr}, wk{nullptr}, wv{nullptr}, wo{nullptr};
+  RMSNorm q_norm{nullptr}, k_norm{nullptr};  // (E) gains; only with options.qk_norm
 
  private:
+  // With options.qk_norm, q (B, T, H, E) and k (B, T, G, E) normalised per head (QK-Norm),
+  // in their own dtype; otherwise unchanged.
+  void NormalizeQk(torch::Tensor* q, torch::Tensor* k);
+
   // The projections of x: (..., D) by `linears` as one matrix product with their stacked
   // weights (the parameters stay separate, as checkpoints name them): fewer, larger products,
   // and one dx in backward instead of a sum of several. Returns (..., out_i) views, in order.

@@ -49,7 +49,8 @@ class RopeFunction : public torch::autograd::Function<RopeFunction> {
 }  // namespace
 
 Rope::Rope(int64_t head_dim, int64_t max_positions, double theta, torch::Device device,
-           torch::Dtype dtype) {
+           torch::Dtype dtype)
+    : theta_(theta) {
   TORCH_CHECK(head_dim % 2 == 0, "RoPE needs an even head_dim, got ", head_dim);
   auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
   // inv_freq_i = theta^(-2i/E), i = 0..E/2-1.

@@ -1,4 +1,5 @@
-// Rotary position embedding (RoPE, Su et al. 2021), theta = 10000, "rotate-half" layout:
+// Rotary position embedding (RoPE, Su et al. 2021), base theta given (the backbone's:
+// Backbone::rope_theta), "rotate-half" layout:
 // dimension i of a head is paired with dimension i + E/2 and rotated by the angle
 // pos * theta^(-2i/E). Sparse layers rotate each selected token at its ORIGINAL position in
 // the sequence (paper §2.2), so positions are passed explicitly as indices into the table.
@@ -32,10 +33,12 @@ class Rope {
   int64_t max_positions() const { return cos_.defined() ? cos_.size(0) : 0; }
   torch::Device device() const { return cos_.defined() ? cos_.device() : torch::kCPU; }
   torch::Dtype dtype() const { return cos_.defined() ? cos_.scalar_type() : torch::kFloat32; }
+  double theta() const { return theta_; }
 
  private:
   torch::Tensor cos_;  // (P, E/2)
   torch::Tensor sin_;  // (P, E/2)
+  double theta_ = 0;   // base frequency
 };
 
 }  // namespace xmod

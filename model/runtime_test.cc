@@ -203,6 +203,37 @@ TEST(FusedAttention, MatchesTheMatmulKernelForEveryMaskShape) {
                               manual->ForwardFullKv(h, positions, hkv, rope), 1e-10, 1e-10));
 }
 
+// Qwen3's QK-Norm: each query and key head is RMS-normalised before RoPE, so scaling W_q and
+// W_k leaves the attention unchanged (it would sharpen the softmax without the norm), in
+// both forward paths; the gains are one (E) vector each.
+TEST(QkNorm, NormalisesQueryAndKeyHeadsBeforeRope) {
+  torch::manual_seed(4);
+  torch::Tensor h = torch::randn({2, 12, 32}, torch::kDouble);
+  torch::Tensor hkv = torch::randn({2, 24, 32}, torch::kDouble);
+  torch::Tensor positions = torch::arange(0, 24, 2, torch::kLong).repeat({2, 1});  // (2, 12)
+  Rope rope(8, 64, 1e6, torch::kCPU, torch::kDouble);
+  for (bool qk_norm : {true, false}) {
+    SCOPED_TRACE(qk_norm);
+    AttentionOptions options{32, 4, 2, 8};
+    options.qk_norm = qk_norm;
+    Attention attn(options);
+    attn->to(torch::kDouble);
+    EXPECT_EQ(attn->named_parameters().contains("q_norm.weight"), qk_norm);
+    if (qk_norm) EXPECT_EQ(attn->k_norm->weight.numel(), 8);
+    const torch::Tensor before = attn->forward(h, {}, {}, rope);
+    const torch::Tensor before_kv = attn->ForwardFullKv(h, positions, hkv, rope);
+    {
+      torch::NoGradGuard no_grad;
+      attn->wq->weight.mul_(3.0);
+      attn->wk->weight.mul_(0.5);
+    }
+    // RMSNorm's eps (1e-6) makes the invariance hold to ~1e-5, not exactly.
+    EXPECT_EQ(torch::allclose(attn->forward(h, {}, {}, rope), before, 1e-4, 1e-4), qk_norm);
+    EXPECT_EQ(torch::allclose(attn->ForwardFullKv(h, positions, hkv, rope), before_kv, 1e-4, 1e-4),
+              qk_norm);
+  }
+}
+
 TEST(FusedAttention, WholeModelLossesAndGradientsMatch) {
   torch::set_num_threads(1);
   torch::Tensor tokens = torch::randint(0, 256, {2, 33}, torch::kLong);

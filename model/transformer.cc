@@ -11,7 +11,6 @@
 namespace xmod {
 namespace {
 
-constexpr double kRopeTheta = 10000.0;
 constexpr double kInitStd = 0.02;
 
 using torch::autograd::AutogradContext;
@@ -42,6 +41,14 @@ class NextTokenLossFunction : public torch::autograd::Function<NextTokenLossFunc
   }
 };
 
+// Every layer's attention on backbone `bb` (its QK-Norm) under the runtime's kernel choice.
+AttentionOptions AttentionOptionsOf(const Backbone& bb, const ModelRuntimeOptions& runtime) {
+  AttentionOptions out{bb.d_model, bb.n_heads, bb.n_kv_heads, bb.head_dim};
+  out.fused = runtime.fused_attention;
+  out.qk_norm = bb.qk_norm;
+  return out;
+}
+
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -66,8 +73,7 @@ TransformerImpl::TransformerImpl(const xmod::v1::ModelSpec& spec, const Accounti
               "layer plan: interval_of_layer has ", interval_of_layer_.size(), " entries for ",
               accounting.plan.layers.size(), " layers");
 
-  AttentionOptions attention{bb.d_model, bb.n_heads, bb.n_kv_heads, bb.head_dim};
-  attention.fused = runtime.fused_attention;
+  const AttentionOptions attention = AttentionOptionsOf(bb, runtime);
   DenseBlockOptions dense;
   dense.attention = attention;
   dense.ffn_dim = bb.ffn_dim;
@@ -132,7 +138,7 @@ TransformerImpl::TransformerImpl(const xmod::v1::ModelSpec& spec, const Accounti
   lm_head = register_module(
       "lm_head",
       torch::nn::Linear(torch::nn::LinearOptions(bb.d_model, bb.vocab_size).bias(false)));
-  rope_ = Rope(bb.head_dim, seq_len, kRopeTheta, torch::kCPU);
+  rope_ = Rope(bb.head_dim, seq_len, bb.rope_theta, torch::kCPU);
   InitParameters(accounting);
 }
 
@@ -153,7 +159,8 @@ torch::Tensor TransformerImpl::Body(const torch::Tensor& tokens, RoutingMode mod
   const int64_t t = tokens.size(1);
   const torch::Dtype dtype = embed->weight.scalar_type();
   if (rope_.device() != tokens.device() || rope_.dtype() != dtype || rope_.max_positions() < t) {
-    rope_ = Rope(head_dim_, std::max(t, rope_.max_positions()), kRopeTheta, tokens.device(), dtype);
+    rope_ =
+        Rope(head_dim_, std::max(t, rope_.max_positions()), rope_.theta(), tokens.device(), dtype);
   }
   ctx->mode = mode;
   ctx->rope = &rope_;

@@ -74,6 +74,9 @@ class TransformerImpl : public torch::nn::Module {
   // The physical layers, input to output (DenseBlockImpl / RoutedBlockImpl).
   const std::vector<std::shared_ptr<BlockImpl>>& layers() const { return layers_; }
 
+  // RoPE base frequency θ of the backbone (Backbone::rope_theta).
+  double rope_theta() const { return rope_.theta(); }
+
   torch::nn::Embedding embed{nullptr};  // (V, D) token embedding
   RMSNorm norm_f{nullptr};              // final norm
   torch::nn::Linear lm_head{nullptr};   // D -> V, untied from the embedding

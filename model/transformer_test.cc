@@ -81,6 +81,26 @@ TEST(Transformer, TopKSelectsExactlyKAndBiasCountsPerInterval) {
   EXPECT_GT(diag.coverage, 0.6);
 }
 
+// θ reaches the attention: the same weights under the backbone's θ and under 1e6 (Qwen3's,
+// paper B.1) give different logits.
+TEST(Transformer, RopeThetaComesFromTheBackbone) {
+  xmod::v1::ModelSpec spec = TinySpec(xmod::v1::DENSE);
+  torch::manual_seed(5);
+  Transformer preset = Build(spec, 16);
+  EXPECT_EQ(preset->rope_theta(), 1e4);
+  spec.mutable_backbone()->set_rope_theta(1e6);
+  torch::manual_seed(5);
+  Transformer qwen3 = Build(spec, 16);
+  EXPECT_EQ(qwen3->rope_theta(), 1e6);
+  torch::Tensor tokens = torch::randint(0, 256, {1, 16}, torch::kLong);
+  torch::NoGradGuard no_grad;
+  const torch::Tensor a = preset->Logits(tokens, RoutingMode::kTopK);
+  const torch::Tensor b = qwen3->Logits(tokens, RoutingMode::kTopK);
+  // Position 0 is not rotated at any θ; later positions are.
+  EXPECT_TRUE(torch::allclose(a.select(1, 0), b.select(1, 0)));
+  EXPECT_FALSE(torch::allclose(a, b));
+}
+
 TEST(Transformer, EveryArchitectureTrainsOneStepAndSplitsParameters) {
   for (auto arch : {xmod::v1::DENSE, xmod::v1::MOD, xmod::v1::XMOD, xmod::v1::MOE,
                     xmod::v1::ROUTED_FFN, xmod::v1::SELECTED_Q_FULL_KV}) {

@@ -24,6 +24,10 @@ struct Backbone {
   int n_kv_heads = 0;
   int ffn_dim = 0;
   int vocab_size = 0;
+  double rope_theta = 0;  // RoPE base frequency θ (Qwen3's 1e6 for Table 4; see backbones.cc)
+  // Qwen3's QK-Norm (per-head RMSNorm of queries and keys; Table 4 backbones). Its gains are
+  // norms, which the accounting leaves out of N like every other norm.
+  bool qk_norm = false;
 };
 
 // Preset names: "165M", "298M", "556M", "936M", "1.65B" (paper Table 4, vocabulary 50,257),
@@ -32,9 +36,10 @@ struct Backbone {
 std::vector<std::string> BackbonePresetNames();
 
 // The preset named by spec.name with every non-zero field of `spec` applied on top; with no
-// name, every field must be given. INVALID_ARGUMENT naming the field ("backbone.name",
-// "backbone.n_heads", ...) when unknown, missing, negative or inconsistent (n_heads not
-// dividing d_model, n_kv_heads not dividing n_heads).
+// name, every field must be given (rope_theta excepted: 0 takes the preset's, or 10000
+// without one). INVALID_ARGUMENT naming the field ("backbone.name", "backbone.n_heads", ...)
+// when unknown, missing, negative or inconsistent (n_heads not dividing d_model, n_kv_heads
+// not dividing n_heads).
 absl::StatusOr<Backbone> ResolveBackbone(const xmod::v1::BackboneSpec& spec);
 
 // What one physical layer computes.

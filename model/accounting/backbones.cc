@@ -2,6 +2,7 @@
 // BackboneSpec: preset first, then every non-zero field of the spec on top, then validation.
 // Pure functions over constant tables; thread-safe.
 #include <array>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,15 @@ namespace {
 
 constexpr int kGpt2Vocab = 50257;  // paper B.1: the GPT-2 vocabulary
 constexpr int kCpuVocab = 2048;    // small-vocabulary tokenizer of the CPU sweeps
+// RoPE θ. B.1: "The 556M and 1.65B active-equivalent backbones follow the architectural
+// configurations of Qwen3-0.6B and Qwen3-1.7B ...; other sizes are obtained by varying only
+// hidden dimension, head dimension, and FFN intermediate size": θ is not among what varies,
+// so every Table 4 backbone takes Qwen3's rope_theta, 1,000,000. The CPU presets (not the
+// paper's) keep the RoPE paper's 10,000 (docs/paper-fidelity.md, "Backbones follow Qwen3").
+// QK-Norm, which Qwen3 uses in every model, follows the same reading: on for Table 4 only.
+constexpr double kQwen3RopeTheta = 1e6;
+constexpr double kRopeTheta = 1e4;
+constexpr bool kQwen3QkNorm = true;
 // Layer plans are built layer by layer: the bound keeps a request (Plan, a dry run) from
 // making one of billions (the paper's deepest backbone has 28 layers).
 constexpr int kMaxLayers = 4096;
@@ -22,21 +32,23 @@ constexpr int kMaxLayers = 4096;
 struct Preset {
   const char* name;
   int d_model, head_dim, n_layers, n_heads, n_kv_heads, ffn_dim, vocab_size;
+  double rope_theta;
+  bool qk_norm;
 };
 
 // Paper Table 4 (556M and 1.65B follow Qwen3-0.6B / -1.7B), then the CPU presets.
 constexpr std::array<Preset, 11> kPresets = {{
-    {"165M", 512, 64, 28, 16, 8, 1536, kGpt2Vocab},
-    {"298M", 768, 64, 28, 16, 8, 2304, kGpt2Vocab},
-    {"556M", 1024, 128, 28, 16, 8, 3072, kGpt2Vocab},
-    {"936M", 1536, 128, 28, 16, 8, 3840, kGpt2Vocab},
-    {"1.65B", 2048, 128, 28, 16, 8, 6144, kGpt2Vocab},
-    {"cpu-d64", 64, 16, 8, 4, 2, 192, kCpuVocab},
-    {"cpu-d96", 96, 16, 8, 6, 2, 288, kCpuVocab},
-    {"cpu-d128", 128, 32, 8, 4, 2, 384, kCpuVocab},
-    {"cpu-d192", 192, 32, 8, 6, 2, 576, kCpuVocab},
-    {"cpu-d256", 256, 32, 8, 8, 4, 768, kCpuVocab},
-    {"tiny-test", 32, 8, 6, 4, 2, 96, 256},
+    {"165M", 512, 64, 28, 16, 8, 1536, kGpt2Vocab, kQwen3RopeTheta, kQwen3QkNorm},
+    {"298M", 768, 64, 28, 16, 8, 2304, kGpt2Vocab, kQwen3RopeTheta, kQwen3QkNorm},
+    {"556M", 1024, 128, 28, 16, 8, 3072, kGpt2Vocab, kQwen3RopeTheta, kQwen3QkNorm},
+    {"936M", 1536, 128, 28, 16, 8, 3840, kGpt2Vocab, kQwen3RopeTheta, kQwen3QkNorm},
+    {"1.65B", 2048, 128, 28, 16, 8, 6144, kGpt2Vocab, kQwen3RopeTheta, kQwen3QkNorm},
+    {"cpu-d64", 64, 16, 8, 4, 2, 192, kCpuVocab, kRopeTheta, false},
+    {"cpu-d96", 96, 16, 8, 6, 2, 288, kCpuVocab, kRopeTheta, false},
+    {"cpu-d128", 128, 32, 8, 4, 2, 384, kCpuVocab, kRopeTheta, false},
+    {"cpu-d192", 192, 32, 8, 6, 2, 576, kCpuVocab, kRopeTheta, false},
+    {"cpu-d256", 256, 32, 8, 8, 4, 768, kCpuVocab, kRopeTheta, false},
+    {"tiny-test", 32, 8, 6, 4, 2, 96, 256, kRopeTheta, false},
 }};
 
 absl::Status Invalid(const std::string& field, const std::string& message) {
@@ -63,11 +75,18 @@ absl::StatusOr<Backbone> ResolveBackbone(const xmod::v1::BackboneSpec& spec) {
       return Invalid("name", absl::StrCat("unknown backbone \"", spec.name(), "\"; presets are ",
                                           absl::StrJoin(BackbonePresetNames(), ", ")));
     }
-    b = Backbone{found->name,    found->d_model,    found->head_dim, found->n_layers,
-                 found->n_heads, found->n_kv_heads, found->ffn_dim,  found->vocab_size};
+    b = Backbone{found->name,       found->d_model,    found->head_dim, found->n_layers,
+                 found->n_heads,    found->n_kv_heads, found->ffn_dim,  found->vocab_size,
+                 found->rope_theta, found->qk_norm};
   } else {
     b.name = "custom";
+    b.rope_theta = kRopeTheta;
   }
+  if (!(spec.rope_theta() >= 0) || !std::isfinite(spec.rope_theta())) {
+    return Invalid("rope_theta",
+                   absl::StrCat("must be > 0 (0 = the preset's), got ", spec.rope_theta()));
+  }
+  if (spec.rope_theta() > 0) b.rope_theta = spec.rope_theta();
 
   // Every non-zero field overrides; with no preset every field must end up positive.
   struct Field {

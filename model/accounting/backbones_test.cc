@@ -18,6 +18,25 @@ absl::StatusOr<Backbone> Resolve(const std::string& name) {
   return ResolveBackbone(spec);
 }
 
+// B.1: the Table 4 backbones follow Qwen3 (rope_theta 1e6, QK-Norm); the CPU presets keep
+// RoPE's 1e4 and no QK-Norm.
+TEST(BackbonesTest, RopeThetaAndQkNormFollowQwen3ForThePaperBackbones) {
+  for (const char* name : {"165M", "298M", "556M", "936M", "1.65B"}) {
+    EXPECT_EQ(Resolve(name)->rope_theta, 1e6) << name;
+    EXPECT_TRUE(Resolve(name)->qk_norm) << name;
+  }
+  for (const char* name : {"cpu-d64", "cpu-d96", "cpu-d128", "cpu-d192", "cpu-d256", "tiny-test"}) {
+    EXPECT_EQ(Resolve(name)->rope_theta, 1e4) << name;
+    EXPECT_FALSE(Resolve(name)->qk_norm) << name;
+  }
+  xmod::v1::BackboneSpec spec;
+  spec.set_name("cpu-d96");
+  spec.set_rope_theta(5e5);
+  EXPECT_EQ(ResolveBackbone(spec)->rope_theta, 5e5);
+  spec.set_rope_theta(-1);
+  EXPECT_THAT(ResolveBackbone(spec).status().message(), HasSubstr("backbone.rope_theta"));
+}
+
 TEST(BackbonesTest, PaperTable4) {
   struct Row {
     const char* name;

@@ -296,7 +296,8 @@ class Client:
     def recommend(self, sweep_id=None, *, flops, seq_len, backbone, study=None, ks=None,
                   as_=None, max_total_params=0):
         """The best (K, A) for (C, L, backbone) under the latest fit, as a dict
-        (RecommendResponse, as `xmodctl fit recommend -o json`): k, a, delta, total_params and
+        (RecommendResponse, as `xmodctl fit recommend -o json`): k, a, delta, total_params,
+        closed_form_k (the paper's A.3 closed-form optimum at A = 1, a cross-check of k) and
         every candidate, best first. ks, as_: candidate K and A (server defaults 1..32 and
         0.5, 1, 2, 3, 4, 5); max_total_params: a cap on N (0 = none)."""
         request = pb.RecommendRequest(flops=flops, seq_len=seq_len, backbone=backbone,

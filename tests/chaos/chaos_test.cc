@@ -1,14 +1,15 @@
 // Chaos test: a real xmod-coordinator and three real xmod-workers (with
 // their xmod-train children) on loopback run a sweep of six tiny runs twice. The first pass
 // has no faults and is the reference. During the second, at random points of its progress
-// (a seeded RNG; the seed is printed and XMOD_CHAOS_SEED replays it) the test
+// (a seeded RNG; the seed is printed and XMOD_CHAOS_SEED replays it) the test — moving the
+// faults it could not land before the runs ended into another faulty sweep of the same runs —
 //   - SIGKILLs a worker that is running a run, then starts it again;
 //   - SIGKILLs the coordinator and restarts it on the same database and port;
 //   - SIGSTOPs a worker that is running a run for twice the lease, then SIGCONTs it (its
 //     trainer, in its own process group, keeps running unless it fences itself);
 //   - corrupts the newest recorded checkpoint of a running run (4 KiB flipped, sidecar
 //     deleted) and SIGKILLs that run's worker, so the retry must resume from it or fall back.
-// Then, read from the database: every run of both passes SUCCEEDED; the canonical metrics
+// Then, read from the database: every run of every sweep SUCCEEDED; the canonical metrics
 // (resultsdb/schema.cc) of every run have no duplicate step in any series and no gap in
 // train/loss; every run's final train/loss and final val/loss equal, bit for bit, those of
 // the same run in the fault-free pass (CPU training is deterministic and resumes are exact).
@@ -247,6 +248,36 @@ class ChaosTest : public ::testing::Test {
     return false;
   }
 
+  // One faulty sweep `name` of the chaos runs: injects the faults of *remaining in order, each at a
+  // random point of the training (gaps of 2-8% of the reference's steps, measured in steps,
+  // not seconds, so they land while the runs train however fast or loaded the machine is),
+  // and leaves in *remaining those it found nothing to inject into (the runs had ended). Waits
+  // for the sweep to end; returns its id.
+  int64_t InjectFaultsInto(const std::string& name, double budget, int64_t reference_steps,
+                           std::vector<Fault>* remaining) {
+    const absl::Time start = absl::Now();
+    const int64_t sweep_id = Submit(ChaosSweep(name, data_dir_, budget));
+    std::vector<Fault> skipped;
+    double progress = 0;  // where the next fault lands, as a fraction of the reference's steps
+    for (Fault fault : *remaining) {
+      progress += Uniform(0.02, 0.08);
+      WaitForSteps(sweep_id, static_cast<int64_t>(progress * reference_steps));
+      std::cout << absl::StrFormat("sweep %d, t=%.1fs, %.0f%% of the steps: %s\n", sweep_id,
+                                   absl::ToDoubleSeconds(absl::Now() - start), 100 * progress,
+                                   FaultName(fault));
+      if (!SweepActive(sweep_id) || !Inject(fault, sweep_id)) {
+        std::cout << "  nothing left to inject it into: it moves to the next faulty sweep\n";
+        skipped.push_back(fault);
+      }
+    }
+    absl::StatusOr<v1::Sweep> sweep = cluster_.WaitForSweep(sweep_id, absl::Seconds(150));
+    std::cout << "faulty sweep " << sweep_id << ": " << absl::ToDoubleSeconds(absl::Now() - start)
+              << " s\n";
+    EXPECT_TRUE(sweep.ok()) << sweep.status() << "\n" << cluster_.Logs();
+    *remaining = std::move(skipped);
+    return sweep_id;
+  }
+
   // Flips 4 KiB in the middle of the file (all of it if smaller), in place.
   static bool Corrupt(const std::string& path) {
     absl::StatusOr<std::string> bytes = ReadFile(path);
@@ -344,61 +375,53 @@ TEST_F(ChaosTest, SweepSurvivesKillsStopsAndCorruptionWithExactResults) {
   ASSERT_GT(reference_steps, 0);
 
   // Pass 2: the same six runs under faults, in a seeded random order at random points of the
-  // training.
-  std::vector<Fault> plan = {Fault::kKillWorker, Fault::kKillCoordinator,
-                             Fault::kStopWorker, Fault::kCorruptCheckpoint,
-                             Fault::kKillWorker, Fault::kKillCoordinator};
-  std::shuffle(plan.begin(), plan.end(), rng_);
-  const absl::Time chaos_start = absl::Now();
-  const int64_t sweep_id = Submit(ChaosSweep("chaos", data_dir_, budget));
-  std::vector<std::string> skipped;
-  double progress = 0;  // where the next fault lands, as a fraction of the reference's steps
-  for (Fault fault : plan) {
-    // Gaps of 2-8% of the training, measured in steps, not seconds: all six faults land in
-    // its first half, while the runs still train, however fast or loaded the machine is.
-    progress += Uniform(0.02, 0.08);
-    WaitForSteps(sweep_id, static_cast<int64_t>(progress * reference_steps));
-    std::cout << absl::StrFormat("t=%.1fs, %.0f%% of the steps: %s\n",
-                                 absl::ToDoubleSeconds(absl::Now() - chaos_start), 100 * progress,
-                                 FaultName(fault));
-    if (!SweepActive(sweep_id) || !Inject(fault, sweep_id)) {
-      std::cout << "  skipped: nothing left to inject it into\n";
-      skipped.push_back(FaultName(fault));
-    }
+  // training. A fault lasts seconds of wall time (a SIGSTOP outlives the lease), and the runs
+  // train on meanwhile; where they all end before every fault has landed, the faults left
+  // land in another faulty sweep of the same six runs. Each sweep takes at least one fault
+  // (the first lands within 8% of its steps), so kMaxFaultyPasses bounds it.
+  constexpr int kMaxFaultyPasses = 6;
+  std::vector<Fault> remaining = {Fault::kKillWorker, Fault::kKillCoordinator,
+                                  Fault::kStopWorker, Fault::kCorruptCheckpoint,
+                                  Fault::kKillWorker, Fault::kKillCoordinator};
+  std::shuffle(remaining.begin(), remaining.end(), rng_);
+  std::vector<int64_t> faulty_sweeps;
+  for (int pass = 0; !remaining.empty() && pass < kMaxFaultyPasses; ++pass) {
+    faulty_sweeps.push_back(
+        InjectFaultsInto(absl::StrCat("chaos-", pass + 1), budget, reference_steps, &remaining));
   }
-  absl::StatusOr<v1::Sweep> sweep = cluster_.WaitForSweep(sweep_id, absl::Seconds(150));
-  std::cout << "faulty pass: " << absl::ToDoubleSeconds(absl::Now() - chaos_start) << " s\n";
   const std::string logs = cluster_.Logs();
   cluster_.Stop();
-  ASSERT_TRUE(sweep.ok()) << sweep.status() << "\n" << logs;
-  EXPECT_TRUE(skipped.empty()) << "faults not injected (the runs ended first): "
-                               << absl::StrJoin(skipped, ", ");
+  EXPECT_TRUE(remaining.empty()) << remaining.size() << " faults not injected in "
+                                 << kMaxFaultyPasses << " faulty sweeps";
 
   ReadOnlyDb db(cluster_.db_path());
   const std::map<std::string, Outcome> expected = Outcomes(db, reference_id);
-  const std::map<std::string, Outcome> actual = Outcomes(db, sweep_id);
   ASSERT_EQ(expected.size(), 6u);
-  ASSERT_EQ(actual.size(), 6u);
   for (const auto& [name, run] : expected) {
     EXPECT_EQ(run.state, "SUCCEEDED") << "reference " << name << Attempts(db, run.id);
     ExpectNoGapNoDuplicate(db, "reference " + name, run);
   }
-  for (const auto& [name, run] : actual) {
-    SCOPED_TRACE(absl::StrCat(name, " (run ", run.id, ")", Attempts(db, run.id)));
-    EXPECT_EQ(run.state, "SUCCEEDED");
-    ExpectNoGapNoDuplicate(db, name, run);
-    auto it = expected.find(name);
-    ASSERT_NE(it, expected.end());
-    const Outcome& ref = it->second;
-    std::cout << absl::StrFormat(
-        "%-28s train/loss %.17g (reference %.17g), val/loss %.17g "
-        "(reference %.17g), step %d (reference %d)\n",
-        name, run.train_loss, ref.train_loss, run.val_loss, ref.val_loss, run.step, ref.step);
-    std::cout << "  attempts:" << Attempts(db, run.id) << "\n";
-    EXPECT_EQ(run.step, ref.step);
-    // Bit for bit: the same doubles, not merely close ones.
-    EXPECT_EQ(absl::StrFormat("%a", run.train_loss), absl::StrFormat("%a", ref.train_loss));
-    EXPECT_EQ(absl::StrFormat("%a", run.val_loss), absl::StrFormat("%a", ref.val_loss));
+  for (int64_t sweep_id : faulty_sweeps) {
+    const std::map<std::string, Outcome> actual = Outcomes(db, sweep_id);
+    ASSERT_EQ(actual.size(), 6u) << "sweep " << sweep_id;
+    for (const auto& [name, run] : actual) {
+      SCOPED_TRACE(absl::StrCat("sweep ", sweep_id, ": ", name, " (run ", run.id, ")",
+                                Attempts(db, run.id)));
+      EXPECT_EQ(run.state, "SUCCEEDED");
+      ExpectNoGapNoDuplicate(db, name, run);
+      auto it = expected.find(name);
+      ASSERT_NE(it, expected.end());
+      const Outcome& ref = it->second;
+      std::cout << absl::StrFormat(
+          "%-28s train/loss %.17g (reference %.17g), val/loss %.17g "
+          "(reference %.17g), step %d (reference %d)\n",
+          name, run.train_loss, ref.train_loss, run.val_loss, ref.val_loss, run.step, ref.step);
+      std::cout << "  attempts:" << Attempts(db, run.id) << "\n";
+      EXPECT_EQ(run.step, ref.step);
+      // Bit for bit: the same doubles, not merely close ones.
+      EXPECT_EQ(absl::StrFormat("%a", run.train_loss), absl::StrFormat("%a", ref.train_loss));
+      EXPECT_EQ(absl::StrFormat("%a", run.val_loss), absl::StrFormat("%a", ref.val_loss));
+    }
   }
   if (HasFailure()) std::cout << logs;
 }

@@ -30,7 +30,7 @@ absl::StatusOr<xmod::v1::Architecture> ParseArch(const std::string& text) {
 
 // "k: K must be >= 1" -> "--K: K must be >= 1".
 absl::Status ForFlags(const absl::Status& status) {
-  const std::string field = FieldPathOf(AdoptFieldPath(status)).value_or("");
+  const std::string field = FieldPathOf(status).value_or("");
   std::string flag;
   if (field == "k") {
     flag = "--K";

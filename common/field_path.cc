@@ -46,12 +46,4 @@ absl::Status WithFieldPath(const absl::Status& status, absl::string_view path) {
   return WithPathAndMessage(status, path, absl::StrCat(path, ": ", rest));
 }
 
-absl::Status AdoptFieldPath(const absl::Status& status) {
-  if (FieldPathOf(status)) return status;
-  const absl::string_view message = status.message();
-  const size_t colon = message.find(": ");
-  if (colon == absl::string_view::npos) return status;
-  return WithPathAndMessage(status, message.substr(0, colon), message);
-}
-
 }  // namespace xmod

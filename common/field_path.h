@@ -33,11 +33,6 @@ absl::Status Reroot(const absl::Status& status, absl::string_view prefix);
 // without a field path is returned unchanged.
 absl::Status WithFieldPath(const absl::Status& status, absl::string_view path);
 
-// For an error of a module that names the field only in its message's leading "<path>: "
-// (model/accounting, protobuf's JSON parser): the same status with that path as its payload;
-// unchanged when it has a payload already or its message has no ": ".
-absl::Status AdoptFieldPath(const absl::Status& status);
-
 }  // namespace xmod
 
 #endif  // XMOD_COMMON_FIELD_PATH_H_

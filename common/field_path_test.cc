@@ -45,14 +45,5 @@ TEST(FieldPathTest, OtherPayloadsSurviveRerooting) {
   EXPECT_EQ(Reroot(status, "model.").GetPayload("type.test/other"), absl::Cord("kept"));
 }
 
-TEST(FieldPathTest, AdoptFieldPathReadsTheLeadingPathOnce) {
-  absl::Status adopted = AdoptFieldPath(absl::InvalidArgumentError("seq_len: must be >= 1"));
-  EXPECT_EQ(adopted.message(), "seq_len: must be >= 1");
-  EXPECT_EQ(FieldPathOf(adopted), "seq_len");
-  EXPECT_EQ(FieldPathOf(AdoptFieldPath(absl::InvalidArgumentError("no path here"))), std::nullopt);
-  // A payload already there wins over the message.
-  EXPECT_EQ(FieldPathOf(AdoptFieldPath(InvalidField("a.b", "c: d"))), "a.b");
-}
-
 }  // namespace
 }  // namespace xmod

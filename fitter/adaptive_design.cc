@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/field_path.h"
 #include "fitter/backbones.h"
 
 namespace xmod::fitter {
@@ -232,42 +233,41 @@ double ExpectedRegretReduction(const std::vector<std::vector<std::vector<double>
 }
 
 absl::Status ValidateConfig(const AdaptiveConfig& config) {
-  auto bad = [](const std::string& what) { return absl::InvalidArgumentError(what); };
-  if (config.targets.empty()) return bad("targets: at least one target is needed");
-  if (config.ks.empty()) return bad("ks: empty");
-  if (config.as.empty()) return bad("as: empty");
-  if (config.seq_lens.empty()) return bad("seq_lens: empty");
-  if (config.backbones.empty()) return bad("backbones: empty");
-  if (config.flop_budgets.empty()) return bad("flop_budgets: empty");
+  if (config.targets.empty()) return InvalidField("targets", "at least one target is needed");
+  if (config.ks.empty()) return InvalidField("ks", "empty");
+  if (config.as.empty()) return InvalidField("as", "empty");
+  if (config.seq_lens.empty()) return InvalidField("seq_lens", "empty");
+  if (config.backbones.empty()) return InvalidField("backbones", "empty");
+  if (config.flop_budgets.empty()) return InvalidField("flop_budgets", "empty");
   for (int k : config.ks) {
-    if (k < 1) return bad(absl::StrCat("ks: K must be >= 1, got ", k));
+    if (k < 1) return InvalidField("ks", absl::StrCat("K must be >= 1, got ", k));
   }
   for (double a : config.as) {
-    if (!(a > 0)) return bad(absl::StrCat("as: A must be > 0, got ", a));
+    if (!(a > 0)) return InvalidField("as", absl::StrCat("A must be > 0, got ", a));
   }
   for (int l : config.seq_lens) {
-    if (l < 1) return bad(absl::StrCat("seq_lens: L must be >= 1, got ", l));
+    if (l < 1) return InvalidField("seq_lens", absl::StrCat("L must be >= 1, got ", l));
   }
   for (double f : config.flop_budgets) {
-    if (!(f > 0)) return bad(absl::StrCat("flop_budgets: must be > 0, got ", f));
+    if (!(f > 0)) return InvalidField("flop_budgets", absl::StrCat("must be > 0, got ", f));
   }
   for (const std::string& b : config.backbones) {
     if (absl::StatusOr<double> n = NominalActiveParams(b); !n.ok()) {
-      return bad(absl::StrCat("backbones: ", b, ": ", n.status().message()));
+      return InvalidField("backbones", absl::StrCat(b, ": ", n.status().message()));
     }
   }
   for (const Target& t : config.targets) {
     if (!(t.flops > 0) || t.seq_len < 1 || t.backbone.empty()) {
-      return bad(
-          absl::StrCat("targets: ", t.Describe(), " needs flops > 0, seq_len >= 1 and a backbone"));
+      return InvalidField(
+          "targets", absl::StrCat(t.Describe(), " needs flops > 0, seq_len >= 1 and a backbone"));
     }
   }
-  if (!(config.compute_budget > 0)) return bad("compute_budget: must be > 0");
-  if (!(config.tolerance >= 0)) return bad("tolerance: must be >= 0");
-  if (config.stable_decisions < 1) return bad("stable_decisions: must be >= 1");
-  if (config.bootstrap_samples < 2) return bad("bootstrap_samples: must be >= 2");
-  if (config.max_proposals < 1) return bad("max_proposals: must be >= 1");
-  if (!(config.noise_floor > 0)) return bad("noise_floor: must be > 0");
+  if (!(config.compute_budget > 0)) return InvalidField("compute_budget", "must be > 0");
+  if (!(config.tolerance >= 0)) return InvalidField("tolerance", "must be >= 0");
+  if (config.stable_decisions < 1) return InvalidField("stable_decisions", "must be >= 1");
+  if (config.bootstrap_samples < 2) return InvalidField("bootstrap_samples", "must be >= 2");
+  if (config.max_proposals < 1) return InvalidField("max_proposals", "must be >= 1");
+  if (!(config.noise_floor > 0)) return InvalidField("noise_floor", "must be > 0");
   return absl::OkStatus();
 }
 
@@ -306,7 +306,7 @@ absl::StatusOr<std::vector<Candidate>> SeedDesign(const AdaptiveConfig& config) 
   }
   std::sort(ks.begin(), ks.end());
   ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
-  if (ks.empty()) return absl::InvalidArgumentError("ks: no sparse K (>= 2) to run");
+  if (ks.empty()) return InvalidField("ks", "no sparse K (>= 2) to run");
   const int k_lo = ks.front(), k_hi = ks.back();
   int k_mid = k_lo;
   const double log_mid = 0.5 * (std::log(k_lo) + std::log(k_hi));

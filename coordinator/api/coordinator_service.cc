@@ -263,9 +263,9 @@ grpc::Status CoordinatorService::Plan(ServerContext* context, const xmod::v1::Pl
             PlanModel(request->model(), request->seq_len());
         if (!plan.ok()) {
           // Account names fields relative to ModelSpec; the request nests it under "model".
-          const absl::Status named = AdoptFieldPath(plan.status());
-          const std::optional<std::string> path = FieldPathOf(named);
-          return path && absl::StartsWith(*path, "seq_len") ? named : Reroot(named, "model.");
+          const std::optional<std::string> path = FieldPathOf(plan.status());
+          return path && absl::StartsWith(*path, "seq_len") ? plan.status()
+                                                            : Reroot(plan.status(), "model.");
         }
         *response = *std::move(plan);
         return absl::OkStatus();

@@ -391,7 +391,7 @@ absl::StatusOr<xmod::v1::DesignDecision> AdaptiveController::DecideProposal(
   const int to_queue = ask.submit() ? in->config.max_proposals : 0;
   if (absl::Status s = ClampAndValidate(options_.max_ensemble_size, &in->config); !s.ok()) {
     // The request's targets are named as the request names them; the rest is the spec's.
-    const std::optional<std::string> path = FieldPathOf(AdoptFieldPath(s));
+    const std::optional<std::string> path = FieldPathOf(s);
     return path && absl::StartsWith(*path, "targets") ? s : InSpec(s);
   }
   absl::StatusOr<fitter::Decision> decided = Fit(sweep_id, in->config, in->state, caller_gone);

@@ -75,10 +75,10 @@ std::optional<xmod::v1::Run> RunFor(const fitter::Candidate& c,
 }
 
 absl::Status InSpec(const absl::Status& status) {
-  const std::optional<std::string> path = FieldPathOf(AdoptFieldPath(status));
+  const std::optional<std::string> path = FieldPathOf(status);
   for (const char* field : {"targets", "compute_budget", "tolerance", "bootstrap_samples",
                             "max_proposals", "stable_decisions", "noise_floor"}) {
-    if (path && absl::StartsWith(*path, field)) return Reroot(AdoptFieldPath(status), "adaptive.");
+    if (path && absl::StartsWith(*path, field)) return Reroot(status, "adaptive.");
   }
   return InvalidField("grids", status.message());
 }

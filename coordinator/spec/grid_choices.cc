@@ -52,7 +52,7 @@ absl::Status CheckBackbone(const GridSpec& grid, const std::string& p, const std
   backbone.set_name(name);
   absl::StatusOr<Backbone> resolved = ResolveBackbone(backbone);
   // "backbone.n_heads: ..." -> "grids[g].base.backbone.n_heads: ..."
-  if (!resolved.ok()) return Reroot(AdoptFieldPath(resolved.status()), p + "base.");
+  if (!resolved.ok()) return Reroot(resolved.status(), p + "base.");
   return absl::OkStatus();
 }
 

@@ -43,21 +43,20 @@ std::string ArchPrefix(Architecture arch) {
 
 // Account() names fields relative to ModelSpec; point them at the grid entry that set them.
 absl::Status MapModelError(const absl::Status& status, const Combo& c, int g) {
-  const absl::Status named = AdoptFieldPath(status);
-  const std::optional<std::string> field = FieldPathOf(named);
+  const std::optional<std::string> field = FieldPathOf(status);
   if (!field) return InvalidField(absl::StrCat("grids[", g, "]"), status.message());
   const std::map<std::string, const std::string*> set_by = {{"k", &c.k.path},
                                                             {"a", &c.a.path},
                                                             {"seq_len", &c.l.path},
                                                             {"arch", &c.arch.path},
                                                             {"backbone.name", &c.backbone.path}};
-  if (auto it = set_by.find(*field); it != set_by.end()) return WithFieldPath(named, *it->second);
+  if (auto it = set_by.find(*field); it != set_by.end()) return WithFieldPath(status, *it->second);
   if (!c.moe.path.empty() && (*field == "moe.active_experts" || *field == "moe.total_experts" ||
                               *field == "moe.shared_experts")) {
     // "moe.total_experts: ..." -> "grids[g].moe_experts[i]: total_experts: ..."
-    return InvalidField(c.moe.path, absl::StripPrefix(named.message(), "moe."));
+    return InvalidField(c.moe.path, absl::StripPrefix(status.message(), "moe."));
   }
-  return Reroot(named, absl::StrCat("grids[", g, "].base."));
+  return Reroot(status, absl::StrCat("grids[", g, "].base."));
 }
 
 std::string RunName(const xmod::v1::RunSpec& spec, bool multiple_budgets, bool replicated) {

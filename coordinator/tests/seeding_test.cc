@@ -113,11 +113,11 @@ TEST(SeedingTest, CandidatesAreDenseAndXmodRunsOnly) {
 }
 
 TEST(SeedingTest, FitterFieldsBecomeTheSpecsFields) {
-  absl::Status targets =
-      InSpec(absl::InvalidArgumentError("targets: at least one target is needed"));
+  // The fitter names its fields as payloads (fitter::ValidateConfig).
+  absl::Status targets = InSpec(InvalidField("targets", "at least one target is needed"));
   EXPECT_EQ(targets.message(), "adaptive.targets: at least one target is needed");
   EXPECT_EQ(FieldPathOf(targets), "adaptive.targets");
-  absl::Status ks = InSpec(absl::InvalidArgumentError("ks: no sparse K (>= 2) to run"));
+  absl::Status ks = InSpec(InvalidField("ks", "no sparse K (>= 2) to run"));
   EXPECT_EQ(ks.message(), "grids: ks: no sparse K (>= 2) to run");
   EXPECT_EQ(FieldPathOf(ks), "grids");
 }

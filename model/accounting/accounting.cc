@@ -13,13 +13,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/field_path.h"
 
 namespace xmod {
 namespace {
-
-absl::Status Invalid(const std::string& field, const std::string& message) {
-  return absl::InvalidArgumentError(absl::StrCat(field, ": ", message));
-}
 
 // Matrix parameters of one layer's parts (paper Table 4 shapes; GQA).
 struct LayerParts {
@@ -33,15 +30,15 @@ struct LayerParts {
 
 absl::Status ValidateScalars(const xmod::v1::ModelSpec& model) {
   if (model.has_tau() && !(model.tau() >= 0)) {
-    return Invalid("tau",
-                   absl::StrCat("token-choice bias strength must be >= 0, got ", model.tau()));
+    return InvalidField("tau",
+                        absl::StrCat("token-choice bias strength must be >= 0, got ", model.tau()));
   }
   if (model.has_router_loss_weight() && !(model.router_loss_weight() >= 0)) {
-    return Invalid("router_loss_weight",
-                   absl::StrCat("must be >= 0, got ", model.router_loss_weight()));
+    return InvalidField("router_loss_weight",
+                        absl::StrCat("must be >= 0, got ", model.router_loss_weight()));
   }
   if (model.has_gate_scale_init() && !std::isfinite(model.gate_scale_init())) {
-    return Invalid("gate_scale_init", "must be finite");
+    return InvalidField("gate_scale_init", "must be finite");
   }
   return absl::OkStatus();
 }
@@ -56,12 +53,11 @@ double TrainFlopsMultiplier(const xmod::v1::TrainingSpec& training) {
 absl::StatusOr<Accounting> Account(const xmod::v1::ModelSpec& model, int seq_len,
                                    double train_flops_multiplier) {
   if (!(train_flops_multiplier > 0) || !std::isfinite(train_flops_multiplier)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "training.train_flops_multiplier: must be finite and > 0, got ", train_flops_multiplier));
+    return InvalidField("training.train_flops_multiplier",
+                        absl::StrCat("must be finite and > 0, got ", train_flops_multiplier));
   }
   if (seq_len < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("seq_len: context length L must be >= 1, got ", seq_len));
+    return InvalidField("seq_len", absl::StrCat("context length L must be >= 1, got ", seq_len));
   }
   Accounting acc;
   absl::StatusOr<Backbone> backbone = ResolveBackbone(model.backbone());
@@ -83,8 +79,8 @@ absl::StatusOr<Accounting> Account(const xmod::v1::ModelSpec& model, int seq_len
   }();
   const int k = has_routing ? model.k() : 1;
   if (seq_len / k < 1) {
-    return Invalid("k", absl::StrCat("L/K = ", seq_len, "/", k,
-                                     " leaves no token for the sparse layers (needs L >= K)"));
+    return InvalidField("k", absl::StrCat("L/K = ", seq_len, "/", k,
+                                          " leaves no token for the sparse layers (needs L >= K)"));
   }
 
   const double d = b.d_model;

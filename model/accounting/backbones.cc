@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/field_path.h"
 #include "model/accounting/accounting.h"
 
 namespace xmod {
@@ -52,7 +53,7 @@ constexpr std::array<Preset, 11> kPresets = {{
 }};
 
 absl::Status Invalid(const std::string& field, const std::string& message) {
-  return absl::InvalidArgumentError(absl::StrCat("backbone.", field, ": ", message));
+  return InvalidField(absl::StrCat("backbone.", field), message);
 }
 
 }  // namespace

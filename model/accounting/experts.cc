@@ -7,22 +7,17 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/field_path.h"
 #include "model/accounting/accounting.h"
 
 namespace xmod {
-namespace {
-
-absl::Status Invalid(const std::string& field, const std::string& message) {
-  return absl::InvalidArgumentError(absl::StrCat(field, ": ", message));
-}
-
-}  // namespace
 
 absl::Status ParseExperts(const std::string& text, xmod::v1::MoESpec* moe) {
   const absl::string_view view(text);
   const auto bad = [&text](const std::string& why) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("experts: \"", text, "\" is not active:total[+shared] (e.g. 6:64+2): ", why));
+    return InvalidField(
+        "experts",
+        absl::StrCat("\"", text, "\" is not active:total[+shared] (e.g. 6:64+2): ", why));
   };
   const size_t colon = view.find(':');
   if (colon == absl::string_view::npos) return bad("missing ':'");
@@ -64,17 +59,18 @@ absl::StatusOr<Experts> ResolveExperts(const xmod::v1::MoESpec& moe, const Backb
   e.total = moe.total_experts();
   e.shared = moe.shared_experts();
   if (e.active < 1) {
-    return Invalid("moe.active_experts", absl::StrCat("must be >= 1, got ", e.active));
+    return InvalidField("moe.active_experts", absl::StrCat("must be >= 1, got ", e.active));
   }
   if (e.total < e.active) {
-    return Invalid("moe.total_experts", absl::StrCat(e.total, " routed experts are fewer than the ",
-                                                     e.active, " active experts per token"));
+    return InvalidField("moe.total_experts",
+                        absl::StrCat(e.total, " routed experts are fewer than the ", e.active,
+                                     " active experts per token"));
   }
   if (e.shared < 0) {
-    return Invalid("moe.shared_experts", absl::StrCat("must be >= 0, got ", e.shared));
+    return InvalidField("moe.shared_experts", absl::StrCat("must be >= 0, got ", e.shared));
   }
   if (moe.expert_dim() < 0) {
-    return Invalid("moe.expert_dim", absl::StrCat("must be >= 0, got ", moe.expert_dim()));
+    return InvalidField("moe.expert_dim", absl::StrCat("must be >= 0, got ", moe.expert_dim()));
   }
   if (moe.expert_dim() > 0) {
     e.expert_dim = moe.expert_dim();
@@ -83,17 +79,17 @@ absl::StatusOr<Experts> ResolveExperts(const xmod::v1::MoESpec& moe, const Backb
     // so active computation equals the dense FFN's.
     const int per_token = e.active + e.shared;
     if (backbone.ffn_dim % per_token != 0) {
-      return Invalid("moe.expert_dim",
-                     absl::StrCat("not given and ffn_dim ", backbone.ffn_dim,
-                                  " is not divisible by active + shared = ", per_token));
+      return InvalidField("moe.expert_dim",
+                          absl::StrCat("not given and ffn_dim ", backbone.ffn_dim,
+                                       " is not divisible by active + shared = ", per_token));
     }
     e.expert_dim = backbone.ffn_dim / per_token;
   }
   if (moe.balance_loss_weight() < 0) {
-    return Invalid("moe.balance_loss_weight", "must be >= 0");
+    return InvalidField("moe.balance_loss_weight", "must be >= 0");
   }
   if (moe.bias_update_rate() < 0) {
-    return Invalid("moe.bias_update_rate", "must be >= 0");
+    return InvalidField("moe.bias_update_rate", "must be >= 0");
   }
   return e;
 }

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/field_path.h"
 #include "model/accounting/accounting.h"
 
 namespace xmod {
@@ -21,10 +22,6 @@ namespace {
 using xmod::v1::Architecture;
 
 constexpr int kMaxSparseLayersPerGroup = 4096;
-
-absl::Status Invalid(const std::string& field, const std::string& message) {
-  return absl::InvalidArgumentError(absl::StrCat(field, ": ", message));
-}
 
 // One group between dense anchors. For Routed-FFN, `sparse` counts routed FFN refinements
 // (always a multiple of K: A units of [Attention] + [RoutedFfn] x K).
@@ -123,12 +120,12 @@ absl::StatusOr<LayerPlan> BuildLayerPlan(const xmod::v1::ModelSpec& model,
     case xmod::v1::SELECTED_Q_FULL_KV:
       break;
     default:
-      return Invalid("arch", absl::StrCat("unsupported architecture ", static_cast<int>(arch),
-                                          " (DENSE, MOD, XMOD, MOE, ROUTED_FFN, "
-                                          "SELECTED_Q_FULL_KV)"));
+      return InvalidField("arch", absl::StrCat("unsupported architecture ", static_cast<int>(arch),
+                                               " (DENSE, MOD, XMOD, MOE, ROUTED_FFN, "
+                                               "SELECTED_Q_FULL_KV)"));
   }
   const int k = model.k();
-  if (k < 1) return Invalid("k", absl::StrCat("K must be >= 1, got ", k));
+  if (k < 1) return InvalidField("k", absl::StrCat("K must be >= 1, got ", k));
   if (k == 1) return DensePlan(backbone, /*moe=*/false);  // every token in every layer
 
   // MoD is the one-sparse-one-dense pattern: A*K = 1, whatever `a` says (paper §2.1, B.1).
@@ -136,32 +133,32 @@ absl::StatusOr<LayerPlan> BuildLayerPlan(const xmod::v1::ModelSpec& model,
   const int default_n0 = mod ? 1 : 4;
   const int n0 = model.has_n0() ? model.n0() : default_n0;
   if (n0 < 0 || n0 > backbone.n_layers) {
-    return Invalid("n0", absl::StrCat("dense prefix N0 must be in [0, n_layers = ",
-                                      backbone.n_layers, "], got ", n0));
+    return InvalidField("n0", absl::StrCat("dense prefix N0 must be in [0, n_layers = ",
+                                           backbone.n_layers, "], got ", n0));
   }
   int a_k = 1;
   if (!mod) {
     const double a = model.a();
     if (!(a > 0) || !std::isfinite(a)) {
-      return Invalid("a", absl::StrCat("anchor stride A must be > 0, got ", a));
+      return InvalidField("a", absl::StrCat("anchor stride A must be > 0, got ", a));
     }
     const double layers = a * k;
     // The paper's deepest groups have 48 sparse layers (A3K16); the bound keeps a hostile
     // spec from building a plan of billions of layers (found by fuzz/spec_text_fuzzer).
     if (layers > kMaxSparseLayersPerGroup) {
-      return Invalid(
+      return InvalidField(
           "a", absl::StrCat("A*K = ", a, "*", k, " = ", layers,
                             " sparse layers per group is more than ", kMaxSparseLayersPerGroup));
     }
     a_k = static_cast<int>(std::lround(layers));
     if (std::abs(layers - a_k) > 1e-9 || a_k < 1) {
-      return Invalid("a", absl::StrCat("A*K = ", a, "*", k, " = ", layers,
-                                       " is not a whole number of sparse layers"));
+      return InvalidField("a", absl::StrCat("A*K = ", a, "*", k, " = ", layers,
+                                            " is not a whole number of sparse layers"));
     }
     if (arch == xmod::v1::ROUTED_FFN && a_k % k != 0) {
-      return Invalid("a", absl::StrCat("Routed-FFN repeats [Attention]+[RoutedFfn]xK A times: "
-                                       "A must be a whole number, got ",
-                                       a));
+      return InvalidField("a", absl::StrCat("Routed-FFN repeats [Attention]+[RoutedFfn]xK A times: "
+                                            "A must be a whole number, got ",
+                                            a));
     }
   }
 

@@ -14,20 +14,6 @@ namespace {
 // Decisions listed when a request asks for none (limit 0).
 constexpr int kDefaultDecisionsListed = 100;
 
-// What `load` (a read of one StatusOr value) returns, read in one snapshot of `store`.
-template <typename Load>
-auto ReadValue(Store& store, Load load) -> decltype(load(std::declval<Db&>())) {
-  typename decltype(load(std::declval<Db&>()))::value_type out;
-  absl::Status read = store.Read([&](Db& db) {
-    auto value = load(db);
-    if (!value.ok()) return value.status();
-    out = *std::move(value);
-    return absl::OkStatus();
-  });
-  if (!read.ok()) return read;
-  return out;
-}
-
 // A response whose repeated field (`field`'s) holds `items`.
 template <typename Response, typename T, typename Field>
 absl::StatusOr<Response> Listed(absl::StatusOr<std::vector<T>> items, Field* (Response::*field)()) {
@@ -40,13 +26,13 @@ absl::StatusOr<Response> Listed(absl::StatusOr<std::vector<T>> items, Field* (Re
 }  // namespace
 
 absl::StatusOr<xmod::v1::Sweep> GetSweep(Store& store, const xmod::v1::GetSweepRequest& request) {
-  return ReadValue(store, [&](Db& db) { return LoadSweep(db, request.sweep_id()); });
+  return store.ReadValue([&](Db& db) { return LoadSweep(db, request.sweep_id()); });
 }
 
 absl::StatusOr<xmod::v1::ListSweepsResponse> ListSweeps(
     Store& store, const xmod::v1::ListSweepsRequest& request) {
   if (request.limit() < 0) return absl::InvalidArgumentError("limit: must be >= 0 (0 = all)");
-  return Listed(ReadValue(store, [&](Db& db) { return LoadSweeps(db, request.limit()); }),
+  return Listed(store.ReadValue([&](Db& db) { return LoadSweeps(db, request.limit()); }),
                 &xmod::v1::ListSweepsResponse::mutable_sweeps);
 }
 
@@ -58,20 +44,19 @@ absl::StatusOr<xmod::v1::ListRunsResponse> ListRuns(Store& store,
   filter.sweep_id = request.sweep_id();
   for (int s : request.states()) filter.states.push_back(static_cast<xmod::v1::RunState>(s));
   filter.limit = request.limit();
-  return Listed(ReadValue(store,
-                          [&](Db& db) -> absl::StatusOr<std::vector<xmod::v1::Run>> {
-                            if (unknown_sweep == UnknownSweep::kNotFound) {
-                              absl::Status s = LoadSweep(db, filter.sweep_id).status();
-                              if (!s.ok()) return s;
-                            }
-                            return LoadRuns(db, filter);
-                          }),
+  return Listed(store.ReadValue([&](Db& db) -> absl::StatusOr<std::vector<xmod::v1::Run>> {
+    if (unknown_sweep == UnknownSweep::kNotFound) {
+      absl::Status s = LoadSweep(db, filter.sweep_id).status();
+      if (!s.ok()) return s;
+    }
+    return LoadRuns(db, filter);
+  }),
                 &xmod::v1::ListRunsResponse::mutable_runs);
 }
 
 absl::StatusOr<xmod::v1::GetRunResponse> GetRun(Store& store,
                                                 const xmod::v1::GetRunRequest& request) {
-  return ReadValue(store, [&](Db& db) -> absl::StatusOr<xmod::v1::GetRunResponse> {
+  return store.ReadValue([&](Db& db) -> absl::StatusOr<xmod::v1::GetRunResponse> {
     xmod::v1::GetRunResponse out;
     absl::StatusOr<xmod::v1::Run> run = LoadRun(db, request.run_id());
     if (!run.ok()) return run.status();
@@ -103,22 +88,22 @@ absl::StatusOr<xmod::v1::ListDecisionsResponse> ListDecisions(
     return s;
   }
   const int limit = request.limit() > 0 ? request.limit() : kDefaultDecisionsListed;
-  return Listed(ReadValue(store,
-                          [&](Db& db) -> absl::StatusOr<std::vector<xmod::v1::DesignDecision>> {
-                            absl::Status s = LoadSweep(db, request.sweep_id()).status();
-                            if (!s.ok()) return s;
-                            return LoadDecisions(db, request.sweep_id(), limit);
-                          }),
-                &xmod::v1::ListDecisionsResponse::mutable_decisions);
+  return Listed(
+      store.ReadValue([&](Db& db) -> absl::StatusOr<std::vector<xmod::v1::DesignDecision>> {
+        absl::Status s = LoadSweep(db, request.sweep_id()).status();
+        if (!s.ok()) return s;
+        return LoadDecisions(db, request.sweep_id(), limit);
+      }),
+      &xmod::v1::ListDecisionsResponse::mutable_decisions);
 }
 
 absl::StatusOr<xmod::v1::Study> GetStudy(Store& store, const xmod::v1::GetStudyRequest& request) {
-  return ReadValue(store, [&](Db& db) { return LoadStudy(db, request.name()); });
+  return store.ReadValue([&](Db& db) { return LoadStudy(db, request.name()); });
 }
 
 absl::StatusOr<xmod::v1::ListStudiesResponse> ListStudies(
     Store& store, const xmod::v1::ListStudiesRequest& /*request*/) {
-  return Listed(ReadValue(store, [](Db& db) { return LoadStudies(db); }),
+  return Listed(store.ReadValue([](Db& db) { return LoadStudies(db); }),
                 &xmod::v1::ListStudiesResponse::mutable_studies);
 }
 
@@ -127,7 +112,7 @@ absl::StatusOr<xmod::v1::WatchSweepEvent> ReadSweepEvent(Store& store, int64_t s
   RunFilter filter;
   filter.sweep_id = sweep_id;
   if (run_ids != nullptr) filter.run_ids = *run_ids;
-  return ReadValue(store, [&](Db& db) -> absl::StatusOr<xmod::v1::WatchSweepEvent> {
+  return store.ReadValue([&](Db& db) -> absl::StatusOr<xmod::v1::WatchSweepEvent> {
     xmod::v1::WatchSweepEvent out;
     absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, sweep_id);
     if (!sweep.ok()) return sweep.status();

@@ -2,7 +2,6 @@
 #include "coordinator/api/worker_identity.h"
 
 #include <algorithm>
-#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -10,24 +9,6 @@
 #include "coordinator/store/worker_rows.h"
 
 namespace xmod {
-namespace {
-
-// `read` (one of worker_rows.h) in a read of `store`.
-template <typename T, typename Read>
-absl::StatusOr<T> ReadRows(Store* store, Read read) {
-  T rows;
-  absl::Status status = store->Read([&](Db& db) {
-    absl::StatusOr<T> found = read(db);
-    if (!found.ok()) return found.status();
-    rows = *std::move(found);
-    return absl::OkStatus();
-  });
-  if (!status.ok()) return status;
-  return rows;
-}
-
-}  // namespace
-
 absl::Status WorkerIdentity::CheckRegister(const Principal& caller,
                                            const std::string& worker_name) const {
   if (caller.anonymous || caller.name == worker_name) return absl::OkStatus();
@@ -51,7 +32,7 @@ absl::Status WorkerIdentity::CheckWorker(const Principal& caller, int64_t worker
   }
   if (name.empty()) {
     absl::StatusOr<std::string> read =
-        ReadRows<std::string>(store_, [&](Db& db) { return WorkerName(db, worker_id); });
+        store_->ReadValue([&](Db& db) { return WorkerName(db, worker_id); });
     if (!read.ok()) return read.status();
     if (read->empty()) return absl::OkStatus();
     name = *read;
@@ -73,8 +54,8 @@ absl::Status WorkerIdentity::CheckAttempt(const Principal& caller, int64_t worke
     if (it != attempt_workers_.end()) holders = it->second;
   }
   if (holders.empty()) {
-    absl::StatusOr<std::vector<std::string>> read = ReadRows<std::vector<std::string>>(
-        store_, [&](Db& db) { return AttemptHolders(db, run_id, attempt); });
+    absl::StatusOr<std::vector<std::string>> read =
+        store_->ReadValue([&](Db& db) { return AttemptHolders(db, run_id, attempt); });
     if (!read.ok()) return read.status();
     if (read->empty()) return absl::OkStatus();  // no such attempt: the scheduler says so
     holders = *read;

@@ -19,7 +19,6 @@
 #include "coordinator/spec/request_limits.h"
 #include "coordinator/store/design_rows.h"
 #include "coordinator/store/design_store.h"
-#include "coordinator/store/store_reads.h"
 #include "glog/logging.h"
 
 namespace xmod {
@@ -316,22 +315,6 @@ absl::Status AdaptiveController::Interrupted(const std::function<bool()>& caller
         "the caller went away: the design decision was stopped and stored nothing");
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<xmod::v1::DesignDecision>> AdaptiveController::Decisions(
-    int64_t sweep_id, int limit) {
-  std::vector<xmod::v1::DesignDecision> out;
-  absl::Status status = store_->Read([&](Db& db) {
-    if (absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, sweep_id); !sweep.ok()) {
-      return sweep.status();
-    }
-    absl::StatusOr<std::vector<xmod::v1::DesignDecision>> d = LoadDecisions(db, sweep_id, limit);
-    if (!d.ok()) return d.status();
-    out = *std::move(d);
-    return absl::OkStatus();
-  });
-  if (!status.ok()) return status;
-  return out;
 }
 
 absl::StatusOr<xmod::v1::DesignDecision> AdaptiveController::DecideDesignStep(int64_t sweep_id) {

@@ -94,9 +94,6 @@ class AdaptiveController {
       const xmod::v1::ProposeRunsRequest& request,
       const std::function<bool()>& caller_gone = nullptr);
 
-  // The sweep's stored decisions, newest first.
-  absl::StatusOr<std::vector<xmod::v1::DesignDecision>> Decisions(int64_t sweep_id, int limit);
-
   // Blocks until every adaptive sweep's counts have been decided on. For tests.
   void WaitIdle();
   // Stops the decisions in progress (they store nothing) and the thread. Idempotent.

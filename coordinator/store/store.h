@@ -21,6 +21,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -97,6 +98,20 @@ class Store {
   // RESOURCE_EXHAUSTED naming the limit when all max_readers connections stay busy for
   // reader_wait_ms.
   absl::Status Read(const ReadFn& fn);
+  // Read() of one value: `load` (Db& -> absl::StatusOr<T>) in one snapshot; its value, or
+  // its error or the read's.
+  template <typename Load>
+  auto ReadValue(Load load) -> decltype(load(std::declval<Db&>())) {
+    typename decltype(load(std::declval<Db&>()))::value_type out;
+    absl::Status read = Read([&](Db& db) {
+      auto value = load(db);
+      if (!value.ok()) return value.status();
+      out = *std::move(value);
+      return absl::OkStatus();
+    });
+    if (!read.ok()) return read;
+    return out;
+  }
 
   // A user's SQL: one SELECT or WITH statement, run on a read-only connection
   // (SQLITE_OPEN_READONLY) that serves one query at a time, with at most

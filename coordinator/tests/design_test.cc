@@ -8,6 +8,7 @@
 
 #include "common/clock.h"
 #include "coordinator/api/coordinator_service.h"
+#include "coordinator/api/user_queries.h"
 #include "coordinator/design/adaptive_controller.h"
 #include "coordinator/design/sweep_monitor.h"
 #include "coordinator/fitting/studies.h"
@@ -82,6 +83,16 @@ class DesignTest : public testing::Test {
   }
 
   xmod::v1::Run Load(int64_t run_id) { return StoredRun(*store_, run_id); }
+  // The sweep's stored decisions, newest first, as the ListDecisions RPC answers them.
+  absl::StatusOr<std::vector<xmod::v1::DesignDecision>> Decisions(int64_t sweep_id, int limit) {
+    xmod::v1::ListDecisionsRequest request;
+    request.set_sweep_id(sweep_id);
+    request.set_limit(limit);
+    absl::StatusOr<xmod::v1::ListDecisionsResponse> listed = ListDecisions(*store_, request);
+    if (!listed.ok()) return listed.status();
+    return std::vector<xmod::v1::DesignDecision>(listed->decisions().begin(),
+                                                 listed->decisions().end());
+  }
 
   std::string dir_;
   FakeClock clock_;
@@ -225,18 +236,18 @@ TEST_F(DesignTest, ProposeRunsStoresOnlyWhatItSubmits) {
   }
   EXPECT_GE(queued, 1);
 
-  absl::StatusOr<std::vector<xmod::v1::DesignDecision>> stored = controller.Decisions(sweep_id, 10);
+  absl::StatusOr<std::vector<xmod::v1::DesignDecision>> stored = Decisions(sweep_id, 10);
   ASSERT_TRUE(stored.ok()) << stored.status();
   ASSERT_EQ(stored->size(), 1u);  // the look stored nothing
   EXPECT_EQ(look->id(), 0);
   EXPECT_EQ((*stored)[0].id(), submitted->id());  // with the run ids
   EXPECT_EQ((*stored)[0].proposals(0).run_id(), submitted->proposals(0).run_id());
-  EXPECT_EQ(controller.Decisions(sweep_id + 100, 10).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(Decisions(sweep_id + 100, 10).status().code(), absl::StatusCode::kNotFound);
 
   // A cancelled sweep takes no more runs, and stores no decision that says it did.
   ASSERT_TRUE(scheduler_->CancelSweep(sweep_id).ok());
   EXPECT_EQ(controller.Propose(ask).status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(controller.Decisions(sweep_id, 10)->size(), 1u);
+  EXPECT_EQ(Decisions(sweep_id, 10)->size(), 1u);
 }
 
 TEST_F(DesignTest, ProposalsUnderAStudysFitComeFromTheNamedMemberSweep) {
@@ -279,8 +290,8 @@ TEST_F(DesignTest, ProposalsUnderAStudysFitComeFromTheNamedMemberSweep) {
   for (const auto& p : decision->proposals()) {
     if (p.run_id() != 0) EXPECT_EQ(Load(p.run_id()).sweep_id(), second);
   }
-  ASSERT_TRUE(controller.Decisions(second, 1).ok());
-  EXPECT_TRUE(controller.Decisions(first, 1)->empty());
+  ASSERT_TRUE(Decisions(second, 1).ok());
+  EXPECT_TRUE(Decisions(first, 1)->empty());
   ask.set_study("no-such-study");
   EXPECT_EQ(controller.Propose(ask).status().code(), absl::StatusCode::kNotFound);
 }

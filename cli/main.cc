@@ -13,6 +13,9 @@ int main(int argc, char** argv) {
   xmod::cli::Io io{&std::cout, &std::cerr, isatty(STDOUT_FILENO) == 1};
   io.in = &std::cin;
   winsize size{};
-  if (io.out_is_tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0) io.tty_columns = size.ws_col;
+  if (io.out_is_tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0) {
+    io.tty_columns = size.ws_col;
+    io.tty_rows = size.ws_row;
+  }
   return xmod::cli::RunXmodctl(args, io);
 }

@@ -347,6 +347,7 @@ int RunXmodctl(const std::vector<std::string>& args, const Io& io) {
   ctx.out_is_tty = io.out_is_tty;
   ctx.tty_columns = io.tty_columns;
   ctx.tty_rows = io.tty_rows;
+  ctx.tty_size = io.tty_size;
   ctx.in = io.in;
   auto format = ParseOutputFormat(s.globals.output);
   absl::Status status = format.status();

@@ -6,6 +6,7 @@
 #define XMOD_CLI_COMMANDS_H_
 
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -20,9 +21,10 @@ struct Context {
   ClientOptions client;
   OutputFormat format = OutputFormat::kTable;
   std::ostream* out = nullptr;
-  bool out_is_tty = false;     // sweep watch redraws in place only on a terminal
-  int tty_columns = 0;         // its width (0 = unknown); redrawn lines are cut to fit
-  int tty_rows = 0;            // its height (0 = unknown); a taller table shows states
+  bool out_is_tty = false;  // sweep watch redraws in place only on a terminal
+  int tty_columns = 0;      // its width (0 = unknown); redrawn lines are cut to fit
+  int tty_rows = 0;         // its height (0 = unknown); a taller table shows states
+  std::function<bool(int* columns, int* rows)> tty_size;  // its size now (app.h Io)
   std::istream* in = nullptr;  // standard input, for a spec file given as "-"
 };
 

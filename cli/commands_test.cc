@@ -939,6 +939,23 @@ TEST_F(CommandsTest, WatchCutsRedrawnLinesToTheTerminalWidth) {
   EXPECT_THAT(r.out, HasSubstr("\r\x1b[2Kdense    succeeded  [##################\n"));
 }
 
+TEST_F(CommandsTest, WatchRedrawsWholeAfterTheTerminalIsResized) {
+  fake_.SetWatchEvents(WatchScript(xmod::v1::SWEEP_DONE));
+  std::ostringstream out, err;
+  Io io{&out, &err, /*out_is_tty=*/true, /*tty_columns=*/100};
+  int calls = 0;
+  // 100 columns for the first two events, then 30.
+  io.tty_size = [&calls](int* columns, int* rows) {
+    *columns = ++calls <= 2 ? 100 : 30;
+    *rows = 0;
+    return true;
+  };
+  ASSERT_EQ(RunXmodctl({"xmodctl", "--addr", addr_, "sweep", "watch", "7"}, io), 0) << err.str();
+  EXPECT_EQ(calls, 4);
+  // The third frame: up over the 4 lines drawn, cleared down, drawn whole at 29 characters.
+  EXPECT_THAT(out.str(), HasSubstr("\x1b[4A\r\x1b[J\r\x1b[2Ksweep 7 demo: active  1 runni\n"));
+}
+
 TEST_F(CommandsTest, WatchReconnectsWhenTheCoordinatorGoesAway) {
   fake_.SetWatchEvents(WatchScript(xmod::v1::SWEEP_DONE), /*drop_first=*/2);
   Result r = Xmodctl({"sweep", "watch", "7"});

@@ -167,6 +167,9 @@ absl::Status SweepWatch(const Context& ctx, int64_t sweep_id, bool no_redraw) {
         }
         *ctx.out << *line << std::endl;
       } else {
+        if (int columns = 0, rows = 0; ctx.tty_size && ctx.tty_size(&columns, &rows)) {
+          printer.Resize(columns, rows);
+        }
         printer.Print(view, changed, event.snapshot());
       }
       if (view.Ended()) {

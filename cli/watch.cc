@@ -202,6 +202,12 @@ void WatchPrinter::Print(const WatchView& view, const std::vector<int64_t>& chan
   if (tty_) {
     std::vector<std::string> frame = view.Frame(rows_);
     for (std::string& line : frame) line = FitToWidth(line, columns_);
+    if (resized_ && !drawn_.empty()) {
+      // Up to the old table's first line and clear from there down: it was cut to the old size.
+      *out_ << "\x1b[" << drawn_.size() << "A\r\x1b[J";
+      drawn_.clear();
+    }
+    resized_ = false;
     *out_ << RedrawBytes(drawn_, frame, columns_);
     drawn_ = std::move(frame);
     out_->flush();
@@ -214,6 +220,13 @@ void WatchPrinter::Print(const WatchView& view, const std::vector<int64_t>& chan
   }
   for (int64_t id : changed) *out_ << view.RunLine(id) << "\n";
   out_->flush();
+}
+
+void WatchPrinter::Resize(int columns, int rows) {
+  if (columns == columns_ && rows == rows_) return;
+  columns_ = columns;
+  rows_ = rows;
+  resized_ = true;
 }
 
 void WatchPrinter::Finish(const WatchView& view) {

@@ -65,6 +65,9 @@ class WatchPrinter {
   WatchPrinter(std::ostream* out, bool tty, int columns = 0, int rows = 0)
       : out_(out), tty_(tty), columns_(columns), rows_(rows) {}
 
+  // The terminal is now `columns` x `rows`: when that differs, the next Print clears the old
+  // table and draws the new one whole, fitted to the new size.
+  void Resize(int columns, int rows);
   // Prints after `view` applied an event that changed `changed`.
   void Print(const WatchView& view, const std::vector<int64_t>& changed, bool snapshot);
   // Final summary line (plain mode; in tty mode the block already shows it).
@@ -76,6 +79,7 @@ class WatchPrinter {
   int columns_;
   int rows_;
   std::vector<std::string> drawn_;  // the frame on screen, lines as cut
+  bool resized_ = false;            // since drawn_ was drawn
   std::string last_summary_;
 };
 

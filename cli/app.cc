@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "cli/commands.h"
+#include "cli/completion.h"
 #include "common/command_line.h"
 #include "common/credentials.h"
 
@@ -38,6 +39,7 @@ struct State {
   // sweep
   std::string file;
   bool dry_run = false;
+  bool no_redraw = false;
   int64_t id = 0;
   int limit = 0;
   // runs / metrics / query
@@ -102,8 +104,15 @@ void AddSweepCommands(CLI::App& app, State& s, Action* action) {
   AddIdCommands(sweep, "Sweep id", s, action,
                 {{"show", "A sweep and its runs", &SweepShow},
                  {"cancel", "Cancel every queued or running run", &SweepCancel},
-                 {"retry", "Requeue the failed runs (RetryFailed)", &SweepRetry},
-                 {"watch", "Live progress until the sweep ends", &SweepWatch}});
+                 {"retry", "Requeue the failed runs (RetryFailed)", &SweepRetry}});
+  CLI::App* watch =
+      Leaf(sweep, "watch",
+           "Live progress until the sweep ends: a table redrawn in place on a "
+           "terminal, else one line per change",
+           action, [&s](const Context& c) { return SweepWatch(c, s.id, s.no_redraw); });
+  watch->add_option("ID", s.id, "Sweep id")->required();
+  watch->add_flag("--no_redraw,--no-redraw", s.no_redraw,
+                  "Print one line per change even on a terminal (the line log)");
 }
 
 void AddRunCommands(CLI::App& app, State& s, Action* action) {
@@ -253,21 +262,11 @@ void AddReportCommand(CLI::App& app, State& s, Action* action) {
   report->add_option("--output", r.output, "Directory to write (created if missing)")->required();
 }
 
-}  // namespace
-
-int ExitCode(const absl::Status& status) {
-  if (status.ok()) return 0;
-  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
-}
-
-int RunXmodctl(const std::vector<std::string>& args, const Io& io) {
-  CLI::App app{"xmodctl: the xmod command line (sweeps, runs, metrics, queries, fits, plans)",
-               "xmodctl"};
+// The whole command line: global options and every subcommand, bound to `s` and `action`.
+void DefineXmodctl(CLI::App& app, State& s, Action* action) {
   app.fallthrough();  // global options may follow the subcommand
   AddVersionFlag(app, "xmodctl");
   app.require_subcommand(1);
-  State s;
-  Action action;
   FromEnv("XMOD_ADDR", &s.globals.addr);
   FromEnv("XMOD_TOKEN_FILE", &s.globals.token_file);
   FromEnv("XMOD_TLS_CA", &s.globals.tls.ca_file);
@@ -279,7 +278,8 @@ int RunXmodctl(const std::vector<std::string>& args, const Io& io) {
                  "File holding the bearer token (env XMOD_TOKEN_FILE; else env XMOD_TOKEN "
                  "holds the token itself)");
   app.add_option("--token", s.globals.token_flag,
-                 "Removed: a token on the command line is visible in ps; use --token_file");
+                 "Removed: a token on the command line is visible in ps; use --token_file")
+      ->group("");  // hidden from help and completion
   app.add_flag("--tls", s.globals.tls.enabled, "Use TLS with the system's root CAs");
   app.add_option("--tls_ca", s.globals.tls.ca_file,
                  "PEM CA to verify the coordinator with; implies --tls (env XMOD_TLS_CA)");
@@ -289,12 +289,40 @@ int RunXmodctl(const std::vector<std::string>& args, const Io& io) {
   app.add_option("--output,-o", s.globals.output, "table, json or csv")->capture_default_str();
   app.add_option("--timeout", s.globals.timeout_s, "Seconds to wait for each call")
       ->capture_default_str();
-  AddSweepCommands(app, s, &action);
-  AddRunCommands(app, s, &action);
-  AddFitCommands(app, s, &action);
-  AddStudyCommands(app, s, &action);
-  AddPlanCommand(app, s, &action);
-  AddReportCommand(app, s, &action);
+  AddSweepCommands(app, s, action);
+  AddRunCommands(app, s, action);
+  AddFitCommands(app, s, action);
+  AddStudyCommands(app, s, action);
+  AddPlanCommand(app, s, action);
+  AddReportCommand(app, s, action);
+  AddCompletionCommand(app, action);
+}
+
+CLI::App NewXmodctlApp() {
+  return CLI::App{"xmodctl: the xmod command line (sweeps, runs, metrics, queries, fits, plans)",
+                  "xmodctl"};
+}
+
+}  // namespace
+
+CommandNode XmodctlCommandTree() {
+  CLI::App app = NewXmodctlApp();
+  State s;
+  Action action;
+  DefineXmodctl(app, s, &action);
+  return CommandTreeOf(app);
+}
+
+int ExitCode(const absl::Status& status) {
+  if (status.ok()) return 0;
+  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+int RunXmodctl(const std::vector<std::string>& args, const Io& io) {
+  CLI::App app = NewXmodctlApp();
+  State s;
+  Action action;
+  DefineXmodctl(app, s, &action);
 
   std::vector<std::string> reversed =
       ReversedForCli11(std::vector<std::string>(args.begin() + (args.empty() ? 0 : 1), args.end()));
@@ -318,6 +346,8 @@ int RunXmodctl(const std::vector<std::string>& args, const Io& io) {
   ctx.out = io.out;
   ctx.out_is_tty = io.out_is_tty;
   ctx.tty_columns = io.tty_columns;
+  ctx.tty_rows = io.tty_rows;
+  ctx.tty_size = io.tty_size;
   ctx.in = io.in;
   auto format = ParseOutputFormat(s.globals.output);
   absl::Status status = format.status();

@@ -11,12 +11,14 @@
 #ifndef XMOD_CLI_APP_H_
 #define XMOD_CLI_APP_H_
 
+#include <functional>
 #include <istream>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "cli/completion.h"
 
 namespace xmod::cli {
 
@@ -26,12 +28,19 @@ struct Io {
   std::ostream* out;
   std::ostream* err;
   bool out_is_tty = false;
-  int tty_columns = 0;         // terminal width when out is a terminal (0 = unknown)
+  int tty_columns = 0;  // terminal width when out is a terminal (0 = unknown)
+  int tty_rows = 0;     // and its height (0 = unknown)
+  // The terminal's size now, as (columns, rows), for a redraw that follows a resize; unset
+  // or false: the sizes above hold.
+  std::function<bool(int* columns, int* rows)> tty_size;
   std::istream* in = nullptr;  // standard input: a spec given as "-f -" (null: none)
 };
 
 // args[0] is the program name.
 int RunXmodctl(const std::vector<std::string>& args, const Io& io);
+
+// The table of every xmodctl command and flag, as RunXmodctl parses them (completion.h).
+CommandNode XmodctlCommandTree();
 
 // The exit status of a command's outcome (see above).
 int ExitCode(const absl::Status& status);

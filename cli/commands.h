@@ -6,6 +6,7 @@
 #define XMOD_CLI_COMMANDS_H_
 
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -20,8 +21,10 @@ struct Context {
   ClientOptions client;
   OutputFormat format = OutputFormat::kTable;
   std::ostream* out = nullptr;
-  bool out_is_tty = false;     // sweep watch redraws in place only on a terminal
-  int tty_columns = 0;         // its width (0 = unknown); redrawn lines are cut to fit
+  bool out_is_tty = false;  // sweep watch redraws in place only on a terminal
+  int tty_columns = 0;      // its width (0 = unknown); redrawn lines are cut to fit
+  int tty_rows = 0;         // its height (0 = unknown); a taller table shows states
+  std::function<bool(int* columns, int* rows)> tty_size;  // its size now (app.h Io)
   std::istream* in = nullptr;  // standard input, for a spec file given as "-"
 };
 
@@ -31,9 +34,10 @@ absl::Status SweepList(const Context& ctx, int limit);
 absl::Status SweepShow(const Context& ctx, int64_t sweep_id);
 absl::Status SweepCancel(const Context& ctx, int64_t sweep_id);
 absl::Status SweepRetry(const Context& ctx, int64_t sweep_id);
-// Follows the WatchSweep stream until the sweep ends. OK when it ends done; ABORTED naming
-// the failed (or cancelled) runs otherwise.
-absl::Status SweepWatch(const Context& ctx, int64_t sweep_id);
+// Follows the WatchSweep stream until the sweep ends, redrawing a table in place when
+// ctx.out is a terminal and `no_redraw` is false, else appending a line per change. OK when
+// it ends done; ABORTED naming the failed (or cancelled) runs otherwise.
+absl::Status SweepWatch(const Context& ctx, int64_t sweep_id, bool no_redraw = false);
 
 // Runs. `states` are names such as "running" or "FAILED" (case-insensitive).
 absl::Status RunsList(const Context& ctx, int64_t sweep_id, const std::vector<std::string>& states,

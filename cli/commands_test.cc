@@ -5,6 +5,9 @@
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <pty.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <sstream>
@@ -43,6 +46,8 @@ Run MakeRun(int64_t id, const std::string& name, xmod::v1::RunState state, doubl
   run.mutable_spec()->mutable_training()->set_flop_budget(budget);
   run.mutable_progress()->set_flops(flops);
   run.mutable_progress()->set_flop_budget(budget);
+  // As the coordinator sends it (coordinator/store/run_progress.h).
+  run.mutable_progress()->set_fraction(state == xmod::v1::SUCCEEDED ? 1 : flops / budget);
   run.set_forward_flops_per_token(1.5e6);
   run.set_total_params(2.64e6);
   return run;
@@ -121,6 +126,13 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
     if (request->run_id() == 3) {  // a gang waiting for a rendezvous port
       *response->mutable_run() = MakeRun(3, "xmod-cpu-d128-L256-K1-A1", xmod::v1::QUEUED, 0, 3e12);
       response->set_pending_reason(kPortReason);
+      return grpc::Status::OK;
+    }
+    if (request->run_id() == 4) {  // succeeded at the last whole step, short of the budget
+      Run done = MakeRun(4, "xmod-cpu-d128-L256-K4-A1", xmod::v1::SUCCEEDED, 2.994e12, 3e12);
+      done.mutable_progress()->set_step(998);
+      done.mutable_progress()->set_planned_steps(998);
+      *response->mutable_run() = done;
       return grpc::Status::OK;
     }
     if (request->run_id() != 2) {
@@ -588,6 +600,17 @@ TEST_F(CommandsTest, RunShowHasAttemptsAndCheckpoints) {
   EXPECT_EQ(missing.err, "xmodctl: run 99 not found\n");
 }
 
+TEST_F(CommandsTest, RunShowSaysWhyASucceededRunEndedShortOfItsBudget) {
+  Result r = Xmodctl({"run", "show", "4"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("100%"));
+  EXPECT_THAT(r.out, HasSubstr("ended at step 998 of 998: budget reached in the last whole step "
+                               "(2.99e12 of 3.00e12 FLOPs)"));
+  // A run that spent its whole budget needs no note.
+  Result failed = Xmodctl({"run", "show", "2"});
+  EXPECT_THAT(failed.out, Not(HasSubstr("ended at step")));
+}
+
 TEST_F(CommandsTest, RunShowSaysWhyAQueuedRunWaits) {
   Result r = Xmodctl({"run", "show", "3"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -839,14 +862,72 @@ TEST_F(CommandsTest, WatchRedrawsInPlaceOnATerminal) {
   fake_.SetWatchEvents(WatchScript(xmod::v1::SWEEP_DONE));
   Result r = Xmodctl({"sweep", "watch", "7"}, /*tty=*/true);
   ASSERT_EQ(r.code, 0) << r.err;
-  // Four redraws of a 3-line block: the last three move the cursor up 3 lines first.
+  // Four redraws of a 4-line table (summary, header, two runs): the last three move the
+  // cursor up 4 lines first and step over the lines that did not change.
   size_t ups = 0;
-  for (size_t at = r.out.find("\x1b[3A"); at != std::string::npos;
-       at = r.out.find("\x1b[3A", at + 1)) {
+  for (size_t at = r.out.find("\x1b[4A"); at != std::string::npos;
+       at = r.out.find("\x1b[4A", at + 1)) {
     ++ups;
   }
   EXPECT_EQ(ups, 3);
+  EXPECT_THAT(r.out, HasSubstr("\r\x1b[2KNAME     STATE      PROGRESS"));
   EXPECT_THAT(r.out, HasSubstr("\r\x1b[2Ksweep 7 demo: done"));
+  EXPECT_THAT(r.out, HasSubstr("\x1b[1B"));
+}
+
+TEST_F(CommandsTest, WatchKeepsTheLineLogWithNoRedraw) {
+  fake_.SetWatchEvents(WatchScript(xmod::v1::SWEEP_DONE));
+  Result r = Xmodctl({"sweep", "watch", "7", "--no_redraw"}, /*tty=*/true);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, Not(HasSubstr("\x1b[")));
+  EXPECT_THAT(r.out, HasSubstr("dense    succeeded  [####################] 100%"));
+}
+
+// xmodctl itself (XMOD_BIN_DIR) against the fake, its stdout a pseudo-terminal of 100 x 24
+// (forkpty) or a pipe: the binary's own choice of redraw or line log.
+TEST_F(CommandsTest, WatchRedrawsOnlyWhenStdoutIsATerminal) {
+  const char* bin = std::getenv("XMOD_BIN_DIR");
+  ASSERT_NE(bin, nullptr) << "run through ctest (XMOD_BIN_DIR)";
+  const auto run = [&](bool terminal, std::vector<std::string> args) {
+    fake_.SetWatchEvents(WatchScript(xmod::v1::SWEEP_DONE));
+    args.insert(args.begin(), {absl::StrCat(bin, "/xmodctl"), "--addr", addr_});
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    int fd = -1;
+    int pipe_fds[2] = {-1, -1};
+    pid_t pid;
+    if (terminal) {
+      winsize size{24, 100, 0, 0};
+      pid = forkpty(&fd, nullptr, nullptr, &size);
+    } else {
+      EXPECT_EQ(pipe(pipe_fds), 0);
+      pid = fork();
+      if (pid == 0) dup2(pipe_fds[1], STDOUT_FILENO);
+      fd = pipe_fds[0];
+    }
+    if (pid == 0) {
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    if (!terminal) close(pipe_fds[1]);
+    std::string out;
+    char buffer[4096];
+    // The terminal's master reads EIO once the child closed its side.
+    for (ssize_t n; (n = read(fd, buffer, sizeof buffer)) > 0;) out.append(buffer, n);
+    close(fd);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+    return out;
+  };
+  const std::string terminal = run(true, {"sweep", "watch", "7"});
+  EXPECT_THAT(terminal, HasSubstr("\x1b[4A"));
+  EXPECT_THAT(terminal, HasSubstr("NAME     STATE      PROGRESS"));
+  const std::string piped = run(false, {"sweep", "watch", "7"});
+  EXPECT_THAT(piped, Not(HasSubstr("\x1b[")));
+  EXPECT_THAT(piped, HasSubstr("dense    succeeded  [####################] 100%"));
+  EXPECT_THAT(run(true, {"sweep", "watch", "7", "--no-redraw"}), Not(HasSubstr("\x1b[")));
 }
 
 TEST_F(CommandsTest, WatchCutsRedrawnLinesToTheTerminalWidth) {
@@ -856,6 +937,23 @@ TEST_F(CommandsTest, WatchCutsRedrawnLinesToTheTerminalWidth) {
   // 39 characters after the "\r\x1b[2K" prefix, so no line wraps.
   EXPECT_THAT(r.out, HasSubstr("\r\x1b[2Ksweep 7 demo: done  0 running  0 queued\n"));
   EXPECT_THAT(r.out, HasSubstr("\r\x1b[2Kdense    succeeded  [##################\n"));
+}
+
+TEST_F(CommandsTest, WatchRedrawsWholeAfterTheTerminalIsResized) {
+  fake_.SetWatchEvents(WatchScript(xmod::v1::SWEEP_DONE));
+  std::ostringstream out, err;
+  Io io{&out, &err, /*out_is_tty=*/true, /*tty_columns=*/100};
+  int calls = 0;
+  // 100 columns for the first two events, then 30.
+  io.tty_size = [&calls](int* columns, int* rows) {
+    *columns = ++calls <= 2 ? 100 : 30;
+    *rows = 0;
+    return true;
+  };
+  ASSERT_EQ(RunXmodctl({"xmodctl", "--addr", addr_, "sweep", "watch", "7"}, io), 0) << err.str();
+  EXPECT_EQ(calls, 4);
+  // The third frame: up over the 4 lines drawn, cleared down, drawn whole at 29 characters.
+  EXPECT_THAT(out.str(), HasSubstr("\x1b[4A\r\x1b[J\r\x1b[2Ksweep 7 demo: active  1 runni\n"));
 }
 
 TEST_F(CommandsTest, WatchReconnectsWhenTheCoordinatorGoesAway) {

@@ -13,6 +13,16 @@ int main(int argc, char** argv) {
   xmod::cli::Io io{&std::cout, &std::cerr, isatty(STDOUT_FILENO) == 1};
   io.in = &std::cin;
   winsize size{};
-  if (io.out_is_tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0) io.tty_columns = size.ws_col;
+  if (io.out_is_tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0) {
+    io.tty_columns = size.ws_col;
+    io.tty_rows = size.ws_row;
+    io.tty_size = [](int* columns, int* rows) {
+      winsize now{};
+      if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &now) != 0) return false;
+      *columns = now.ws_col;
+      *rows = now.ws_row;
+      return true;
+    };
+  }
   return xmod::cli::RunXmodctl(args, io);
 }

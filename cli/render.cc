@@ -97,6 +97,17 @@ double RunBudget(const Run& run) {
                                           : run.spec().training().flop_budget();
 }
 
+std::string EndedShortNote(const Run& run) {
+  const xmod::v1::Progress& p = run.progress();
+  const double budget = RunBudget(run);
+  if (run.state() != xmod::v1::SUCCEEDED || p.planned_steps() < 1 || !(p.flops() < budget)) {
+    return "";
+  }
+  return absl::StrCat("ended at step ", p.step(), " of ", p.planned_steps(),
+                      ": budget reached in the last whole step (", FormatFlops(p.flops()), " of ",
+                      FormatFlops(budget), " FLOPs)");
+}
+
 absl::Status PrintJson(std::ostream& out, const google::protobuf::Message& message) {
   absl::StatusOr<std::string> json = ProtoJson(message);
   if (!json.ok()) return json.status();
@@ -146,12 +157,10 @@ Table RunsTable(const std::vector<Run>& runs) {
                "backbone", "progress", "step", "train_loss", "val_loss", "live_delta", "worker"};
   for (const auto& r : runs) {
     const auto& m = r.spec().model();
-    double budget = RunBudget(r);
-    double fraction = budget > 0 ? r.progress().flops() / budget : 0;
     t.AddRow({Cell::Int(r.id()), Cell::Int(r.sweep_id()), Cell::Str(r.name()),
               Cell::Str(RunStateName(r.state())), Cell::Str(ArchName(m.arch())), KCell(r), ACell(r),
               Cell::Int(r.spec().training().seq_len()), Cell::Str(m.backbone().name()),
-              Cell::Shown(FormatPercent(fraction)), Cell::Int(r.progress().step()),
+              Cell::Shown(FormatPercent(r.progress().fraction())), Cell::Int(r.progress().step()),
               LossCell(r.progress().train_loss()), LossCell(r.progress().val_loss()),
               LiveDeltaCell(r), StrOrNull(r.worker())});
   }
@@ -208,9 +217,13 @@ Table RunSummaryTable(const xmod::v1::GetRunResponse& response) {
   t.AddRow({Cell::Str("fwd_flops/token"), FlopsCell(r.forward_flops_per_token())});
   t.AddRow({Cell::Str("flop_budget"), FlopsCell(budget)});
   t.AddRow({Cell::Str("flops_spent"), FlopsCell(p.flops())});
-  t.AddRow(
-      {Cell::Str("progress"), Cell::Shown(FormatPercent(budget > 0 ? p.flops() / budget : 0))});
+  t.AddRow({Cell::Str("progress"), Cell::Shown(FormatPercent(p.fraction()))});
   t.AddRow({Cell::Str("step"), Cell::Int(p.step())});
+  t.AddRow({Cell::Str("planned_steps"),
+            p.planned_steps() > 0 ? Cell::Int(p.planned_steps()) : Cell::Null()});
+  if (std::string note = EndedShortNote(r); !note.empty()) {
+    t.AddRow({Cell::Str("note"), Cell::Str(note)});
+  }
   t.AddRow({Cell::Str("tokens"), Cell::Int(p.tokens())});
   t.AddRow({Cell::Str("train_loss"), LossCell(p.train_loss())});
   t.AddRow({Cell::Str("val_loss"), LossCell(p.val_loss())});

@@ -24,6 +24,11 @@ std::string ArchName(xmod::v1::Architecture arch);
 // Training FLOPs budget of a run: its progress' budget, else its spec's.
 double RunBudget(const xmod::v1::Run& run);
 
+// Why a SUCCEEDED run spent less than its budget ("ended at step 399 of 399: budget
+// reached in the last whole step (9.98e11 of 1.00e12 FLOPs)"); "" for any other run. The
+// progress shown is the coordinator's Progress.fraction (1 once SUCCEEDED).
+std::string EndedShortNote(const xmod::v1::Run& run);
+
 // -o json: the response message as the API prints it everywhere (common/proto_json.h),
 // indented, to `out`. INTERNAL if protobuf cannot print it (then nothing is written).
 absl::Status PrintJson(std::ostream& out, const google::protobuf::Message& message);

@@ -103,8 +103,8 @@ absl::Status SweepShow(const Context& ctx, int64_t sweep_id) {
   if (!decisions.ok()) return decisions.status();
   if (decisions->decisions_size() > 0) {
     std::vector<Table> latest = DecisionTables(decisions->decisions(0));
-    latest[0].title = absl::StrCat("Latest of ", decisions->decisions_size(),
-                                   " design decisions (", latest[0].title, ")");
+    latest[0].title = absl::StrCat("Latest of ", decisions->decisions_size(), " design decisions (",
+                                   latest[0].title, ")");
     sections.insert(sections.end(), latest.begin(), latest.end());
   }
   *ctx.out << RenderSections(sections, ctx.format);
@@ -139,13 +139,13 @@ absl::Status SweepRetry(const Context& ctx, int64_t sweep_id) {
   return absl::OkStatus();
 }
 
-absl::Status SweepWatch(const Context& ctx, int64_t sweep_id) {
+absl::Status SweepWatch(const Context& ctx, int64_t sweep_id, bool no_redraw) {
   absl::StatusOr<CoordinatorClient> client = CoordinatorClient::Connect(ctx.client);
   if (!client.ok()) return client.status();
   xmod::v1::WatchSweepRequest request;
   request.set_sweep_id(sweep_id);
   WatchView view;
-  WatchPrinter printer(ctx.out, ctx.out_is_tty, ctx.tty_columns);
+  WatchPrinter printer(ctx.out, ctx.out_is_tty && !no_redraw, ctx.tty_columns, ctx.tty_rows);
   bool connected_once = false;
   int retries = 0;
   while (true) {
@@ -167,6 +167,9 @@ absl::Status SweepWatch(const Context& ctx, int64_t sweep_id) {
         }
         *ctx.out << *line << std::endl;
       } else {
+        if (int columns = 0, rows = 0; ctx.tty_size && ctx.tty_size(&columns, &rows)) {
+          printer.Resize(columns, rows);
+        }
         printer.Print(view, changed, event.snapshot());
       }
       if (view.Ended()) {

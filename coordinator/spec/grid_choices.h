@@ -52,8 +52,19 @@ struct GridChoices {
   Combo At(const std::vector<size_t>& index) const;
 };
 
+// Whether `arch` reads K (every sparse architecture: not DENSE, not MOE) and A (those of them
+// with anchors: not MOD either); an architecture that does not ignores the value.
+bool UsesK(xmod::v1::Architecture arch);
+bool UsesA(xmod::v1::Architecture arch);
+
+// "MOD", "X-MoD", ...: the architecture as an error message names it.
+std::string ArchitectureTitle(xmod::v1::Architecture arch);
+
 // The choices of grid `g` of `spec`; INVALID_ARGUMENT naming the field path
-// ("grids[0].ks[2]: K must be >= 1, got 0").
+// ("grids[0].ks[2]: K must be >= 1, got 0"). An empty list that an architecture of the grid
+// needs and whose base value is unset is refused naming the list and that base value
+// ("grids[0].ks: MOD needs at least one K (grids[0].base.k is 0)"), so a spec never expands
+// to another architecture than the one it names.
 absl::StatusOr<GridChoices> GridValues(const xmod::v1::SweepSpec& spec, int g);
 
 }  // namespace xmod

@@ -33,9 +33,6 @@ using xmod::v1::SweepSpec;
 
 std::atomic<int64_t> expansions{0};
 
-bool UsesK(Architecture arch) { return arch != xmod::v1::DENSE && arch != xmod::v1::MOE; }
-bool UsesA(Architecture arch) { return UsesK(arch) && arch != xmod::v1::MOD; }
-
 std::string ArchPrefix(Architecture arch) {
   std::string name = absl::AsciiStrToLower(xmod::v1::Architecture_Name(arch));
   return absl::StrReplaceAll(name, {{"_", "-"}});

@@ -47,6 +47,9 @@ struct ExpansionOptions {
 //   - an empty repeated grid field takes its single value from the grid's `base` model
 //     (backbones from base.backbone.name, L from training.seq_len, budgets from
 //     training.flop_budget); non-zero fields of base.backbone override every backbone;
+//     an empty list that an architecture of the grid needs with no base value is refused
+//     naming the list ("grids[0].ks: MOD needs at least one K (grids[0].base.k is 0)",
+//     grid_choices.h), never expanded to another architecture;
 //   - DENSE and MOE ignore K and A (stored as K = 1, A = 0); MOD ignores A (A = 0);
 //   - a sparse architecture with K = 1 is the dense reference and becomes DENSE;
 //   - identical runs (same model, training and data) are kept once, first occurrence, with

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "coordinator/store/run_progress.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace xmod {
@@ -61,6 +62,7 @@ xmod::v1::Run RunFromRow(const Stmt& s) {
     p->set_live_delta_flops(s.Double(25));
   }
   run.set_censored(s.Int(26) != 0);
+  CompleteProgress(&run);
   return run;
 }
 

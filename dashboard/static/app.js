@@ -163,6 +163,16 @@ function lastValue(runId, name, fallback) {
   return points && points.length ? points[points.length - 1][1] : fallback || undefined;
 }
 
+// Why a SUCCEEDED run spent less than its budget: the trainer stops after the last whole
+// step the budget buys (Progress.planned_steps); '' for any other run.
+function endedShortNote(run, budget) {
+  const progress = run.progress;
+  const planned = Number(progress.planned_steps);
+  if (run.state !== 'SUCCEEDED' || !planned || !(progress.flops < budget)) return '';
+  return `ended at step ${progress.step} of ${planned}: budget reached in the last whole ` +
+      `step (${Xmod.flops(progress.flops)} of ${Xmod.flops(budget)} FLOPs)`;
+}
+
 function renderRuns(runs) {
   const body = document.querySelector('#runs tbody');
   body.replaceChildren();
@@ -189,7 +199,8 @@ function renderRuns(runs) {
     Xmod.cell(tr, run.state, `state ${run.state}`).title =
         `attempt ${run.attempts}/${run.max_attempts}` + (run.worker ? ` on ${run.worker}` : '');
     const budget = progress.flop_budget || run.spec.training.flop_budget;
-    const pct = budget ? Math.min(100, 100 * progress.flops / budget) : 0;
+    // The coordinator's fraction: of the whole steps the budget buys, 1 once SUCCEEDED.
+    const pct = 100 * (progress.fraction || 0);
     const bar = Xmod.node('div', `bar ${run.state}`);
     bar.appendChild(Xmod.node('div')).style.width = `${pct}%`;
     const progressCell = Xmod.cell(tr, '');
@@ -197,6 +208,8 @@ function renderRuns(runs) {
     wrap.append(bar, Xmod.node('span', 'pct', `${pct.toFixed(0)}%`));
     progressCell.title = `${Xmod.flops(progress.flops)} / ${Xmod.flops(budget)} FLOPs, ` +
         `step ${progress.step}, ${Xmod.count(progress.tokens)} tokens`;
+    const short = endedShortNote(run, budget);
+    if (short) progressCell.appendChild(Xmod.node('div', 'note', short));
     Xmod.cell(tr, Xmod.loss(lastValue(id, 'train/loss', progress.train_loss)), 'num');
     Xmod.cell(tr, Xmod.loss(lastValue(id, 'val/loss', progress.val_loss)), 'num');
     const live = progress.live_delta;

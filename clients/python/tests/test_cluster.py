@@ -122,6 +122,8 @@ def test_runs_frame(client, sweep_id):
                                                                                8, 16, 16]
     assert runs["id"].dtype == "int64" and (runs["sweep_id"] == sweep_id).all()
     assert (runs["progress.val_loss"] > 2).all()
+    # The coordinator's progress: 100% once succeeded, over the whole steps the budget buys.
+    assert (runs["progress.fraction"] == 1.0).all() and (runs["progress.planned_steps"] > 0).all()
     assert len(client.runs(sweep_id, states=["failed", "queued"])) == 0
     assert len(client.runs(sweep_id, limit=3)) == 3
     sweeps = client.sweeps()

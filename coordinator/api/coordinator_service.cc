@@ -14,8 +14,10 @@
 #include "coordinator/fitting/fit_queries.h"
 #include "coordinator/fitting/fit_trigger.h"
 #include "coordinator/fitting/studies.h"
+#include "coordinator/fitting/study_sharing.h"
 #include "coordinator/spec/request_limits.h"
 #include "coordinator/spec/sweep_expansion.h"
+#include "glog/logging.h"
 #include "model/accounting/accounting.h"
 #include "model/accounting/plan_response.h"
 
@@ -272,19 +274,33 @@ grpc::Status CoordinatorService::Plan(ServerContext* context, const xmod::v1::Pl
       });
 }
 
-// Studies (studies.h). A new study is fitted at the fit trigger's next poll.
+// Studies (studies.h). A new study is fitted at the fit trigger's next poll. A member's run
+// that an earlier member trains too is linked to that run and cancelled (study_sharing.h).
 grpc::Status CoordinatorService::CreateStudy(ServerContext* context,
                                              const xmod::v1::CreateStudyRequest* request,
                                              xmod::v1::Study* response) {
   return Serve("CreateStudy", Access::kWrite, *options_.credentials, context, metrics_, [&] {
     const int64_t now_ms = options_.clock->NowMillis();
-    return store_->WriteAndWait([&](Db& db) -> absl::Status {
+    std::vector<SharedRunRow> shared;
+    absl::Status created = store_->WriteAndWait([&](Db& db) -> absl::Status {
       absl::StatusOr<xmod::v1::Study> study =
           InsertStudy(db, request->spec(), options_.spec_limits.max_bootstrap_samples, now_ms);
       if (!study.ok()) return study.status();
+      absl::StatusOr<std::vector<SharedRunRow>> links = LinkSharedRuns(db, *study, now_ms);
+      if (!links.ok()) return links.status();
+      shared = *std::move(links);
       *response = *std::move(study);
       return absl::OkStatus();
     });
+    if (!created.ok()) return created;
+    for (const SharedRunRow& link : shared) {
+      // A run a worker took meanwhile is stopped; one that ended meanwhile stays as it is.
+      if (absl::Status s = scheduler_->CancelRun(link.run_id); !s.ok()) {
+        LOG(WARNING) << "study " << response->id() << ": run " << link.run_id
+                     << " (shared with run " << link.trained_run_id << "): " << s;
+      }
+    }
+    return absl::OkStatus();
   });
 }
 

@@ -20,6 +20,12 @@ bool NotStarted(const xmod::v1::Run& run) {
   return run.state() == xmod::v1::QUEUED && run.attempts() == 0;
 }
 
+// An observation of the law in range: an X-MoD run with K >= 2 its FitPlan does not hold out.
+bool InRangeObservation(const xmod::v1::Run& run) {
+  return run.spec().model().arch() == xmod::v1::XMOD && run.spec().model().k() >= 2 &&
+         !run.held_out();
+}
+
 }  // namespace
 
 std::string RunIdentity(const xmod::v1::RunSpec& spec) {
@@ -37,35 +43,48 @@ std::string RunIdentity(const xmod::v1::RunSpec& spec) {
   return key;
 }
 
-absl::StatusOr<std::vector<SharedRunRow>> LinkSharedRuns(Db& db, const xmod::v1::Study& study,
-                                                         int64_t now_ms) {
+absl::StatusOr<StudySharing> PlanSharedRuns(Db& db, const xmod::v1::StudySpec& spec,
+                                            int64_t study_id) {
   std::vector<int64_t> sweep_ids;
-  for (const xmod::v1::StudyMember& m : study.spec().members()) sweep_ids.push_back(m.sweep_id());
+  for (const xmod::v1::StudyMember& m : spec.members()) sweep_ids.push_back(m.sweep_id());
   absl::StatusOr<std::vector<SharedRunRow>> linked = LoadSharedRuns(db, sweep_ids);
   if (!linked.ok()) return linked.status();
   std::set<int64_t> already;  // runs linked before
   for (const SharedRunRow& row : *linked) already.insert(row.run_id);
 
+  StudySharing out;
   std::map<std::string, int64_t> earlier;  // configuration -> run of an earlier member
-  std::vector<SharedRunRow> out;
+  std::set<std::string> observed;          // configurations of in-range X-MoD runs
   for (int64_t sweep_id : sweep_ids) {
     absl::StatusOr<std::vector<xmod::v1::Run>> runs = LoadRuns(db, RunFilter{.sweep_id = sweep_id});
     if (!runs.ok()) return runs.status();
     std::vector<std::pair<std::string, int64_t>> trainable;  // this member's, added after it
     for (const xmod::v1::Run& run : *runs) {
-      const std::string identity = RunIdentity(run.spec());
+      std::string identity = RunIdentity(run.spec());
+      if (Trainable(run) && InRangeObservation(run)) {
+        ++out.listed_observations;
+        xmod::v1::RunSpec unseeded = run.spec();  // the fit averages replicates of other seeds
+        unseeded.mutable_training()->clear_seed();
+        observed.insert(RunIdentity(unseeded));
+      }
       auto it = earlier.find(identity);
       if (it != earlier.end() && NotStarted(run) && !already.count(run.id())) {
-        const SharedRunRow row{run.id(), sweep_id, it->second, study.id()};
-        if (absl::Status s = InsertSharedRun(db, row, now_ms); !s.ok()) return s;
-        out.push_back(row);
-        continue;
+        out.links.push_back({run.id(), sweep_id, it->second, study_id});
+      } else if (Trainable(run)) {
+        trainable.push_back({std::move(identity), run.id()});
       }
-      if (Trainable(run)) trainable.push_back({identity, run.id()});
     }
     for (auto& [identity, run_id] : trainable) earlier.emplace(std::move(identity), run_id);
   }
+  out.in_range_observations = static_cast<int>(observed.size());
   return out;
+}
+
+absl::Status StoreSharedRuns(Db& db, const std::vector<SharedRunRow>& links, int64_t now_ms) {
+  for (const SharedRunRow& link : links) {
+    if (absl::Status s = InsertSharedRun(db, link, now_ms); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 void AddTrainedRuns(const std::vector<SharedRunRow>& links, const std::vector<int64_t>& sweep_ids,

@@ -26,12 +26,24 @@ namespace xmod {
 // configuration in two sweeps.
 std::string RunIdentity(const xmod::v1::RunSpec& spec);
 
-// Links, for the stored `study`, every QUEUED run of a member that no attempt has started and
-// whose configuration an earlier member lists in a run not FAILED or CANCELLED, to the
-// earliest such run, and returns the new links (the runs the caller is to cancel). Runs linked
-// already (by another study) are left as they are.
-absl::StatusOr<std::vector<SharedRunRow>> LinkSharedRuns(Db& db, const xmod::v1::Study& study,
-                                                         int64_t now_ms);
+// What sharing does to a study's members.
+struct StudySharing {
+  // Every QUEUED run of a member that no attempt has started and whose configuration an
+  // earlier member lists in a run not FAILED or CANCELLED, linked to the earliest such run
+  // (study_id as given); runs linked already (by another study) are left out.
+  std::vector<SharedRunRow> links;
+  int listed_observations = 0;    // members' in-range X-MoD runs not FAILED or CANCELLED
+  int in_range_observations = 0;  // ... each configuration once, replicates of other seeds
+                                  // too: what the study's fit counts
+};
+
+// The sharing of the members of `spec` (resolved: sweep ids set) for a study `study_id`
+// (0 for a dry run). Reads only.
+absl::StatusOr<StudySharing> PlanSharedRuns(Db& db, const xmod::v1::StudySpec& spec,
+                                            int64_t study_id);
+
+// Stores the study's links (InsertSharedRun); the caller then cancels each link's run_id.
+absl::Status StoreSharedRuns(Db& db, const std::vector<SharedRunRow>& links, int64_t now_ms);
 
 // Adds, to each member's runs (indexed like `sweep_ids`), the trained run of every link whose
 // untrained run belongs to that member, when the trained run is among the members' runs.

@@ -4,12 +4,15 @@
 // trained run in both members' places.
 #include "coordinator/fitting/study_sharing.h"
 
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "common/files.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/tests/test_util.h"
+#include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "xmod/v1/coordinator.grpc.pb.h"
 
@@ -23,15 +26,20 @@ std::string Configuration(const xmod::v1::Run& run) {
   return absl::StrCat("K", model.k(), "A", model.a());
 }
 
-// The runs of `sweep_id` by configuration.
-std::map<std::string, xmod::v1::Run> RunsOf(xmod::v1::Coordinator::Stub& user, int64_t sweep_id) {
+// The runs of `sweep_id`, by id.
+std::vector<xmod::v1::Run> ListedRuns(xmod::v1::Coordinator::Stub& user, int64_t sweep_id) {
   xmod::v1::ListRunsRequest request;
   request.set_sweep_id(sweep_id);
   xmod::v1::ListRunsResponse response;
   grpc::Status status = user.ListRuns(BearerContext("").get(), request, &response);
   EXPECT_TRUE(status.ok()) << status.error_message();
+  return {response.runs().begin(), response.runs().end()};
+}
+
+// The runs of `sweep_id` (one L and backbone) by configuration.
+std::map<std::string, xmod::v1::Run> RunsOf(xmod::v1::Coordinator::Stub& user, int64_t sweep_id) {
   std::map<std::string, xmod::v1::Run> out;
-  for (const xmod::v1::Run& run : response.runs()) out[Configuration(run)] = run;
+  for (const xmod::v1::Run& run : ListedRuns(user, sweep_id)) out[Configuration(run)] = run;
   return out;
 }
 
@@ -102,6 +110,64 @@ TEST(StudySharingTest, CreatingAStudyTrainsEachSharedConfigurationOnce) {
   status = user.CreateStudy(BearerContext("").get(), create, &study);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(RunsOf(user, b.sweep_id()).at("K2A2").state(), xmod::v1::QUEUED);
+}
+
+// The bundled B.4 study (examples/paper/b4_study.textpb) over its three submitted sweeps:
+// a dry run counts the paper's 109 in-range observations of the 124 its sweeps list and the
+// 17 runs an earlier member trains, storing and cancelling nothing; creating it cancels them.
+TEST(StudySharingTest, TheBundledB4StudysDryRunCounts109) {
+  const char* source = std::getenv("XMOD_SOURCE_DIR");
+  ASSERT_NE(source, nullptr) << "run through ctest (XMOD_SOURCE_DIR)";
+  const std::string dir = NewTestDir("b4");
+  absl::StatusOr<LoopbackCoordinator> c = StartLoopbackCoordinator(LoopbackOptions(dir));
+  ASSERT_TRUE(c.ok()) << c.status();
+  xmod::v1::Coordinator::Stub& user = *c->user;
+  std::vector<int64_t> sweeps;
+  for (const char* role : {"kxl", "nact", "axk"}) {
+    absl::StatusOr<std::string> text =
+        ReadFile(absl::StrCat(source, "/examples/paper/b4_", role, ".textpb"));
+    ASSERT_TRUE(text.ok()) << text.status();
+    xmod::v1::SubmitSweepRequest submit;
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(*text, submit.mutable_spec()));
+    xmod::v1::SubmitSweepResponse submitted;
+    grpc::Status status = user.SubmitSweep(BearerContext("").get(), submit, &submitted);
+    ASSERT_TRUE(status.ok()) << role << ": " << status.error_message();
+    sweeps.push_back(submitted.sweep_id());
+  }
+  absl::StatusOr<std::string> text =
+      ReadFile(absl::StrCat(source, "/examples/paper/b4_study.textpb"));
+  ASSERT_TRUE(text.ok()) << text.status();
+  xmod::v1::CreateStudyRequest create;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(*text, create.mutable_spec()));
+  create.set_dry_run(true);
+  xmod::v1::Study study;
+  grpc::Status status = user.CreateStudy(BearerContext("").get(), create, &study);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(study.id(), 0);
+  EXPECT_EQ(study.listed_observations(), 56 + 44 + 24);
+  EXPECT_EQ(study.in_range_observations(), 109);
+  EXPECT_EQ(study.shared_runs(), 17);
+  xmod::v1::ListStudiesResponse listed;
+  ASSERT_TRUE(user.ListStudies(BearerContext("").get(), {}, &listed).ok());
+  EXPECT_EQ(listed.studies_size(), 0);
+  const auto cancelled = [&] {
+    int n = 0;
+    for (int64_t sweep : sweeps) {
+      for (const xmod::v1::Run& run : ListedRuns(user, sweep)) {
+        n += run.state() == xmod::v1::CANCELLED;
+      }
+    }
+    return n;
+  };
+  EXPECT_EQ(cancelled(), 0);
+
+  create.set_dry_run(false);
+  status = user.CreateStudy(BearerContext("").get(), create, &study);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_GT(study.id(), 0);
+  EXPECT_EQ(study.in_range_observations(), 109);
+  EXPECT_EQ(study.shared_runs(), 17);
+  EXPECT_EQ(cancelled(), 17);
 }
 
 TEST(StudySharingTest, TheTrainedRunStandsInTheMemberThatSharesIt) {

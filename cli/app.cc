@@ -229,6 +229,8 @@ void AddStudyCommands(CLI::App& app, State& s, Action* action) {
   create->add_option("--description", o.description, "Free text");
   create->add_option("--seed", o.seed, "DE / bootstrap seed of the study's fit");
   create->add_option("--bootstrap_samples", o.bootstrap_samples, "Bootstrap refits (0 = none)");
+  create->add_flag("--dry_run", o.dry_run,
+                   "Validate and count the in-range observations only; store and cancel nothing");
   Leaf(study, "list", "List studies, newest first", action,
        [](const Context& c) { return StudyList(c); });
   CLI::App* show = Leaf(study, "show", "A study and its member sweeps", action,

@@ -83,6 +83,7 @@ struct StudyCreateOptions {
   std::vector<std::string> members;
   int64_t seed = -1;           // -1 = the file's (else 0)
   int bootstrap_samples = -1;  // -1 = the file's (else 0)
+  bool dry_run = false;        // validate, resolve and count only
 };
 absl::Status StudyCreate(const Context& ctx, const StudyCreateOptions& options);
 absl::Status StudyList(const Context& ctx);

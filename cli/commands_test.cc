@@ -741,6 +741,12 @@ TEST_F(CommandsTest, StudyCreateFromFlagsOrAFile) {
   ASSERT_EQ(sent.spec().members_size(), 2);
   EXPECT_EQ(sent.spec().members(1).role(), "design");
 
+  r = Xmodctl({"study", "create", "b4", "--member", "kxl=3", "--dry_run"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fake_.last_create_study().dry_run());
+  EXPECT_THAT(r.out, HasSubstr("Dry run: study (\"b4\") over 1 sweeps: 0 in-range X-MoD"));
+  EXPECT_THAT(r.out, HasSubstr("(nothing stored)"));
+
   r = Xmodctl({"study", "create", "b4", "--member", "kxl"});
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("--member: 'kxl' is not ROLE=SWEEP"));

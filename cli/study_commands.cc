@@ -37,6 +37,7 @@ absl::StatusOr<xmod::v1::StudyMember> ParseMember(const std::string& text) {
 
 absl::Status StudyCreate(const Context& ctx, const StudyCreateOptions& options) {
   xmod::v1::CreateStudyRequest request;
+  request.set_dry_run(options.dry_run);
   xmod::v1::StudySpec& spec = *request.mutable_spec();
   if (!options.file.empty()) {
     xmod::v1::StudySpec loaded;
@@ -64,8 +65,14 @@ absl::Status StudyCreate(const Context& ctx, const StudyCreateOptions& options) 
   }
   Table members = StudyMembersTable(*study);
   if (ctx.format == OutputFormat::kTable) {
-    members.title = absl::StrCat("Created study ", study->id(), " (\"", study->spec().name(),
-                                 "\") over ", study->spec().members_size(), " sweeps");
+    members.title = absl::StrCat(
+        options.dry_run ? "Dry run: study" : absl::StrCat("Created study ", study->id()), " (\"",
+        study->spec().name(), "\") over ", study->spec().members_size(),
+        " sweeps: ", study->in_range_observations(), " in-range X-MoD observations (",
+        study->listed_observations(), " listed, each configuration counted once); ",
+        study->shared_runs(), options.dry_run ? " runs would be" : " runs",
+        " trained by an earlier member",
+        options.dry_run ? " (nothing stored)" : " in their place (cancelled)");
   }
   *ctx.out << Render(members, ctx.format);
   return absl::OkStatus();

@@ -27,6 +27,7 @@ RunCurve RunCurveFromStored(const StoredRunCurve& stored) {
   run.n0 = stored.n0.value_or(run.n0);
   run.held_out = stored.held_out;
   run.flop_budget = stored.flop_budget;
+  run.seed = stored.seed;
   run.label = stored.label;
   run.points.reserve(stored.points.size());
   for (const StoredLossPoint& p : stored.points) run.points.push_back({p.flops, p.loss});

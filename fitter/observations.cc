@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "fitter/backbones.h"
+#include "fitter/shared_runs.h"
 
 namespace xmod::fitter {
 
@@ -64,12 +65,12 @@ int DropSparseWithoutDense(std::vector<RunCurve>* runs) {
     if (IsDenseReference(run)) dense.insert({run.seq_len, run.backbone});
   }
   const size_t before = runs->size();
-  runs->erase(std::remove_if(runs->begin(), runs->end(),
-                             [&](const RunCurve& run) {
-                               return IsObservation(run) &&
-                                      dense.count({run.seq_len, run.backbone}) == 0;
-                             }),
-              runs->end());
+  runs->erase(
+      std::remove_if(runs->begin(), runs->end(),
+                     [&](const RunCurve& run) {
+                       return IsObservation(run) && dense.count({run.seq_len, run.backbone}) == 0;
+                     }),
+      runs->end());
   return static_cast<int>(before - runs->size());
 }
 
@@ -191,6 +192,13 @@ absl::StatusOr<std::map<std::string, LossCurve>> DenseCurves(const std::vector<R
 
 absl::StatusOr<std::vector<Observation>> BuildObservations(const std::vector<RunCurve>& runs,
                                                            const ObservationOptions& options) {
+  absl::StatusOr<std::vector<Observation>> observations = BuildRunObservations(runs, options);
+  if (!observations.ok()) return observations.status();
+  return AverageReplicates(MergeSharedRuns(*std::move(observations)));
+}
+
+absl::StatusOr<std::vector<Observation>> BuildRunObservations(const std::vector<RunCurve>& runs,
+                                                              const ObservationOptions& options) {
   // Dense references by (L, backbone).
   std::map<std::pair<int, std::string>, std::vector<LossCurve>> dense;
   for (const RunCurve& run : runs) {
@@ -248,9 +256,11 @@ absl::StatusOr<std::vector<Observation>> BuildObservations(const std::vector<Run
     obs->dense_loss = *dense_loss;
     obs->held_out = run.held_out;
     obs->sweeps = SweepRolesOfLabels(run.label);
+    obs->flop_budget = run.flop_budget;
+    obs->seed = run.seed;
     out.push_back(*std::move(obs));
   }
-  return AverageReplicates(std::move(out));
+  return out;
 }
 
 std::vector<Observation> AverageReplicates(std::vector<Observation> observations) {

@@ -51,6 +51,7 @@ struct RunCurve {
   int n0 = 4;                      // dense prefix N0 of the layer plan
   bool held_out = false;           // out-of-range: predicted, never fitted (FitPlan)
   double flop_budget = 0;          // training FLOPs the run was asked to spend (0 = unknown)
+  uint64_t seed = 0;               // training seed; with the budget, the run's identity
   std::string label;               // grid label(s), '+'-joined; name its roles (SweepRolesOfLabels)
   std::vector<CurvePoint> points;  // val/loss against cumulative training FLOPs
 };
@@ -71,6 +72,8 @@ struct Observation {
   double dense_loss = 0;             // L̂_dense(C) (0 when Δ was given directly)
   double delta = 0;                  // Δ (the mean over `replicates` runs)
   int replicates = 1;                // runs of this configuration averaged (GridSpec.seeds)
+  double flop_budget = 0;            // the run's training-FLOP budget (0 = unknown, CSV)
+  uint64_t seed = 0;                 // the run's training seed (shared_runs.h)
   bool held_out = false;             // excluded from the fit
   std::vector<std::string> groups;   // explicit CV groups; empty = automatic (validation.h)
   // The B.4 sweeps the run belongs to (a run shared by two sweeps, e.g. the paper's 165M
@@ -109,8 +112,15 @@ int DropSparseWithoutDense(std::vector<RunCurve>* runs);
 // naming the run and its (L, backbone) group for a non-finite loss or FLOP value, an empty curve,
 // or a sparse run without a dense reference whose FLOP range covers its C; errors from the
 // accounting name the configuration.
+// Observations that several runs of one configuration (the same run listed twice, or one
+// configuration trained twice) share collapse into one carrying every role they name
+// (MergeSharedRuns, shared_runs.h) before replicates are averaged.
 absl::StatusOr<std::vector<Observation>> BuildObservations(const std::vector<RunCurve>& runs,
                                                            const ObservationOptions& options = {});
+// BuildObservations without merging shared runs or averaging replicates: one observation per
+// sparse run, in the order of `runs` (a study assigns its members' roles before merging).
+absl::StatusOr<std::vector<Observation>> BuildRunObservations(
+    const std::vector<RunCurve>& runs, const ObservationOptions& options = {});
 // Replicates (GridSpec.seeds) in BuildObservations: a dense reference is the mean of the
 // group's dense runs that end where the chosen one ends (same budget, other seeds), and the
 // observations of one configuration (backbone, L, K, A, N0, held-out flag and sweeps) are

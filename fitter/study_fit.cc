@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "fitter/shared_runs.h"
 
 namespace xmod::fitter {
 
@@ -12,7 +13,7 @@ absl::StatusOr<std::vector<Observation>> StudyObservations(
     const std::vector<StudyMemberRuns>& members, const ObservationOptions& options) {
   std::vector<Observation> observations;
   for (const StudyMemberRuns& member : members) {
-    absl::StatusOr<std::vector<Observation>> obs = BuildObservations(member.runs, options);
+    absl::StatusOr<std::vector<Observation>> obs = BuildRunObservations(member.runs, options);
     if (!obs.ok()) {
       return absl::Status(obs.status().code(),
                           absl::StrCat(member.name, ": ", obs.status().message()));
@@ -22,7 +23,9 @@ absl::StatusOr<std::vector<Observation>> StudyObservations(
       observations.push_back(std::move(o));
     }
   }
-  return observations;
+  // A run two members share (the same run, or the same configuration trained by each) is
+  // one observation in both roles: B.4 counts it once.
+  return AverageReplicates(MergeSharedRuns(std::move(observations)));
 }
 
 absl::StatusOr<FitReport> FitStudy(const std::vector<StudyMemberRuns>& members,

@@ -2,8 +2,11 @@
 // over the runs of several sweeps, each member sweep in a role of the paper's B.4 design.
 // Observations are built per member, so a sparse run is matched with a dense reference of
 // its own sweep even where several sweeps share an (L, backbone); then every observation of
-// a member with a role takes that role (overriding its grid label), and the union is fitted
-// with FitObservations (sweep_fit.h). Stateless; thread-compatible.
+// a member with a role takes that role (overriding its grid label), a configuration several
+// members share (same backbone, L, K, A, N0, budget and seed) becomes one observation
+// carrying every member's role (MergeSharedRuns, shared_runs.h: the first member's run is
+// kept), replicates are averaged, and the union is fitted with FitObservations
+// (sweep_fit.h). Stateless; thread-compatible.
 #ifndef XMOD_FITTER_STUDY_FIT_H_
 #define XMOD_FITTER_STUDY_FIT_H_
 
@@ -24,8 +27,9 @@ struct StudyMemberRuns {
   std::optional<SweepRole> role;  // every observation's sweep; nullopt: its label's
 };
 
-// The study's observations: each member's own (BuildObservations on its runs), every one
-// taking the member's role where it has one. Errors name the member.
+// The study's observations: each member's own (BuildRunObservations on its runs), every one
+// taking the member's role where it has one, then shared runs merged (MergeSharedRuns) and
+// replicates averaged (AverageReplicates). Errors name the member.
 absl::StatusOr<std::vector<Observation>> StudyObservations(
     const std::vector<StudyMemberRuns>& members, const ObservationOptions& options);
 

@@ -23,19 +23,32 @@ double Quantile(std::vector<double> v, double q) {
 }
 
 // One fold per distinct key among the rows `member` accepts, when there are two or more.
+// Every other fitted row with the fold's key (a row of another sweep at the held-out L or
+// N_act) leaves the refit with it: B.5 holds out "all sparse runs with one sequence length
+// L" (or one N_act), whichever sweep lists them.
 template <typename Key>
 void AddFolds(const std::vector<Observation>& observations,
               const std::function<bool(const Observation&)>& member,
               const std::function<Key(const Observation&)>& key,
               const std::function<std::string(const Key&)>& name, bool stage2_only,
               std::vector<CvFold>* folds) {
-  std::map<Key, std::vector<int>> by_key;
+  std::map<Key, CvFold> by_key;
   for (int i = 0; i < static_cast<int>(observations.size()); ++i) {
     const Observation& o = observations[i];
-    if (!o.held_out && member(o)) by_key[key(o)].push_back(i);
+    if (!o.held_out && member(o)) by_key[key(o)].indices.push_back(i);
   }
   if (by_key.size() < 2) return;
-  for (auto& [k, indices] : by_key) folds->push_back({name(k), std::move(indices), stage2_only});
+  for (int i = 0; i < static_cast<int>(observations.size()); ++i) {
+    const Observation& o = observations[i];
+    if (o.held_out || member(o)) continue;
+    auto it = by_key.find(key(o));
+    if (it != by_key.end()) it->second.excluded.push_back(i);
+  }
+  for (auto& [k, fold] : by_key) {
+    fold.group = name(k);
+    fold.stage2_only = stage2_only;
+    folds->push_back(std::move(fold));
+  }
 }
 
 // The folds of a fit by sweep (see validation.h).
@@ -147,6 +160,7 @@ absl::StatusOr<std::vector<GroupError>> CrossValidate(const std::vector<Observat
       train[i].held_out = true;
       test.push_back(observations[i]);
     }
+    for (int i : fold.excluded) train[i].held_out = true;
     GroupError ge;
     ge.group = fold.group;
     ge.n = static_cast<int>(test.size());

@@ -4,8 +4,15 @@
 // Groups. When observations carry explicit groups (Observation::groups, e.g. the CSV
 // `group` column), every distinct label is one fold, refitting both stages. Otherwise the
 // folds follow B.4/B.5. When the observations name their sweeps (two_stage.h, by sweep):
-//  - leave-one-context-out "L=<L>": the kxl rows at that L; refits both stages;
-//  - leave-one-scale-out "N_act=<backbone>": the nact rows of that backbone; both stages;
+//  - leave-one-context-out "L=<L>": scores the kxl rows at that L; refits both stages
+//    without every row at that L, whichever sweep lists it ("we hold out all sparse runs
+//    with one sequence length L", B.5): at L = 32k the nact and axk rows leave the refit too
+//    (CvFold::excluded) and stage 2, left without rows, is skipped;
+//  - leave-one-scale-out "N_act=<backbone>": scores the nact rows of that backbone; refits
+//    both stages without every row of that backbone (at 556M the whole kxl sweep, at 165M
+//    the axk sweep);
+//  A run two sweeps share is one observation (shared_runs.h), so no fold keeps a held-out
+//  configuration's twin in its training set;
 //  - leave-one-anchor-stride-out "A=<A>": the axk rows with that A ≠ 1; refits stage 2
 //    only, stage 1 staying the full fit's (its data do not change). The A = 1 rows are the
 //    zero-interaction baseline, never a held-out group.
@@ -37,6 +44,9 @@ struct CvFold {
   std::string group;         // "L=2048", "N_act=165M", "A=2" or an explicit label
   std::vector<int> indices;  // into the observation vector
   bool stage2_only = false;  // refit stage 2 only (leave-one-A-out by sweep)
+  // Rows that leave the refit with the group without being scored: another sweep's rows at
+  // the held-out L or N_act (by sweep; see top of file).
+  std::vector<int> excluded;
 };
 
 // The folds over the observations that are not held out (see top of file).

@@ -44,7 +44,10 @@ StoredRunCurve RunFromRow(const Stmt& s) {
   run.backbone = s.Text(6);
   run.held_out = s.Int(7) != 0;
   xmod::v1::RunSpec spec;
-  if (spec.ParseFromString(s.Text(8)) && spec.model().has_n0()) run.n0 = spec.model().n0();
+  if (spec.ParseFromString(s.Text(8))) {
+    if (spec.model().has_n0()) run.n0 = spec.model().n0();
+    run.seed = spec.training().seed();
+  }
   run.label = s.Text(9);
   xmod::v1::RunState state;
   if (xmod::v1::RunState_Parse(s.Text(10), &state)) run.state = state;

@@ -39,6 +39,7 @@ struct StoredRunCurve {
   std::string backbone;
   bool held_out = false;
   std::optional<int> n0;  // the RunSpec's dense prefix N0, when it names one
+  uint64_t seed = 0;      // the RunSpec's training seed (with the budget, the run's identity)
   std::vector<StoredLossPoint> points;
 };
 

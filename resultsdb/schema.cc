@@ -412,6 +412,19 @@ SELECT run_id, attempt, member,
        worker, '[' || slots || ']'
 FROM split WHERE member >= 0;
 )sql",
+
+    // 7: runs two member sweeps of a study share (docs/paper-fidelity.md, "B.4 as a study"):
+    // a later member's run of the same configuration as an earlier member's is not trained;
+    // the earlier one is, and the study's fit counts it in both roles.
+    R"sql(
+CREATE TABLE shared_runs (
+  run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+  trained_run_id INTEGER NOT NULL REFERENCES runs(id),
+  study_id INTEGER NOT NULL REFERENCES studies(id),
+  created_ms INTEGER NOT NULL
+);
+CREATE INDEX shared_runs_by_trained_run ON shared_runs(trained_run_id);
+)sql",
 };
 
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);

@@ -14,8 +14,10 @@
 #include "coordinator/fitting/fit_queries.h"
 #include "coordinator/fitting/fit_trigger.h"
 #include "coordinator/fitting/studies.h"
+#include "coordinator/fitting/study_sharing.h"
 #include "coordinator/spec/request_limits.h"
 #include "coordinator/spec/sweep_expansion.h"
+#include "glog/logging.h"
 #include "model/accounting/accounting.h"
 #include "model/accounting/plan_response.h"
 
@@ -272,19 +274,50 @@ grpc::Status CoordinatorService::Plan(ServerContext* context, const xmod::v1::Pl
       });
 }
 
-// Studies (studies.h). A new study is fitted at the fit trigger's next poll.
+// Studies (studies.h). A new study is fitted at the fit trigger's next poll. A member's run
+// that an earlier member trains too is linked to that run and cancelled (study_sharing.h); a
+// dry run only counts.
 grpc::Status CoordinatorService::CreateStudy(ServerContext* context,
                                              const xmod::v1::CreateStudyRequest* request,
                                              xmod::v1::Study* response) {
   return Serve("CreateStudy", Access::kWrite, *options_.credentials, context, metrics_, [&] {
     const int64_t now_ms = options_.clock->NowMillis();
-    return store_->WriteAndWait([&](Db& db) -> absl::Status {
+    const int max_bootstrap = options_.spec_limits.max_bootstrap_samples;
+    StudySharing sharing;
+    const auto count = [&](Db& db, const xmod::v1::StudySpec& spec, int64_t study_id) {
+      absl::StatusOr<StudySharing> planned = PlanSharedRuns(db, spec, study_id);
+      if (!planned.ok()) return planned.status();
+      sharing = *std::move(planned);
+      response->set_listed_observations(sharing.listed_observations);
+      response->set_in_range_observations(sharing.in_range_observations);
+      response->set_shared_runs(static_cast<int>(sharing.links.size()));
+      return absl::OkStatus();
+    };
+    if (request->dry_run()) {
+      return store_->Read([&](Db& db) -> absl::Status {
+        absl::StatusOr<xmod::v1::StudySpec> spec = ResolveStudy(db, request->spec(), max_bootstrap);
+        if (!spec.ok()) return spec.status();
+        *response->mutable_spec() = *std::move(spec);
+        return count(db, response->spec(), 0);
+      });
+    }
+    absl::Status created = store_->WriteAndWait([&](Db& db) -> absl::Status {
       absl::StatusOr<xmod::v1::Study> study =
-          InsertStudy(db, request->spec(), options_.spec_limits.max_bootstrap_samples, now_ms);
+          InsertStudy(db, request->spec(), max_bootstrap, now_ms);
       if (!study.ok()) return study.status();
       *response = *std::move(study);
-      return absl::OkStatus();
+      if (absl::Status s = count(db, response->spec(), response->id()); !s.ok()) return s;
+      return StoreSharedRuns(db, sharing.links, now_ms);
     });
+    if (!created.ok()) return created;
+    for (const SharedRunRow& link : sharing.links) {
+      // A run a worker took meanwhile is stopped; one that ended meanwhile stays as it is.
+      if (absl::Status s = scheduler_->CancelRun(link.run_id); !s.ok()) {
+        LOG(WARNING) << "study " << response->id() << ": run " << link.run_id
+                     << " (shared with run " << link.trained_run_id << "): " << s;
+      }
+    }
+    return absl::OkStatus();
   });
 }
 

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/fitting/studies.h"
+#include "coordinator/fitting/study_sharing.h"
 #include "coordinator/store/fit_rows.h"
 #include "coordinator/store/store_reads.h"
 #include "coordinator/store/store_writes.h"
@@ -233,6 +234,7 @@ absl::Status FitTrigger::ReadStudyJob(int64_t study_id, Job* job) {
   xmod::v1::Study study;
   std::vector<bool> active;                         // per member
   std::vector<std::vector<fitter::RunCurve>> runs;  // per member
+  std::vector<int64_t> sweep_ids;                   // per member
   absl::Status read = store_->Read([&](Db& db) {
     absl::StatusOr<xmod::v1::Study> s = LoadStudyById(db, study_id);
     if (!s.ok()) return s.status();
@@ -244,7 +246,12 @@ absl::Status FitTrigger::ReadStudyJob(int64_t study_id, Job* job) {
       absl::StatusOr<std::vector<fitter::RunCurve>> r = fitter::LoadSweepRuns(db, m.sweep_id());
       if (!r.ok()) return r.status();
       runs.push_back(*std::move(r));
+      sweep_ids.push_back(m.sweep_id());
     }
+    // A member's run another member trains in its place (study_sharing.h) is that run.
+    absl::StatusOr<std::vector<SharedRunRow>> shared = LoadSharedRuns(db, sweep_ids);
+    if (!shared.ok()) return shared.status();
+    AddTrainedRuns(*shared, sweep_ids, &runs);
     return absl::OkStatus();
   });
   if (!read.ok()) return read;

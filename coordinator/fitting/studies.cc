@@ -106,8 +106,8 @@ std::optional<fitter::SweepRole> MemberRole(absl::string_view role) {
   return fitter::SweepRoleOfLabel(role);
 }
 
-absl::StatusOr<xmod::v1::Study> InsertStudy(Db& db, const xmod::v1::StudySpec& spec,
-                                            int max_bootstrap_samples, int64_t now_ms) {
+absl::StatusOr<xmod::v1::StudySpec> ResolveStudy(Db& db, const xmod::v1::StudySpec& spec,
+                                                 int max_bootstrap_samples) {
   if (absl::Status s = CheckName(spec.name()); !s.ok()) return s;
   if (spec.description().size() > kMaxDescriptionBytes) {
     return absl::InvalidArgumentError(
@@ -140,7 +140,14 @@ absl::StatusOr<xmod::v1::Study> InsertStudy(Db& db, const xmod::v1::StudySpec& s
     return absl::AlreadyExistsError(absl::StrCat("name: study '", spec.name(), "' already exists"));
   }
   if (!absl::IsNotFound(taken.status())) return taken.status();
-  return InsertStudyRows(db, std::move(resolved), now_ms);
+  return resolved;
+}
+
+absl::StatusOr<xmod::v1::Study> InsertStudy(Db& db, const xmod::v1::StudySpec& spec,
+                                            int max_bootstrap_samples, int64_t now_ms) {
+  absl::StatusOr<xmod::v1::StudySpec> resolved = ResolveStudy(db, spec, max_bootstrap_samples);
+  if (!resolved.ok()) return resolved.status();
+  return InsertStudyRows(db, *std::move(resolved), now_ms);
 }
 
 }  // namespace xmod

@@ -34,6 +34,9 @@ std::optional<fitter::SweepRole> MemberRole(absl::string_view role);
 // own Store::Write closure (each closure rolls back alone).
 absl::StatusOr<xmod::v1::Study> InsertStudy(Db& db, const xmod::v1::StudySpec& spec,
                                             int max_bootstrap_samples, int64_t now_ms);
+// InsertStudy's validation and resolution alone: the spec it would store; nothing is written.
+absl::StatusOr<xmod::v1::StudySpec> ResolveStudy(Db& db, const xmod::v1::StudySpec& spec,
+                                                 int max_bootstrap_samples);
 
 }  // namespace xmod
 

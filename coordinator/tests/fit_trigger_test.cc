@@ -168,7 +168,9 @@ class FitTriggerTest : public testing::Test {
 
 // One sweep whose grids are labelled kxl, nact and axk (the B.4 design in one spec) is
 // fitted by sweep (paper B.5): the grid labels stored with the runs name each run's sweep.
-// Its N_act = 165M fold then holds the 11 nact runs only, not the axk sweep's A = 1 runs.
+// The axk runs at A = 1 are stored at the nact runs' budget and seed: the same configurations,
+// so each pair is one observation in both roles (109, not 113). The N_act = 165M fold scores
+// the 11 nact runs, not the axk sweep's other runs.
 TEST_F(FitTriggerTest, GridLabelsNameTheSweepsOfTheFit) {
   fitter::SyntheticOptions options;
   options.seed = 5;
@@ -186,7 +188,7 @@ TEST_F(FitTriggerTest, GridLabelsNameTheSweepsOfTheFit) {
   trigger.WaitIdle();
   absl::StatusOr<xmod::v1::Fit> fit = LatestUsableFit(*store_, sweep);
   ASSERT_TRUE(fit.ok()) << fit.status();
-  EXPECT_EQ(fit->n_obs(), 113);
+  EXPECT_EQ(fit->n_obs(), 109);
   int n_165m = -1;
   for (const xmod::v1::GroupError& g : fit->cv()) {
     if (g.group() == "N_act=165M") n_165m = g.n();
@@ -451,7 +453,9 @@ TEST_F(FitTriggerTest, PollRefitsOnSuccessesAndAfterARestartOnlyWhatIsOwed) {
   EXPECT_EQ(CountFits(*store_, c, false), 1);
 }
 
-// A study over three sweeps, one per B.4 role, whose runs carry no role label: created before
+// A study over three sweeps, one per B.4 role, whose runs carry no role label, each sweep
+// storing the configurations it shares with another (556M at 32k; 165M, A = 1) at the same
+// budget and seed: the fit counts each once, in both roles (109 = 124 - 15). Created before
 // its members' runs succeed, it is fitted by sweep at the poll after they do (the members' own
 // fit.enabled plays no part), served by GetFit(study), Predict and Recommend, refitted once
 // when another member run succeeds; a study created after its members finished is fitted at
@@ -512,7 +516,7 @@ TEST_F(FitTriggerTest, AStudyFitsItsMemberSweepsBySweepAndRefitsAsTheyComplete) 
     EXPECT_EQ(trigger.attempts(), 1);  // the study alone
     absl::StatusOr<xmod::v1::Fit> fit = LatestUsableFit(*store_, get);
     ASSERT_TRUE(fit.ok()) << fit.status();
-    EXPECT_EQ(fit->n_obs(), 56 + 44 + 23);
+    EXPECT_EQ(fit->n_obs(), 109 - 1);
     EXPECT_TRUE(fit->by_sweep());
     EXPECT_NE(fit->study_id(), 0);
     EXPECT_EQ(fit->sweep_id(), 0);
@@ -530,7 +534,7 @@ TEST_F(FitTriggerTest, AStudyFitsItsMemberSweepsBySweepAndRefitsAsTheyComplete) 
     EXPECT_EQ(trigger.attempts(), 2);
     fit = LatestUsableFit(*store_, get);
     ASSERT_TRUE(fit.ok()) << fit.status();
-    EXPECT_EQ(fit->n_obs(), 56 + 44 + 24);
+    EXPECT_EQ(fit->n_obs(), 109);
 
     // Predict and Recommend under the study's fit, on the members' dense curves.
     xmod::v1::PredictRequest predict;
@@ -561,7 +565,7 @@ TEST_F(FitTriggerTest, AStudyFitsItsMemberSweepsBySweepAndRefitsAsTheyComplete) 
     get.set_study("b4-after");
     fit = LatestUsableFit(*store_, get);
     ASSERT_TRUE(fit.ok()) << fit.status();
-    EXPECT_EQ(fit->n_obs(), 56 + 44 + 24);
+    EXPECT_EQ(fit->n_obs(), 109);
   }
   FitTrigger restarted(store_.get(), &clock_, nullptr, FastOptions());
   ASSERT_TRUE(restarted.Poll().ok());

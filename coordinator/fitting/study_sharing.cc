@@ -1,0 +1,105 @@
+// Runs the member sweeps of a study share. See study_sharing.h.
+#include "coordinator/fitting/study_sharing.h"
+
+#include <map>
+#include <set>
+#include <utility>
+
+#include "coordinator/store/store_reads.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+
+namespace xmod {
+namespace {
+
+bool Trainable(const xmod::v1::Run& run) {
+  return run.state() != xmod::v1::FAILED && run.state() != xmod::v1::CANCELLED;
+}
+
+bool NotStarted(const xmod::v1::Run& run) {
+  return run.state() == xmod::v1::QUEUED && run.attempts() == 0;
+}
+
+// An observation of the law in range: an X-MoD run with K >= 2 its FitPlan does not hold out.
+bool InRangeObservation(const xmod::v1::Run& run) {
+  return run.spec().model().arch() == xmod::v1::XMOD && run.spec().model().k() >= 2 &&
+         !run.held_out();
+}
+
+}  // namespace
+
+std::string RunIdentity(const xmod::v1::RunSpec& spec) {
+  xmod::v1::RunSpec configuration;
+  *configuration.mutable_model() = spec.model();
+  *configuration.mutable_training() = spec.training();
+  *configuration.mutable_data() = spec.data();
+  std::string key;
+  {
+    google::protobuf::io::StringOutputStream stream(&key);
+    google::protobuf::io::CodedOutputStream out(&stream);
+    out.SetSerializationDeterministic(true);
+    configuration.SerializeToCodedStream(&out);
+  }
+  return key;
+}
+
+absl::StatusOr<StudySharing> PlanSharedRuns(Db& db, const xmod::v1::StudySpec& spec,
+                                            int64_t study_id) {
+  std::vector<int64_t> sweep_ids;
+  for (const xmod::v1::StudyMember& m : spec.members()) sweep_ids.push_back(m.sweep_id());
+  absl::StatusOr<std::vector<SharedRunRow>> linked = LoadSharedRuns(db, sweep_ids);
+  if (!linked.ok()) return linked.status();
+  std::set<int64_t> already;  // runs linked before
+  for (const SharedRunRow& row : *linked) already.insert(row.run_id);
+
+  StudySharing out;
+  std::map<std::string, int64_t> earlier;  // configuration -> run of an earlier member
+  std::set<std::string> observed;          // configurations of in-range X-MoD runs
+  for (int64_t sweep_id : sweep_ids) {
+    absl::StatusOr<std::vector<xmod::v1::Run>> runs = LoadRuns(db, RunFilter{.sweep_id = sweep_id});
+    if (!runs.ok()) return runs.status();
+    std::vector<std::pair<std::string, int64_t>> trainable;  // this member's, added after it
+    for (const xmod::v1::Run& run : *runs) {
+      std::string identity = RunIdentity(run.spec());
+      if (Trainable(run) && InRangeObservation(run)) {
+        ++out.listed_observations;
+        xmod::v1::RunSpec unseeded = run.spec();  // the fit averages replicates of other seeds
+        unseeded.mutable_training()->clear_seed();
+        observed.insert(RunIdentity(unseeded));
+      }
+      auto it = earlier.find(identity);
+      if (it != earlier.end() && NotStarted(run) && !already.count(run.id())) {
+        out.links.push_back({run.id(), sweep_id, it->second, study_id});
+      } else if (Trainable(run)) {
+        trainable.push_back({std::move(identity), run.id()});
+      }
+    }
+    for (auto& [identity, run_id] : trainable) earlier.emplace(std::move(identity), run_id);
+  }
+  out.in_range_observations = static_cast<int>(observed.size());
+  return out;
+}
+
+absl::Status StoreSharedRuns(Db& db, const std::vector<SharedRunRow>& links, int64_t now_ms) {
+  for (const SharedRunRow& link : links) {
+    if (absl::Status s = InsertSharedRun(db, link, now_ms); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+void AddTrainedRuns(const std::vector<SharedRunRow>& links, const std::vector<int64_t>& sweep_ids,
+                    std::vector<std::vector<fitter::RunCurve>>* runs) {
+  std::map<int64_t, fitter::RunCurve> by_id;
+  for (const std::vector<fitter::RunCurve>& member : *runs) {
+    for (const fitter::RunCurve& run : member) by_id.emplace(run.run_id, run);
+  }
+  for (const SharedRunRow& link : links) {
+    auto trained = by_id.find(link.trained_run_id);
+    if (trained == by_id.end()) continue;  // not (yet) succeeded, or outside the study
+    for (size_t i = 0; i < sweep_ids.size(); ++i) {
+      if (sweep_ids[i] == link.sweep_id) (*runs)[i].push_back(trained->second);
+    }
+  }
+}
+
+}  // namespace xmod

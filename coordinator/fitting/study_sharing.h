@@ -1,0 +1,55 @@
+// Runs the member sweeps of a study share (paper Appendix B.4; docs/paper-fidelity.md, "B.4 as
+// a study"): a configuration two member sweeps list — the same model, training (budget and
+// seed included) and data — is trained once. At creation the study links each later member's
+// run of a configuration an earlier member also lists to that earlier run (store/
+// shared_run_rows.h) when it has not started, and the caller cancels it; the study's fit then
+// reads the trained run in the later member's place too, so the run carries both members'
+// roles (fitter/shared_runs.h merges it into one observation). Functions taking a Db run
+// inside a Store::Read or Store::Write closure.
+#ifndef XMOD_COORDINATOR_FITTING_STUDY_SHARING_H_
+#define XMOD_COORDINATOR_FITTING_STUDY_SHARING_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "coordinator/store/shared_run_rows.h"
+#include "fitter/observations.h"
+#include "resultsdb/sqlite_db.h"
+#include "xmod/v1/coordinator.pb.h"
+
+namespace xmod {
+
+// A run's configuration: its RunSpec's model, training and data, serialized
+// deterministically (checkpoint folder, run id and attempt left out). Equal for the same
+// configuration in two sweeps.
+std::string RunIdentity(const xmod::v1::RunSpec& spec);
+
+// What sharing does to a study's members.
+struct StudySharing {
+  // Every QUEUED run of a member that no attempt has started and whose configuration an
+  // earlier member lists in a run not FAILED or CANCELLED, linked to the earliest such run
+  // (study_id as given); runs linked already (by another study) are left out.
+  std::vector<SharedRunRow> links;
+  int listed_observations = 0;    // members' in-range X-MoD runs not FAILED or CANCELLED
+  int in_range_observations = 0;  // ... each configuration once, replicates of other seeds
+                                  // too: what the study's fit counts
+};
+
+// The sharing of the members of `spec` (resolved: sweep ids set) for a study `study_id`
+// (0 for a dry run). Reads only.
+absl::StatusOr<StudySharing> PlanSharedRuns(Db& db, const xmod::v1::StudySpec& spec,
+                                            int64_t study_id);
+
+// Stores the study's links (InsertSharedRun); the caller then cancels each link's run_id.
+absl::Status StoreSharedRuns(Db& db, const std::vector<SharedRunRow>& links, int64_t now_ms);
+
+// Adds, to each member's runs (indexed like `sweep_ids`), the trained run of every link whose
+// untrained run belongs to that member, when the trained run is among the members' runs.
+void AddTrainedRuns(const std::vector<SharedRunRow>& links, const std::vector<int64_t>& sweep_ids,
+                    std::vector<std::vector<fitter::RunCurve>>* runs);
+
+}  // namespace xmod
+
+#endif  // XMOD_COORDINATOR_FITTING_STUDY_SHARING_H_

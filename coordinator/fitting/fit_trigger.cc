@@ -212,6 +212,11 @@ absl::Status FitTrigger::ReadSweepJob(int64_t sweep_id, Job* job) {
     absl::StatusOr<std::vector<fitter::RunCurve>> r = fitter::LoadSweepRuns(db, sweep_id);
     if (!r.ok()) return r.status();
     runs = *std::move(r);
+    // A run a study trains in another sweep in this one's place (study_sharing.h) is its run.
+    absl::StatusOr<std::vector<fitter::RunCurve>> elsewhere =
+        LoadRunsTrainedElsewhere(db, sweep_id);
+    if (!elsewhere.ok()) return elsewhere.status();
+    runs.insert(runs.end(), elsewhere->begin(), elsewhere->end());
     return absl::OkStatus();
   });
   if (!read.ok()) return read;

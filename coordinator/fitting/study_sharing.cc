@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "coordinator/store/store_reads.h"
+#include "fitter/db_source.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
@@ -100,6 +101,26 @@ void AddTrainedRuns(const std::vector<SharedRunRow>& links, const std::vector<in
       if (sweep_ids[i] == link.sweep_id) (*runs)[i].push_back(trained->second);
     }
   }
+}
+
+absl::StatusOr<std::vector<fitter::RunCurve>> LoadRunsTrainedElsewhere(Db& db, int64_t sweep_id) {
+  absl::StatusOr<std::vector<SharedRunRow>> links = LoadSharedRuns(db, {sweep_id});
+  if (!links.ok()) return links.status();
+  std::set<int64_t> trained_ids;
+  std::set<int64_t> trained_sweeps;
+  for (const SharedRunRow& link : *links) {
+    trained_ids.insert(link.trained_run_id);
+    trained_sweeps.insert(link.trained_sweep_id);
+  }
+  std::vector<fitter::RunCurve> out;
+  for (int64_t other : trained_sweeps) {
+    absl::StatusOr<std::vector<fitter::RunCurve>> runs = fitter::LoadSweepRuns(db, other);
+    if (!runs.ok()) return runs.status();
+    for (fitter::RunCurve& run : *runs) {
+      if (trained_ids.count(run.run_id) > 0) out.push_back(std::move(run));
+    }
+  }
+  return out;
 }
 
 }  // namespace xmod

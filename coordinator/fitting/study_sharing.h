@@ -50,6 +50,10 @@ absl::Status StoreSharedRuns(Db& db, const std::vector<SharedRunRow>& links, int
 void AddTrainedRuns(const std::vector<SharedRunRow>& links, const std::vector<int64_t>& sweep_ids,
                     std::vector<std::vector<fitter::RunCurve>>* runs);
 
+// The succeeded runs that other sweeps train in place of `sweep_id`'s linked runs, so that
+// the sweep's own fit still sees every configuration it lists.
+absl::StatusOr<std::vector<fitter::RunCurve>> LoadRunsTrainedElsewhere(Db& db, int64_t sweep_id);
+
 }  // namespace xmod
 
 #endif  // XMOD_COORDINATOR_FITTING_STUDY_SHARING_H_

@@ -26,15 +26,16 @@ absl::StatusOr<std::vector<SharedRunRow>> LoadSharedRuns(Db& db,
   if (sweep_ids.empty()) return out;
   // The ids are integers of our own, joined into the statement's IN list.
   absl::StatusOr<Stmt> stmt = db.Prepare(
-      absl::StrCat("SELECT s.run_id, r.sweep_id, s.trained_run_id, s.study_id FROM shared_runs s"
-                   " JOIN runs r ON r.id = s.run_id WHERE r.sweep_id IN (",
+      absl::StrCat("SELECT s.run_id, r.sweep_id, s.trained_run_id, s.study_id, t.sweep_id"
+                   " FROM shared_runs s JOIN runs r ON r.id = s.run_id"
+                   " JOIN runs t ON t.id = s.trained_run_id WHERE r.sweep_id IN (",
                    absl::StrJoin(sweep_ids, ","), ") ORDER BY s.run_id"));
   if (!stmt.ok()) return stmt.status();
   while (true) {
     absl::StatusOr<bool> row = stmt->Step();
     if (!row.ok()) return row.status();
     if (!*row) break;
-    out.push_back({stmt->Int(0), stmt->Int(1), stmt->Int(2), stmt->Int(3)});
+    out.push_back({stmt->Int(0), stmt->Int(1), stmt->Int(2), stmt->Int(3), stmt->Int(4)});
   }
   return out;
 }

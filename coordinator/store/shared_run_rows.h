@@ -14,10 +14,11 @@
 namespace xmod {
 
 struct SharedRunRow {
-  int64_t run_id = 0;          // the run not trained
-  int64_t sweep_id = 0;        // its sweep
-  int64_t trained_run_id = 0;  // the run trained in its place (another sweep's)
-  int64_t study_id = 0;        // the study that linked them
+  int64_t run_id = 0;            // the run not trained
+  int64_t sweep_id = 0;          // its sweep
+  int64_t trained_run_id = 0;    // the run trained in its place (another sweep's)
+  int64_t study_id = 0;          // the study that linked them
+  int64_t trained_sweep_id = 0;  // the trained run's sweep (read back; not stored)
 };
 
 // Records that `row.run_id` is not trained, `row.trained_run_id` is in its place (sweep_id

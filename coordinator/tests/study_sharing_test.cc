@@ -11,6 +11,7 @@
 
 #include "common/files.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/store/store_writes.h"
 #include "coordinator/tests/test_util.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
@@ -104,6 +105,38 @@ TEST(StudySharingTest, CreatingAStudyTrainsEachSharedConfigurationOnce) {
   }
   EXPECT_EQ(trained_of[runs_b.at("K2A1").id()], runs_a.at("K2A1").id());
   EXPECT_EQ(trained_of[runs_b.at("K4A1").id()], runs_a.at("K4A1").id());
+
+  // Once the earlier member's run succeeds, the later sweep's own fit reads it in place of
+  // its cancelled copy (LoadRunsTrainedElsewhere); the not yet succeeded one is not read.
+  const int64_t trained = runs_a.at("K2A1").id();
+  ASSERT_TRUE(c->coordinator->store()
+                  ->WriteAndWait([&](Db& db) {
+                    xmod::v1::MetricPoint point;
+                    point.set_step(1);
+                    point.set_flops(1e9);
+                    point.set_name("val/loss");
+                    point.set_value(3.5);
+                    if (absl::Status m = InsertMetrics(db, trained, 1, 0, {point}); !m.ok()) {
+                      return m;
+                    }
+                    RunUpdate update;
+                    update.run_id = trained;
+                    update.state = xmod::v1::SUCCEEDED;
+                    update.finished_ms = 2000;
+                    return UpdateRun(db, update);
+                  })
+                  .ok());
+  std::vector<fitter::RunCurve> elsewhere;
+  ASSERT_TRUE(c->coordinator->store()
+                  ->Read([&](Db& db) {
+                    absl::StatusOr<std::vector<fitter::RunCurve>> r =
+                        LoadRunsTrainedElsewhere(db, b.sweep_id());
+                    if (r.ok()) elsewhere = *std::move(r);
+                    return r.status();
+                  })
+                  .ok());
+  ASSERT_EQ(elsewhere.size(), 1u);
+  EXPECT_EQ(elsewhere[0].run_id, trained);
 
   // A second study over the same sweeps links nothing again; the links stand.
   create.mutable_spec()->set_name("shared-2");

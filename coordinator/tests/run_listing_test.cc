@@ -7,9 +7,12 @@
 
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/poll.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/tests/test_util.h"
 #include "gmock/gmock.h"
@@ -284,6 +287,61 @@ TEST_F(RunListingTest, HttpRouteTakesTheSameQueryAsParameters) {
   std::tie(status, body) = get("page_token=xyz");
   EXPECT_EQ(status, 400);
   EXPECT_THAT(body, HasSubstr("page_token: malformed"));
+}
+
+// The events stream: a greeting, then only the runs that changed, as WatchSweepEvent JSON.
+TEST_F(RunListingTest, EventsStreamSendsTheRunsThatChanged) {
+  const int64_t sweep = SubmitReplicated("events");
+  ListRunsRequest request;
+  request.set_sweep_id(sweep);
+  ListRunsResponse runs;
+  ASSERT_TRUE(List(request, &runs).ok());
+  const int64_t cancelled = runs.runs(4).id();
+
+  httplib::Client http("127.0.0.1", loopback_.coordinator->ports().http);
+  absl::Mutex mu;
+  std::string received;
+  int status = 0;
+  std::thread reader([&] {
+    auto res = http.Get(absl::StrCat("/api/sweeps/", sweep, "/events").c_str(),
+                        [&](const char* data, size_t size) {
+                          absl::MutexLock lock(&mu);
+                          received.append(data, size);
+                          return true;
+                        });
+    absl::MutexLock lock(&mu);
+    status = res ? res->status : -1;
+  });
+  const auto holds = [&](const std::string& text) {
+    return PollUntil(
+        [&] {
+          absl::MutexLock lock(&mu);
+          return received.find(text) != std::string::npos;
+        },
+        absl::Seconds(30), absl::Milliseconds(20));
+  };
+  EXPECT_TRUE(holds("event: hello\ndata: {\"runs\":[],\"sweep\":{"));
+  grpc::ClientContext context;
+  xmod::v1::CancelRunRequest cancel;
+  cancel.set_run_id(cancelled);
+  xmod::v1::Run run;
+  ASSERT_TRUE(loopback_.user->CancelRun(&context, cancel, &run).ok());
+  EXPECT_TRUE(holds("event: runs\n"));
+  EXPECT_TRUE(holds("\"state\":\"CANCELLED\""));
+  {
+    absl::MutexLock lock(&mu);
+    const std::string event = received.substr(received.find("event: runs"));
+    EXPECT_THAT(event, HasSubstr(absl::StrCat("\"id\":\"", cancelled, "\"")));
+    // Only the changed run: no other run's name is in it.
+    EXPECT_EQ(event.find(runs.runs(0).name()), std::string::npos) << event;
+  }
+  http.stop();
+  reader.join();
+
+  // An unknown sweep is refused before any stream opens.
+  auto res = http.Get("/api/sweeps/999/events");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
 }
 
 }  // namespace

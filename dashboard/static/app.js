@@ -1,12 +1,16 @@
 // app.js — the xmod dashboard's main loop: signs in when the coordinator needs it (a login
-// form; the session is an HttpOnly cookie), polls the coordinator's JSON API and renders the
-// sweep list, the selected sweep's runs table and its loss curves against training FLOPs;
-// fit.js renders the law fit and the recommendation form. The selected sweep lives in the
-// URL hash (#sweep=ID), a selected study (one fit over several sweeps: its members and its
-// fit) likewise (#study=NAME). Metric series of ended runs are fetched once and cached.
+// form; the session is an HttpOnly cookie), polls the coordinator's small documents (sweeps,
+// studies) and renders the sweep list, one page of the selected sweep's runs table (runs.js
+// pages, sorts, filters and groups it on the server and keeps it current from the sweep's
+// event stream) and the page's loss curves against training FLOPs; compare.js overlays picked
+// runs or configurations; fit.js renders the law fit and the recommendation form. The
+// selected sweep lives in the URL hash (#sweep=ID), a selected study (one fit over several
+// sweeps: its members and its fit) likewise (#study=NAME). Metric series of ended runs are
+// fetched once and cached.
 'use strict';
 
-const REFRESH_MS = 2000;
+// The sweep and study lists' poll; the selected sweep's runs and counts come from its event stream.
+const REFRESH_MS = 5000;
 const RUN_STATES = ['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED'];
 const ENDED = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 const SERIES = ['val/loss', 'train/loss'];
@@ -114,6 +118,10 @@ function renderSweepHeader(sweep) {
     `${training.batch_tokens} tokens/step`,
     `created ${Xmod.time(sweep.created_unix_ms)}`,
   ].filter(Boolean).join(' · ');
+  renderCounts(sweep);
+}
+
+function renderCounts(sweep) {
   const chips = document.getElementById('sweep-counts');
   chips.replaceChildren();
   for (const s of RUN_STATES) {
@@ -163,51 +171,149 @@ function lastValue(runId, name, fallback) {
   return points && points.length ? points[points.length - 1][1] : fallback || undefined;
 }
 
-function renderRuns(runs) {
-  const body = document.querySelector('#runs tbody');
-  body.replaceChildren();
-  for (const run of runs) {
-    const id = Number(run.id);
-    const model = run.spec.model;
-    const progress = run.progress;
-    const tr = Xmod.node('tr');
-    tr.dataset.runId = id;
-    Xmod.cell(tr, id, 'num');
-    const name = Xmod.cell(tr, run.name);
-    if (run.held_out) {
-      name.appendChild(Xmod.node('span', 'tag held-out', 'held out')).title =
-          'out of the fit\'s range (spec fit.held_out_*): predicted, not fitted';
-    }
-    if (run.error) name.appendChild(Xmod.node('div', 'error', run.error));
-    Xmod.cell(tr, archText(model));
-    Xmod.cell(tr, hasKA(model) && model.k ? model.k : '', 'num');
-    Xmod.cell(tr, hasKA(model) && model.a ? model.a : '', 'num');  // MoD has no A (0)
-    Xmod.cell(tr, run.spec.training.seq_len, 'num');
-    Xmod.cell(tr, Xmod.count(run.total_params), 'num');
-    const phi = phiRatio(run, runs);
-    Xmod.cell(tr, phi === undefined ? '' : phi.toFixed(3), 'num');
-    Xmod.cell(tr, run.state, `state ${run.state}`).title =
-        `attempt ${run.attempts}/${run.max_attempts}` + (run.worker ? ` on ${run.worker}` : '');
-    const budget = progress.flop_budget || run.spec.training.flop_budget;
-    const pct = budget ? Math.min(100, 100 * progress.flops / budget) : 0;
-    const bar = Xmod.node('div', `bar ${run.state}`);
-    bar.appendChild(Xmod.node('div')).style.width = `${pct}%`;
-    const progressCell = Xmod.cell(tr, '');
-    const wrap = progressCell.appendChild(Xmod.node('div', 'progress'));
-    wrap.append(bar, Xmod.node('span', 'pct', `${pct.toFixed(0)}%`));
-    progressCell.title = `${Xmod.flops(progress.flops)} / ${Xmod.flops(budget)} FLOPs, ` +
-        `step ${progress.step}, ${Xmod.count(progress.tokens)} tokens`;
-    Xmod.cell(tr, Xmod.loss(lastValue(id, 'train/loss', progress.train_loss)), 'num');
-    Xmod.cell(tr, Xmod.loss(lastValue(id, 'val/loss', progress.val_loss)), 'num');
-    const live = progress.live_delta;
-    Xmod.cell(tr, live === undefined ? '' : (live >= 0 ? '+' : '') + live.toFixed(4), 'num')
-        .title = run.censored ? 'stopped early: a censored observation, never fitted' :
-                                live === undefined ? '' :
-                                `at ${Xmod.flops(progress.live_delta_flops)} FLOPs`;
-    Xmod.cell(tr, progress.tokens_per_second ? progress.tokens_per_second.toFixed(0) : '', 'num');
-    renderEval(Xmod.cell(tr, ''), run);
-    body.appendChild(tr);
+// The compare cell: a checkbox that picks what `runs()` resolves to (one run, or a
+// configuration's seeds).
+function compareCell(tr, key, label, runs) {
+  const box = Xmod.cell(tr, '').appendChild(Xmod.node('input'));
+  box.type = 'checkbox';
+  box.className = 'pick';
+  box.checked = XmodCompare.isPicked(key);
+  box.title = 'compare: overlay its curves with the dense reference';
+  box.addEventListener(
+      'change', async () => XmodCompare.pick(key, label, await runs(), box.checked));
+}
+
+function runRow(run, runs, seedOf) {
+  const id = Number(run.id);
+  const model = run.spec.model;
+  const progress = run.progress;
+  const tr = Xmod.node('tr', seedOf ? 'seed' : '');
+  tr.dataset.runId = id;
+  compareCell(tr, `run:${id}`, run.name, () => [run]);
+  Xmod.cell(tr, id, 'num');
+  const name = Xmod.cell(tr, run.name);
+  if (run.held_out) {
+    name.appendChild(Xmod.node('span', 'tag held-out', 'held out')).title =
+        'out of the fit\'s range (spec fit.held_out_*): predicted, not fitted';
   }
+  if (run.error) name.appendChild(Xmod.node('div', 'error', run.error));
+  Xmod.cell(tr, archText(model));
+  Xmod.cell(tr, hasKA(model) && model.k ? model.k : '', 'num');
+  Xmod.cell(tr, hasKA(model) && model.a ? model.a : '', 'num');  // MoD has no A (0)
+  Xmod.cell(tr, run.spec.training.seq_len, 'num');
+  Xmod.cell(tr, Xmod.count(run.total_params), 'num');
+  const phi = phiRatio(run, runs);
+  Xmod.cell(tr, phi === undefined ? '' : phi.toFixed(3), 'num');
+  Xmod.cell(tr, run.state, `state ${run.state}`).title =
+      `attempt ${run.attempts}/${run.max_attempts}` + (run.worker ? ` on ${run.worker}` : '');
+  const budget = progress.flop_budget || run.spec.training.flop_budget;
+  const pct = budget ? Math.min(100, 100 * progress.flops / budget) : 0;
+  const bar = Xmod.node('div', `bar ${run.state}`);
+  bar.appendChild(Xmod.node('div')).style.width = `${pct}%`;
+  const progressCell = Xmod.cell(tr, '');
+  const wrap = progressCell.appendChild(Xmod.node('div', 'progress'));
+  wrap.append(bar, Xmod.node('span', 'pct', `${pct.toFixed(0)}%`));
+  progressCell.title = `${Xmod.flops(progress.flops)} / ${Xmod.flops(budget)} FLOPs, ` +
+      `step ${progress.step}, ${Xmod.count(progress.tokens)} tokens`;
+  Xmod.cell(tr, Xmod.loss(lastValue(id, 'train/loss', progress.train_loss)), 'num');
+  Xmod.cell(tr, Xmod.loss(lastValue(id, 'val/loss', progress.val_loss)), 'num');
+  const live = progress.live_delta;
+  Xmod.cell(tr, live === undefined ? '' : (live >= 0 ? '+' : '') + live.toFixed(4), 'num')
+      .title = run.censored ? 'stopped early: a censored observation, never fitted' :
+                              live === undefined ? '' :
+                              `at ${Xmod.flops(progress.live_delta_flops)} FLOPs`;
+  Xmod.cell(tr, progress.tokens_per_second ? progress.tokens_per_second.toFixed(0) : '', 'num');
+  renderEval(Xmod.cell(tr, ''), run);
+  return tr;
+}
+
+// "mean ± sd (n)" of a replicate statistic, `digits` decimals; '' without values.
+function statText(stat, digits, signed) {
+  if (!stat || !stat.n) return '';
+  const mean = (signed && stat.mean >= 0 ? '+' : '') + stat.mean.toFixed(digits);
+  return stat.n > 1 ? `${mean} ± ${stat.sd.toFixed(digits)} (n=${stat.n})` : `${mean} (n=1)`;
+}
+
+// One configuration: its first run's columns, its seeds' state counts and statistics.
+function groupRow(group, open) {
+  const run = group.first;
+  const model = run.spec.model;
+  const tr = Xmod.node('tr', 'group');
+  tr.dataset.groupKey = group.key;
+  const seedsOf = () => XmodRuns.seeds(group);
+  compareCell(tr, `group:${group.key}`, group.name, seedsOf);
+  const toggle = Xmod.cell(tr, '', 'num').appendChild(
+      Xmod.node('button', 'expand', `${open ? '▾' : '▸'} ${group.run_ids.length}`));
+  toggle.title = open ? 'hide the seeds' : 'show the seeds';
+  toggle.addEventListener('click', () => XmodRuns.toggle(group));
+  Xmod.cell(tr, group.name);
+  Xmod.cell(tr, archText(model));
+  Xmod.cell(tr, hasKA(model) && model.k ? model.k : '', 'num');
+  Xmod.cell(tr, hasKA(model) && model.a ? model.a : '', 'num');
+  Xmod.cell(tr, run.spec.training.seq_len, 'num');
+  Xmod.cell(tr, Xmod.count(run.total_params), 'num');
+  Xmod.cell(tr, '');
+  const counts = Object.entries(group.run_counts).sort();
+  Xmod.cell(tr, counts.map(([s, n]) => `${s.toLowerCase()} ${n}`).join(', '), 'state');
+  Xmod.cell(tr, '');
+  Xmod.cell(tr, '');
+  Xmod.cell(tr, statText(group.val_loss, 4), 'num').title = 'latest val loss of its seeds';
+  Xmod.cell(tr, statText(group.live_delta, 4, true), 'num');
+  Xmod.cell(tr, '');
+  Xmod.cell(tr, '');
+  return tr;
+}
+
+function renderTable(view) {
+  const body = document.querySelector('#runs tbody');
+  const rows = [];
+  if (view.grouped) {
+    for (const group of view.groups) {
+      const seeds = view.expanded.get(group.key);
+      rows.push(groupRow(group, !!seeds));
+      for (const run of seeds || []) rows.push(runRow(run, state.runs, group));
+    }
+  } else {
+    for (const run of view.runs) rows.push(runRow(run, view.runs));
+  }
+  body.replaceChildren(...rows);
+  for (const th of document.querySelectorAll('#runs th[data-sort]')) {
+    th.classList.toggle('sorted', th.dataset.sort === view.sort);
+    th.dataset.order = th.dataset.sort === view.sort ? view.order : '';
+  }
+  const shown = view.grouped ? view.groups.length : view.runs.length;
+  const from = view.page * view.pageSize;
+  document.getElementById('runs-page').textContent = shown ?
+      `${from + 1}–${from + shown} of ${view.total} ${view.grouped ? 'configurations' : 'runs'}` :
+      `none of ${view.total}`;
+  document.getElementById('runs-prev').disabled = view.page === 0;
+  document.getElementById('runs-next').disabled = !view.hasNext;
+}
+
+// A page arrived (or a group opened): its runs' curves, the table and the chart.
+async function renderPage(view) {
+  state.runs = view.grouped ?
+      view.groups.map(g => g.first).concat([...view.expanded.values()].flat()) :
+      view.runs;
+  await fetchMetrics(state.runs);
+  renderTable(view);
+  renderCurves();
+  performance.mark('xmod-runs-rendered');
+  // Tests wait on it: which page of which query is on screen.
+  document.body.dataset.runsPage = `${view.sweepId}:${view.page}:${view.sort}:${view.order}:` +
+      `${view.grouped ? 'groups' : 'runs'}:${view.grouped ? view.groups.length : view.runs.length}`;
+}
+
+// Runs that changed (the event stream) replace their rows; their curves are read again.
+async function patchRuns(runs) {
+  await fetchMetrics(runs);
+  for (const run of runs) {
+    const row = document.querySelector(`#runs tr[data-run-id="${Number(run.id)}"]`);
+    if (row) row.replaceWith(runRow(run, state.runs));
+  }
+  state.runs = state.runs.map(r => runs.find(c => c.id === r.id) || r);
+  renderCurves();
+  XmodCompare.render();
 }
 
 // The zero-shot tasks of a run's spec (training.eval_tasks) and their metric names.
@@ -296,12 +402,9 @@ async function refresh() {
     if (study) await renderStudy(study);
     if (sweep) {
       renderSweepHeader(sweep);
-      const runs = (await Xmod.api(`/api/sweeps/${sweep.id}/runs`))?.runs || [];
-      state.runs = runs;
-      await fetchMetrics(runs);
-      renderRuns(runs);
-      renderCurves();
-      await XmodFit.update(sweep, runs);
+      await XmodRuns.show(Number(sweep.id));
+      renderCurves();  // the page's cached series: cheap, and new points of running runs
+      await XmodFit.update(sweep, state.runs);
       await XmodDesign.update(sweep);
     }
     status.textContent = `updated ${new Date().toLocaleTimeString()}`;
@@ -387,6 +490,22 @@ for (const input of document.querySelectorAll('input[name=series]')) {
     renderCurves();
   });
 }
+XmodRuns.init({render: renderPage, patch: patchRuns, counts: renderCounts});
+for (const th of document.querySelectorAll('#runs th[data-sort]')) {
+  th.addEventListener('click', () => XmodRuns.sortBy(th.dataset.sort));
+}
+// Filters apply as typed, once typing pauses.
+for (const input of document.querySelectorAll('#run-filters input[data-filter]')) {
+  let timer = null;
+  input.addEventListener('input', () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => XmodRuns.filter(input.dataset.filter, input.value), 300);
+  });
+}
+document.getElementById('group-replicates')
+    .addEventListener('change', event => XmodRuns.group(event.target.checked));
+document.getElementById('runs-next').addEventListener('click', () => XmodRuns.next());
+document.getElementById('runs-prev').addEventListener('click', () => XmodRuns.previous());
 window.addEventListener('hashchange', () => {
   state.metrics.clear();  // only the selected sweep's runs are kept
   (inFlight || Promise.resolve()).then(refreshOnce);

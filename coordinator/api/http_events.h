@@ -25,7 +25,7 @@ namespace xmod {
 inline constexpr int kMaxEventStreams = 16;
 inline constexpr int kMaxEventRuns = 200;
 inline constexpr absl::Duration kEventMinInterval = absl::Milliseconds(500);
-inline constexpr absl::Duration kEventHeartbeat = absl::Seconds(15);
+inline constexpr absl::Duration kEventHeartbeat = absl::Seconds(5);
 inline constexpr absl::Duration kEventStreamLifetime = absl::Minutes(10);
 // How often a waiting stream checks that its client and the server are still there.
 inline constexpr absl::Duration kEventWaitSlice = absl::Seconds(1);

@@ -5,6 +5,8 @@
 #include <grpcpp/security/credentials.h>
 #include <httplib.h>
 
+#include <atomic>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -13,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/poll.h"
+#include "coordinator/api/http_events.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/tests/test_util.h"
 #include "gmock/gmock.h"
@@ -342,6 +345,54 @@ TEST_F(RunListingTest, EventsStreamSendsTheRunsThatChanged) {
   auto res = http.Get("/api/sweeps/999/events");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 404);
+}
+
+// With credentials the stream is refused without one (as every /api/ route), and past
+// kMaxEventStreams open streams the next is 429.
+TEST(RunEventsLimitsTest, StreamsNeedACredentialAndAreCapped) {
+  constexpr char kUser[] = "user-secret-0123456789abcdef";
+  constexpr char kReader[] = "read-secret-0123456789abcdef";
+  const std::string dir = NewTestDir("run_events_limits");
+  absl::StatusOr<LoopbackCoordinator> c = StartLoopbackCoordinator(
+      LoopbackOptions(dir), absl::StrCat("user alice ", kUser, "\nread viewer ", kReader));
+  ASSERT_TRUE(c.ok()) << c.status();
+  xmod::v1::SubmitSweepRequest submit;
+  *submit.mutable_spec() = TinySweep(dir);
+  xmod::v1::SubmitSweepResponse submitted;
+  ASSERT_TRUE(c->user->SubmitSweep(BearerContext(kUser).get(), submit, &submitted).ok());
+  const std::string path = absl::StrCat("/api/sweeps/", submitted.sweep_id(), "/events");
+  const int port = c->coordinator->ports().http;
+
+  httplib::Client anonymous("127.0.0.1", port);
+  auto refused = anonymous.Get(path.c_str());
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 401);
+
+  const httplib::Headers reader = {{"Authorization", absl::StrCat("Bearer ", kReader)}};
+  std::vector<std::unique_ptr<httplib::Client>> clients;
+  std::vector<std::thread> streams;
+  std::atomic<int> greeted{0};
+  for (int i = 0; i < kMaxEventStreams; ++i) {
+    clients.push_back(std::make_unique<httplib::Client>("127.0.0.1", port));
+    streams.emplace_back([&, client = clients.back().get()] {
+      bool counted = false;
+      client->Get(path.c_str(), reader, [&](const char* data, size_t size) {
+        if (!counted && std::string(data, size).find("event: hello") != std::string::npos) {
+          counted = true;
+          ++greeted;
+        }
+        return true;
+      });
+    });
+  }
+  EXPECT_TRUE(PollUntil([&] { return greeted.load() == kMaxEventStreams; }, absl::Seconds(30)));
+  httplib::Client one_more("127.0.0.1", port);
+  auto capped = one_more.Get(path.c_str(), reader);
+  ASSERT_TRUE(capped);
+  EXPECT_EQ(capped->status, 429);
+  EXPECT_THAT(capped->body, HasSubstr("events: at most 16 event streams"));
+  for (auto& client : clients) client->stop();
+  for (auto& stream : streams) stream.join();
 }
 
 }  // namespace

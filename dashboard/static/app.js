@@ -1,16 +1,19 @@
 // app.js — the xmod dashboard's main loop: signs in when the coordinator needs it (a login
 // form; the session is an HttpOnly cookie), polls the coordinator's small documents (sweeps,
-// studies) and renders the sweep list, one page of the selected sweep's runs table (runs.js
-// pages, sorts, filters and groups it on the server and keeps it current from the sweep's
-// event stream) and the page's loss curves against training FLOPs; compare.js overlays picked
-// runs or configurations; fit.js renders the law fit and the recommendation form. The
+// studies) and renders the sweep list, one page of the selected sweep's runs table (rows.js
+// builds its rows; runs.js pages, sorts, filters and groups it on the server and keeps it
+// current from the sweep's event stream) and the page's loss curves against training FLOPs;
+// compare.js overlays picked runs or configurations; fit.js renders the law fit and the
+// recommendation form. The
 // selected sweep lives in the URL hash (#sweep=ID), a selected study (one fit over several
 // sweeps: its members and its fit) likewise (#study=NAME). Metric series of ended runs are
 // fetched once and cached.
 'use strict';
 
-// The sweep and study lists' poll; the selected sweep's runs and counts come from its event stream.
+// The sweep and study lists' poll; the selected sweep's runs and counts come from its event
+// stream.
 const REFRESH_MS = 5000;
+const CURVE_MS = 2000;  // a training run's curve is read again at most this often
 const RUN_STATES = ['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED'];
 const ENDED = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 const SERIES = ['val/loss', 'train/loss'];
@@ -142,126 +145,10 @@ function budgetText(spec) {
   return `budget${perGrid.length > 1 ? 's' : ''} ${perGrid.map(Xmod.flops).join(', ')} FLOPs`;
 }
 
-// The arch column: MoE runs name their experts ("moe 6:128+2", paper Table 1's notation).
-function archText(model) {
-  const arch = model.arch.toLowerCase();
-  const moe = model.moe;
-  if (model.arch !== 'MOE' || !moe || !moe.total_experts) return arch;
-  return `${arch} ${moe.active_experts}:${moe.total_experts}` +
-      (moe.shared_experts ? `+${moe.shared_experts}` : '');
-}
-
-// K and A apply to the depth-sparse archs (X-MoD, MoD and the controls), not Dense or MoE
-// (whose K, A the expander leaves at 1, 0: its sparsity is in the arch column).
-const hasKA = model => model.arch !== 'DENSE' && model.arch !== 'MOE';
-
-// φ/φ_D (paper Table 1): forward FLOPs per token over the Dense run's at the same backbone
-// and L in this sweep; undefined without such a Dense run.
-function phiRatio(run, runs) {
-  const key = r => `${r.spec.model.backbone.name}|${r.spec.training.seq_len}`;
-  const dense = runs.find(r => r.spec.model.arch === 'DENSE' && key(r) === key(run));
-  return dense && dense.forward_flops_per_token ?
-      run.forward_flops_per_token / dense.forward_flops_per_token :
-      undefined;
-}
-
 // The last value of a cached series, else `fallback` (the run's live progress).
 function lastValue(runId, name, fallback) {
   const points = state.metrics.get(runId)?.series[name];
   return points && points.length ? points[points.length - 1][1] : fallback || undefined;
-}
-
-// The compare cell: a checkbox that picks what `runs()` resolves to (one run, or a
-// configuration's seeds).
-function compareCell(tr, key, label, runs) {
-  const box = Xmod.cell(tr, '').appendChild(Xmod.node('input'));
-  box.type = 'checkbox';
-  box.className = 'pick';
-  box.checked = XmodCompare.isPicked(key);
-  box.title = 'compare: overlay its curves with the dense reference';
-  box.addEventListener(
-      'change', async () => XmodCompare.pick(key, label, await runs(), box.checked));
-}
-
-function runRow(run, runs, seedOf) {
-  const id = Number(run.id);
-  const model = run.spec.model;
-  const progress = run.progress;
-  const tr = Xmod.node('tr', seedOf ? 'seed' : '');
-  tr.dataset.runId = id;
-  compareCell(tr, `run:${id}`, run.name, () => [run]);
-  Xmod.cell(tr, id, 'num');
-  const name = Xmod.cell(tr, run.name);
-  if (run.held_out) {
-    name.appendChild(Xmod.node('span', 'tag held-out', 'held out')).title =
-        'out of the fit\'s range (spec fit.held_out_*): predicted, not fitted';
-  }
-  if (run.error) name.appendChild(Xmod.node('div', 'error', run.error));
-  Xmod.cell(tr, archText(model));
-  Xmod.cell(tr, hasKA(model) && model.k ? model.k : '', 'num');
-  Xmod.cell(tr, hasKA(model) && model.a ? model.a : '', 'num');  // MoD has no A (0)
-  Xmod.cell(tr, run.spec.training.seq_len, 'num');
-  Xmod.cell(tr, Xmod.count(run.total_params), 'num');
-  const phi = phiRatio(run, runs);
-  Xmod.cell(tr, phi === undefined ? '' : phi.toFixed(3), 'num');
-  Xmod.cell(tr, run.state, `state ${run.state}`).title =
-      `attempt ${run.attempts}/${run.max_attempts}` + (run.worker ? ` on ${run.worker}` : '');
-  const budget = progress.flop_budget || run.spec.training.flop_budget;
-  const pct = budget ? Math.min(100, 100 * progress.flops / budget) : 0;
-  const bar = Xmod.node('div', `bar ${run.state}`);
-  bar.appendChild(Xmod.node('div')).style.width = `${pct}%`;
-  const progressCell = Xmod.cell(tr, '');
-  const wrap = progressCell.appendChild(Xmod.node('div', 'progress'));
-  wrap.append(bar, Xmod.node('span', 'pct', `${pct.toFixed(0)}%`));
-  progressCell.title = `${Xmod.flops(progress.flops)} / ${Xmod.flops(budget)} FLOPs, ` +
-      `step ${progress.step}, ${Xmod.count(progress.tokens)} tokens`;
-  Xmod.cell(tr, Xmod.loss(lastValue(id, 'train/loss', progress.train_loss)), 'num');
-  Xmod.cell(tr, Xmod.loss(lastValue(id, 'val/loss', progress.val_loss)), 'num');
-  const live = progress.live_delta;
-  Xmod.cell(tr, live === undefined ? '' : (live >= 0 ? '+' : '') + live.toFixed(4), 'num')
-      .title = run.censored ? 'stopped early: a censored observation, never fitted' :
-                              live === undefined ? '' :
-                              `at ${Xmod.flops(progress.live_delta_flops)} FLOPs`;
-  Xmod.cell(tr, progress.tokens_per_second ? progress.tokens_per_second.toFixed(0) : '', 'num');
-  renderEval(Xmod.cell(tr, ''), run);
-  return tr;
-}
-
-// "mean ± sd (n)" of a replicate statistic, `digits` decimals; '' without values.
-function statText(stat, digits, signed) {
-  if (!stat || !stat.n) return '';
-  const mean = (signed && stat.mean >= 0 ? '+' : '') + stat.mean.toFixed(digits);
-  return stat.n > 1 ? `${mean} ± ${stat.sd.toFixed(digits)} (n=${stat.n})` : `${mean} (n=1)`;
-}
-
-// One configuration: its first run's columns, its seeds' state counts and statistics.
-function groupRow(group, open) {
-  const run = group.first;
-  const model = run.spec.model;
-  const tr = Xmod.node('tr', 'group');
-  tr.dataset.groupKey = group.key;
-  const seedsOf = () => XmodRuns.seeds(group);
-  compareCell(tr, `group:${group.key}`, group.name, seedsOf);
-  const toggle = Xmod.cell(tr, '', 'num').appendChild(
-      Xmod.node('button', 'expand', `${open ? '▾' : '▸'} ${group.run_ids.length}`));
-  toggle.title = open ? 'hide the seeds' : 'show the seeds';
-  toggle.addEventListener('click', () => XmodRuns.toggle(group));
-  Xmod.cell(tr, group.name);
-  Xmod.cell(tr, archText(model));
-  Xmod.cell(tr, hasKA(model) && model.k ? model.k : '', 'num');
-  Xmod.cell(tr, hasKA(model) && model.a ? model.a : '', 'num');
-  Xmod.cell(tr, run.spec.training.seq_len, 'num');
-  Xmod.cell(tr, Xmod.count(run.total_params), 'num');
-  Xmod.cell(tr, '');
-  const counts = Object.entries(group.run_counts).sort();
-  Xmod.cell(tr, counts.map(([s, n]) => `${s.toLowerCase()} ${n}`).join(', '), 'state');
-  Xmod.cell(tr, '');
-  Xmod.cell(tr, '');
-  Xmod.cell(tr, statText(group.val_loss, 4), 'num').title = 'latest val loss of its seeds';
-  Xmod.cell(tr, statText(group.live_delta, 4, true), 'num');
-  Xmod.cell(tr, '');
-  Xmod.cell(tr, '');
-  return tr;
 }
 
 function renderTable(view) {
@@ -270,11 +157,11 @@ function renderTable(view) {
   if (view.grouped) {
     for (const group of view.groups) {
       const seeds = view.expanded.get(group.key);
-      rows.push(groupRow(group, !!seeds));
-      for (const run of seeds || []) rows.push(runRow(run, state.runs, group));
+      rows.push(XmodRows.groupRow(group, !!seeds));
+      for (const run of seeds || []) rows.push(XmodRows.runRow(run, state.runs, group));
     }
   } else {
-    for (const run of view.runs) rows.push(runRow(run, view.runs));
+    for (const run of view.runs) rows.push(XmodRows.runRow(run, view.runs));
   }
   body.replaceChildren(...rows);
   for (const th of document.querySelectorAll('#runs th[data-sort]')) {
@@ -309,58 +196,35 @@ async function patchRuns(runs) {
   await fetchMetrics(runs);
   for (const run of runs) {
     const row = document.querySelector(`#runs tr[data-run-id="${Number(run.id)}"]`);
-    if (row) row.replaceWith(runRow(run, state.runs));
+    if (row) row.replaceWith(XmodRows.runRow(run, state.runs));
   }
   state.runs = state.runs.map(r => runs.find(c => c.id === r.id) || r);
   renderCurves();
   XmodCompare.render();
 }
 
-// The zero-shot tasks of a run's spec (training.eval_tasks) and their metric names.
-function evalTasks(run) {
-  return (run.spec.training.eval_tasks || []).map(t => t.task);
-}
-function evalSeries(run) {
-  return evalTasks(run).flatMap(
-      task => ['acc', 'acc_norm', 'ppl', 'n'].map(field => `eval/${task}/${field}`));
-}
-
-// "task acc" per zero-shot task once the run reported it; the title adds acc_norm / ppl, n.
-function renderEval(cell, run) {
-  const id = Number(run.id);
-  for (const task of evalTasks(run)) {
-    const acc = lastValue(id, `eval/${task}/acc`);
-    if (acc === undefined) continue;
-    const norm = lastValue(id, `eval/${task}/acc_norm`);
-    const ppl = lastValue(id, `eval/${task}/ppl`);
-    const item = cell.appendChild(Xmod.node('div', '', `${task} ${acc.toFixed(3)}`));
-    item.title = [
-      norm === undefined ? '' : `acc_norm ${norm.toFixed(3)}`,
-      ppl === undefined ? '' : `ppl ${ppl.toFixed(2)}`,
-      `n ${lastValue(id, `eval/${task}/n`)}`,
-    ].filter(Boolean).join(', ');
-  }
-}
-
-// Fetches the loss series of runs that may have new points: not cached yet, still going,
-// or whose state changed since they were fetched. A run that never took a step (queued, or
-// cancelled or failed before training) has none: a cancelled paper sweep has hundreds.
+// Fetches the loss series of runs that may have new points: not cached yet, still going
+// (at most each CURVE_MS), or whose state changed since they were fetched. A run that never
+// took a step (queued, or cancelled or failed before training) has none: a cancelled paper
+// sweep has hundreds.
 async function fetchMetrics(runs) {
   const stale = runs.filter(run => {
     if (run.state !== 'RUNNING' && Number(run.progress.step) === 0) return false;
     const cached = state.metrics.get(Number(run.id));
-    return !cached || cached.state !== run.state || !ENDED.has(run.state);
+    if (!cached || cached.state !== run.state) return true;
+    // A training run's curve grows: read again, but not more often than each CURVE_MS.
+    return !ENDED.has(run.state) && Date.now() - cached.at >= CURVE_MS;
   });
   await Promise.all(stale.map(async run => {
     const id = Number(run.id);
-    const names = SERIES.concat(evalSeries(run));
+    const names = SERIES.concat(XmodRows.evalSeries(run));
     const url = `/api/runs/${id}/metrics?names=${names.join(',')}&max_points=400`;
     const data = await Xmod.api(url);
     const series = {};
     for (const s of (data ? data.series : [])) {
       series[s.name] = s.points.map(p => [p.flops, p.value]);
     }
-    state.metrics.set(id, {state: run.state, series});
+    state.metrics.set(id, {state: run.state, series, at: Date.now()});
   }));
 }
 
@@ -490,6 +354,7 @@ for (const input of document.querySelectorAll('input[name=series]')) {
     renderCurves();
   });
 }
+XmodRows.init({lastValue});
 XmodRuns.init({render: renderPage, patch: patchRuns, counts: renderCounts});
 for (const th of document.querySelectorAll('#runs th[data-sort]')) {
   th.addEventListener('click', () => XmodRuns.sortBy(th.dataset.sort));

@@ -6,6 +6,9 @@
 'use strict';
 
 const XmodCompare = (() => {
+  // Seeds drawn of a picked configuration (a sweep may have 1,000): the first ones in the
+  // table's order; the legend says how many of how many.
+  const MAX_SEEDS = 12;
   const picked = new Map();  // key ("run:ID" or "group:KEY") -> {label, runs: [Run, ...]}
   const curves = new Map();  // run id -> {state, points: [[flops, val loss], ...]}
   const dense = new Map();   // "backbone|L" -> Run of the dense reference, or null
@@ -55,8 +58,10 @@ const XmodCompare = (() => {
     const series = [];
     const references = new Map();
     for (const {label, runs} of picked.values()) {
-      for (const run of runs) {
-        const seed = runs.length > 1 ? ` s${run.spec.training.seed}` : '';
+      const drawn = runs.slice(0, MAX_SEEDS);
+      const of = runs.length > drawn.length ? ` (${drawn.length} of ${runs.length} seeds)` : '';
+      for (const run of drawn) {
+        const seed = runs.length > 1 ? ` s${run.spec.training.seed}${of}` : '';
         series.push({label: `${label}${seed}`, points: await curveOf(run)});
         if (run.spec.model.arch === 'DENSE') continue;
         const reference = await denseOf(run);
@@ -87,6 +92,7 @@ const XmodCompare = (() => {
   function clear() {
     picked.clear();
     dense.clear();
+    for (const box of document.querySelectorAll('#runs input.pick')) box.checked = false;
     return render();
   }
 

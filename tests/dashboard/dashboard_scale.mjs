@@ -2,7 +2,8 @@
 // 10,000 submitted runs (1,000 seeds x 10 K values, the spec limit; nothing trains). Checks
 // what a user does with it — the first page renders (100 rows, "1–100 of 10000 runs"), the
 // next page, sorting by name both ways, a filter (K), replicate grouping (10 configurations
-// of 1,000 seeds, one expanded), the comparison view (two runs and their dense reference) —
+// of 1,000 seeds, one expanded), the comparison view (a configuration, then two runs, each
+// with their dense reference) —
 // and then leaves the tab open for IDLE_S seconds and counts what it fetches: no runs page at
 // all (updates come from the event stream, and none happen), only the small sweep and study
 // documents of the 5 s loop. Prints two figures:
@@ -161,6 +162,15 @@ try {
   await page.locator('#runs tr.group button.expand').first().click();
   await page.waitForFunction(() => document.querySelectorAll('#runs tr.seed').length === 1000,
                              null, {timeout: 20000});
+  // A picked configuration: its first 12 seeds and their dense reference; then cleared.
+  await page.locator('#runs tr.group input.pick').first().check();
+  await page.waitForFunction(() => !document.getElementById('compare').hidden &&
+                                 document.getElementById('compare-chart').dataset.series === '13',
+                             null, {timeout: 20000});
+  check(/\(12 of 1000 seeds\)/.test(await page.textContent('#compare-legend')),
+        'the legend says how many seeds are drawn');
+  await page.locator('#compare-clear').click();
+  await page.waitForSelector('#compare[hidden]', {state: 'attached', timeout: 5000});
   await page.locator('#group-replicates').uncheck();
   await waitPage(page, `${sweepId}:0:name:desc:runs:100`);
 

@@ -170,5 +170,49 @@ TEST_F(ApiShapeTest, CliAndHttpPrintTheSameDocuments) {
   EXPECT_THAT(Xmodctl({"fit", "show", sweep}), ::testing::HasSubstr("\"study_id\": \"0\""));
 }
 
+// One listing query two ways (xmodctl runs list's flags, sent as a gRPC ListRunsRequest, and
+// the HTTP route's parameters): the same page contents and next page token, page after page.
+TEST_F(ApiShapeTest, CliAndHttpPageTheSameWay) {
+  grpc::ClientContext submit_context;
+  xmod::v1::SubmitSweepRequest submit;
+  *submit.mutable_spec() = TinySweep(dir_);
+  for (uint64_t seed : {5, 6, 7, 8}) submit.mutable_spec()->mutable_grids(0)->add_seeds(seed);
+  xmod::v1::SubmitSweepResponse submitted;
+  ASSERT_TRUE(user_->SubmitSweep(&submit_context, submit, &submitted).ok());
+  const std::string sweep = absl::StrCat(submitted.sweep_id());
+
+  struct Query {
+    std::vector<std::string> flags;
+    std::string params;
+  };
+  for (const Query& query : std::vector<Query>{
+           {{"--arch", "xmod", "--sort", "name", "--desc"}, "arch=xmod&sort=name&order=desc"},
+           {{"--K", "1,4", "--sort", "k"}, "k=1,4&sort=k"},
+           {{"--group", "replicates", "--sort", "k"}, "group=replicates&sort=k"},
+           {{"--name", "-s6"}, "name=-s6"},
+       }) {
+    std::string token;
+    for (int page = 0; page < 20; ++page) {
+      std::vector<std::string> args = {"runs", "list", "--sweep", sweep, "--page_size", "2"};
+      args.insert(args.end(), query.flags.begin(), query.flags.end());
+      std::string path = absl::StrCat("/api/sweeps/", sweep, "/runs?page_size=2&", query.params);
+      if (!token.empty()) {
+        args.insert(args.end(), {"--page_token", token});
+        absl::StrAppend(&path, "&page_token=", token);  // base64url: nothing to escape
+      }
+      const std::string cli = Xmodctl(args);
+      ExpectSameDocument(cli, Http(path));
+      google::protobuf::Value document = ParseJson(cli);
+      const auto& fields = document.struct_value().fields();
+      ASSERT_TRUE(fields.contains("next_page_token")) << cli;
+      const auto& entries = fields.at(query.params.find("group") == 0 ? "groups" : "runs");
+      EXPECT_LE(entries.list_value().values_size(), 2) << cli;
+      token = fields.at("next_page_token").string_value();
+      if (token.empty()) break;
+      ASSERT_LT(page, 19) << "the pages never end: " << query.params;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace xmod

@@ -43,8 +43,7 @@ struct State {
   int64_t id = 0;
   int limit = 0;
   // runs / metrics / query
-  int64_t sweep_filter = 0;
-  std::vector<std::string> states;
+  RunsListOptions runs;
   std::vector<std::string> names;
   int max_points = 0;  // 0: the coordinator's default (kDefaultMetricPoints, 500)
   std::string sql;
@@ -115,17 +114,39 @@ void AddSweepCommands(CLI::App& app, State& s, Action* action) {
                   "Print one line per change even on a terminal (the line log)");
 }
 
+// A comma-separated, repeatable option.
+template <typename T>
+void AddListOption(CLI::App* command, const std::string& name, std::vector<T>& values,
+                   const std::string& help) {
+  command->add_option(name, values, help)->delimiter(',')->allow_extra_args(false);
+}
+
+void AddRunsListOptions(CLI::App* list, RunsListOptions& o) {
+  list->add_option("--sweep", o.sweep_id, "Only this sweep's runs");
+  AddListOption(list, "--state", o.states, "Only runs in these states (queued, running, ...)");
+  AddListOption(list, "--arch", o.archs, "Only these architectures (dense, xmod, mod, moe, ...)");
+  AddListOption(list, "--K", o.ks, "Only these K");
+  AddListOption(list, "--A", o.as, "Only these anchor strides A (0: runs without one)");
+  AddListOption(list, "--L", o.seq_lens, "Only these context lengths L");
+  AddListOption(list, "--backbone", o.backbones, "Only these backbones");
+  AddListOption(list, "--label", o.labels, "Only runs of these grid labels");
+  list->add_option("--name", o.name_contains, "Only runs whose name contains this");
+  list->add_option("--sort", o.sort,
+                   "Sort key: id, name, state, arch, k, a, seq_len, backbone, val_loss, created");
+  list->add_flag("--desc", o.descending, "Descending order");
+  list->add_option("--page_size", o.page_size, "Entries a page (0 = all; at most 1000)");
+  list->add_option("--page_token", o.page_token, "The next page of an earlier listing");
+  list->add_option("--group", o.group,
+                   "replicates: one row a configuration (its seeds: mean ± sd, n)");
+  list->add_option("--limit", o.limit, "At most this many entries (0 = all)");
+}
+
 void AddRunCommands(CLI::App& app, State& s, Action* action) {
   CLI::App* runs = app.add_subcommand("runs", "List runs");
   runs->require_subcommand(1);
-  CLI::App* list = Leaf(runs, "list", "List runs", action, [&s](const Context& c) {
-    return RunsList(c, s.sweep_filter, s.states, s.limit);
-  });
-  list->add_option("--sweep", s.sweep_filter, "Only this sweep's runs");
-  list->add_option("--state", s.states, "Only runs in these states (queued, running, ...)")
-      ->delimiter(',')
-      ->allow_extra_args(false);
-  list->add_option("--limit", s.limit, "At most this many runs (0 = all)");
+  CLI::App* list = Leaf(runs, "list", "List runs (filtered, sorted, paged, grouped)", action,
+                        [&s](const Context& c) { return RunsList(c, s.runs); });
+  AddRunsListOptions(list, s.runs);
 
   CLI::App* run = app.add_subcommand("run", "Show, resume or cancel one run");
   run->require_subcommand(1);

@@ -39,9 +39,31 @@ absl::Status SweepRetry(const Context& ctx, int64_t sweep_id);
 // it ends done; ABORTED naming the failed (or cancelled) runs otherwise.
 absl::Status SweepWatch(const Context& ctx, int64_t sweep_id, bool no_redraw = false);
 
-// Runs. `states` are names such as "running" or "FAILED" (case-insensitive).
-absl::Status RunsList(const Context& ctx, int64_t sweep_id, const std::vector<std::string>& states,
-                      int limit);
+// xmodctl runs list: the ListRuns query (run_pages.proto) from its flags. Enum values are
+// names in any case without their prefixes ("running", "xmod", "val_loss", "replicates").
+struct RunsListOptions {
+  int64_t sweep_id = 0;
+  std::vector<std::string> states;
+  int limit = 0;
+  std::vector<std::string> archs;
+  std::vector<int> ks;
+  std::vector<double> as;
+  std::vector<int> seq_lens;
+  std::vector<std::string> backbones;
+  std::vector<std::string> labels;
+  std::string name_contains;
+  std::string sort = "id";
+  bool descending = false;
+  int page_size = 0;  // 0 = every entry
+  std::string page_token;
+  std::string group = "none";  // or "replicates"
+};
+// Prints one page of runs or of replicate groups; a table ends with the next page's
+// --page_token when there is one.
+absl::Status RunsList(const Context& ctx, const RunsListOptions& options);
+// The ListRunsRequest of `options`; INVALID_ARGUMENT naming the flag for a value it cannot
+// parse.
+absl::StatusOr<xmod::v1::ListRunsRequest> RunsListRequest(const RunsListOptions& options);
 absl::Status RunShow(const Context& ctx, int64_t run_id);
 absl::Status RunResume(const Context& ctx, int64_t run_id);
 absl::Status RunCancel(const Context& ctx, int64_t run_id);

@@ -589,6 +589,43 @@ TEST_F(CommandsTest, RunsListPassesFilters) {
   EXPECT_THAT(bad.err, HasSubstr("--state"));
 }
 
+TEST_F(CommandsTest, RunsListSendsTheQueryAndPage) {
+  Result r =
+      Xmodctl({"runs",        "list", "--sweep",      "7",   "--arch",  "xmod,DENSE", "--K",
+               "2,4",         "--A",  "0.5",          "--L", "256",     "--backbone", "tiny",
+               "--label",     "kxl",  "--name",       "-s3", "--sort",  "val_loss",   "--desc",
+               "--page_size", "50",   "--page_token", "abc", "--group", "replicates"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto sent = fake_.last_list_runs();
+  const auto& f = sent.filters();
+  ASSERT_EQ(f.archs_size(), 2);
+  EXPECT_EQ(f.archs(0), xmod::v1::XMOD);
+  EXPECT_EQ(f.archs(1), xmod::v1::DENSE);
+  EXPECT_THAT(std::vector<int>(f.ks().begin(), f.ks().end()), ::testing::ElementsAre(2, 4));
+  ASSERT_EQ(f.as_size(), 1);
+  EXPECT_EQ(f.as(0), 0.5);
+  EXPECT_EQ(f.seq_lens(0), 256);
+  EXPECT_EQ(f.backbones(0), "tiny");
+  EXPECT_EQ(f.labels(0), "kxl");
+  EXPECT_EQ(f.name_contains(), "-s3");
+  EXPECT_EQ(sent.sort(), xmod::v1::RUN_SORT_VAL_LOSS);
+  EXPECT_TRUE(sent.descending());
+  EXPECT_EQ(sent.page_size(), 50);
+  EXPECT_EQ(sent.page_token(), "abc");
+  EXPECT_EQ(sent.group(), xmod::v1::RUN_GROUPING_REPLICATES);
+  EXPECT_THAT(r.out, HasSubstr("CONFIGURATION"));  // the groups' table
+  for (const auto& [args, flag] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--sort", "flavour"}, "--sort"},
+           {{"--arch", "transformer"}, "--arch"},
+           {{"--group", "seeds"}, "--group"}}) {
+    std::vector<std::string> argv = {"runs", "list"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Result bad = Xmodctl(argv);
+    EXPECT_EQ(bad.code, 2) << flag;
+    EXPECT_THAT(bad.err, HasSubstr(flag));
+  }
+}
+
 TEST_F(CommandsTest, RunShowHasAttemptsAndCheckpoints) {
   Result r = Xmodctl({"run", "show", "2"});
   ASSERT_EQ(r.code, 0) << r.err;

@@ -1,6 +1,7 @@
 // Tables of xmod.v1 records (see render.h).
 #include "cli/render.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/ascii.h"
@@ -163,6 +164,36 @@ Table RunsTable(const std::vector<Run>& runs) {
               Cell::Shown(FormatPercent(r.progress().fraction())), Cell::Int(r.progress().step()),
               LossCell(r.progress().train_loss()), LossCell(r.progress().val_loss()),
               LiveDeltaCell(r), StrOrNull(r.worker())});
+  }
+  return t;
+}
+
+// "mean ± sd" of a replicate statistic with `format` for each; "-" without values.
+Cell StatCell(const xmod::v1::ReplicateStat& stat, const char* format) {
+  if (stat.n() == 0) return Cell::Null();
+  const std::string mean = absl::StrFormat(format, stat.mean());
+  if (stat.n() == 1) return Cell::Shown(mean);
+  return Cell::Shown(absl::StrCat(mean, " ± ", absl::StrFormat("%.4f", stat.sd())));
+}
+
+Table RunGroupsTable(const std::vector<xmod::v1::RunGroup>& groups) {
+  Table t;
+  t.columns = {"first_id", "sweep", "configuration", "runs",     "states", "arch",       "K",
+               "A",        "L",     "backbone",      "val_loss", "val_n",  "live_delta", "delta_n"};
+  for (const auto& g : groups) {
+    const Run& r = g.first();
+    const auto& m = r.spec().model();
+    std::vector<std::string> states;
+    for (const auto& [state, count] : g.run_counts()) {
+      states.push_back(absl::StrCat(absl::AsciiStrToLower(state), ":", count));
+    }
+    std::sort(states.begin(), states.end());
+    t.AddRow({Cell::Int(r.id()), Cell::Int(r.sweep_id()), Cell::Str(g.name()),
+              Cell::Int(g.run_ids_size()), Cell::Str(absl::StrJoin(states, " ")),
+              Cell::Str(ArchName(m.arch())), KCell(r), ACell(r),
+              Cell::Int(r.spec().training().seq_len()), Cell::Str(m.backbone().name()),
+              StatCell(g.val_loss(), "%.4f"), Cell::Int(g.val_loss().n()),
+              StatCell(g.live_delta(), "%+.4f"), Cell::Int(g.live_delta().n())});
   }
   return t;
 }

@@ -38,6 +38,9 @@ Table SweepsTable(const std::vector<xmod::v1::Sweep>& sweeps);
 Table SweepSummaryTable(const xmod::v1::Sweep& sweep);
 // Queue and progress view: id, name, state, arch, K, A, L, backbone, progress, step, losses.
 Table RunsTable(const std::vector<xmod::v1::Run>& runs);
+// Replicate groups (ListRuns with group): one row a configuration, its first run's columns,
+// the runs' states, and val loss and live Δ as "mean ± sd" with their counts.
+Table RunGroupsTable(const std::vector<xmod::v1::RunGroup>& groups);
 // As planned by SubmitSweep: name, arch, K, A, L, backbone, params, FLOPs/token, budget,
 // tokens the budget buys (budget / (train_flops_multiplier x FLOPs/token)) and those tokens
 // per active-equivalent parameter (N_act, embeddings included).

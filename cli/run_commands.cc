@@ -66,22 +66,68 @@ absl::StatusOr<int> ParseRunState(const std::string& name) {
                    "\" (queued, running, succeeded, failed or cancelled)"));
 }
 
-absl::Status RunsList(const Context& ctx, int64_t sweep_id, const std::vector<std::string>& states,
-                      int limit) {
+absl::StatusOr<xmod::v1::ListRunsRequest> RunsListRequest(const RunsListOptions& options) {
   xmod::v1::ListRunsRequest request;
-  request.set_sweep_id(sweep_id);
-  request.set_limit(limit);
-  for (const auto& name : states) {
+  request.set_sweep_id(options.sweep_id);
+  request.set_limit(options.limit);
+  for (const auto& name : options.states) {
     auto state = ParseRunState(name);
     if (!state.ok()) return state.status();
     request.add_states(static_cast<xmod::v1::RunState>(*state));
   }
+  xmod::v1::RunFilters* f = request.mutable_filters();
+  for (const auto& name : options.archs) {
+    xmod::v1::Architecture arch;
+    if (!xmod::v1::Architecture_Parse(absl::AsciiStrToUpper(name), &arch) ||
+        arch == xmod::v1::ARCHITECTURE_UNSPECIFIED) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--arch: unknown architecture \"", name, "\""));
+    }
+    f->add_archs(arch);
+  }
+  f->mutable_ks()->Add(options.ks.begin(), options.ks.end());
+  f->mutable_as()->Add(options.as.begin(), options.as.end());
+  f->mutable_seq_lens()->Add(options.seq_lens.begin(), options.seq_lens.end());
+  for (const auto& b : options.backbones) f->add_backbones(b);
+  for (const auto& l : options.labels) f->add_labels(l);
+  f->set_name_contains(options.name_contains);
+  xmod::v1::RunSortKey sort = xmod::v1::RUN_SORT_ID;
+  if (!xmod::v1::RunSortKey_Parse(absl::StrCat("RUN_SORT_", absl::AsciiStrToUpper(options.sort)),
+                                  &sort)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--sort: unknown sort key \"", options.sort,
+                     "\" (id, name, state, arch, k, a, seq_len, backbone, val_loss or created)"));
+  }
+  request.set_sort(sort);
+  request.set_descending(options.descending);
+  request.set_page_size(options.page_size);
+  request.set_page_token(options.page_token);
+  if (options.group == "replicates") {
+    request.set_group(xmod::v1::RUN_GROUPING_REPLICATES);
+  } else if (options.group != "none") {
+    return absl::InvalidArgumentError("--group: must be none or replicates");
+  }
+  return request;
+}
+
+absl::Status RunsList(const Context& ctx, const RunsListOptions& options) {
+  absl::StatusOr<xmod::v1::ListRunsRequest> request = RunsListRequest(options);
+  if (!request.ok()) return request.status();
   absl::StatusOr<CoordinatorClient> client = CoordinatorClient::Connect(ctx.client);
   if (!client.ok()) return client.status();
-  auto response = client->Call(&Coordinator::Stub::ListRuns, request);
+  auto response = client->Call(&Coordinator::Stub::ListRuns, *request);
   if (!response.ok()) return response.status();
   if (ctx.format == OutputFormat::kJson) return PrintJson(*ctx.out, *response);
-  *ctx.out << Render(RunsTable({response->runs().begin(), response->runs().end()}), ctx.format);
+  if (request->group() == xmod::v1::RUN_GROUPING_REPLICATES) {
+    *ctx.out << Render(RunGroupsTable({response->groups().begin(), response->groups().end()}),
+                       ctx.format);
+  } else {
+    *ctx.out << Render(RunsTable({response->runs().begin(), response->runs().end()}), ctx.format);
+  }
+  if (ctx.format == OutputFormat::kTable && !response->next_page_token().empty()) {
+    *ctx.out << "(" << response->total_size() << " in all; next page: --page_token "
+             << response->next_page_token() << ")\n";
+  }
   return absl::OkStatus();
 }
 

@@ -162,6 +162,7 @@ absl::Status Coordinator::StartSideListeners() {
     http.tls_key_file = options_.tls.key_file;
     http.sessions = options_.sessions;
     http.clock = clock_;
+    http.feed = &feed_;
     absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start(store_.get(), http);
     if (!server.ok()) return server.status();
     http_server_ = *std::move(server);

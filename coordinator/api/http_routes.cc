@@ -2,7 +2,9 @@
 #include "coordinator/api/http_routes.h"
 
 #include <string>
+#include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -58,7 +60,7 @@ absl::Status ParseList(const httplib::Request& request, const char* name, const 
     if (!parse(entry, &value)) {
       return absl::InvalidArgumentError(absl::StrCat(name, "[", out->size(), "]: ", what));
     }
-    out->Add(value);
+    *out->Add() = std::move(value);
   }
   return absl::OkStatus();
 }
@@ -102,6 +104,91 @@ absl::StatusOr<xmod::v1::RecommendRequest> ParseRecommend(const httplib::Request
       !s.ok()) {
     return s;
   }
+  return out;
+}
+
+bool ParseText(absl::string_view text, std::string* out) {
+  *out = std::string(text);
+  return true;
+}
+
+// An enum value from its name (any case, with the enum's prefix left off: "queued", "xmod",
+// "val_loss" for RUN_SORT_VAL_LOSS).
+template <typename Enum>
+bool ParseEnum(bool (*parse)(const std::string&, Enum*), absl::string_view prefix,
+               absl::string_view text, int* out) {
+  Enum value{};
+  if (!parse(absl::StrCat(prefix, absl::AsciiStrToUpper(text)), &value) || value == Enum{}) {
+    return false;
+  }
+  *out = static_cast<int>(value);
+  return true;
+}
+bool ParseState(absl::string_view text, int* out) {
+  return ParseEnum(xmod::v1::RunState_Parse, "", text, out);
+}
+bool ParseArch(absl::string_view text, int* out) {
+  return ParseEnum(xmod::v1::Architecture_Parse, "", text, out);
+}
+
+// The integer query parameter `name` into `set`, when present.
+template <typename Set>
+absl::Status ParseIntParam(const httplib::Request& request, const char* name, Set set) {
+  if (!request.has_param(name)) return absl::OkStatus();
+  int value = 0;
+  if (!absl::SimpleAtoi(request.get_param_value(name), &value)) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": must be an integer"));
+  }
+  set(value);
+  return absl::OkStatus();
+}
+
+// /api/sweeps/{id}/runs as a ListRunsRequest (docs/architecture.md, "API shape"): state, arch,
+// k, a, seq_len, backbone, label as comma-separated lists; name (a substring); sort (a
+// RunSortKey without its prefix: id, name, state, arch, k, a, seq_len, backbone, val_loss,
+// created) and order=desc; page_size, page_token, limit; group=replicates.
+absl::StatusOr<xmod::v1::ListRunsRequest> ParseRuns(const httplib::Request& request) {
+  xmod::v1::ListRunsRequest out;
+  out.set_sweep_id(IdOf(request));
+  xmod::v1::RunFilters* f = out.mutable_filters();
+  google::protobuf::RepeatedField<int> states, archs;
+  for (absl::Status s : {
+           ParseList(request, "state", "unknown run state", ParseState, &states),
+           ParseList(request, "arch", "unknown architecture", ParseArch, &archs),
+           ParseList(request, "k", "not an integer", ParseInt, f->mutable_ks()),
+           ParseList(request, "a", "not a number", ParseDouble, f->mutable_as()),
+           ParseList(request, "seq_len", "not an integer", ParseInt, f->mutable_seq_lens()),
+           ParseList(request, "backbone", "", ParseText, f->mutable_backbones()),
+           ParseList(request, "label", "", ParseText, f->mutable_labels()),
+           ParseIntParam(request, "page_size", [&](int v) { out.set_page_size(v); }),
+           ParseIntParam(request, "limit", [&](int v) { out.set_limit(v); }),
+       }) {
+    if (!s.ok()) return s;
+  }
+  for (int s : states) out.add_states(static_cast<xmod::v1::RunState>(s));
+  for (int a : archs) f->add_archs(static_cast<xmod::v1::Architecture>(a));
+  f->set_name_contains(request.get_param_value("name"));
+  out.set_page_token(request.get_param_value("page_token"));
+  if (request.has_param("sort")) {
+    int sort = 0;
+    const std::string key = request.get_param_value("sort");
+    if (key != "id" && !ParseEnum(xmod::v1::RunSortKey_Parse, "RUN_SORT_", key, &sort)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sort: unknown sort key \"", key,
+                       "\" (id, name, state, arch, k, a, seq_len, backbone, val_loss or created)"));
+    }
+    out.set_sort(static_cast<xmod::v1::RunSortKey>(sort));
+  }
+  const std::string order = request.get_param_value("order");
+  if (order != "" && order != "asc" && order != "desc") {
+    return absl::InvalidArgumentError("order: must be asc or desc");
+  }
+  out.set_descending(order == "desc");
+  const std::string group = request.get_param_value("group");
+  if (group != "" && group != "none" && group != "replicates") {
+    return absl::InvalidArgumentError("group: must be none or replicates");
+  }
+  if (group == "replicates") out.set_group(xmod::v1::RUN_GROUPING_REPLICATES);
   return out;
 }
 
@@ -150,9 +237,12 @@ void GetSweeps(const HttpContext& context, const httplib::Request&, httplib::Res
 
 void GetSweepRuns(const HttpContext& context, const httplib::Request& request,
                   httplib::Response& response) {
-  xmod::v1::ListRunsRequest runs;
-  runs.set_sweep_id(IdOf(request));
-  SendAnswer(ListRuns(*context.store, runs, UnknownSweep::kNotFound), response);
+  absl::StatusOr<xmod::v1::ListRunsRequest> runs = ParseRuns(request);
+  if (!runs.ok()) {
+    SendError(runs.status(), response);
+    return;
+  }
+  SendAnswer(ListRuns(*context.store, *runs, UnknownSweep::kNotFound), response);
 }
 
 void GetSweepDecisions(const HttpContext& context, const httplib::Request& request,

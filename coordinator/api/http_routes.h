@@ -9,9 +9,12 @@
 
 #include <httplib.h>
 
+#include <atomic>
+
 #include "absl/status/status.h"
 #include "common/credentials.h"
 #include "coordinator/api/http_sessions.h"
+#include "coordinator/store/change_feed.h"
 #include "coordinator/store/store.h"
 #include "google/protobuf/message.h"
 
@@ -20,7 +23,10 @@ namespace xmod {
 // What every handler may use; owned by the HttpServer, which outlives its handlers.
 struct HttpContext {
   Store* store = nullptr;
-  const CredentialSet* credentials = nullptr;  // empty = everyone may read
+  ChangeFeed* feed = nullptr;                   // what the events stream follows
+  std::atomic<int>* event_streams = nullptr;    // open event streams (http_events.h)
+  const std::atomic<bool>* stopping = nullptr;  // the server is stopping: streams end
+  const CredentialSet* credentials = nullptr;   // empty = everyone may read
   HttpSessions* sessions = nullptr;
   bool secure = false;  // served over HTTPS: the session cookie is Secure
 };

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "coordinator/api/http_auth.h"
+#include "coordinator/api/http_events.h"
 #include "coordinator/api/http_routes.h"
 #include "glog/logging.h"
 
@@ -29,6 +30,7 @@ constexpr RouteEntry kRoutes[] = {
     {Method::kGet, "/api/session", GetSession},
     {Method::kGet, "/api/sweeps", GetSweeps},
     {Method::kGet, R"(/api/sweeps/(\d+)/runs)", GetSweepRuns},
+    {Method::kGet, R"(/api/sweeps/(\d+)/events)", GetSweepEvents},
     {Method::kGet, R"(/api/runs/(\d+)/metrics)", GetRunMetrics},
     {Method::kGet, R"(/api/sweeps/(\d+)/decisions)", GetSweepDecisions},
     {Method::kGet, R"(/api/sweeps/(\d+)/fit)", GetSweepFit},
@@ -43,8 +45,9 @@ constexpr RouteEntry kRoutes[] = {
 HttpServer::HttpServer(Store* store, const HttpServerOptions& options)
     : sessions_(options.sessions, options.clock),
       credentials_(options.credentials),
-      context_(std::make_unique<HttpContext>(
-          HttpContext{store, credentials_.get(), &sessions_, !options.tls_cert_file.empty()})) {}
+      context_(std::make_unique<HttpContext>(HttpContext{store, options.feed, &event_streams_,
+                                                         &stopping_, credentials_.get(), &sessions_,
+                                                         !options.tls_cert_file.empty()})) {}
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(Store* store,
                                                               const HttpServerOptions& options) {
@@ -58,6 +61,10 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(Store* store,
   server->listener_ = *std::move(listener);
   server->server_ = &server->listener_->server();
   server->server_->set_payload_max_length(kMaxRequestBodyBytes);  // only logins post bodies
+  // Each open event stream holds a thread: room for all of them besides the usual pool.
+  server->server_->new_task_queue = [] {
+    return new httplib::ThreadPool(CPPHTTPLIB_THREAD_POOL_COUNT + kMaxEventStreams);
+  };
   server->Route(options.dashboard_dir);
   server->listener_->Serve();
   return server;
@@ -89,7 +96,10 @@ void HttpServer::Route(const std::string& dashboard_dir) {
   }
 }
 
-void HttpServer::Stop() { listener_->Stop(); }
+void HttpServer::Stop() {
+  stopping_ = true;  // event streams end within kEventWaitSlice
+  listener_->Stop();
+}
 
 HttpServer::~HttpServer() { Stop(); }
 

@@ -1,7 +1,11 @@
 // HttpServer: the web dashboard's static files and the small JSON API it reads
 // (cpp-httplib, one listening thread plus httplib's worker pool):
 //   GET /api/sweeps                                    ListSweepsResponse
-//   GET /api/sweeps/{id}/runs                          ListRunsResponse
+//   GET /api/sweeps/{id}/runs?state=&arch=&k=&a=&seq_len=&backbone=&label=&name=&sort=
+//       &order=desc&page_size=&page_token=&group=replicates
+//                                                      ListRunsResponse (one page; http_routes.cc)
+//   GET /api/sweeps/{id}/events                        text/event-stream of run changes
+//                                                      (http_events.h)
 //   GET /api/runs/{id}/metrics?names=a,b&max_points=N  GetMetricsResponse
 //   GET /api/sweeps/{id}/fit                           Fit, as GetFit (404 until the sweep
 //                                                      has a successful fit)
@@ -29,6 +33,7 @@
 #ifndef XMOD_COORDINATOR_API_HTTP_SERVER_H_
 #define XMOD_COORDINATOR_API_HTTP_SERVER_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -36,6 +41,7 @@
 #include "common/credentials.h"
 #include "common/http_listener.h"
 #include "coordinator/api/http_sessions.h"
+#include "coordinator/store/change_feed.h"
 #include "coordinator/store/store.h"
 
 namespace httplib {
@@ -49,6 +55,7 @@ struct HttpContext;
 struct HttpServerOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free one
   std::string dashboard_dir;           // served at /; not served when empty or missing
+  ChangeFeed* feed = nullptr;          // the events stream's source; must outlive the server
   // Who may read; empty = everyone. Never null.
   std::shared_ptr<const CredentialSet> credentials = std::make_shared<CredentialSet>();
   std::string tls_cert_file;  // PEM; with tls_key_file: HTTPS
@@ -74,6 +81,8 @@ class HttpServer {
   void Route(const std::string& dashboard_dir);
 
   HttpSessions sessions_;
+  std::atomic<int> event_streams_{0};
+  std::atomic<bool> stopping_{false};
   std::shared_ptr<const CredentialSet> credentials_;  // never null
   std::unique_ptr<HttpContext> context_;              // what the handlers use
   std::unique_ptr<HttpListener> listener_;

@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "coordinator/api/run_listing.h"
 #include "coordinator/spec/request_limits.h"
 #include "coordinator/store/design_store.h"
 #include "coordinator/store/store_reads.h"
@@ -39,19 +40,14 @@ absl::StatusOr<xmod::v1::ListSweepsResponse> ListSweeps(
 absl::StatusOr<xmod::v1::ListRunsResponse> ListRuns(Store& store,
                                                     const xmod::v1::ListRunsRequest& request,
                                                     UnknownSweep unknown_sweep) {
-  if (absl::Status s = CheckLimits(request); !s.ok()) return s;
-  RunFilter filter;
-  filter.sweep_id = request.sweep_id();
-  for (int s : request.states()) filter.states.push_back(static_cast<xmod::v1::RunState>(s));
-  filter.limit = request.limit();
-  return Listed(store.ReadValue([&](Db& db) -> absl::StatusOr<std::vector<xmod::v1::Run>> {
+  if (absl::Status s = CheckListRuns(request); !s.ok()) return s;
+  return store.ReadValue([&](Db& db) -> absl::StatusOr<xmod::v1::ListRunsResponse> {
     if (unknown_sweep == UnknownSweep::kNotFound) {
-      absl::Status s = LoadSweep(db, filter.sweep_id).status();
+      absl::Status s = LoadSweep(db, request.sweep_id()).status();
       if (!s.ok()) return s;
     }
-    return LoadRuns(db, filter);
-  }),
-                &xmod::v1::ListRunsResponse::mutable_runs);
+    return LoadListRunsPage(db, request);
+  });
 }
 
 absl::StatusOr<xmod::v1::GetRunResponse> GetRun(Store& store,

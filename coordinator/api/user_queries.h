@@ -29,7 +29,9 @@ absl::StatusOr<xmod::v1::ListSweepsResponse> ListSweeps(Store& store,
 // dashboard's /api/sweeps/{id}/runs).
 enum class UnknownSweep { kNoRuns, kNotFound };
 
-// Runs ordered by id, filtered by the request's sweep, states and limit.
+// One page of runs (or of replicate groups) of the request's sweep, states and filters in
+// its sort order, with the next page's token (run_listing.h); INVALID_ARGUMENT naming the
+// field for a request past its caps or a malformed page token or one from another query.
 absl::StatusOr<xmod::v1::ListRunsResponse> ListRuns(Store& store,
                                                     const xmod::v1::ListRunsRequest& request,
                                                     UnknownSweep unknown_sweep);

@@ -17,10 +17,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/field_path.h"
+#include "common/proto_bytes.h"
 #include "coordinator/spec/grid_choices.h"
 #include "coordinator/spec/sweep_validation.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "model/accounting/accounting.h"
 
 namespace xmod {
@@ -113,15 +112,7 @@ xmod::v1::RunSpec BuildRunSpec(const SweepSpec& spec, const GridSpec& grid, cons
   return run;
 }
 
-std::string DedupeKey(const xmod::v1::RunSpec& run) {
-  std::string key;
-  google::protobuf::io::StringOutputStream stream(&key);
-  google::protobuf::io::CodedOutputStream out(&stream);
-  out.SetSerializationDeterministic(true);
-  run.SerializeToCodedStream(&out);
-  out.Trim();
-  return key;
-}
+std::string DedupeKey(const xmod::v1::RunSpec& run) { return DeterministicBytes(run); }
 
 // Calls `visit` with every index into axes of lengths `sizes` (none empty), the last axis
 // varying fastest, until it returns an error.

@@ -9,11 +9,10 @@
 #include "google/protobuf/util/json_util.h"
 
 namespace xmod {
-namespace {
 
 using xmod::v1::RunState;
 
-constexpr const char* kRunColumns =
+const char* const kRunColumns =
     "r.id, r.sweep_id, r.label, r.name, r.spec, r.state, r.attempts, r.max_attempts, r.step,"
     " r.tokens, r.flops_done, r.flop_budget, r.train_loss, r.val_loss, r.tokens_per_second,"
     " (SELECT t.worker FROM attempts t WHERE t.run_id = r.id AND t.ended_ms IS NULL"
@@ -24,11 +23,15 @@ constexpr const char* kRunColumns =
     " (SELECT MAX(d.flops) FROM live_delta d WHERE d.run_id = r.id),"
     " EXISTS (SELECT 1 FROM censored_runs c WHERE c.run_id = r.id)";
 
+namespace {
+
 RunState ParseState(const std::string& name) {
   RunState state = xmod::v1::RUN_STATE_UNSPECIFIED;
   xmod::v1::RunState_Parse(name, &state);
   return state;
 }
+
+}  // namespace
 
 xmod::v1::Run RunFromRow(const Stmt& s) {
   xmod::v1::Run run;
@@ -65,6 +68,8 @@ xmod::v1::Run RunFromRow(const Stmt& s) {
   CompleteProgress(&run);
   return run;
 }
+
+namespace {
 
 // `design_going` — an adaptive sweep whose design has not stopped — keeps the sweep active
 // between a run's end and the next decision.

@@ -24,6 +24,12 @@ struct RunFilter {
   int limit = 0;                           // 0 = no limit
 };
 
+// The columns of a Run over `runs r` (kRunColumnCount of them, in RunFromRow's order), for
+// reads that select runs with their own WHERE and ORDER BY (run_pages.h).
+extern const char* const kRunColumns;
+inline constexpr int kRunColumnCount = 27;
+xmod::v1::Run RunFromRow(const Stmt& s);
+
 absl::StatusOr<xmod::v1::Run> LoadRun(Db& db, int64_t run_id);
 // Runs ordered by id.
 absl::StatusOr<std::vector<xmod::v1::Run>> LoadRuns(Db& db, const RunFilter& filter);

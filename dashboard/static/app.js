@@ -1,12 +1,19 @@
 // app.js — the xmod dashboard's main loop: signs in when the coordinator needs it (a login
-// form; the session is an HttpOnly cookie), polls the coordinator's JSON API and renders the
-// sweep list, the selected sweep's runs table and its loss curves against training FLOPs;
-// fit.js renders the law fit and the recommendation form. The selected sweep lives in the
-// URL hash (#sweep=ID), a selected study (one fit over several sweeps: its members and its
-// fit) likewise (#study=NAME). Metric series of ended runs are fetched once and cached.
+// form; the session is an HttpOnly cookie), polls the coordinator's small documents (sweeps,
+// studies) and renders the sweep list, one page of the selected sweep's runs table (rows.js
+// builds its rows; runs.js pages, sorts, filters and groups it on the server and keeps it
+// current from the sweep's event stream) and the page's loss curves against training FLOPs;
+// compare.js overlays picked runs or configurations; fit.js renders the law fit and the
+// recommendation form. The
+// selected sweep lives in the URL hash (#sweep=ID), a selected study (one fit over several
+// sweeps: its members and its fit) likewise (#study=NAME). Metric series of ended runs are
+// fetched once and cached.
 'use strict';
 
-const REFRESH_MS = 2000;
+// The sweep and study lists' poll; the selected sweep's runs and counts come from its event
+// stream.
+const REFRESH_MS = 5000;
+const CURVE_MS = 2000;  // a training run's curve is read again at most this often
 const RUN_STATES = ['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED'];
 const ENDED = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 const SERIES = ['val/loss', 'train/loss'];
@@ -114,6 +121,10 @@ function renderSweepHeader(sweep) {
     `${training.batch_tokens} tokens/step`,
     `created ${Xmod.time(sweep.created_unix_ms)}`,
   ].filter(Boolean).join(' · ');
+  renderCounts(sweep);
+}
+
+function renderCounts(sweep) {
   const chips = document.getElementById('sweep-counts');
   chips.replaceChildren();
   for (const s of RUN_STATES) {
@@ -134,140 +145,86 @@ function budgetText(spec) {
   return `budget${perGrid.length > 1 ? 's' : ''} ${perGrid.map(Xmod.flops).join(', ')} FLOPs`;
 }
 
-// The arch column: MoE runs name their experts ("moe 6:128+2", paper Table 1's notation).
-function archText(model) {
-  const arch = model.arch.toLowerCase();
-  const moe = model.moe;
-  if (model.arch !== 'MOE' || !moe || !moe.total_experts) return arch;
-  return `${arch} ${moe.active_experts}:${moe.total_experts}` +
-      (moe.shared_experts ? `+${moe.shared_experts}` : '');
-}
-
-// K and A apply to the depth-sparse archs (X-MoD, MoD and the controls), not Dense or MoE
-// (whose K, A the expander leaves at 1, 0: its sparsity is in the arch column).
-const hasKA = model => model.arch !== 'DENSE' && model.arch !== 'MOE';
-
-// φ/φ_D (paper Table 1): forward FLOPs per token over the Dense run's at the same backbone
-// and L in this sweep; undefined without such a Dense run.
-function phiRatio(run, runs) {
-  const key = r => `${r.spec.model.backbone.name}|${r.spec.training.seq_len}`;
-  const dense = runs.find(r => r.spec.model.arch === 'DENSE' && key(r) === key(run));
-  return dense && dense.forward_flops_per_token ?
-      run.forward_flops_per_token / dense.forward_flops_per_token :
-      undefined;
-}
-
 // The last value of a cached series, else `fallback` (the run's live progress).
 function lastValue(runId, name, fallback) {
   const points = state.metrics.get(runId)?.series[name];
   return points && points.length ? points[points.length - 1][1] : fallback || undefined;
 }
 
-// Why a SUCCEEDED run spent less than its budget: the trainer stops after the last whole
-// step the budget buys (Progress.planned_steps); '' for any other run.
-function endedShortNote(run, budget) {
-  const progress = run.progress;
-  const planned = Number(progress.planned_steps);
-  if (run.state !== 'SUCCEEDED' || !planned || !(progress.flops < budget)) return '';
-  return `ended at step ${progress.step} of ${planned}: budget reached in the last whole ` +
-      `step (${Xmod.flops(progress.flops)} of ${Xmod.flops(budget)} FLOPs)`;
-}
-
-function renderRuns(runs) {
+function renderTable(view) {
   const body = document.querySelector('#runs tbody');
-  body.replaceChildren();
-  for (const run of runs) {
-    const id = Number(run.id);
-    const model = run.spec.model;
-    const progress = run.progress;
-    const tr = Xmod.node('tr');
-    tr.dataset.runId = id;
-    Xmod.cell(tr, id, 'num');
-    const name = Xmod.cell(tr, run.name);
-    if (run.held_out) {
-      name.appendChild(Xmod.node('span', 'tag held-out', 'held out')).title =
-          'out of the fit\'s range (spec fit.held_out_*): predicted, not fitted';
+  const rows = [];
+  if (view.grouped) {
+    for (const group of view.groups) {
+      const seeds = view.expanded.get(group.key);
+      rows.push(XmodRows.groupRow(group, !!seeds));
+      for (const run of seeds || []) rows.push(XmodRows.runRow(run, state.runs, group));
     }
-    if (run.error) name.appendChild(Xmod.node('div', 'error', run.error));
-    Xmod.cell(tr, archText(model));
-    Xmod.cell(tr, hasKA(model) && model.k ? model.k : '', 'num');
-    Xmod.cell(tr, hasKA(model) && model.a ? model.a : '', 'num');  // MoD has no A (0)
-    Xmod.cell(tr, run.spec.training.seq_len, 'num');
-    Xmod.cell(tr, Xmod.count(run.total_params), 'num');
-    const phi = phiRatio(run, runs);
-    Xmod.cell(tr, phi === undefined ? '' : phi.toFixed(3), 'num');
-    Xmod.cell(tr, run.state, `state ${run.state}`).title =
-        `attempt ${run.attempts}/${run.max_attempts}` + (run.worker ? ` on ${run.worker}` : '');
-    const budget = progress.flop_budget || run.spec.training.flop_budget;
-    // The coordinator's fraction: of the whole steps the budget buys, 1 once SUCCEEDED.
-    const pct = 100 * (progress.fraction || 0);
-    const bar = Xmod.node('div', `bar ${run.state}`);
-    bar.appendChild(Xmod.node('div')).style.width = `${pct}%`;
-    const progressCell = Xmod.cell(tr, '');
-    const wrap = progressCell.appendChild(Xmod.node('div', 'progress'));
-    wrap.append(bar, Xmod.node('span', 'pct', `${pct.toFixed(0)}%`));
-    progressCell.title = `${Xmod.flops(progress.flops)} / ${Xmod.flops(budget)} FLOPs, ` +
-        `step ${progress.step}, ${Xmod.count(progress.tokens)} tokens`;
-    const short = endedShortNote(run, budget);
-    if (short) progressCell.appendChild(Xmod.node('div', 'note', short));
-    Xmod.cell(tr, Xmod.loss(lastValue(id, 'train/loss', progress.train_loss)), 'num');
-    Xmod.cell(tr, Xmod.loss(lastValue(id, 'val/loss', progress.val_loss)), 'num');
-    const live = progress.live_delta;
-    Xmod.cell(tr, live === undefined ? '' : (live >= 0 ? '+' : '') + live.toFixed(4), 'num')
-        .title = run.censored ? 'stopped early: a censored observation, never fitted' :
-                                live === undefined ? '' :
-                                `at ${Xmod.flops(progress.live_delta_flops)} FLOPs`;
-    Xmod.cell(tr, progress.tokens_per_second ? progress.tokens_per_second.toFixed(0) : '', 'num');
-    renderEval(Xmod.cell(tr, ''), run);
-    body.appendChild(tr);
+  } else {
+    for (const run of view.runs) rows.push(XmodRows.runRow(run, view.runs));
   }
-}
-
-// The zero-shot tasks of a run's spec (training.eval_tasks) and their metric names.
-function evalTasks(run) {
-  return (run.spec.training.eval_tasks || []).map(t => t.task);
-}
-function evalSeries(run) {
-  return evalTasks(run).flatMap(
-      task => ['acc', 'acc_norm', 'ppl', 'n'].map(field => `eval/${task}/${field}`));
-}
-
-// "task acc" per zero-shot task once the run reported it; the title adds acc_norm / ppl, n.
-function renderEval(cell, run) {
-  const id = Number(run.id);
-  for (const task of evalTasks(run)) {
-    const acc = lastValue(id, `eval/${task}/acc`);
-    if (acc === undefined) continue;
-    const norm = lastValue(id, `eval/${task}/acc_norm`);
-    const ppl = lastValue(id, `eval/${task}/ppl`);
-    const item = cell.appendChild(Xmod.node('div', '', `${task} ${acc.toFixed(3)}`));
-    item.title = [
-      norm === undefined ? '' : `acc_norm ${norm.toFixed(3)}`,
-      ppl === undefined ? '' : `ppl ${ppl.toFixed(2)}`,
-      `n ${lastValue(id, `eval/${task}/n`)}`,
-    ].filter(Boolean).join(', ');
+  body.replaceChildren(...rows);
+  for (const th of document.querySelectorAll('#runs th[data-sort]')) {
+    th.classList.toggle('sorted', th.dataset.sort === view.sort);
+    th.dataset.order = th.dataset.sort === view.sort ? view.order : '';
   }
+  const shown = view.grouped ? view.groups.length : view.runs.length;
+  const from = view.page * view.pageSize;
+  document.getElementById('runs-page').textContent = shown ?
+      `${from + 1}–${from + shown} of ${view.total} ${view.grouped ? 'configurations' : 'runs'}` :
+      `none of ${view.total}`;
+  document.getElementById('runs-prev').disabled = view.page === 0;
+  document.getElementById('runs-next').disabled = !view.hasNext;
 }
 
-// Fetches the loss series of runs that may have new points: not cached yet, still going,
-// or whose state changed since they were fetched. A run that never took a step (queued, or
-// cancelled or failed before training) has none: a cancelled paper sweep has hundreds.
+// A page arrived (or a group opened): its runs' curves, the table and the chart.
+async function renderPage(view) {
+  state.runs = view.grouped ?
+      view.groups.map(g => g.first).concat([...view.expanded.values()].flat()) :
+      view.runs;
+  await fetchMetrics(state.runs);
+  renderTable(view);
+  renderCurves();
+  performance.mark('xmod-runs-rendered');
+  // Tests wait on it: which page of which query is on screen.
+  document.body.dataset.runsPage = `${view.sweepId}:${view.page}:${view.sort}:${view.order}:` +
+      `${view.grouped ? 'groups' : 'runs'}:${view.grouped ? view.groups.length : view.runs.length}`;
+}
+
+// Runs that changed (the event stream) replace their rows; their curves are read again.
+async function patchRuns(runs) {
+  await fetchMetrics(runs);
+  for (const run of runs) {
+    const row = document.querySelector(`#runs tr[data-run-id="${Number(run.id)}"]`);
+    if (row) row.replaceWith(XmodRows.runRow(run, state.runs));
+  }
+  state.runs = state.runs.map(r => runs.find(c => c.id === r.id) || r);
+  renderCurves();
+  XmodCompare.render();
+}
+
+// Fetches the loss series of runs that may have new points: not cached yet, still going
+// (at most each CURVE_MS), or whose state changed since they were fetched. A run that never
+// took a step (queued, or cancelled or failed before training) has none: a cancelled paper
+// sweep has hundreds.
 async function fetchMetrics(runs) {
   const stale = runs.filter(run => {
     if (run.state !== 'RUNNING' && Number(run.progress.step) === 0) return false;
     const cached = state.metrics.get(Number(run.id));
-    return !cached || cached.state !== run.state || !ENDED.has(run.state);
+    if (!cached || cached.state !== run.state) return true;
+    // A training run's curve grows: read again, but not more often than each CURVE_MS.
+    return !ENDED.has(run.state) && Date.now() - cached.at >= CURVE_MS;
   });
   await Promise.all(stale.map(async run => {
     const id = Number(run.id);
-    const names = SERIES.concat(evalSeries(run));
+    const names = SERIES.concat(XmodRows.evalSeries(run));
     const url = `/api/runs/${id}/metrics?names=${names.join(',')}&max_points=400`;
     const data = await Xmod.api(url);
     const series = {};
     for (const s of (data ? data.series : [])) {
       series[s.name] = s.points.map(p => [p.flops, p.value]);
     }
-    state.metrics.set(id, {state: run.state, series});
+    state.metrics.set(id, {state: run.state, series, at: Date.now()});
   }));
 }
 
@@ -309,12 +266,9 @@ async function refresh() {
     if (study) await renderStudy(study);
     if (sweep) {
       renderSweepHeader(sweep);
-      const runs = (await Xmod.api(`/api/sweeps/${sweep.id}/runs`))?.runs || [];
-      state.runs = runs;
-      await fetchMetrics(runs);
-      renderRuns(runs);
-      renderCurves();
-      await XmodFit.update(sweep, runs);
+      await XmodRuns.show(Number(sweep.id));
+      renderCurves();  // the page's cached series: cheap, and new points of running runs
+      await XmodFit.update(sweep, state.runs);
       await XmodDesign.update(sweep);
     }
     status.textContent = `updated ${new Date().toLocaleTimeString()}`;
@@ -400,6 +354,23 @@ for (const input of document.querySelectorAll('input[name=series]')) {
     renderCurves();
   });
 }
+XmodRows.init({lastValue});
+XmodRuns.init({render: renderPage, patch: patchRuns, counts: renderCounts});
+for (const th of document.querySelectorAll('#runs th[data-sort]')) {
+  th.addEventListener('click', () => XmodRuns.sortBy(th.dataset.sort));
+}
+// Filters apply as typed, once typing pauses.
+for (const input of document.querySelectorAll('#run-filters input[data-filter]')) {
+  let timer = null;
+  input.addEventListener('input', () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => XmodRuns.filter(input.dataset.filter, input.value), 300);
+  });
+}
+document.getElementById('group-replicates')
+    .addEventListener('change', event => XmodRuns.group(event.target.checked));
+document.getElementById('runs-next').addEventListener('click', () => XmodRuns.next());
+document.getElementById('runs-prev').addEventListener('click', () => XmodRuns.previous());
 window.addEventListener('hashchange', () => {
   state.metrics.clear();  // only the selected sweep's runs are kept
   (inFlight || Promise.resolve()).then(refreshOnce);

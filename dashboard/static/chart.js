@@ -4,7 +4,8 @@
 // value) in <g class="tooltip">; dragging across the plot zooms the x axis to the dragged
 // range (y follows the points in view), a double-click resets it. The view (zoom, hover)
 // is kept per <svg> across redraws, so a periodic redraw with new points keeps it; the zoom
-// resets when the set of series changes (another sweep). No dependencies.
+// resets when the set of series changes (another sweep). A series with `dashed` (a reference
+// curve) is drawn dashed. No dependencies.
 'use strict';
 
 const XmodChart = (() => {
@@ -303,7 +304,8 @@ const XmodChart = (() => {
         fill: 'none',
         stroke: colour(i),
         'stroke-width': 1.8,
-        class: 'curve',
+        class: series[i].dashed ? 'curve reference' : 'curve',
+        'stroke-dasharray': series[i].dashed ? '6 4' : 'none',
         'data-label': label,
         'data-points': pts.length
       }));

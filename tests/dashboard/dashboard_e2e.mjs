@@ -19,6 +19,8 @@
 import {readFileSync} from 'node:fs';
 import {pathToFileURL} from 'node:url';
 
+import {launchChromium} from './launch.mjs';
+
 const [playwrightDir, baseUrl, sweepArg, runsArg, screenshot, tokenFile, study, sweepsArg] =
     process.argv.slice(2);
 if (!study) {
@@ -136,7 +138,10 @@ async function checkEverySweepAndStudy() {
   for (const sweep of sweeps) {
     const id = Number(sweep.id);
     where = `sweep ${id} (${sweep.name})`;
-    const runs = (await (await page.request.get(`${baseUrl}/api/sweeps/${id}/runs`)).json()).runs;
+    // The table's first page (runs.js reads 100 runs a page).
+    const runs =
+        (await (await page.request.get(`${baseUrl}/api/sweeps/${id}/runs?page_size=100`)).json())
+            .runs;
     await page.locator(`#sweep-list li[data-sweep-id="${id}"]`).click();
     await page.waitForFunction(
         ([id, n]) => document.body.dataset.view === `sweep=${id}` &&
@@ -150,7 +155,7 @@ async function checkEverySweepAndStudy() {
     const seen = await page.evaluate(() => ({
       text: document.getElementById('sweep-view').innerText,
       desc: document.getElementById('sweep-desc').textContent,
-      states: [...document.querySelectorAll('#runs tbody tr')].map(tr => tr.cells[8].textContent),
+      states: [...document.querySelectorAll('#runs tbody tr')].map(tr => tr.cells[9].textContent),
       heldOut: document.querySelectorAll('#runs .held-out').length,
       fit: document.getElementById('fit').textContent,
       curves: document.querySelectorAll('#curves path.curve').length,
@@ -196,17 +201,16 @@ async function checkEverySweepAndStudy() {
   return shapes.join('; ');
 }
 
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  args: [
-    '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'
-  ],
-});
+const browser = await launchChromium(chromium);
 const page = await browser.newPage({viewport: {width: 1400, height: 1000}});
 try {
   page.on('pageerror', error => problems.push(`[${where}] page error: ${error.stack}`));
   page.on('requestfailed', request => {
+    // Selecting another sweep closes the last one's event stream: its request is aborted.
+    if (/\/api\/sweeps\/\d+\/events$/.test(new URL(request.url()).pathname) &&
+        request.failure()?.errorText === 'net::ERR_ABORTED') {
+      return;
+    }
     problems.push(`[${where}] request failed: ${request.url()} ${request.failure()?.errorText}`);
   });
   page.on('response', response => {
@@ -263,12 +267,12 @@ try {
                                          bar: tr.querySelector('.bar > div')?.style.width,
                                        })));
   for (const row of rows) {
-    check(row.cells[8] === 'SUCCEEDED', `run ${row.cells[1]} is SUCCEEDED (got ${row.cells[8]})`);
+    check(row.cells[9] === 'SUCCEEDED', `run ${row.cells[2]} is SUCCEEDED (got ${row.cells[9]})`);
     // The coordinator's Progress.fraction: 100% once SUCCEEDED, not flops / budget (99%).
-    check(parseFloat(row.bar) === 100, `run ${row.cells[1]} progress bar full (${row.bar})`);
-    check(Number(row.cells[11]) > 0, `run ${row.cells[1]} shows a final val loss`);
+    check(parseFloat(row.bar) === 100, `run ${row.cells[2]} progress bar full (${row.bar})`);
+    check(Number(row.cells[12]) > 0, `run ${row.cells[2]} shows a final val loss`);
   }
-  const phis = rows.map(r => r.cells[7]);
+  const phis = rows.map(r => r.cells[8]);
   check(
       phis.some(p => p === '1.000') && phis.every(p => Number(p) > 0),
       `φ/φ_D shown for every run, 1.000 for Dense (${phis})`);

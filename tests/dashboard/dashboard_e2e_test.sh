@@ -10,7 +10,11 @@
 # with a read credential, checks the page (dashboard_e2e.mjs) and saves
 # $TEST_TMP/dashboard.png (KEEP_TMP=1 keeps it). Then every bundled example spec is submitted
 # (and all but one cancelled at once) and the browser opens every sweep and study, failing
-# on any console error, page error, failed /api/ request or error banner.
+# on any console error, page error, failed /api/ request or error banner. Last, a sweep of
+# 10,000 runs (1,000 seeds x 10 K values, the spec limit) is submitted and left queued, and
+# dashboard_scale.mjs pages, sorts, filters, groups and compares it, then leaves the tab
+# open for XMOD_DASHBOARD_IDLE_S seconds (default 60) and prints the first-render time and
+# the browser's idle CPU.
 # Needs node, /usr/bin/chromium and playwright-core: scripts/setup.sh installs them.
 SRC=${XMOD_SOURCE_DIR:?XMOD_SOURCE_DIR must point at the source tree}
 PLAYWRIGHT=$SRC/.cache/npm/node_modules/playwright-core
@@ -175,3 +179,24 @@ step "submitted $((SWEEPS - 1)) example sweeps (all but tiny cancelled), ${#STUD
 node "$SRC/tests/dashboard/dashboard_e2e.mjs" "$PLAYWRIGHT" "http://127.0.0.1:$COORD_HTTP" \
   "$SWEEP" "$RUNS" "$TEST_TMP/dashboard.png" "$READ_TOKEN_FILE" dash-study "$SWEEPS"
 step "browser checks passed; screenshot $TEST_TMP/dashboard.png"
+
+# The page at 10,000 runs: submitted, never trained (the workers are gone).
+seeds=$(seq -s ', ' 1 1000)
+cat >"$TEST_TMP/scale.textpb" <<SPEC
+name: "scale-10k"
+description: "10,000 runs: 1,000 seeds x 10 K values"
+grids { label: "seeds" archs: XMOD backbones: "tiny-test" seq_lens: 64
+        ks: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] as: 1 seeds: [$seeds] }
+training { flop_budget: 3e9 seq_len: 64 batch_tokens: 128 }
+data { train_glob: "$corpus/gcide_train_*.bin" val_glob: "$corpus/gcide_val_*.bin" }
+SPEC
+"$XMOD_BIN_DIR/xmodctl" -o json sweep submit "$TEST_TMP/scale.textpb" >"$TEST_TMP/scale.json"
+SCALE_SWEEP=$(json_field "$TEST_TMP/scale.json" sweep_id)
+SCALE_RUNS=$(/usr/bin/python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["runs"]))' \
+  "$TEST_TMP/scale.json")
+[ "$SCALE_RUNS" = 10000 ] || { echo "FAIL: the scale sweep has $SCALE_RUNS runs" >&2; exit 1; }
+step "submitted sweep $SCALE_SWEEP with $SCALE_RUNS runs"
+node "$SRC/tests/dashboard/dashboard_scale.mjs" "$PLAYWRIGHT" "http://127.0.0.1:$COORD_HTTP" \
+  "$SCALE_SWEEP" "$SCALE_RUNS" "$READ_TOKEN_FILE" "${XMOD_DASHBOARD_IDLE_S:-60}" \
+  "$(getconf CLK_TCK)"
+step "browser checks at $SCALE_RUNS runs passed"

@@ -203,6 +203,30 @@ def test_dicts_equal_xmodctl_json_and_http(client, watched, sweep_id, fit):
         http_api(f"/api/sweeps/{sweep_id}/runs")
 
 
+def test_pages_equal_xmodctl_and_http_pages(client, sweep_id):
+    # One query three ways: the same pages, page tokens included, until the last.
+    query = "sort=name&order=desc&arch=xmod&page_size=2"
+    pages = list(client.run_pages(sweep_id, page_size=2, sort="name", descending=True,
+                                  arch="xmod"))
+    assert len(pages) > 1 and pages[-1]["next_page_token"] == ""
+    token = ""
+    for page in pages:
+        args = ["runs", "list", "--sweep", str(sweep_id), "--page_size", "2", "--sort", "name",
+                "--desc", "--arch", "xmod"] + (["--page_token", token] if token else [])
+        assert page == xmodctl(*args)
+        assert page == http_api(f"/api/sweeps/{sweep_id}/runs?{query}&page_token={token}")
+        token = page["next_page_token"]
+    names = [r["name"] for page in pages for r in page["runs"]]
+    assert names == sorted(names, reverse=True)
+    assert names == client.runs(sweep_id, arch="xmod", sort="name", descending=True)[
+        "name"].tolist()
+    groups = client.runs(sweep_id, group="replicates")  # no seeds: one run a configuration
+    assert len(groups) == len(client.runs(sweep_id))
+    assert groups["run_ids"].map(len).tolist() == [1] * len(groups)
+    with pytest.raises(xmod.XmodError, match="page_token: malformed"):
+        next(client.run_pages(sweep_id, page_token="garbage!"))
+
+
 def test_submit_file_text_and_dry_run(client, corpus, tmp_path):
     spec = sweep_spec(corpus, name="pyclient-dry")
     path = tmp_path / "spec.json"

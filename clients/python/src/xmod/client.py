@@ -25,7 +25,7 @@ from xmod.errors import XmodError, invalid_argument
 from xmod.messages import absolutize_data_globs, parse_message, to_dict
 from xmod.v1 import coordinator_pb2 as pb
 from xmod.v1 import coordinator_pb2_grpc
-from xmod.v1 import spec_pb2, types_pb2
+from xmod.v1 import run_pages_pb2, spec_pb2, types_pb2
 
 DEFAULT_ADDR = "127.0.0.1:7070"  # xmodctl's default (cli/app.h)
 MAX_REQUEST_BYTES = 16 << 20     # common/transport.h
@@ -78,6 +78,40 @@ def _states(values):
     except ValueError:
         raise invalid_argument(f"states: unknown run state in {values!r} (queued, running, "
                                "succeeded, failed, cancelled)") from None
+
+
+_RUNS_PAGE_SIZE = 1000  # the coordinator's largest page (coordinator/api/run_listing.h)
+
+
+def _enum_values(enum, field, values, prefix=""):
+    """Numbers of enum values named without their prefix ("xmod", "val_loss"), or numbers."""
+    if isinstance(values, (str, numbers.Integral)):
+        values = [values]
+    try:
+        return [int(v) if isinstance(v, numbers.Integral) else enum.Value(
+            prefix + str(v).upper()) for v in values or []]
+    except ValueError:
+        raise invalid_argument(f"{field}: unknown value in {values!r}") from None
+
+
+def _listed(values):
+    return [values] if isinstance(values, (str, numbers.Number)) else list(values or [])
+
+
+def _list_runs_request(sweep_id=None, *, states=None, limit=0, arch=None, k=None, a=None,
+                       seq_len=None, backbone=None, label=None, name="", sort="id",
+                       descending=False, group=None, page_size=0):
+    """The ListRunsRequest of Client.runs' arguments (run_pages.proto)."""
+    filters = run_pages_pb2.RunFilters(
+        archs=_enum_values(spec_pb2.Architecture, "arch", arch),
+        ks=[int(v) for v in _listed(k)], seq_lens=[int(v) for v in _listed(seq_len)],
+        backbones=_listed(backbone), labels=_listed(label), name_contains=name or "")
+    getattr(filters, "as").extend(float(v) for v in _listed(a))
+    return pb.ListRunsRequest(
+        sweep_id=int(sweep_id or 0), states=_states(states), limit=limit, filters=filters,
+        sort=_enum_values(run_pages_pb2.RunSortKey, "sort", sort, "RUN_SORT_")[0], descending=descending,
+        group=_enum_values(run_pages_pb2.RunGrouping, "group", group or "none", "RUN_GROUPING_")[0],
+        page_size=page_size)
 
 
 class Client:
@@ -214,14 +248,44 @@ class Client:
 
     # Runs.
 
-    def runs(self, sweep_id=None, *, states=None, limit=0):
+    def runs(self, sweep_id=None, *, states=None, limit=0, group=None, **query):
         """Runs (of one sweep, in some states: names such as "failed" or RunState numbers) as
         a DataFrame, one row per run (xmod.frames: "id", "name", "state", "spec.model.k",
-        "progress.val_loss", ...)."""
-        request = pb.ListRunsRequest(sweep_id=int(sweep_id or 0), limit=limit,
-                                     states=_states(states))
-        response = self._call(self._stub.ListRuns, request)
-        return frames.messages_frame(response.runs, types_pb2.Run)
+        "progress.val_loss", ...), every page of the listing read in turn. `query` takes
+        run_pages' filters and order (arch, k, a, seq_len, backbone, label, name, sort,
+        descending). With group="replicates", one row per configuration instead (a RunGroup:
+        "name", "run_ids", "val_loss.mean", "val_loss.sd", "val_loss.n", "live_delta.mean",
+        ..., "first.id", "first.spec.model.k", ...)."""
+        replicates = group == "replicates"
+        entries = []
+        for page in self._run_pages(sweep_id, states=states, limit=limit, group=group,
+                                    page_size=_RUNS_PAGE_SIZE, **query):
+            entries.extend(page.groups if replicates else page.runs)
+            if limit and len(entries) >= limit:
+                entries = entries[:limit]
+                break
+        return frames.messages_frame(entries, run_pages_pb2.RunGroup if replicates else types_pb2.Run)
+
+    def run_pages(self, sweep_id=None, *, page_size=100, page_token="", **query):
+        """The listing's pages, one ListRunsResponse dict each (as `xmodctl runs list
+        --page_size N -o json` and GET /api/sweeps/{id}/runs?page_size=N print them:
+        "runs" or "groups", "next_page_token", "total_size"), until the last. Takes runs()'s
+        filters, order and group; page_token starts after an earlier page. Pages are keyset
+        pages: runs added or changed while paging are neither listed twice nor skipped
+        (unless their sort key moves them behind the page read)."""
+        for page in self._run_pages(sweep_id, page_size=page_size, page_token=page_token,
+                                    **query):
+            yield to_dict(page)
+
+    def _run_pages(self, sweep_id, *, page_token="", **query):
+        request = _list_runs_request(sweep_id, **query)
+        request.page_token = page_token
+        while True:
+            page = self._call(self._stub.ListRuns, request)
+            yield page
+            if not page.next_page_token:
+                return
+            request.page_token = page.next_page_token
 
     def run(self, run_id):
         """One run with its attempts and checkpoints, as a dict (GetRunResponse, as

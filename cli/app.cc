@@ -58,6 +58,8 @@ struct State {
   PlanOptions plan;
   // report
   ReportOptions report;
+  // pilot
+  PilotSelectOptions pilot;
 };
 
 using Action = std::function<absl::Status(const Context&)>;
@@ -253,6 +255,19 @@ void AddReportCommand(CLI::App& app, State& s, Action* action) {
   report->add_option("--output", r.output, "Directory to write (created if missing)")->required();
 }
 
+void AddPilotCommands(CLI::App& app, State& s, Action* action) {
+  CLI::App* pilot = app.add_subcommand("pilot", "The B.3 pilot: X-MoD picks per MoE baseline");
+  pilot->require_subcommand(1);
+  PilotSelectOptions& o = s.pilot;
+  CLI::App* select =
+      Leaf(pilot, "select",
+           "Per MoE, the lowest measured-loss X-MoD at its N_act and K within its N (Fig. 4)",
+           action, [&o](const Context& c) { return PilotSelect(c, o); });
+  select->add_option("SWEEP", o.sweep_id, "The pilot sweep's id")->required();
+  select->add_option("--figure_dir", o.figure_dir,
+                     "Also write the Fig. 4-style pilot_selection.png and .svg here");
+}
+
 }  // namespace
 
 int ExitCode(const absl::Status& status) {
@@ -295,6 +310,7 @@ int RunXmodctl(const std::vector<std::string>& args, const Io& io) {
   AddStudyCommands(app, s, &action);
   AddPlanCommand(app, s, &action);
   AddReportCommand(app, s, &action);
+  AddPilotCommands(app, s, &action);
 
   std::vector<std::string> reversed =
       ReversedForCli11(std::vector<std::string>(args.begin() + (args.empty() ? 0 : 1), args.end()));

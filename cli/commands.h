@@ -115,6 +115,16 @@ struct ReportOptions {
 };
 absl::Status Report(const Context& ctx, const ReportOptions& options);
 
+// The B.3 pilot pick by measured loss (SelectPilot, proto/xmod/v1/pilot.proto): per MoE
+// configuration of the sweep, the lowest-loss X-MoD at its N_act and nominal K within its
+// total-parameter budget, and the table of Fig. 4's configurations. With `figure_dir`, also
+// the Fig. 4-style figure there (cli/report/pilot_figure.h), each file written named.
+struct PilotSelectOptions {
+  int64_t sweep_id = 0;
+  std::string figure_dir;  // empty = no figure
+};
+absl::Status PilotSelect(const Context& ctx, const PilotSelectOptions& options);
+
 // Offline layer plan and accounting (paper Table 6).
 struct PlanOptions {
   std::string backbone = "556M";

@@ -1,7 +1,7 @@
 // SelectPilot (the B.3 pilot pick by measured loss) on a real in-process coordinator through
 // a gRPC stub: results stored as a worker stores them (WorkerGateway: lease, val/loss point,
 // SUCCEEDED), replicate seeds averaged, the run still queued listed as pending, the budget
-// and K of every selection; refusals with their codes and field paths.
+// and K of every selection; refusals with their codes and field paths; the caller's scope.
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -139,6 +139,25 @@ TEST_F(PilotServiceTest, SelectsFromStoredResults) {
     }
   }
   EXPECT_GT(picks, 0);
+}
+
+// A read: a read credential may call it, a worker's may not, and nobody unauthenticated.
+TEST(PilotServiceScopeTest, ReadCredentialsMayCallIt) {
+  const std::string dir = NewTestDir("pilot_scope");
+  constexpr char kReader[] = "viewer-secret-0123456789";
+  constexpr char kWorker[] = "worker-secret-0123456789";
+  absl::StatusOr<LoopbackCoordinator> c = StartLoopbackCoordinator(
+      LoopbackOptions(dir), absl::StrCat("read viewer ", kReader, "\nworker w1 ", kWorker));
+  ASSERT_TRUE(c.ok()) << c.status();
+  xmod::v1::SelectPilotRequest request;
+  request.set_sweep_id(5);
+  SelectPilotResponse response;
+  EXPECT_EQ(c->user->SelectPilot(BearerContext(kReader).get(), request, &response).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(c->user->SelectPilot(BearerContext(kWorker).get(), request, &response).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(c->user->SelectPilot(BearerContext("").get(), request, &response).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
 }
 
 }  // namespace

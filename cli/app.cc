@@ -248,7 +248,8 @@ void AddPlanCommand(CLI::App& app, State& s, Action* action) {
 void AddReportCommand(CLI::App& app, State& s, Action* action) {
   ReportOptions& r = s.report;
   CLI::App* report =
-      Leaf(&app, "report", "Figure 2-style plots (PNG, SVG) and report.md of the latest fit",
+      Leaf(&app, "report",
+           "Figure 2-style plots (PNG, SVG) and report.md of the latest fit; a pilot's Fig. 4",
            action, [&r](const Context& c) { return Report(c, r); });
   report->add_option("SWEEP", r.sweep_id, "Sweep id (or --study)");
   report->add_option("--study", r.study, "The study's fit instead of a sweep's");

@@ -1,7 +1,7 @@
 // xmodctl pilot select against a real in-process coordinator holding a pilot sweep's results
 // (finished through the WorkerGateway): the selections and Fig. 4 tables, -o json equal to
-// the HTTP /api/sweeps/{id}/pilot document, the figure files, and refusals with their exit
-// codes and messages.
+// the HTTP /api/sweeps/{id}/pilot document, the figure files (pilot select --figure_dir and
+// xmodctl report), and refusals with their exit codes and messages.
 #include <httplib.h>
 
 #include <filesystem>
@@ -110,6 +110,19 @@ TEST_F(PilotCommandsTest, WritesTheFigure) {
   EXPECT_THAT(r.out, HasSubstr("wrote " + figures + "/pilot_selection.svg"));
   EXPECT_GT(std::filesystem::file_size(figures + "/pilot_selection.png"), 0u);
   EXPECT_GT(std::filesystem::file_size(figures + "/pilot_selection.svg"), 0u);
+}
+
+// A pilot sweep cannot be fitted (no dense reference here, too few rows in the paper's):
+// `xmodctl report` draws its Fig. 4 and says why the fit's figures are missing.
+TEST_F(PilotCommandsTest, ReportOfAPilotDrawsItsFigure) {
+  const std::string out = dir_ + "/report";
+  const Result r = Xmodctl({"report", sweep_, "--output", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("wrote " + out + "/pilot_selection.png"));
+  EXPECT_THAT(r.out, HasSubstr("wrote " + out + "/pilot_selection.svg"));
+  EXPECT_THAT(r.out, HasSubstr("skipped report.md and the fit's figures: "));
+  EXPECT_TRUE(std::filesystem::exists(out + "/pilot_selection.png"));
+  EXPECT_FALSE(std::filesystem::exists(out + "/report.md"));
 }
 
 TEST_F(PilotCommandsTest, RefusalsNameWhatIsWrong) {

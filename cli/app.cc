@@ -59,6 +59,8 @@ struct State {
   PlanOptions plan;
   // report
   ReportOptions report;
+  // pilot
+  PilotSelectOptions pilot;
 };
 
 using Action = std::function<absl::Status(const Context&)>;
@@ -278,11 +280,25 @@ void AddPlanCommand(CLI::App& app, State& s, Action* action) {
 void AddReportCommand(CLI::App& app, State& s, Action* action) {
   ReportOptions& r = s.report;
   CLI::App* report =
-      Leaf(&app, "report", "Figure 2-style plots (PNG, SVG) and report.md of the latest fit",
+      Leaf(&app, "report",
+           "Figure 2-style plots (PNG, SVG) and report.md of the latest fit; a pilot's Fig. 4",
            action, [&r](const Context& c) { return Report(c, r); });
   report->add_option("SWEEP", r.sweep_id, "Sweep id (or --study)");
   report->add_option("--study", r.study, "The study's fit instead of a sweep's");
   report->add_option("--output", r.output, "Directory to write (created if missing)")->required();
+}
+
+void AddPilotCommands(CLI::App& app, State& s, Action* action) {
+  CLI::App* pilot = app.add_subcommand("pilot", "The B.3 pilot: X-MoD picks per MoE baseline");
+  pilot->require_subcommand(1);
+  PilotSelectOptions& o = s.pilot;
+  CLI::App* select =
+      Leaf(pilot, "select",
+           "Per MoE, the lowest measured-loss X-MoD at its N_act and K within its N (Fig. 4)",
+           action, [&o](const Context& c) { return PilotSelect(c, o); });
+  select->add_option("SWEEP", o.sweep_id, "The pilot sweep's id")->required();
+  select->add_option("--figure_dir", o.figure_dir,
+                     "Also write the Fig. 4-style pilot_selection.png and .svg here");
 }
 
 // The whole command line: global options and every subcommand, bound to `s` and `action`.
@@ -318,6 +334,7 @@ void DefineXmodctl(CLI::App& app, State& s, Action* action) {
   AddStudyCommands(app, s, action);
   AddPlanCommand(app, s, action);
   AddReportCommand(app, s, action);
+  AddPilotCommands(app, s, action);
   AddCompletionCommand(app, action);
 }
 

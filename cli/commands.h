@@ -132,15 +132,28 @@ std::vector<Table> DecisionTables(const xmod::v1::DesignDecision& decision);
 absl::Status FitRecommend(const Context& ctx, const RecommendOptions& options);
 
 // The Figure 2-style plots and report.md of the latest fit of a sweep or study (exactly one,
-// else INVALID_ARGUMENT naming --study), written to `output` (cli/report/report.h); prints
-// each file written and each figure skipped. FAILED_PRECONDITION when there is no fit yet or
-// it carries no observations; UNAVAILABLE naming the path when `output` cannot be written.
+// else INVALID_ARGUMENT naming --study), written to `output` (cli/report/report.h); for a
+// sweep that SelectPilot answers, also its Fig. 4-style pilot_selection.png and .svg
+// (cli/report/pilot_figure.h), alone when the sweep has no fit. Prints each file written and
+// each figure skipped. FAILED_PRECONDITION when there is no fit yet (and no pilot selection)
+// or the fit carries no observations; UNAVAILABLE naming the path when `output` cannot be
+// written.
 struct ReportOptions {
   int64_t sweep_id = 0;
   std::string study;
   std::string output;
 };
 absl::Status Report(const Context& ctx, const ReportOptions& options);
+
+// The B.3 pilot pick by measured loss (SelectPilot, proto/xmod/v1/pilot.proto): per MoE
+// configuration of the sweep, the lowest-loss X-MoD at its N_act and nominal K within its
+// total-parameter budget, and the table of Fig. 4's configurations. With `figure_dir`, also
+// the Fig. 4-style figure there (cli/report/pilot_figure.h), each file written named.
+struct PilotSelectOptions {
+  int64_t sweep_id = 0;
+  std::string figure_dir;  // empty = no figure
+};
+absl::Status PilotSelect(const Context& ctx, const PilotSelectOptions& options);
 
 // Offline layer plan and accounting (paper Table 6).
 struct PlanOptions {

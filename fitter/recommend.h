@@ -1,7 +1,8 @@
 // Using a fitted law (paper §3.1): predict Δ and loss of any configuration
 // (C, L, N_act, K, A), and choose (K*, A*) = argmin Δ over a candidate grid for a given
-// (C, L, N_act), optionally under a cap on total parameters N (the pilot selection of B.3:
-// the best X-MoD not exceeding an MoE's parameter budget). Eq. 14 has no C term: C only
+// (C, L, N_act), optionally under a cap on total parameters N (the law's answer to "the best
+// X-MoD not exceeding an MoE's parameter budget"; B.3's own pick is by measured loss,
+// pilot_selection.h). Eq. 14 has no C term: C only
 // picks the dense loss the prediction is added to. Pure functions; thread-safe.
 #ifndef XMOD_FITTER_RECOMMEND_H_
 #define XMOD_FITTER_RECOMMEND_H_

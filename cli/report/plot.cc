@@ -159,8 +159,8 @@ void StrokeMarker(cairo_t* cr, const Series& s, double x, double y) {
     SetColor(cr, s.color);
     cairo_fill_preserve(cr);
   }
-  SetColor(cr, s.color);
-  cairo_set_line_width(cr, 1.4);
+  SetColor(cr, s.edge.value_or(s.color));
+  cairo_set_line_width(cr, s.edge ? 2.4 : 1.4);
   cairo_stroke(cr);
 }
 

@@ -20,6 +20,7 @@
 #ifndef XMOD_CLI_REPORT_PLOT_H_
 #define XMOD_CLI_REPORT_PLOT_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ struct Series {
   SeriesStyle style = SeriesStyle::kMarkers;
   Marker marker = Marker::kCircle;
   bool hollow = false;  // markers drawn as outlines
+  // Markers ringed in this colour (a thicker outline) instead of their own: marks chosen
+  // points, as the black outlines of the paper's Fig. 4.
+  std::optional<Color> edge;
   std::vector<double> x, y;
 };
 

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/field_path.h"
+#include "coordinator/api/pilot_selection.h"
 #include "coordinator/api/service_util.h"
 #include "coordinator/api/user_queries.h"
 #include "coordinator/design/adaptive_controller.h"
@@ -366,6 +367,14 @@ grpc::Status CoordinatorService::ListDecisions(ServerContext* context,
                  }
                  return Answer(xmod::ListDecisions(*store_, *request), response);
                });
+}
+
+// The B.3 pilot pick by measured loss (pilot_selection.h).
+grpc::Status CoordinatorService::SelectPilot(ServerContext* context,
+                                             const xmod::v1::SelectPilotRequest* request,
+                                             xmod::v1::SelectPilotResponse* response) {
+  return Serve("SelectPilot", Access::kRead, *options_.credentials, context, metrics_,
+               [&] { return Answer(xmod::SelectPilot(*store_, *request), response); });
 }
 
 }  // namespace xmod

@@ -109,6 +109,9 @@ class CoordinatorService final : public xmod::v1::Coordinator::Service {
   grpc::Status ListDecisions(grpc::ServerContext* context,
                              const xmod::v1::ListDecisionsRequest* request,
                              xmod::v1::ListDecisionsResponse* response) override;
+  grpc::Status SelectPilot(grpc::ServerContext* context,
+                           const xmod::v1::SelectPilotRequest* request,
+                           xmod::v1::SelectPilotResponse* response) override;
 
  private:
   Store* const store_;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/proto_json.h"
+#include "coordinator/api/pilot_selection.h"
 #include "coordinator/api/user_queries.h"
 #include "coordinator/fitting/fit_queries.h"
 #include "coordinator/store/store_reads.h"
@@ -278,6 +279,13 @@ void GetSweepRecommendation(const HttpContext& context, const httplib::Request& 
   }
   recommend->set_sweep_id(IdOf(request));
   SendAnswer(RecommendWithLatestFit(*context.store, *recommend), response);
+}
+
+void GetSweepPilot(const HttpContext& context, const httplib::Request& request,
+                   httplib::Response& response) {
+  xmod::v1::SelectPilotRequest pilot;
+  pilot.set_sweep_id(IdOf(request));
+  SendAnswer(SelectPilot(*context.store, pilot), response);
 }
 
 void GetStudies(const HttpContext& context, const httplib::Request&, httplib::Response& response) {

@@ -35,6 +35,7 @@ constexpr RouteEntry kRoutes[] = {
     {Method::kGet, R"(/api/sweeps/(\d+)/decisions)", GetSweepDecisions},
     {Method::kGet, R"(/api/sweeps/(\d+)/fit)", GetSweepFit},
     {Method::kGet, R"(/api/sweeps/(\d+)/recommend)", GetSweepRecommendation},
+    {Method::kGet, R"(/api/sweeps/(\d+)/pilot)", GetSweepPilot},
     {Method::kGet, "/api/studies", GetStudies},
     {Method::kGet, R"(/api/studies/([A-Za-z0-9_.-]+))", GetStudyByName},
     {Method::kGet, R"(/api/studies/([A-Za-z0-9_.-]+)/fit)", GetStudyFit},

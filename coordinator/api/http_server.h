@@ -12,6 +12,7 @@
 //   GET /api/sweeps/{id}/recommend?flops=C&seq_len=L&backbone=B[&max_total_params=N]
 //       [&ks=1,2,4][&as=1,2]                           RecommendResponse (404 without a fit)
 //   GET /api/sweeps/{id}/decisions                     ListDecisionsResponse (the newest 100)
+//   GET /api/sweeps/{id}/pilot                         SelectPilotResponse, as SelectPilot
 //   GET /api/studies                                   ListStudiesResponse
 //   GET /api/studies/{name}                            Study
 //   GET /api/studies/{name}/fit                        Fit, as GetFit with study

@@ -7,7 +7,7 @@ import pytest
 
 import xmod
 from xmod.v1 import coordinator_pb2 as pb
-from xmod.v1 import coordinator_pb2_grpc, types_pb2
+from xmod.v1 import coordinator_pb2_grpc, pilot_pb2, types_pb2
 
 
 class FakeCoordinator(coordinator_pb2_grpc.CoordinatorServicer):
@@ -35,6 +35,13 @@ class FakeCoordinator(coordinator_pb2_grpc.CoordinatorServicer):
         self._seen(request, context)
         return pb.PredictResponse(predictions=[pb.Prediction(point=p, delta=0.1)
                                                for p in request.points])
+
+    def SelectPilot(self, request, context):
+        self._seen(request, context)
+        if request.sweep_id != 7:
+            context.abort(grpc.StatusCode.NOT_FOUND, f"sweep {request.sweep_id} not found")
+        return pilot_pb2.SelectPilotResponse(sweep_id=7, selections=[
+            pilot_pb2.PilotSelection(moe_index=0, pick_index=-1, reason="no X-MoD")])
 
     def WatchSweep(self, request, context):
         self._seen(request, context)
@@ -151,3 +158,15 @@ def test_unreachable_coordinator_is_unavailable():
         xmod.Client("127.0.0.1:1", timeout=5).sweeps()
     assert e.value.code == grpc.StatusCode.UNAVAILABLE
     assert "cannot reach the coordinator at 127.0.0.1:1" in str(e.value)
+
+
+def test_select_pilot_sends_the_sweep_and_returns_the_document(fake):
+    client = xmod.Client(fake.addr)
+    pilot = client.select_pilot(7)
+    assert fake.requests[-1].sweep_id == 7
+    assert pilot["sweep_id"] == "7"
+    assert pilot["selections"][0]["pick_index"] == -1
+    assert pilot["selections"][0]["within_budget"] == []  # defaults printed, as xmodctl does
+    with pytest.raises(xmod.XmodError) as e:
+        client.select_pilot(8)
+    assert e.value.code == grpc.StatusCode.NOT_FOUND and "sweep 8 not found" in e.value.message

@@ -300,3 +300,32 @@ def test_plan(client):
     assert plan["layers"] == 161 and plan["active_params"] > 0
     dense = client.plan('arch: DENSE backbone { name: "556M" }', 4096)
     assert dense["total_params"] < plan["total_params"]
+
+
+def test_select_pilot(client, corpus, sweep_id):
+    # A small pilot (MoE 2:4 and X-MoD A1K2, A2K2 on tiny-test), run to its end: the client's
+    # dict is xmodctl's and HTTP's document; a sweep with no MoE runs is refused.
+    spec = sweep_spec(corpus, name="pyclient-pilot")
+    spec.pop("fit")
+    spec["grids"] = [
+        {"label": "pilot-moe", "archs": ["MOE"], "backbones": ["tiny-test"],
+         "moe_experts": ["2:4+0"]},
+        {"label": "pilot-xmod", "archs": ["XMOD"], "backbones": ["tiny-test"], "ks": [2],
+         "as": [1, 2]},
+    ]
+    pilot_id = client.submit(spec)["sweep_id"]
+    assert list(client.watch(pilot_id))[-1]["sweep"]["state"] == "SWEEP_DONE"
+    pilot = client.select_pilot(pilot_id)
+    assert [c["label"] for c in pilot["configurations"] if c["arch"] == "MOE"] == ["MoE 2:4"]
+    assert all(c["status"] == "PILOT_MEASURED" for c in pilot["configurations"])
+    (selection,) = pilot["selections"]
+    assert selection["baseline"]
+    assert len(selection["within_budget"]) + len(selection["over_budget"]) == 2
+    assert pilot == xmodctl("pilot", "select", str(pilot_id))
+    assert pilot == http_api(f"/api/sweeps/{pilot_id}/pilot")
+    with pytest.raises(xmod.XmodError) as e:
+        client.select_pilot(sweep_id)  # Dense and X-MoD only
+    assert e.value.code == grpc.StatusCode.FAILED_PRECONDITION and "not a pilot" in e.value.message
+    with pytest.raises(xmod.XmodError) as e:
+        client.select_pilot(10**9)
+    assert e.value.code == grpc.StatusCode.NOT_FOUND

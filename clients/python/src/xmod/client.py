@@ -25,7 +25,7 @@ from xmod.errors import XmodError, invalid_argument
 from xmod.messages import absolutize_data_globs, parse_message, to_dict
 from xmod.v1 import coordinator_pb2 as pb
 from xmod.v1 import coordinator_pb2_grpc
-from xmod.v1 import run_pages_pb2, spec_pb2, types_pb2
+from xmod.v1 import pilot_pb2, run_pages_pb2, spec_pb2, types_pb2
 
 DEFAULT_ADDR = "127.0.0.1:7070"  # xmodctl's default (cli/app.h)
 MAX_REQUEST_BYTES = 16 << 20     # common/transport.h
@@ -396,6 +396,17 @@ class Client:
         response = self._call(self._stub.ListDecisions,
                               pb.ListDecisionsRequest(sweep_id=sweep_id, limit=limit))
         return [to_dict(d) for d in response.decisions]
+
+    def select_pilot(self, sweep_id):
+        """The paper's B.3 pilot pick by measured loss, as a dict (SelectPilotResponse, as
+        `xmodctl pilot select -o json`): every X-MoD and MoE configuration of the pilot sweep
+        (Fig. 4's points: label, k, a, moe, total_params, status, val_loss as the mean final
+        validation loss of the succeeded seeds, runs, run_ids) and one selection per MoE
+        (baseline, pick_index, within_budget, over_budget, provisional, reason; indices into
+        configurations). NOT_FOUND for an unknown sweep; FAILED_PRECONDITION for a sweep with
+        no MoE or no X-MoD runs, or no finished run yet."""
+        request = pilot_pb2.SelectPilotRequest(sweep_id=int(sweep_id))
+        return to_dict(self._call(self._stub.SelectPilot, request))
 
     def plan(self, model, seq_len):
         """Layer plan, parameters and FLOPs of a model (paper Table 6 accounting) as a dict

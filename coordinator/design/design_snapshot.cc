@@ -62,6 +62,8 @@ std::vector<fitter::TargetAnswer> AnswersOf(const xmod::v1::DesignDecision& d) {
     a.delta_sd = r.delta_sd();
     a.p_best = r.p_best();
     a.expected_regret = r.expected_regret();
+    a.regret_bound = r.regret_bound();
+    a.confidence = r.confidence();
     out.push_back(a);
   }
   return out;
@@ -169,9 +171,12 @@ xmod::v1::DesignDecision DecisionProto(const fitter::Decision& d) {
     r->set_delta_sd(a.delta_sd);
     r->set_p_best(a.p_best);
     r->set_expected_regret(a.expected_regret);
+    r->set_regret_bound(a.regret_bound);
+    r->set_confidence(a.confidence);
   }
   out.set_stop(d.stop);
   out.set_stop_reason(d.stop_reason);
+  out.set_held_back(d.held_back);
   out.set_streak(d.streak);
   if (d.fit_error.empty()) *out.mutable_fit() = fitter::LawParamsToProto(d.fit);
   out.set_fit_error(d.fit_error);

@@ -11,7 +11,8 @@
 #   defaults: build/release, 10, 1, 2e-4 (the adaptive design's stopping tolerance, nats),
 #   every DIR/*.json (DIR: examples/design-sim); SETS are names such as table8 cpu-b4-fit;
 #   MARKS evaluation marks per adaptive run (default 4: learning curves, early stopping and
-#   resumption), CONFIDENCE the confidence of the stopping claim (default 0.9).
+#   resumption), CONFIDENCE the confidence of the stopping claim (default 0.9), SIGMAS the
+#   noise levels (default "0.001 0.003 0.005").
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build/release}"
@@ -23,6 +24,7 @@ sets=("$@")
 truth_dir="${TRUTH_DIR:-$root/examples/design-sim}"
 marks="${MARKS:-4}"
 confidence="${CONFIDENCE:-0.9}"
+read -r -a sigmas <<< "${SIGMAS:-0.001 0.003 0.005}"
 if (( ${#sets[@]} == 0 )); then
   for file in "$truth_dir"/*.json; do sets+=("$(basename "$file" .json)"); done
 fi
@@ -35,7 +37,7 @@ echo "| parameter set | sigma | grid compute (FLOPs) | grid regret | adaptive co
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for name in "${sets[@]}"; do
   truth="$truth_dir/$name.json"
-  for sigma in 0.001 0.003 0.005; do
+  for sigma in "${sigmas[@]}"; do
     for strategy in grid adaptive; do
       "$sim" --truth "$truth" --sigma "$sigma" --strategy "$strategy" --reps "$reps" \
         --seed "$seed" --tolerance "$tolerance" --confidence "$confidence" --marks "$marks" \

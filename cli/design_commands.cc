@@ -56,6 +56,9 @@ std::vector<Table> DecisionTables(const xmod::v1::DesignDecision& d) {
   if (!d.stop_reason().empty()) {
     summary.AddRow({Cell::Str("why"), Cell::Str(d.stop_reason())});
   }
+  if (!d.held_back().empty()) {
+    summary.AddRow({Cell::Str("held back"), Cell::Str(d.held_back())});
+  }
   Table recommendations;
   recommendations.title = "Recommendation per target";
   recommendations.columns = {"target", "K", "A", "delta", "p_best"};

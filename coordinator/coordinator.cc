@@ -122,8 +122,8 @@ absl::Status Coordinator::StartBackgroundParts() {
   scheduler_ = *std::move(scheduler);
   prometheus::Registry* registry = metrics_->registry().get();
   fit_trigger_ = std::make_unique<FitTrigger>(store_.get(), clock_, registry, FitTriggerOptions());
-  adaptive_ = std::make_unique<AdaptiveController>(store_.get(), scheduler_.get(), clock_, registry,
-                                                   options_.adaptive);
+  adaptive_ = std::make_unique<AdaptiveController>(store_.get(), scheduler_.get(), &feed_, clock_,
+                                                   registry, options_.adaptive);
   Scheduler* sched = scheduler_.get();
   sweep_monitor_ = std::make_unique<SweepMonitor>(
       store_.get(), &feed_, metrics_.get(),

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -11,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "common/field_path.h"
 #include "fitter/backbones.h"
+#include "fitter/design_evidence.h"
 
 namespace xmod::fitter {
 namespace {
@@ -264,6 +266,10 @@ absl::Status ValidateConfig(const AdaptiveConfig& config) {
   }
   if (!(config.compute_budget > 0)) return InvalidField("compute_budget", "must be > 0");
   if (!(config.tolerance >= 0)) return InvalidField("tolerance", "must be >= 0");
+  if (!(config.confidence > 0 && config.confidence < 1)) {
+    return InvalidField("confidence", "must be in (0, 1)");
+  }
+  if (!(config.consistency_z > 0)) return InvalidField("consistency_z", "must be > 0");
   if (config.stable_decisions < 1) return InvalidField("stable_decisions", "must be >= 1");
   if (config.bootstrap_samples < 2) return InvalidField("bootstrap_samples", "must be >= 2");
   if (config.max_proposals < 1) return InvalidField("max_proposals", "must be >= 1");
@@ -413,6 +419,30 @@ Decision SeedDecision(const AdaptiveConfig& config, const DesignState& state,
   return d;
 }
 
+// "2 partial runs in the fit: 556M L=4096 K=8 A=1 at 40% of its budget, final Δ forecast
+// +0.0123 ± 0.0040 (stopped early); ..."
+std::string DescribePartial(const std::vector<PartialRun>& partial) {
+  if (partial.empty()) return "";
+  std::string out = absl::StrFormat("%d partial run%s in the fit: ", partial.size(),
+                                    partial.size() == 1 ? "" : "s");
+  for (size_t i = 0; i < partial.size(); ++i) {
+    const PartialRun& p = partial[i];
+    absl::StrAppendFormat(&out,
+                          "%s%s L=%d K=%d A=%g at %.0f%% of its budget, final Δ forecast "
+                          "%+.4f ± %.4f%s",
+                          i == 0 ? "" : "; ", p.forecast.backbone, p.forecast.seq_len, p.forecast.k,
+                          p.forecast.a, 100 * p.last_fraction, p.forecast.delta, p.forecast_sd,
+                          p.stopped ? " (stopped early)" : "");
+  }
+  return out;
+}
+
+double LargestBound(const std::vector<TargetAnswer>& answers) {
+  double most = 0;
+  for (const TargetAnswer& a : answers) most = std::max(most, a.regret_bound);
+  return most;
+}
+
 bool SameAnswers(const std::vector<TargetAnswer>& x, const std::vector<TargetAnswer>& y) {
   if (x.size() != y.size()) return false;
   for (size_t i = 0; i < x.size(); ++i) {
@@ -436,7 +466,12 @@ absl::StatusOr<Decision> Decide(const AdaptiveConfig& config, const DesignState&
   ensemble_options.seed = config.seed;
   ensemble_options.noise_floor = config.noise_floor;
   ensemble_options.cancelled = config.cancelled;
-  absl::StatusOr<LawEnsemble> ensemble = FitEnsemble(state.completed, ensemble_options);
+  std::vector<Observation> evidence = state.completed;
+  for (const PartialRun& p : state.partial) {
+    evidence.push_back(p.forecast);
+    ensemble_options.forecast_sd[p.forecast.run_id] = p.forecast_sd;
+  }
+  absl::StatusOr<LawEnsemble> ensemble = FitEnsemble(evidence, ensemble_options);
   if (absl::IsCancelled(ensemble.status())) return ensemble.status();
   if (!ensemble.ok()) {
     absl::StatusOr<std::vector<Candidate>> seed = SeedDesign(config);
@@ -445,6 +480,7 @@ absl::StatusOr<Decision> Decide(const AdaptiveConfig& config, const DesignState&
   }
 
   Decision d;
+  d.partial_evidence = DescribePartial(state.partial);
   d.fit = ensemble->fit.params;
   d.noise_sd = ensemble->noise_sd;
   d.ensemble_size = static_cast<int>(ensemble->members.size());
@@ -454,17 +490,30 @@ absl::StatusOr<Decision> Decide(const AdaptiveConfig& config, const DesignState&
   for (const TargetOptions& t : targets) {
     deltas.push_back(MemberDeltas(ensemble->members, t.points));
     d.answers.push_back(AnswerTarget(t, deltas.back(), uniform));
+    TargetAnswer& answer = d.answers.back();
+    for (size_t o = 0; o < t.points.size(); ++o) {
+      if (t.k[o] == answer.k && t.a[o] == answer.a) {
+        answer.regret_bound = RegretQuantile(deltas.back(), o, config.confidence);
+      }
+    }
+    answer.confidence = config.confidence;
   }
   d.streak = SameAnswers(d.answers, state.previous_answers) ? state.previous_streak + 1 : 1;
   bool settled = d.streak >= config.stable_decisions;
-  for (const TargetAnswer& a : d.answers)
-    settled = settled && a.expected_regret <= config.tolerance;
+  for (const TargetAnswer& a : d.answers) settled = settled && a.regret_bound <= config.tolerance;
   if (settled) {
-    d.stop = true;
-    d.stop_reason = absl::StrFormat(
-        "answers unchanged for %d decisions and every target's expected regret <= %g nats",
-        d.streak, config.tolerance);
-    return d;
+    std::optional<std::string> disagreement = DisagreementWithRuns(
+        state.completed, d.answers, ensemble->members, d.noise_sd, config.consistency_z);
+    if (disagreement) {
+      d.held_back = absl::StrCat("confident, yet not stopping: ", *disagreement);
+    } else {
+      d.stop = true;
+      d.stop_reason = absl::StrFormat(
+          "answers unchanged for %d decisions, every target's regret <= %g nats with "
+          "confidence %g (largest bound %.2g), and the runs at the targets agree with the law",
+          d.streak, config.tolerance, config.confidence, LargestBound(d.answers));
+      return d;
+    }
   }
 
   // The candidate space and the members' predictions there.
@@ -560,6 +609,7 @@ absl::StatusOr<Decision> Decide(const AdaptiveConfig& config, const DesignState&
     p.value = s.value;
     p.score = s.Key();
     p.reason = Reason(s, before, model.ExpectedRegrets(&predictions[best]), d.answers, d.noise_sd);
+    if (!d.partial_evidence.empty()) absl::StrAppend(&p.reason, "; ", d.partial_evidence);
     d.ranked.push_back(std::move(p));
     left -= s.cost * kFlopUnit;
     dense.Add(candidates[best].backbone, candidates[best].seq_len, candidates[best].flops);

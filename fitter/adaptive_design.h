@@ -30,9 +30,12 @@
 // the batch; a completed observation or a sparse run in flight at (backbone, L) counts as
 // such a dense run up to its own FLOPs.
 //
-// Stopping: every target's expected regret is at most `tolerance` (nats) and the answers
-// (K, A at every target) were the same for `stable_decisions` decisions in a row (this one
-// included); or no candidate fits in the compute left.
+// Stopping: every target's regret bound at `confidence` (the members' q-quantile of the
+// answer's regret, design_evidence.h) is at most `tolerance` (nats), the answers (K, A at every
+// target) were the same for `stable_decisions` decisions in a row (this one included), and no
+// completed run at a target disagrees with the answer by more than `consistency_z` standard
+// errors of its noise (design_evidence.h DisagreementWithRuns; Decision::held_back says which
+// did); or no candidate fits in the compute left.
 // Pure and deterministic under config.seed; thread-compatible.
 #ifndef XMOD_FITTER_ADAPTIVE_DESIGN_H_
 #define XMOD_FITTER_ADAPTIVE_DESIGN_H_
@@ -71,7 +74,9 @@ struct AdaptiveConfig {
   std::vector<std::string> backbones;
   std::vector<double> flop_budgets;
   double compute_budget = 0;  // total training FLOPs of the design, seed runs included
-  double tolerance = 2e-4;    // stop when every target's expected regret is at most this (nats)
+  double tolerance = 2e-4;    // stop when every target's regret bound is at most this (nats)
+  double confidence = 0.9;    // ... the bound at this confidence (0 < q < 1)
+  double consistency_z = 3;   // ... and the runs at the targets agree within this many s.e.
   int stable_decisions = 2;   // ... and the answers held this many decisions in a row
   int bootstrap_samples = 32;
   uint64_t seed = 1;
@@ -83,7 +88,8 @@ struct AdaptiveConfig {
 };
 
 // INVALID_ARGUMENT naming the field: empty targets / ks / as / seq_lens / backbones /
-// flop_budgets, K < 1, A <= 0, a budget or compute_budget <= 0, tolerance < 0,
+// flop_budgets, K < 1, A <= 0, a budget or compute_budget <= 0, tolerance < 0, confidence
+// outside (0, 1), consistency_z <= 0,
 // stable_decisions < 1, bootstrap_samples < 2, max_proposals < 1, an unknown backbone.
 absl::Status ValidateConfig(const AdaptiveConfig& config);
 
@@ -98,9 +104,22 @@ absl::Status ValidateConfig(const AdaptiveConfig& config);
 // included, first. Errors: ValidateConfig's.
 absl::StatusOr<std::vector<Candidate>> SeedDesign(const AdaptiveConfig& config);
 
+// A run still training or stopped early, as evidence: the forecast of its final Δ from its
+// matched-FLOP marks (partial_curve.h ForecastFinal) in `forecast.delta`, with its sd. It
+// enters the ensemble as a row each member redraws from N(delta, sd²) (EnsembleOptions::
+// forecast_sd), never as a final measurement: it never counts toward the check against
+// measured runs, and a run in flight stays in flight for the value of new runs.
+struct PartialRun {
+  Observation forecast;  // run_id must be non-zero and unique
+  double forecast_sd = 0;
+  double last_fraction = 0;  // of its budget, at its latest mark
+  bool stopped = false;      // stopped early (censored); may be resumed
+};
+
 // What the design knows and has committed to.
 struct DesignState {
   std::vector<Observation> completed;          // the sweep's fitted observations
+  std::vector<PartialRun> partial;             // partial runs' forecasts (see PartialRun)
   std::vector<Candidate> dense_done;           // completed dense references
   std::vector<Candidate> in_flight;            // queued or running, sparse or dense
   double compute_spent = 0;                    // training FLOPs of runs done or in flight
@@ -124,8 +143,13 @@ struct Decision {
   bool stop = false;
   std::string stop_reason;  // empty unless stop
   std::string fit_error;    // why there is no fit yet (the seed is incomplete), else empty
-  LawParams fit;            // the point fit the decision came from
-  double noise_sd = 0;      // s, see top of file
+  // Why a design confident enough to stop did not: its answer disagrees with its runs.
+  std::string held_back;
+  // What partial evidence the fit used ("2 partial runs: ..."); empty when none. Every
+  // proposal's reason ends with it.
+  std::string partial_evidence;
+  LawParams fit;        // the point fit the decision came from
+  double noise_sd = 0;  // s, see top of file
   int ensemble_size = 0;
 };
 

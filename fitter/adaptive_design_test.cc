@@ -206,9 +206,71 @@ TEST(AdaptiveDesignTest, StopsWhenTheAnswersHoldWithinTolerance) {
   // A strict tolerance keeps going on the same evidence.
   config.tolerance = 0;
   const Decision strict = *Decide(config, state);
-  double regret = 0;
-  for (const TargetAnswer& a : strict.answers) regret += a.expected_regret;
-  EXPECT_EQ(strict.stop, regret == 0);
+  double bound = 0;
+  for (const TargetAnswer& a : strict.answers) {
+    bound += a.regret_bound;
+    EXPECT_EQ(a.confidence, config.confidence);
+    EXPECT_GE(a.regret_bound, 0);
+  }
+  EXPECT_EQ(strict.stop, bound == 0);
+}
+
+TEST(AdaptiveDesignTest, AConfidentDesignDoesNotStopAgainstItsOwnRuns) {
+  AdaptiveConfig config = SimLikeConfig();
+  config.tolerance = 1.0;  // the ensemble is confident enough
+  DesignState state;
+  state.completed = SeedObservations(config, 0.001);
+  // Every K at A = 1 measured at the target, from the law: the ensemble is tight there.
+  const Target& at = config.targets[1];
+  for (int k : config.ks) {
+    if (k == 8) continue;
+    Observation o = *MakeDeltaObservation("at target", at.backbone, at.seq_len, k, 1, 0.0);
+    o.delta = PredictDelta(Table8Params(), o.point());
+    o.flops = at.flops;
+    state.completed.push_back(o);
+  }
+  // Four seeds at the target measured 0.05 nats worse than the law that made the rest.
+  Observation odd = *MakeDeltaObservation("odd", config.targets[1].backbone,
+                                          config.targets[1].seq_len, 8, 1, 0.0);
+  odd.delta = PredictDelta(Table8Params(), odd.point()) + 0.05;
+  odd.flops = config.targets[1].flops;
+  odd.replicates = 4;
+  state.completed.push_back(odd);
+  const Decision first = *Decide(config, state);
+  state.previous_answers = first.answers;
+  state.previous_streak = first.streak;
+  const Decision second = *Decide(config, state);
+  EXPECT_FALSE(second.stop) << second.stop_reason;
+  EXPECT_THAT(second.held_back, HasSubstr("confident, yet not stopping"));
+  EXPECT_THAT(second.held_back, HasSubstr("K=8"));
+  EXPECT_FALSE(second.ranked.empty());
+}
+
+// A partial run's forecast is evidence as certain as its sd: a tight forecast settles the
+// members' Δ there, a loose one leaves them spread; both are named in the reasons.
+TEST(AdaptiveDesignTest, PartialRunsInformTheEnsembleAsFarAsTheirForecast) {
+  AdaptiveConfig config = SimLikeConfig();
+  DesignState state;
+  state.completed = SeedObservations(config, 0.003);
+  PartialRun partial;
+  partial.forecast = *MakeDeltaObservation("partial", "556M", 8192, 12, 2, 0.0);
+  partial.forecast.delta = PredictDelta(Table8Params(), partial.forecast.point());
+  partial.forecast.flops = 5e19;
+  partial.forecast.run_id = 9001;
+  partial.last_fraction = 0.4;
+  auto spread_there = [&](double sd) {
+    partial.forecast_sd = sd;
+    state.partial = {partial};
+    const Decision d = *Decide(config, state);
+    EXPECT_THAT(d.partial_evidence, HasSubstr("1 partial run in the fit"));
+    EXPECT_THAT(d.partial_evidence, HasSubstr("40% of its budget"));
+    for (const Proposal& p : d.ranked) EXPECT_THAT(p.reason, HasSubstr("partial run"));
+    // The members' Δ at a target whose answer the run bears on.
+    double spread = 0;
+    for (const TargetAnswer& a : d.answers) spread += a.delta_sd;
+    return spread;
+  };
+  EXPECT_LT(spread_there(1e-4), spread_there(0.2));
 }
 
 TEST(AdaptiveDesignTest, BadConfigNamesTheField) {
@@ -259,13 +321,19 @@ double ComputeToReach(const xmod::v1::DesignSimReport& report, double regret) {
   return reached;
 }
 
-TEST(DesignSimTest, AdaptiveReachesTheGridRegretWithLessCompute) {
+// One repetition on Table 8 at σ = 0.002.
+DesignSimOptions OneRepOnTable8(uint64_t seed, int bootstrap_samples) {
   DesignSimOptions options;
   options.truth = Table8Params();
   options.sigma = 0.002;
   options.reps = 1;
-  options.seed = 5;
-  options.bootstrap_samples = 16;
+  options.seed = seed;
+  options.bootstrap_samples = bootstrap_samples;
+  return options;
+}
+
+TEST(DesignSimTest, AdaptiveReachesTheGridRegretWithLessCompute) {
+  DesignSimOptions options = OneRepOnTable8(5, 16);
   options.strategy = "grid";
   const xmod::v1::DesignSimReport grid = *RunDesignSim(options);
   options.strategy = "adaptive";
@@ -276,6 +344,26 @@ TEST(DesignSimTest, AdaptiveReachesTheGridRegretWithLessCompute) {
   EXPECT_GT(reached, 0) << "adaptive never reached the grid's regret " << grid.regret();
   EXPECT_LT(reached, grid.compute_flops());
   EXPECT_LE(adaptive.regret(), grid.regret() + 1e-12);
+}
+
+// Learning curves: runs report at every mark, the design forecasts partial runs, stops some
+// early and may resume them; the regret is scored against the truth as without curves.
+TEST(DesignSimTest, LearningCurvesAreSimulatedWithEarlyStopping) {
+  DesignSimOptions options = OneRepOnTable8(9, 8);
+  options.marks = 4;
+  options.strategy = "adaptive";
+  absl::StatusOr<xmod::v1::DesignSimReport> report = RunDesignSim(options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_GT(report->curve_size(), 0);
+  EXPECT_GT(report->early_stops(), 0);
+  EXPECT_GE(report->regret(), 0);
+  EXPECT_LE(report->compute_flops(), 5.45e21 * (1 + 1e-9));
+  // Compute on the curve only grows: it is the FLOPs trained so far.
+  for (int i = 1; i < report->curve_size(); ++i) {
+    EXPECT_GE(report->curve(i).compute_flops(), report->curve(i - 1).compute_flops());
+  }
+  options.marks = 0;
+  EXPECT_THAT(RunDesignSim(options).status().message(), HasSubstr("marks"));
 }
 
 TEST(DesignSimTest, BinaryPrintsTheReportKeys) {
@@ -301,7 +389,11 @@ TEST(DesignSimTest, BinaryPrintsTheReportKeys) {
   std::set<std::string> keys;
   for (const auto& [key, value] : report.fields()) keys.insert(key);
   EXPECT_EQ(keys, (std::set<std::string>{"strategy", "reps", "compute_flops", "regret",
-                                         "k_star_exact", "delta_rmse_at_targets", "curve"}));
+                                         "k_star_exact", "delta_rmse_at_targets", "curve",
+                                         "confident_stops", "stop_claims", "stop_claims_exceeded",
+                                         "confidence", "exceeded_share", "allowed_share",
+                                         "calibrated", "claimed_regret_mean", "true_regret_mean",
+                                         "early_stops", "resumes"}));
   EXPECT_EQ(report.fields().at("strategy").string_value(), "adaptive");
   const auto& curve = report.fields().at("curve").list_value();
   ASSERT_GT(curve.values_size(), 0);

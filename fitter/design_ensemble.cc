@@ -114,6 +114,17 @@ bool Resample(const std::vector<const Observation*>& stage1,
   return false;
 }
 
+// A member's draw of every forecast row's final Δ from its forecast (EnsembleOptions).
+void RedrawForecasts(const std::map<int64_t, double>& forecast_sd, std::mt19937_64& rng,
+                     std::vector<Observation>* rows) {
+  if (forecast_sd.empty()) return;
+  std::normal_distribution<double> unit(0.0, 1.0);
+  for (Observation& o : *rows) {
+    auto it = forecast_sd.find(o.run_id);
+    if (it != forecast_sd.end()) o.delta += it->second * unit(rng);
+  }
+}
+
 }  // namespace
 
 std::string Target::Describe() const {
@@ -172,6 +183,7 @@ absl::StatusOr<LawEnsemble> FitEnsemble(const std::vector<Observation>& observat
       ++out.failures;
       continue;
     }
+    RedrawForecasts(options.forecast_sd, rng, &resample);
     if (options.joint) {
       double member_sse = 0;
       out.members.push_back(JointFit(resample).Fit(out.fit.params, member_search, &member_sse));

@@ -14,6 +14,9 @@
 // single K is redrawn), warm-started from the point fit with a short search (population 16,
 // 40 generations, 500 polish evaluations): a few ms per member at 20-100 runs, which is what
 // makes one ensemble per decision affordable in the simulator's loop.
+// Partial runs: a row named in EnsembleOptions::forecast_sd is a forecast of a run's final Δ;
+// every member redraws it from the forecast's distribution, so a partial run informs the
+// ensemble only as far as its curve supports.
 // Answer. Every member predicts Δ at each admissible (K, A) of the target; the recommendation
 // is the Bayes action under the ensemble, argmin of the members' mean Δ (it also minimises the
 // members' mean regret, since their mean best Δ does not depend on the choice). p_best is the
@@ -24,6 +27,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -50,6 +54,11 @@ struct EnsembleOptions {
   // Refine the point fit and fit the members jointly (see top of file). False: the
   // two-stage fit of the paper's protocol throughout, members warm-started two-stage refits.
   bool joint = true;
+  // Observations that are forecasts of a partial run's final Δ (partial_curve.h), by run id:
+  // the sd of the forecast. Each member draws such a row's Δ from N(forecast, sd²) after
+  // resampling, so the ensemble carries the forecast's uncertainty; the point fit uses the
+  // forecast mean. Rows not named here are final measurements.
+  std::map<int64_t, double> forecast_sd;
   // Polled before each fit (the point fit, its refinement, every member's refit); once it
   // returns true the ensemble stops and FitEnsemble returns CANCELLED. Empty = never.
   std::function<bool()> cancelled;
@@ -90,6 +99,10 @@ struct TargetAnswer {
   double delta_sd = 0;         // members' sd of Δ at (k, a)
   double p_best = 0;           // share of members whose argmin is (k, a)
   double expected_regret = 0;  // members' mean of Δ_m(k, a) − min Δ_m (nats)
+  // The claim at confidence `confidence`: the members' q-quantile of that regret
+  // (design_evidence.h RegretQuantile); set by Decide, 0 elsewhere.
+  double regret_bound = 0;
+  double confidence = 0;
 };
 
 // The members' Δ at every option (CandidateDelta: 0 for the dense model): [member][option].

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "fitter/adaptive_design.h"
 #include "fitter/design_ensemble.h"
+#include "fitter/partial_curve.h"
 #include "fitter/synthetic.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -74,10 +75,18 @@ absl::StatusOr<TruthTable> MakeTruth(const LawParams& truth) {
 }
 
 // One repetition's record.
+bool SameCandidate(const Candidate& x, const Candidate& y) {
+  return x.backbone == y.backbone && x.seq_len == y.seq_len && x.k == y.k && x.a == y.a &&
+         x.flops == y.flops;
+}
+
 struct RepResult {
   std::vector<std::pair<double, double>> curve;  // (compute spent, regret)
   std::vector<TargetAnswer> answers;             // the final ones
   double compute = 0;
+  bool confident_stop = false;  // adaptive: stopped on its regret bounds (answers' claims)
+  int early_stops = 0;          // learning curves: runs stopped early ...
+  int resumes = 0;              // ... and resumed
 };
 
 double Regret(const TruthTable& truth, const std::vector<TargetAnswer>& answers) {
@@ -185,6 +194,7 @@ AdaptiveConfig SimConfig(const DesignSimOptions& options, double grid_compute, u
   config.flop_budgets = {kSweepFlops};
   config.compute_budget = options.budget_fraction * grid_compute;
   config.tolerance = options.tolerance;
+  config.confidence = options.confidence;
   config.bootstrap_samples = options.bootstrap_samples;
   config.seed = seed;
   config.max_proposals = options.slots;
@@ -211,7 +221,13 @@ absl::StatusOr<RepResult> AdaptiveRep(const DesignSimOptions& options, const Tru
       state.previous_answers = decision->answers;
       state.previous_streak = decision->streak;
     }
-    if (decision->stop) break;
+    if (decision->stop) {
+      rep.confident_stop = !decision->answers.empty();
+      for (const TargetAnswer& a : decision->answers) {
+        rep.confident_stop = rep.confident_stop && a.regret_bound <= config.tolerance;
+      }
+      break;
+    }
     // This round: the seed runs still to start, then the best proposals.
     std::vector<Candidate> round;
     double committed = state.compute_spent;
@@ -260,6 +276,175 @@ absl::StatusOr<RepResult> AdaptiveRep(const DesignSimOptions& options, const Tru
   return rep;
 }
 
+// A run of the adaptive design under learning curves (DesignSimOptions::marks > 1).
+struct SimRun {
+  Candidate run;
+  Observation final_delta;       // its law point, with the final Δ truth + noise
+  double slope = 0;              // b of its curve
+  std::vector<DeltaMark> curve;  // marks reported so far
+  bool running = false;
+  bool stopped = false;
+  int64_t id = 0;
+  int MarksDone() const { return static_cast<int>(curve.size()); }
+};
+
+// The marks' fractions and the FLOPs trained by a run that reported `done` of `marks` marks.
+double TrainedFlops(const SimRun& r, int marks) { return r.run.flops * r.MarksDone() / marks; }
+
+// The design's state under learning curves: completed runs' final Δ, forecasts of the others.
+DesignState CurvesState(const std::vector<SimRun>& runs, const DesignState& base, int marks) {
+  DesignState state = base;
+  state.completed.clear();
+  state.partial.clear();
+  state.in_flight.clear();
+  std::vector<std::vector<DeltaMark>> completed_curves;
+  double spent = 0;
+  for (const SimRun& r : runs) {
+    if (r.run.IsDense()) {
+      spent += r.run.flops;
+      continue;
+    }
+    spent += r.running ? r.run.flops : TrainedFlops(r, marks);
+    if (r.running) state.in_flight.push_back(r.run);
+    if (r.MarksDone() == marks) {
+      Observation o = r.final_delta;
+      o.delta = r.curve.back().delta;
+      state.completed.push_back(o);
+      completed_curves.push_back(r.curve);
+    }
+  }
+  absl::StatusOr<PartialCurveModel> model = FitPartialCurveModel(completed_curves);
+  for (const SimRun& r : runs) {
+    if (!model.ok() || r.run.IsDense() || r.MarksDone() == 0 || r.MarksDone() == marks) continue;
+    absl::StatusOr<Forecast> forecast = ForecastFinal(*model, r.curve);
+    if (!forecast.ok()) continue;
+    PartialRun p;
+    p.forecast = r.final_delta;
+    p.forecast.delta = forecast->mean;
+    p.forecast_sd = forecast->sd;
+    p.last_fraction = forecast->last_fraction;
+    p.stopped = r.stopped;
+    state.partial.push_back(p);
+  }
+  state.compute_spent = spent;
+  return state;
+}
+
+absl::StatusOr<RepResult> AdaptiveCurvesRep(const DesignSimOptions& options,
+                                            const TruthTable& truth, double grid_compute,
+                                            uint64_t seed) {
+  const AdaptiveConfig config = SimConfig(options, grid_compute, seed);
+  absl::StatusOr<std::vector<Candidate>> seed_runs = SeedDesign(config);
+  if (!seed_runs.ok()) return seed_runs.status();
+  const int marks = options.marks;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> noise(0.0, options.sigma);
+  std::normal_distribution<double> slope(options.curve_slope_mean, options.curve_slope_sd);
+  std::vector<SimRun> runs;
+  DesignState base;
+  RepResult rep;
+  size_t next_seed = 0;
+  auto start = [&](const Candidate& c) -> absl::Status {
+    for (SimRun& r : runs) {  // a stopped run resumes where it stopped
+      if (r.stopped && SameCandidate(r.run, c)) {
+        r.stopped = false;
+        r.running = true;
+        ++rep.resumes;
+        return absl::OkStatus();
+      }
+    }
+    SimRun r;
+    r.run = c;
+    r.id = static_cast<int64_t>(runs.size()) + 1;
+    r.running = true;
+    if (c.IsDense()) {
+      r.running = false;  // a dense reference is not part of the curve model
+      base.dense_done.push_back(c);
+      runs.push_back(std::move(r));
+      return absl::OkStatus();
+    }
+    absl::StatusOr<Observation> o = MakeDeltaObservation(
+        absl::StrCat("sim-", r.id, " ", c.Describe()), c.backbone, c.seq_len, c.k, c.a, 0.0);
+    if (!o.ok()) return o.status();
+    o->delta = PredictDelta(options.truth, o->point());
+    o->run_id = r.id;
+    o->flops = c.flops;
+    r.final_delta = *std::move(o);
+    r.slope = slope(rng);
+    runs.push_back(std::move(r));
+    return absl::OkStatus();
+  };
+  while (true) {
+    DesignState state = CurvesState(runs, base, marks);
+    absl::StatusOr<Decision> decision = Decide(config, state);
+    if (!decision.ok()) return decision.status();
+    double trained = 0;
+    for (const SimRun& r : runs) trained += r.run.IsDense() ? r.run.flops : TrainedFlops(r, marks);
+    if (!decision->answers.empty()) {
+      rep.curve.push_back({trained, Regret(truth, decision->answers)});
+      rep.answers = decision->answers;
+      base.previous_answers = decision->answers;
+      base.previous_streak = decision->streak;
+    }
+    rep.compute = trained;
+    if (decision->stop) {
+      rep.confident_stop = !decision->answers.empty();
+      for (const TargetAnswer& a : decision->answers) {
+        rep.confident_stop = rep.confident_stop && a.regret_bound <= config.tolerance;
+      }
+      break;
+    }
+    // Early stopping: a run whose forecast is as certain as one more measurement (the fit's
+    // noise sd; the design does not know σ) stops.
+    for (const PartialRun& p : state.partial) {
+      SimRun& r = runs[p.forecast.run_id - 1];
+      if (r.running && p.forecast_sd <= decision->noise_sd) {
+        r.running = false;
+        r.stopped = true;
+        ++rep.early_stops;
+      }
+    }
+    int busy = 0;
+    for (const SimRun& r : runs) busy += r.running ? 1 : 0;
+    double committed = CurvesState(runs, base, marks).compute_spent;
+    while (next_seed < seed_runs->size() && busy < options.slots &&
+           committed + (*seed_runs)[next_seed].flops <= config.compute_budget) {
+      committed += (*seed_runs)[next_seed].flops;
+      if (absl::Status s = start((*seed_runs)[next_seed++]); !s.ok()) return s;
+      busy += runs.back().running ? 1 : 0;
+    }
+    if (busy < options.slots && next_seed == seed_runs->size()) {
+      absl::StatusOr<Decision> fill = Decide(config, CurvesState(runs, base, marks));
+      if (!fill.ok()) return fill.status();
+      for (const Proposal& p : fill->ranked) {
+        if (busy + (p.needs_dense ? 1 : 0) + 1 > options.slots) continue;
+        if (p.needs_dense) {  // trained in this round's slot, done by its end
+          if (absl::Status s = start({p.run.backbone, p.run.seq_len, 1, 1.0, p.run.flops});
+              !s.ok()) {
+            return s;
+          }
+          ++busy;
+        }
+        if (absl::Status s = start(p.run); !s.ok()) return s;
+        ++busy;
+      }
+    }
+    if (busy == 0) break;
+    // One round: every running run reports its next mark.
+    for (SimRun& r : runs) {
+      if (!r.running) continue;
+      const double f = static_cast<double>(r.MarksDone() + 1) / marks;
+      const double g = std::pow(f, -options.curve_alpha) - 1;
+      r.curve.push_back({f, r.final_delta.delta + r.slope * g + noise(rng)});
+      if (r.MarksDone() == marks) r.running = false;
+    }
+  }
+  if (rep.answers.empty()) {
+    return absl::FailedPreconditionError("adaptive design: the runs could never be fitted");
+  }
+  return rep;
+}
+
 // Mean of the reps' step functions at every compute where all of them have a point. Compute
 // values equal up to rounding (sums of the same budgets in another order) are one mark.
 std::vector<std::pair<double, double>> MeanCurve(const std::vector<RepResult>& reps) {
@@ -294,6 +479,39 @@ std::vector<std::pair<double, double>> MeanCurve(const std::vector<RepResult>& r
   return out;
 }
 
+// The stopping claims of the repetitions that stopped on their confidence against the truth
+// (DesignSimReport fields 8-16).
+void ReportCalibration(const TruthTable& truth, const std::vector<RepResult>& reps,
+                       double confidence, xmod::v1::DesignSimReport* report) {
+  int stops = 0, claims = 0, exceeded = 0;
+  double claimed = 0, actual = 0;
+  for (const RepResult& rep : reps) {
+    if (!rep.confident_stop) continue;
+    ++stops;
+    for (size_t t = 0; t < rep.answers.size(); ++t) {
+      const TargetAnswer& a = rep.answers[t];
+      const double regret = truth.delta[t].at({a.k, a.a}) - truth.best[t];
+      ++claims;
+      exceeded += regret > a.regret_bound ? 1 : 0;
+      claimed += a.regret_bound;
+      actual += regret;
+    }
+  }
+  report->set_confident_stops(stops);
+  report->set_stop_claims(claims);
+  report->set_stop_claims_exceeded(exceeded);
+  report->set_confidence(confidence);
+  report->set_calibrated(true);
+  if (claims == 0) return;
+  const double share = static_cast<double>(exceeded) / claims;
+  const double allowed = (1 - confidence) + 2 * std::sqrt(confidence * (1 - confidence) / claims);
+  report->set_exceeded_share(share);
+  report->set_allowed_share(allowed);
+  report->set_calibrated(share <= allowed);
+  report->set_claimed_regret_mean(claimed / claims);
+  report->set_true_regret_mean(actual / claims);
+}
+
 }  // namespace
 
 absl::StatusOr<xmod::v1::DesignSimReport> RunDesignSim(const DesignSimOptions& options) {
@@ -307,6 +525,10 @@ absl::StatusOr<xmod::v1::DesignSimReport> RunDesignSim(const DesignSimOptions& o
   if (!(options.budget_fraction > 0)) {
     return absl::InvalidArgumentError("budget_fraction: must be > 0");
   }
+  if (!(options.confidence > 0 && options.confidence < 1)) {
+    return absl::InvalidArgumentError("confidence: must be in (0, 1)");
+  }
+  if (options.marks < 1) return absl::InvalidArgumentError("marks: must be >= 1");
   absl::StatusOr<TruthTable> truth = MakeTruth(options.truth);
   if (!truth.ok()) return truth.status();
   absl::StatusOr<double> grid_compute = GridCompute(options);
@@ -314,8 +536,9 @@ absl::StatusOr<xmod::v1::DesignSimReport> RunDesignSim(const DesignSimOptions& o
   std::vector<RepResult> reps;
   for (int r = 0; r < options.reps; ++r) {
     const uint64_t seed = options.seed + 1000003ULL * static_cast<uint64_t>(r);
-    absl::StatusOr<RepResult> rep = options.strategy == "grid"
-                                        ? GridRep(options, *truth, seed)
+    absl::StatusOr<RepResult> rep = options.strategy == "grid" ? GridRep(options, *truth, seed)
+                                    : options.marks > 1
+                                        ? AdaptiveCurvesRep(options, *truth, *grid_compute, seed)
                                         : AdaptiveRep(options, *truth, *grid_compute, seed);
     if (!rep.ok()) return rep.status();
     if (rep->curve.empty()) {
@@ -327,10 +550,12 @@ absl::StatusOr<xmod::v1::DesignSimReport> RunDesignSim(const DesignSimOptions& o
   xmod::v1::DesignSimReport report;
   report.set_strategy(options.strategy);
   report.set_reps(options.reps);
-  double compute = 0, regret = 0, exact = 0, sq = 0;
+  double compute = 0, regret = 0, exact = 0, sq = 0, early_stops = 0, resumes = 0;
   int n = 0;
   for (const RepResult& rep : reps) {
     compute += rep.compute;
+    early_stops += rep.early_stops;
+    resumes += rep.resumes;
     regret += Regret(*truth, rep.answers);
     for (size_t t = 0; t < rep.answers.size(); ++t) {
       const TargetAnswer& a = rep.answers[t];
@@ -341,9 +566,12 @@ absl::StatusOr<xmod::v1::DesignSimReport> RunDesignSim(const DesignSimOptions& o
     }
   }
   report.set_compute_flops(compute / reps.size());
+  report.set_early_stops(early_stops / reps.size());
+  report.set_resumes(resumes / reps.size());
   report.set_regret(regret / reps.size());
   report.set_k_star_exact(exact / n);
   report.set_delta_rmse_at_targets(std::sqrt(sq / n));
+  ReportCalibration(*truth, reps, options.confidence, &report);
   for (const auto& [c, r] : MeanCurve(reps)) {
     xmod::v1::DesignSimCurvePoint* p = report.add_curve();
     p->set_compute_flops(c);

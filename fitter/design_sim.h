@@ -19,6 +19,17 @@
 //    (adaptive_design.h) over the candidate space {165M, 298M, 556M, 936M} x
 //    L ∈ {2k..32k} x the options above at 5e19 only, until Decide stops or the compute
 //    budget (budget_fraction x the grid's compute) is spent.
+//  - learning curves (marks > 1, adaptive): a run trains over `marks` rounds and reports its
+//    Δ at every mark f = 1/marks … 1 from the curve family above. Every round the design
+//    refits the partial-curve model (partial_curve.h) on the repetition's completed curves,
+//    forecasts the final Δ of runs in flight and stopped (DesignState::partial), decides, stops
+//    every running run whose forecast sd is at most the fit's noise sd (its remaining marks
+//    would tell little more than one more measurement; the design does not know σ), and fills
+//    the free slots with the proposals; a proposal that names a stopped run resumes it where it
+//    stopped (paying only its remaining FLOPs). A dense reference takes a slot for one round.
+//    The curve's compute is the FLOPs trained so far. The grid's runs report only their end.
+// Calibration: at every adaptive repetition that stopped on its confidence, each target's
+// claimed regret bound is compared with the truth's regret of its answer (DesignSimReport).
 // Deterministic under the seed. Thread-compatible.
 #ifndef XMOD_FITTER_DESIGN_SIM_H_
 #define XMOD_FITTER_DESIGN_SIM_H_
@@ -41,11 +52,19 @@ struct DesignSimOptions {
   int slots = 8;                 // runs trained at once
   double budget_fraction = 1.0;  // adaptive: compute budget as a share of the grid's
   double tolerance = 2e-4;       // adaptive: AdaptiveConfig::tolerance
-  int bootstrap_samples = 32;    // ensemble members of every fit
+  double confidence = 0.9;       // adaptive: AdaptiveConfig::confidence
+  // Learning curves (adaptive; see top of file): evaluation marks per run (1: a run reports
+  // only its end, in one round), and the curve family Δ(f) = Δ(1) + b (f^(−α) − 1), b drawn
+  // per run from N(curve_slope_mean, curve_slope_sd²), noise σ at every mark.
+  int marks = 1;
+  double curve_alpha = 0.5;
+  double curve_slope_mean = 0.02;
+  double curve_slope_sd = 0.01;
+  int bootstrap_samples = 32;  // ensemble members of every fit
 };
 
 // INVALID_ARGUMENT naming the option for a bad strategy, reps < 1, slots < 2, sigma < 0,
-// budget_fraction <= 0; errors of the fits pass through.
+// budget_fraction <= 0, confidence outside (0, 1), marks < 1; errors of the fits pass through.
 absl::StatusOr<xmod::v1::DesignSimReport> RunDesignSim(const DesignSimOptions& options);
 
 // Law parameters from a JSON object with the keys of xmod-fit's "params" (e, u, eta_n,

@@ -32,9 +32,19 @@ int main(int argc, char** argv) {
   app.add_option("--budget_fraction", options.budget_fraction,
                  "adaptive: compute budget as a share of the grid's compute");
   app.add_option("--tolerance", options.tolerance,
-                 "adaptive: stop when every target's expected regret is at most this (nats) "
+                 "adaptive: stop when every target's regret bound is at most this (nats) "
                  "and the answers held two decisions");
+  app.add_option("--confidence", options.confidence,
+                 "adaptive: confidence of the regret bound the design stops on, in (0, 1)");
   app.add_option("--bootstrap", options.bootstrap_samples, "ensemble members of every fit");
+  app.add_option("--marks", options.marks,
+                 "adaptive: evaluation marks per run; > 1 simulates learning curves, partial "
+                 "forecasts, early stopping and resumption");
+  app.add_option("--curve_alpha", options.curve_alpha, "learning curves: exponent α");
+  app.add_option("--curve_slope_mean", options.curve_slope_mean,
+                 "learning curves: mean of the per-run slope b (nats)");
+  app.add_option("--curve_slope_sd", options.curve_slope_sd,
+                 "learning curves: sd of the per-run slope b (nats)");
   CLI11_PARSE(app, argc, argv);
 
   std::ifstream in(truth_file);

@@ -169,10 +169,14 @@ class AdaptiveController::SweepGuard {
   const int64_t sweep_id_;
 };
 
-AdaptiveController::AdaptiveController(Store* store, Scheduler* scheduler, Clock* clock,
-                                       prometheus::Registry* registry,
+AdaptiveController::AdaptiveController(Store* store, Scheduler* scheduler, ChangeFeed* feed,
+                                       Clock* clock, prometheus::Registry* registry,
                                        AdaptiveControllerOptions options)
-    : store_(store), scheduler_(scheduler), clock_(clock), options_(std::move(options)) {
+    : store_(store),
+      scheduler_(scheduler),
+      feed_(feed),
+      clock_(clock),
+      options_(std::move(options)) {
   if (registry != nullptr) {
     auto& decisions = prometheus::BuildCounter()
                           .Name("xmod_design_decisions_total")
@@ -407,15 +411,20 @@ absl::StatusOr<fitter::Decision> AdaptiveController::Fit(int64_t sweep_id,
 
 absl::Status AdaptiveController::StoreDecision(int64_t sweep_id, QueuedRuns* queued,
                                                xmod::v1::DesignDecision* decision) {
+  absl::Status stored;
   if (queued->runs.empty()) {
-    return store_->WriteAndWait([&](Db& db) { return InsertDecision(db, decision).status(); });
+    stored = store_->WriteAndWait([&](Db& db) { return InsertDecision(db, decision).status(); });
+  } else {
+    stored = scheduler_->AddRuns(sweep_id, &queued->runs, [&](Db& db) {
+      for (const auto& [proposal, run] : queued->proposals) {
+        decision->mutable_proposals(proposal)->set_run_id(queued->runs[run].id());
+      }
+      return InsertDecision(db, decision).status();
+    });
   }
-  return scheduler_->AddRuns(sweep_id, &queued->runs, [&](Db& db) {
-    for (const auto& [proposal, run] : queued->proposals) {
-      decision->mutable_proposals(proposal)->set_run_id(queued->runs[run].id());
-    }
-    return InsertDecision(db, decision).status();
-  });
+  // A stop with nothing in flight is the sweep's end: its watchers must read the sweep again.
+  if (stored.ok()) feed_->Publish(sweep_id, 0);
+  return stored;
 }
 
 void AdaptiveController::RecordDesignStep(const xmod::v1::DesignDecision& decision,

@@ -11,8 +11,11 @@
 // max_in_flight runs are queued or running. The decision (proposals with their reasons and
 // run ids, the recommendation per target, the point fit, compute spent, stop) is stored in
 // the same transaction as the runs it queued (design_decisions, design_proposals). A stored
-// decision with stop set ends the design; the sweep ends when its last run does. After a
-// restart the controller reads the latest decision of each sweep and goes on.
+// decision with stop set ends the design; the sweep ends when its last run does, and a stored
+// decision (stop or not) is published on the change feed as a change of the sweep (run id 0),
+// so every open WatchSweep stream reads the sweep again and ends with it when the stop was
+// the sweep's end. After a restart the controller reads the latest decision of each sweep and
+// goes on.
 //
 // Metrics: xmod_design_decisions_total{result="ok"|"error"}, and per adaptive sweep
 // xmod_design_compute_spent_flops{sweep}, xmod_design_compute_budget_flops{sweep},
@@ -47,6 +50,7 @@
 #include "common/clock.h"
 #include "coordinator/scheduling/scheduler.h"
 #include "coordinator/spec/sweep_expansion.h"
+#include "coordinator/store/change_feed.h"
 #include "coordinator/store/store.h"
 #include "fitter/adaptive_design.h"
 #include "prometheus/counter.h"
@@ -72,9 +76,9 @@ struct AdaptiveControllerOptions {
 
 class AdaptiveController {
  public:
-  // Starts the decision thread. `store`, `scheduler` and `clock` must outlive the controller;
-  // `registry` may be null (no metrics).
-  AdaptiveController(Store* store, Scheduler* scheduler, Clock* clock,
+  // Starts the decision thread. `store`, `scheduler`, `feed` and `clock` must outlive the
+  // controller; `registry` may be null (no metrics). Stored decisions are published on `feed`.
+  AdaptiveController(Store* store, Scheduler* scheduler, ChangeFeed* feed, Clock* clock,
                      prometheus::Registry* registry, AdaptiveControllerOptions options = {});
   ~AdaptiveController();
   AdaptiveController(const AdaptiveController&) = delete;
@@ -136,6 +140,7 @@ class AdaptiveController {
 
   Store* const store_;
   Scheduler* const scheduler_;
+  ChangeFeed* const feed_;
   Clock* const clock_;
   prometheus::Counter* decisions_ok_ = nullptr;
   prometheus::Counter* decisions_error_ = nullptr;

@@ -6,9 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/field_path.h"
+#include "coordinator/design/partial_runs.h"
 #include "coordinator/design/seeding.h"
 #include "coordinator/fitting/studies.h"
 #include "coordinator/store/design_store.h"
+#include "coordinator/store/partial_rows.h"
 #include "coordinator/store/store_reads.h"
 #include "fitter/db_source.h"
 #include "fitter/sweep_fit.h"
@@ -62,6 +64,8 @@ std::vector<fitter::TargetAnswer> AnswersOf(const xmod::v1::DesignDecision& d) {
     a.delta_sd = r.delta_sd();
     a.p_best = r.p_best();
     a.expected_regret = r.expected_regret();
+    a.regret_bound = r.regret_bound();
+    a.confidence = r.confidence();
     out.push_back(a);
   }
   return out;
@@ -84,6 +88,10 @@ absl::StatusOr<SweepSnapshot> ReadSnapshot(Store* store, int64_t sweep_id, const
     absl::StatusOr<std::vector<fitter::RunCurve>> curves = fitter::LoadSweepRuns(db, sweep_id);
     if (!curves.ok()) return curves.status();
     snap.succeeded = *std::move(curves);
+    absl::StatusOr<std::map<int64_t, std::vector<fitter::LiveDeltaPoint>>> live =
+        LoadSweepLiveDeltas(db, sweep_id);
+    if (!live.ok()) return live.status();
+    snap.live_deltas = *std::move(live);
     absl::StatusOr<std::optional<xmod::v1::DesignDecision>> last =
         LoadLatestDecision(db, sweep_id, source);
     if (!last.ok()) return last.status();
@@ -127,6 +135,7 @@ fitter::DesignState StateOf(const SweepSnapshot& snap) {
       if (run.state() == xmod::v1::SUCCEEDED && c->IsDense()) state.dense_done.push_back(*c);
     }
   }
+  state.partial = PartialRunsOf(snap.runs, snap.live_deltas);
   if (snap.last) {
     state.previous_answers = AnswersOf(*snap.last);
     state.previous_streak = snap.last->streak();
@@ -169,9 +178,12 @@ xmod::v1::DesignDecision DecisionProto(const fitter::Decision& d) {
     r->set_delta_sd(a.delta_sd);
     r->set_p_best(a.p_best);
     r->set_expected_regret(a.expected_regret);
+    r->set_regret_bound(a.regret_bound);
+    r->set_confidence(a.confidence);
   }
   out.set_stop(d.stop);
   out.set_stop_reason(d.stop_reason);
+  out.set_held_back(d.held_back);
   out.set_streak(d.streak);
   if (d.fit_error.empty()) *out.mutable_fit() = fitter::LawParamsToProto(d.fit);
   out.set_fit_error(d.fit_error);

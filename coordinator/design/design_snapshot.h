@@ -7,6 +7,7 @@
 #define XMOD_COORDINATOR_DESIGN_DESIGN_SNAPSHOT_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "coordinator/store/store.h"
 #include "fitter/adaptive_design.h"
+#include "fitter/live_delta.h"
 #include "fitter/observations.h"
 #include "fitter/study_fit.h"
 #include "xmod/v1/coordinator.pb.h"
@@ -31,6 +33,8 @@ struct SweepSnapshot {
   // included), and the runs of the other members.
   std::vector<fitter::StudyMemberRuns> study_members;
   std::vector<xmod::v1::Run> other_members_runs;
+  // The live Δ points of the sweep's runs (run id -> ascending FLOPs), for its partial runs.
+  std::map<int64_t, std::vector<fitter::LiveDeltaPoint>> live_deltas;
 };
 
 // The sweep's snapshot, under `study`'s fit unless it is empty (INVALID_ARGUMENT "sweep_id:
@@ -45,7 +49,8 @@ bool InFlight(const xmod::v1::Run& run);
 // The design's state: observations of the succeeded runs (sparse runs whose reference has
 // not succeeded yet are left out, as the fit trigger does; a study's as it is fitted), dense
 // references done, runs in flight, compute spent (budgets of runs done or in flight, FLOPs
-// of the ended rest), over the sweep or every member of the study; and the previous answers.
+// of the ended rest), over the sweep or every member of the study; the forecasts of the
+// sweep's own partial runs (partial_runs.h); and the previous answers.
 fitter::DesignState StateOf(const SweepSnapshot& snap);
 
 // Counts that change when a decision is due: succeeded, failed, cancelled and all runs.

@@ -198,7 +198,7 @@ TEST_F(DesignTest, ProposeRunsStoresOnlyWhatItSubmits) {
   absl::StatusOr<int64_t> id = scheduler_->SubmitSweep(spec, &*first);
   ASSERT_TRUE(id.ok()) << id.status();
   sweep_id = *id;
-  AdaptiveController controller(store_.get(), scheduler_.get(), &clock_, nullptr);
+  AdaptiveController controller(store_.get(), scheduler_.get(), &feed_, &clock_, nullptr);
 
   xmod::v1::ProposeRunsRequest ask;
   ask.set_sweep_id(sweep_id);
@@ -273,7 +273,7 @@ TEST_F(DesignTest, ProposalsUnderAStudysFitComeFromTheNamedMemberSweep) {
   absl::Status stored = store_->WriteAndWait(
       [&](Db& db) { return InsertStudy(db, study, 100, clock_.NowMillis()).status(); });
   ASSERT_TRUE(stored.ok()) << stored;
-  AdaptiveController controller(store_.get(), scheduler_.get(), &clock_, nullptr);
+  AdaptiveController controller(store_.get(), scheduler_.get(), &feed_, &clock_, nullptr);
   xmod::v1::ProposeRunsRequest ask;
   ask.set_study("pair");
   *ask.add_targets() = AdaptiveTinySweep(dir_).adaptive().targets(0);

@@ -3,11 +3,53 @@
 // (xmodctl fit propose), the latest decision from /api/sweeps/{id}/decisions: compute spent
 // against the budget, whether the design stopped and why, the recommended (K, A) per target
 // with the share of the bootstrap ensemble that agrees, and the ranked proposals with their
-// reasons and the runs they queued. Refetched when the sweep's run counts change.
+// reasons and the runs they queued; and the regret curve: each decision's expected regret and
+// regret bound (the largest over the targets) against the compute spent when it was made.
+// Refetched when the sweep's run counts or its state change (a design's stop ends the sweep
+// with no run changing).
 'use strict';
 
 const XmodDesign = (() => {
   let fetchedKey = null;
+  let curve = null;  // the regret chart's <svg>, kept across redraws (its zoom with it)
+
+  // Regret against compute: one point per decision that had a fit, oldest first.
+  function regretSeries(decisions) {
+    const fitted = decisions.filter(d => d.recommendations.length)
+                       .sort((x, y) => Number(x.compute_spent) - Number(y.compute_spent));
+    const largest = (d, field) => Math.max(...d.recommendations.map(r => Number(r[field] || 0)));
+    const confidence = fitted.length ? Number(fitted[0].recommendations[0].confidence || 0) : 0;
+    return [
+      {
+        label: 'expected regret (largest over targets)',
+        points: fitted.map(d => [Number(d.compute_spent), largest(d, 'expected_regret')])
+      },
+      {
+        label: `regret bound at confidence ${confidence}`,
+        points: fitted.map(d => [Number(d.compute_spent), largest(d, 'regret_bound')])
+      }
+    ];
+  }
+
+  function regretChart(decisions) {
+    const SVG = 'http://www.w3.org/2000/svg';
+    if (!curve) {
+      curve = document.createElementNS(SVG, 'svg');
+      curve.setAttribute('id', 'design-regret');
+      curve.setAttribute('viewBox', '0 0 900 380');
+      curve.setAttribute('role', 'img');
+      curve.setAttribute('aria-label', 'design regret against compute');
+    }
+    const series = regretSeries(decisions);
+    XmodChart.draw(curve, series, 'regret (nats)');
+    const legend = Xmod.node('p', 'legend');
+    series.forEach((s, i) => {
+      const item = legend.appendChild(Xmod.node('span', '', `■ ${s.label}`));
+      item.style.color = XmodChart.colour(i);
+      legend.appendChild(document.createTextNode(' '));
+    });
+    return [Xmod.node('h4', '', 'Regret against compute spent'), curve, legend];
+  }
 
   const target = t => `C=${Xmod.flops(t.flops)} L=${t.seq_len} ${t.backbone}`;
   const signed = d => (d >= 0 ? '+' : '') + Number(d).toFixed(4);
@@ -32,12 +74,14 @@ const XmodDesign = (() => {
             `${Xmod.flops(d.compute_spent)}${budget} FLOPs spent · ` +
             `${d.observations} configurations fitted · ` +
             (d.stop ? `stopped: ${d.stop_reason}` : d.fit_error ? `no fit yet: ${d.fit_error}` :
-                                                              `going on (streak ${d.streak})`));
+                                                              `going on (streak ${d.streak})`) +
+            (d.held_back ? ` · ${d.held_back}` : ''));
     const recommendations = table(
-        ['target', 'K*', 'A*', 'Δ', 'p best', 'expected regret'],
+        ['target', 'K*', 'A*', 'Δ', 'p best', 'expected regret', 'regret bound'],
         d.recommendations.map(
             r => [target(r.target), r.k, r.a, signed(r.delta), `${(100 * r.p_best).toFixed(0)}%`,
-                  Number(r.expected_regret).toExponential(2)]));
+                  Number(r.expected_regret).toExponential(2),
+                  `${Number(r.regret_bound || 0).toExponential(2)} at ${r.confidence || 0}`]));
     const proposals = table(
         ['#', 'run', 'cost (FLOPs)', 'score', 'reason', 'queued as'],
         d.proposals.map((p, i) => [
@@ -47,13 +91,13 @@ const XmodDesign = (() => {
           Xmod.flops(p.cost_flops) + (p.needs_dense ? ' (with its dense)' : ''),
           Number(p.score).toPrecision(3), p.reason, Number(p.run_id) ? `run ${p.run_id}` : ''
         ]));
-    box.replaceChildren(summary, recommendations, proposals);
+    box.replaceChildren(summary, recommendations, ...regretChart(decisions), proposals);
   }
 
   // Called on every refresh with the selected sweep.
   async function update(sweep) {
     const box = document.getElementById('design');
-    const key = `${sweep.id}|${JSON.stringify(sweep.run_counts)}`;
+    const key = `${sweep.id}|${sweep.state}|${JSON.stringify(sweep.run_counts)}`;
     if (key === fetchedKey) return;
     fetchedKey = key;
     const answer = await Xmod.api(`/api/sweeps/${sweep.id}/decisions`);

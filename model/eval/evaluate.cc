@@ -18,10 +18,11 @@ std::vector<int64_t> Encode(Tokenizer& tokenizer, const std::string& text) {
   return std::vector<int64_t>(ids.begin(), ids.end());
 }
 
-// Index of the largest value (the first of equals).
+// numpy.argmax: the index of the first NaN if any, else of the first largest value.
 size_t ArgMax(const std::vector<double>& values) {
   size_t best = 0;
-  for (size_t i = 1; i < values.size(); ++i) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (std::isnan(values[i])) return i;
     if (values[i] > values[best]) best = i;
   }
   return best;
@@ -29,42 +30,58 @@ size_t ArgMax(const std::vector<double>& values) {
 
 }  // namespace
 
+absl::StatusOr<std::vector<ContinuationScore>> ScoreChoices(
+    const std::vector<Choice>& choices, Tokenizer& tokenizer, Scorer& scorer,
+    absl::FunctionRef<std::string(size_t)> describe) {
+  std::vector<ScoreRequest> requests;
+  requests.reserve(choices.size());
+  for (size_t i = 0; i < choices.size(); ++i) {
+    ScoreRequest request{Encode(tokenizer, choices[i].context),
+                         Encode(tokenizer, choices[i].continuation)};
+    if (request.context.empty() || request.continuation.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(describe(i), ": its ", request.context.empty() ? "context" : "continuation",
+                       " encodes to no token"));
+    }
+    requests.push_back(std::move(request));
+  }
+  return scorer.Score(requests);
+}
+
 absl::StatusOr<xmod::v1::EvalTaskResult> EvaluateTask(const std::string& task,
                                                       const std::vector<TaskExample>& examples,
                                                       Tokenizer& tokenizer, Scorer& scorer) {
-  std::vector<ScoreRequest> requests;
+  std::vector<Choice> choices;
+  std::vector<size_t> example_of;  // choices[i] belongs to examples[example_of[i]]
   for (size_t e = 0; e < examples.size(); ++e) {
-    for (const Choice& choice : examples[e].choices) {
-      ScoreRequest request{Encode(tokenizer, choice.context),
-                           Encode(tokenizer, choice.continuation)};
-      if (request.context.empty() || request.continuation.empty()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(task, " example ", e + 1, ": its ",
-                         request.context.empty() ? "context" : "answer", " encodes to no token"));
-      }
-      requests.push_back(std::move(request));
-    }
+    choices.insert(choices.end(), examples[e].choices.begin(), examples[e].choices.end());
+    example_of.resize(choices.size(), e);
   }
-  absl::StatusOr<std::vector<ContinuationScore>> scores = scorer.Score(requests);
+  absl::StatusOr<std::vector<ContinuationScore>> scores =
+      ScoreChoices(choices, tokenizer, scorer,
+                   [&](size_t i) { return absl::StrCat(task, " example ", example_of[i] + 1); });
   if (!scores.ok()) return scores.status();
+  return AggregateTask(task, examples, *scores);
+}
 
+xmod::v1::EvalTaskResult AggregateTask(const std::string& task,
+                                       const std::vector<TaskExample>& examples,
+                                       const std::vector<ContinuationScore>& scores) {
   xmod::v1::EvalTaskResult result;
   result.set_task(task);
   result.set_n(static_cast<int>(examples.size()));
   int correct = 0, correct_norm = 0;
-  double loglik = 0;
-  int64_t tokens = 0;
+  double loglik = 0;  // lambada: summed over examples
   size_t next = 0;
   for (const TaskExample& example : examples) {
     std::vector<double> raw, per_char;
     bool greedy = true;
     for (const Choice& choice : example.choices) {
-      const ContinuationScore& s = (*scores)[next++];
+      const ContinuationScore& s = scores[next++];
       raw.push_back(s.loglik);
-      per_char.push_back(s.loglik / static_cast<double>(choice.continuation.size()));
+      per_char.push_back(s.loglik / static_cast<double>(choice.answer_chars));
       greedy = greedy && s.greedy;
       loglik += s.loglik;
-      tokens += s.tokens;
     }
     if (IsLastWordTask(task)) {
       correct += greedy ? 1 : 0;
@@ -76,7 +93,7 @@ absl::StatusOr<xmod::v1::EvalTaskResult> EvaluateTask(const std::string& task,
   const double n = static_cast<double>(examples.size());
   result.set_acc(correct / n);
   if (IsLastWordTask(task)) {
-    result.set_ppl(std::exp(-loglik / static_cast<double>(tokens)));
+    result.set_ppl(std::exp(-loglik / n));
   } else {
     result.set_acc_norm(correct_norm / n);
   }

@@ -1,12 +1,15 @@
 // Zero-shot evaluation of a trained model: a task's examples (tasks.h) tokenized and scored
 // (scorer.h) into an EvalTaskResult, the run metrics it becomes, and the pieces xmod-eval
 // and xmod-train share — opening the run's tokenizer and rebuilding a model from a
-// checkpoint. Scoring follows the usual zero-shot conventions:
+// checkpoint. Metrics and aggregation are lm-evaluation-harness 0.4's (lm_eval/api/task.py
+// process_results, lm_eval/api/metrics.py):
 //   - multiple choice: acc = the choice of highest summed log-likelihood is the label;
-//     acc_norm = the same with each log-likelihood divided by its continuation's length in
-//     characters (UTF-8 bytes);
+//     acc_norm = the same with each log-likelihood divided by len(answer), the answer's
+//     length in characters without the leading delimiter (Choice::answer_chars); ties and
+//     NaNs go as numpy.argmax sends them (the first); both averaged over examples;
 //   - lambada: acc = greedy decoding reproduces every token of the last word; ppl =
-//     exp(-mean log-likelihood per target token) over all examples.
+//     exp(-mean over examples of the last word's summed log-likelihood) (aggregation
+//     "perplexity": a per-word, not a per-token, perplexity).
 // Thread-compatible.
 #ifndef XMOD_MODEL_EVAL_EVALUATE_H_
 #define XMOD_MODEL_EVAL_EVALUATE_H_
@@ -18,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "data/tokenizer.h"
 #include "model/eval/scorer.h"
@@ -28,11 +32,23 @@
 
 namespace xmod {
 
+// The scores of `choices`, in order. INVALID_ARGUMENT "<describe(i)>: its context|continuation
+// encodes to no token" for a choice whose text tokenizes to nothing; errors of Scorer::Score.
+absl::StatusOr<std::vector<ContinuationScore>> ScoreChoices(
+    const std::vector<Choice>& choices, Tokenizer& tokenizer, Scorer& scorer,
+    absl::FunctionRef<std::string(size_t)> describe);
+
 // Scores `examples` of `task`. Errors of Scorer::Score, INVALID_ARGUMENT naming the example
 // whose context or continuation encodes to no token.
 absl::StatusOr<xmod::v1::EvalTaskResult> EvaluateTask(const std::string& task,
                                                       const std::vector<TaskExample>& examples,
                                                       Tokenizer& tokenizer, Scorer& scorer);
+
+// The metrics of `examples` of `task` from `scores`, one per choice in order (as
+// EvaluateTask computes them; see the file comment).
+xmod::v1::EvalTaskResult AggregateTask(const std::string& task,
+                                       const std::vector<TaskExample>& examples,
+                                       const std::vector<ContinuationScore>& scores);
 
 // The run metrics of a result: eval/<task>/acc, eval/<task>/acc_norm (multiple choice),
 // eval/<task>/ppl (lambada) and eval/<task>/n.

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 
@@ -173,6 +174,40 @@ TEST_P(ScorerTest, CheckpointWithoutSpecNeedsOne) {
   ASSERT_TRUE(SaveCheckpoint(bare, *model, muon, adamw, TrainState()).ok());
   absl::Status status = LoadEvalModel(bare, "", "cpu").status();
   EXPECT_TRUE(absl::IsFailedPrecondition(status)) << status;
+}
+
+// acc_norm as the harness computes it: log-likelihood / len(answer) in characters, without
+// the delimiter. " ångström" (8 characters, 10 bytes) at -8.4 loses to " abcdefghi" (9
+// characters) at -9.0 per character (-1.05 < -1.0) though it would win per UTF-8 byte of the
+// continuation (-0.76 > -0.9).
+TEST(AggregateTask, AccNormDividesByCharactersOfTheAnswer) {
+  TaskExample example;
+  example.choices = {{"Question: q\nAnswer:", " ångström", 8},
+                     {"Question: q\nAnswer:", " abcdefghi", 9}};
+  example.label = 1;
+  const std::vector<ContinuationScore> scores = {{-8.4, false, 4}, {-9.0, false, 4}};
+  xmod::v1::EvalTaskResult result = AggregateTask("arc_easy", {example}, scores);
+  EXPECT_EQ(result.acc(), 0.0);  // -8.4 > -9.0
+  ASSERT_TRUE(result.has_acc_norm());
+  EXPECT_EQ(result.acc_norm(), 1.0);
+  // Ties go to the first choice, as numpy.argmax sends them.
+  result = AggregateTask("arc_easy", {example}, {{-9.0, false, 4}, {-9.0, false, 4}});
+  EXPECT_EQ(result.acc(), 0.0);
+}
+
+// LAMBADA's perplexity is the harness's: exp(-mean over documents of the target word's summed
+// log-likelihood), not exp(-log-likelihood per token): words of 1 and 3 tokens at -2 and -6
+// give exp(4), where a per-token perplexity would be exp(8 / 4) = exp(2).
+TEST(AggregateTask, LambadaPerplexityIsPerDocument) {
+  std::vector<TaskExample> examples(2);
+  examples[0].choices = {{"The cat sat on the", " mat", 3}};
+  examples[1].choices = {{"She opened the", " door", 4}};
+  const std::vector<ContinuationScore> scores = {{-2.0, true, 1}, {-6.0, false, 3}};
+  xmod::v1::EvalTaskResult result = AggregateTask("lambada", examples, scores);
+  ASSERT_TRUE(result.has_ppl());
+  EXPECT_DOUBLE_EQ(result.ppl(), std::exp(4.0));
+  EXPECT_EQ(result.acc(), 0.5);  // greedy-exact words
+  EXPECT_FALSE(result.has_acc_norm());
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, ScorerTest, ::testing::Values(xmod::v1::DENSE, xmod::v1::XMOD));

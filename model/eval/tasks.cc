@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/files.h"
+#include "model/eval/python_text.h"
 
 namespace xmod {
 namespace {
@@ -88,11 +89,20 @@ absl::Status CheckLabel(int label, size_t choices, absl::string_view name, const
   return absl::OkStatus();
 }
 
+// The harness's target_delimiter: what a multiple-choice continuation starts with.
+constexpr absl::string_view kTargetDelimiter = " ";
+
+// The choice of `answer` after `context`, as the harness's request (context,
+// target_delimiter + answer).
+Choice AnswerChoice(const std::string& context, absl::string_view answer) {
+  return {context, absl::StrCat(kTargetDelimiter, answer), CodePoints(answer)};
+}
+
 // Choices sharing one context.
 std::vector<Choice> SharedContext(const std::string& context,
-                                  const std::vector<std::string>& continuations) {
+                                  const std::vector<std::string>& answers) {
   std::vector<Choice> out;
-  for (const std::string& c : continuations) out.push_back({context, c});
+  for (const std::string& answer : answers) out.push_back(AnswerChoice(context, answer));
   return out;
 }
 
@@ -100,37 +110,70 @@ std::string QuestionAnswer(absl::string_view question) {
   return absl::StrCat("Question: ", question, "\nAnswer:");
 }
 
+// The harness's hellaswag process_docs: query and choices preprocessed (python_text.h).
 absl::StatusOr<TaskExample> HellaSwag(const Struct& o, const Line& line) {
-  absl::StatusOr<std::string> ctx = StringField(o, "ctx", line);
-  if (!ctx.ok()) return ctx.status();
+  std::string parts[3];  // activity_label, ctx_a, ctx_b
+  const char* names[3] = {"activity_label", "ctx_a", "ctx_b"};
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<std::string> part = StringField(o, names[i], line);
+    if (!part.ok()) return part.status();
+    parts[i] = *std::move(part);
+  }
   absl::StatusOr<std::vector<std::string>> endings = StringListField(o, "endings", line);
   if (!endings.ok()) return endings.status();
   absl::StatusOr<int> label = IntField(o, "label", line);
   if (!label.ok()) return label.status();
   if (absl::Status s = CheckLabel(*label, endings->size(), "label", line); !s.ok()) return s;
-  std::vector<std::string> continuations;
-  for (const std::string& e : *endings) continuations.push_back(absl::StrCat(" ", e));
-  return TaskExample{SharedContext(*ctx, continuations), *label};
+  const std::string query =
+      HellaSwagPreprocess(absl::StrCat(parts[0], ": ", parts[1], " ", PythonCapitalize(parts[2])));
+  std::vector<std::string> answers;
+  for (const std::string& ending : *endings) answers.push_back(HellaSwagPreprocess(ending));
+  return TaskExample{SharedContext(query, answers), *label};
 }
 
-absl::StatusOr<TaskExample> Arc(const Struct& o, const Line& line) {
-  absl::StatusOr<const Value*> question = Field(o, "question", line);
-  if (!question.ok()) return question.status();
-  if ((*question)->kind_case() != Value::kStructValue) {
-    return line.Error("\"question\" is not an object");
+// An ARC question in either published schema: its stem, and the choices' texts and labels.
+struct ArcQuestion {
+  std::string stem;
+  std::vector<std::string> texts, labels;
+};
+
+// allenai/ai2_arc (the harness's): "question" a string, "choices" {"text": [..], "label": [..]}.
+absl::StatusOr<ArcQuestion> HubArcQuestion(const Struct& o, const Line& line) {
+  ArcQuestion out;
+  absl::StatusOr<std::string> stem = StringField(o, "question", line);
+  if (!stem.ok()) return stem.status();
+  out.stem = *std::move(stem);
+  absl::StatusOr<const Value*> choices = Field(o, "choices", line);
+  if (!choices.ok()) return choices.status();
+  if ((*choices)->kind_case() != Value::kStructValue) {
+    return line.Error("\"choices\" is not an object");
   }
-  const Struct& q = (*question)->struct_value();
+  absl::StatusOr<std::vector<std::string>> texts =
+      StringListField((*choices)->struct_value(), "text", line);
+  if (!texts.ok()) return texts.status();
+  absl::StatusOr<std::vector<std::string>> labels =
+      StringListField((*choices)->struct_value(), "label", line);
+  if (!labels.ok()) return labels.status();
+  if (texts->size() != labels->size()) {
+    return line.Error(
+        absl::StrCat("\"choices\" has ", texts->size(), " texts but ", labels->size(), " labels"));
+  }
+  out.texts = *std::move(texts);
+  out.labels = *std::move(labels);
+  return out;
+}
+
+// The original ARC JSONL: "question" {"stem", "choices": [{"text", "label"}]}.
+absl::StatusOr<ArcQuestion> OriginalArcQuestion(const Struct& q, const Line& line) {
+  ArcQuestion out;
   absl::StatusOr<std::string> stem = StringField(q, "stem", line);
   if (!stem.ok()) return stem.status();
+  out.stem = *std::move(stem);
   absl::StatusOr<const Value*> choices = Field(q, "choices", line);
   if (!choices.ok()) return choices.status();
   if ((*choices)->kind_case() != Value::kListValue || (*choices)->list_value().values().empty()) {
     return line.Error("\"question.choices\" is not a non-empty list");
   }
-  absl::StatusOr<std::string> key = StringField(o, "answerKey", line);
-  if (!key.ok()) return key.status();
-  TaskExample example;
-  example.label = -1;
   for (const Value& choice : (*choices)->list_value().values()) {
     if (choice.kind_case() != Value::kStructValue) {
       return line.Error("\"question.choices\" holds a non-object");
@@ -139,24 +182,40 @@ absl::StatusOr<TaskExample> Arc(const Struct& o, const Line& line) {
     if (!text.ok()) return text.status();
     absl::StatusOr<std::string> label = StringField(choice.struct_value(), "label", line);
     if (!label.ok()) return label.status();
-    if (*label == *key) example.label = static_cast<int>(example.choices.size());
-    example.choices.push_back({QuestionAnswer(*stem), absl::StrCat(" ", *text)});
+    out.texts.push_back(*std::move(text));
+    out.labels.push_back(*std::move(label));
   }
-  if (example.label < 0) {
+  return out;
+}
+
+// The label is the first choice labelled answerKey (the harness's
+// choices.label.index(answerKey)).
+absl::StatusOr<TaskExample> Arc(const Struct& o, const Line& line) {
+  absl::StatusOr<const Value*> question = Field(o, "question", line);
+  if (!question.ok()) return question.status();
+  absl::StatusOr<ArcQuestion> q = (*question)->kind_case() == Value::kStructValue
+                                      ? OriginalArcQuestion((*question)->struct_value(), line)
+                                      : HubArcQuestion(o, line);
+  if (!q.ok()) return q.status();
+  absl::StatusOr<std::string> key = StringField(o, "answerKey", line);
+  if (!key.ok()) return key.status();
+  const auto found = std::find(q->labels.begin(), q->labels.end(), *key);
+  if (found == q->labels.end()) {
     return line.Error(absl::StrCat("\"answerKey\" \"", *key, "\" labels none of the choices"));
   }
-  return example;
+  return TaskExample{SharedContext(QuestionAnswer(q->stem), q->texts),
+                     static_cast<int>(found - q->labels.begin())};
 }
 
 // `label` < 0: take it from the line's "label" field.
 absl::StatusOr<TaskExample> Piqa(const Struct& o, const Line& line, int label) {
   absl::StatusOr<std::string> goal = StringField(o, "goal", line);
   if (!goal.ok()) return goal.status();
-  std::vector<std::string> continuations;
+  std::vector<std::string> answers;
   for (const char* name : {"sol1", "sol2"}) {
     absl::StatusOr<std::string> sol = StringField(o, name, line);
     if (!sol.ok()) return sol.status();
-    continuations.push_back(absl::StrCat(" ", *sol));
+    answers.push_back(*std::move(sol));
   }
   if (label < 0) {
     absl::StatusOr<int> field = IntField(o, "label", line);
@@ -164,32 +223,43 @@ absl::StatusOr<TaskExample> Piqa(const Struct& o, const Line& line, int label) {
     label = *field;
   }
   if (absl::Status s = CheckLabel(label, 2, "label", line); !s.ok()) return s;
-  return TaskExample{SharedContext(QuestionAnswer(*goal), continuations), label};
+  return TaskExample{SharedContext(QuestionAnswer(*goal), answers), label};
 }
 
+// Choices "no", "yes" (the harness's order): label 1 = the answer is yes. super_glue's
+// "label" 0/1, or the original file's "answer" bool.
 absl::StatusOr<TaskExample> BoolQ(const Struct& o, const Line& line) {
   absl::StatusOr<std::string> question = StringField(o, "question", line);
   if (!question.ok()) return question.status();
   absl::StatusOr<std::string> passage = StringField(o, "passage", line);
   if (!passage.ok()) return passage.status();
-  absl::StatusOr<const Value*> answer = Field(o, "answer", line);
-  if (!answer.ok()) return answer.status();
-  if ((*answer)->kind_case() != Value::kBoolValue) return line.Error("\"answer\" is not a bool");
+  int label = 0;
+  if (o.fields().count("label") > 0) {
+    absl::StatusOr<int> field = IntField(o, "label", line);
+    if (!field.ok()) return field.status();
+    if (absl::Status s = CheckLabel(*field, 2, "label", line); !s.ok()) return s;
+    label = *field;
+  } else {
+    absl::StatusOr<const Value*> answer = Field(o, "answer", line);
+    if (!answer.ok()) return line.Error("neither a \"label\" nor an \"answer\" field");
+    if ((*answer)->kind_case() != Value::kBoolValue) return line.Error("\"answer\" is not a bool");
+    label = (*answer)->bool_value() ? 1 : 0;
+  }
   const std::string context = absl::StrCat(*passage, "\nQuestion: ", *question, "?\nAnswer:");
-  return TaskExample{SharedContext(context, {" yes", " no"}), (*answer)->bool_value() ? 0 : 1};
+  return TaskExample{SharedContext(context, {"no", "yes"}), label};
 }
 
+// lambada_openai's doc_to_text / doc_to_target: text.split(' ')[:-1] joined by ' ', and ' '
+// + text.split(' ')[-1] — the split is at the last space, nothing stripped.
 absl::StatusOr<TaskExample> Lambada(const Struct& o, const Line& line) {
   absl::StatusOr<std::string> text = StringField(o, "text", line);
   if (!text.ok()) return text.status();
-  const absl::string_view trimmed = absl::StripTrailingAsciiWhitespace(*text);
-  const size_t space = trimmed.find_last_of(' ');
-  if (space == absl::string_view::npos || space == 0 || space + 1 == trimmed.size()) {
+  const size_t space = text->rfind(' ');
+  if (space == std::string::npos || space == 0) {
     return line.Error("\"text\" has no context before its last word");
   }
-  return TaskExample{
-      {{std::string(trimmed.substr(0, space)), std::string(trimmed.substr(space))}},  // " word"
-      0};
+  const std::string word = text->substr(space + 1);
+  return TaskExample{{{text->substr(0, space), absl::StrCat(" ", word), CodePoints(word)}}, 0};
 }
 
 absl::StatusOr<TaskExample> Gcide(const Struct& o, const Line& line) {
@@ -203,7 +273,8 @@ absl::StatusOr<TaskExample> Gcide(const Struct& o, const Line& line) {
   TaskExample example;
   example.label = *label;
   for (const std::string& headword : *headwords) {
-    example.choices.push_back({headword, absl::StrCat(", ", *definition)});
+    const std::string continuation = absl::StrCat(", ", *definition);
+    example.choices.push_back({headword, continuation, CodePoints(continuation)});
   }
   return example;
 }

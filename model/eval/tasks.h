@@ -1,26 +1,32 @@
-// Zero-shot tasks: reading the public JSONL formats into (context, continuation) choices.
-// LibTorch-free, so the coordinator can validate task names without the model.
+// Zero-shot tasks: reading the public JSONL formats into (context, continuation) choices,
+// built exactly as lm-evaluation-harness 0.4 builds its requests for the task of the same
+// name (lm_eval/tasks/<task>/*.yaml: doc_to_text, doc_to_choice, target_delimiter " ",
+// process_docs). LibTorch-free, so the coordinator can validate task names without the model.
 //
-//   task            format (one JSON object a line)                      prompt / choices
-//   hellaswag       {"ctx", "endings": [4], "label"}                     ctx / " " + ending
-//   arc_easy,       {"question": {"stem", "choices": [{"text",           "Question: stem\nAnswer:"
-//   arc_challenge     "label"}]}, "answerKey"}  (letter or digit key)    / " " + text
-//   piqa            {"goal", "sol1", "sol2"} + labels file or "label"    "Question: goal\nAnswer:"
-//                                                                        / " " + sol
-//   boolq           {"question", "passage", "answer": bool}              "passage\nQuestion:
-//                                                                        question?\nAnswer:" /
-//                                                                        " yes", " no"
-//   lambada         {"text"}                                             text up to the last
-//                                                                        word / " " + last word
-//   gcide           {"definition", "choices": [headwords], "label"}      headword / ", " +
-//                                                                        definition
-// gcide is ours (data/gcide_task.h): the corpus writes an entry as "Headword, n. definition",
-// so each candidate headword is a context and the definition the shared continuation; the
-// model scores how well each headword predicts the definition.
+//   task            format (one JSON object a line)          context / continuations
+//   hellaswag       Rowan/hellaswag: {"activity_label",      preprocess(activity_label + ": " +
+//                   "ctx_a", "ctx_b", "endings": [4],        ctx_a + " " + ctx_b.capitalize())
+//                   "label"}                                 / " " + preprocess(ending)
+//   arc_easy,       allenai/ai2_arc: {"question", "choices": "Question: question\nAnswer:"
+//   arc_challenge   {"text", "label"}, "answerKey"}; or the  / " " + text
+//                   original {"question": {"stem",
+//                   "choices": [{"text", "label"}]}, "answerKey"}
+//   piqa            {"goal", "sol1", "sol2"} + labels file   "Question: goal\nAnswer:"
+//                   or "label"                               / " " + sol
+//   boolq           super_glue: {"question", "passage",      "passage\nQuestion: question?
+//                   "label": 0|1}; or {..., "answer": bool}  \nAnswer:" / " no", " yes"
+//   lambada         lambada_openai: {"text"}                 text before its last " " /
+//                                                            " " + what follows it
+//   gcide           {"definition", "choices": [headwords],   headword / ", " + definition
+//                   "label"}
+// (preprocess: python_text.h.) gcide is ours (data/gcide_task.h): the corpus writes an entry
+// as "Headword, n. definition", so each candidate headword is a context and the definition
+// the shared continuation; the model scores how well each headword predicts the definition.
 // Thread-safe free functions.
 #ifndef XMOD_MODEL_EVAL_TASKS_H_
 #define XMOD_MODEL_EVAL_TASKS_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -33,6 +39,9 @@ namespace xmod {
 struct Choice {
   std::string context;
   std::string continuation;
+  // The answer's length in characters (code points), without the delimiter that starts the
+  // continuation: acc_norm's divisor, as the harness's len(choice).
+  int64_t answer_chars = 0;
 };
 
 struct TaskExample {

@@ -58,6 +58,8 @@ struct State {
   PlanOptions plan;
   // report
   ReportOptions report;
+  // usage
+  std::string usage_window = "24h";
 };
 
 using Action = std::function<absl::Status(const Context&)>;
@@ -243,6 +245,14 @@ void AddPlanCommand(CLI::App& app, State& s, Action* action) {
   plan->add_option("--expert_dim", p.expert_dim, "MoE expert width d_e (default: FLOP-matched)");
 }
 
+void AddUsageCommand(CLI::App& app, State& s, Action* action) {
+  CLI::App* usage =
+      Leaf(&app, "usage", "Per user: slots in use, quota, share, GPU-/core-hours in a window",
+           action, [&s](const Context& c) { return Usage(c, s.usage_window); });
+  usage->add_option("--window", s.usage_window, "The window ending now: 24h, 90m, 168h ...")
+      ->capture_default_str();
+}
+
 void AddReportCommand(CLI::App& app, State& s, Action* action) {
   ReportOptions& r = s.report;
   CLI::App* report =
@@ -295,6 +305,7 @@ int RunXmodctl(const std::vector<std::string>& args, const Io& io) {
   AddStudyCommands(app, s, &action);
   AddPlanCommand(app, s, &action);
   AddReportCommand(app, s, &action);
+  AddUsageCommand(app, s, &action);
 
   std::vector<std::string> reversed =
       ReversedForCli11(std::vector<std::string>(args.begin() + (args.empty() ? 0 : 1), args.end()));

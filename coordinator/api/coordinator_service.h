@@ -109,6 +109,8 @@ class CoordinatorService final : public xmod::v1::Coordinator::Service {
   grpc::Status ListDecisions(grpc::ServerContext* context,
                              const xmod::v1::ListDecisionsRequest* request,
                              xmod::v1::ListDecisionsResponse* response) override;
+  grpc::Status GetUsage(grpc::ServerContext* context, const xmod::v1::GetUsageRequest* request,
+                        xmod::v1::GetUsageResponse* response) override;
 
  private:
   Store* const store_;

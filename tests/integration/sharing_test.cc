@@ -299,7 +299,7 @@ TEST_F(SharingTest, ARestartKeepsPreemptionsBorrowedSlotsAndUsage) {
       "min_run_ms: 500\n";
   ASSERT_NO_FATAL_FAILURE(StartCoordinator(config));
   // Runs of 12 s, so that the ones ordered to stop are still running once the coordinator
-  // is back (its restart takes a few seconds on a loaded machine).
+  // is back and the workers reconnected (gRPC's reconnect backoff: seconds).
   setenv("FAKE_TRAIN_STEP_MS", "120", 1);
   ASSERT_NO_FATAL_FAILURE(StartWorkers());
   ReadOnlyDb db(cluster_.db_path());

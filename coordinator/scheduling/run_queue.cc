@@ -28,6 +28,9 @@ absl::Status InsertRuns(Db& db, int64_t sweep_id, std::vector<xmod::v1::Run>* ru
     run.set_id(*run_id);
     run.set_sweep_id(sweep_id);
     run.set_created_unix_ms(now);
+    if (!run.preemptible()) {
+      if (absl::Status s = MarkNotPreemptible(db, *run_id); !s.ok()) return s;
+    }
   }
   return absl::OkStatus();
 }
@@ -89,6 +92,7 @@ void Scheduler::QueueStored(int64_t sweep_id, const std::vector<xmod::v1::Run>& 
       run.name = r.name();
       run.spec = r.spec();
       run.user = user;
+      run.preemptible = r.preemptible();
       EnqueueLocked(r.id(), run);
     }
   }

@@ -32,6 +32,12 @@ absl::Status SetSweepSubmitter(Db& db, int64_t sweep_id, const std::string& subm
   return stmt->Bind(1, submitter).Bind(2, sweep_id).Run();
 }
 
+absl::Status MarkNotPreemptible(Db& db, int64_t run_id) {
+  absl::StatusOr<Stmt> stmt = db.Prepare("UPDATE runs SET preemptible = 0 WHERE id = ?");
+  if (!stmt.ok()) return stmt.status();
+  return stmt->Bind(1, run_id).Run();
+}
+
 absl::Status SetPreemptReason(Db& db, int64_t run_id, int attempt, const std::string& reason) {
   absl::StatusOr<Stmt> stmt =
       db.Prepare("UPDATE attempts SET preempt_reason = ? WHERE run_id = ? AND attempt = ?");

@@ -20,6 +20,8 @@ namespace xmod {
 
 // sweeps.submitter of `sweep_id`: the credential name ("" = anonymous).
 absl::Status SetSweepSubmitter(Db& db, int64_t sweep_id, const std::string& submitter);
+// runs.preemptible = 0 for `run_id` (GridSpec / SweepSpec preemptible: false).
+absl::Status MarkNotPreemptible(Db& db, int64_t run_id);
 // attempts.preempt_reason of open attempt (`run_id`, `attempt`): the coordinator ordered it
 // preempted for `reason`.
 absl::Status SetPreemptReason(Db& db, int64_t run_id, int attempt, const std::string& reason);

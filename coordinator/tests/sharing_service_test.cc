@@ -68,6 +68,33 @@ TEST_F(SharingServiceTest, RunsCarryTheCredentialThatSubmittedThem) {
   EXPECT_TRUE(run.sharing().preemptible());
 }
 
+TEST_F(SharingServiceTest, PreemptibleFalseReachesTheRunsAGridSettingWinning) {
+  xmod::v1::SweepSpec spec = TinySweep(dir_);
+  spec.set_preemptible(false);
+  const xmod::v1::SubmitSweepResponse pinned = Submit(kAlice, spec);
+  ASSERT_GT(pinned.runs_size(), 0);
+  for (const xmod::v1::Run& run : pinned.runs()) EXPECT_FALSE(run.preemptible()) << run.name();
+  spec.mutable_grids(0)->set_preemptible(true);
+  const xmod::v1::SubmitSweepResponse overridden = Submit(kAlice, spec);
+  for (const xmod::v1::Run& run : overridden.runs()) EXPECT_TRUE(run.preemptible()) << run.name();
+
+  xmod::v1::GetRunRequest get_run;
+  get_run.set_run_id(pinned.runs(0).id());
+  xmod::v1::GetRunResponse run;
+  ASSERT_TRUE(stub_->GetRun(BearerContext(kBob).get(), get_run, &run).ok());
+  EXPECT_FALSE(run.run().preemptible());
+  EXPECT_FALSE(run.sharing().preemptible());
+  get_run.set_run_id(overridden.runs(0).id());
+  ASSERT_TRUE(stub_->GetRun(BearerContext(kBob).get(), get_run, &run).ok());
+  EXPECT_TRUE(run.run().preemptible());
+
+  xmod::v1::GetSweepRequest get_sweep;
+  get_sweep.set_sweep_id(pinned.sweep_id());
+  xmod::v1::Sweep sweep;
+  ASSERT_TRUE(stub_->GetSweep(BearerContext(kBob).get(), get_sweep, &sweep).ok());
+  EXPECT_EQ(sweep.submitter(), "alice");
+}
+
 TEST_F(SharingServiceTest, UsageCountsSlotsAndCoreHoursFromTheDatabase) {
   const xmod::v1::SubmitSweepResponse alice = Submit(kAlice, TinySweep(dir_));
   Submit(kBob, TinySweep(dir_));

@@ -61,6 +61,8 @@ struct State {
   ReportOptions report;
   // pilot
   PilotSelectOptions pilot;
+  // usage
+  std::string usage_window = "24h";
 };
 
 using Action = std::function<absl::Status(const Context&)>;
@@ -277,6 +279,14 @@ void AddPlanCommand(CLI::App& app, State& s, Action* action) {
   plan->add_option("--expert_dim", p.expert_dim, "MoE expert width d_e (default: FLOP-matched)");
 }
 
+void AddUsageCommand(CLI::App& app, State& s, Action* action) {
+  CLI::App* usage =
+      Leaf(&app, "usage", "Per user: slots in use, quota, share, GPU-/core-hours in a window",
+           action, [&s](const Context& c) { return Usage(c, s.usage_window); });
+  usage->add_option("--window", s.usage_window, "The window ending now: 24h, 90m, 168h ...")
+      ->capture_default_str();
+}
+
 void AddReportCommand(CLI::App& app, State& s, Action* action) {
   ReportOptions& r = s.report;
   CLI::App* report =
@@ -335,6 +345,7 @@ void DefineXmodctl(CLI::App& app, State& s, Action* action) {
   AddPlanCommand(app, s, action);
   AddReportCommand(app, s, action);
   AddPilotCommands(app, s, action);
+  AddUsageCommand(app, s, action);
   AddCompletionCommand(app, action);
 }
 

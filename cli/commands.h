@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "cli/client.h"
 #include "cli/format.h"
+#include "xmod/v1/coordinator.pb.h"
 
 namespace xmod::cli {
 
@@ -70,6 +71,14 @@ absl::Status RunCancel(const Context& ctx, int64_t run_id);
 absl::Status Metrics(const Context& ctx, int64_t run_id, const std::vector<std::string>& names,
                      int max_points);
 absl::Status Query(const Context& ctx, const std::string& sql, int max_rows);
+
+// A shared cluster (usage_commands.cc): per user, slots in use, quota, share and the
+// GPU-hours and core-hours in the last `window` (a duration such as "24h"; INVALID_ARGUMENT
+// naming --window otherwise).
+absl::Status Usage(const Context& ctx, const std::string& window);
+// The "Sharing" section of `run show`: the run's user, whether it is preemptible, and the
+// PREEMPT orders its attempts were given.
+Table RunSharingTable(const xmod::v1::GetRunResponse& response);
 
 // Scaling-law fit (paper Eq. 14) of a sweep, or of a study (`study`, its name, instead of
 // sweep_id; exactly one of them, else INVALID_ARGUMENT naming --study).

@@ -142,7 +142,7 @@ absl::Status RunShow(const Context& ctx, int64_t run_id) {
     return PrintJson(*ctx.out, *response);
   }
   std::vector<Table> sections = {RunSummaryTable(*response), AttemptsTable(*response),
-                                 CheckpointsTable(*response)};
+                                 CheckpointsTable(*response), RunSharingTable(*response)};
   if (!response->run().spec().training().eval_tasks().empty()) {
     absl::StatusOr<Table> eval = EvalTable(*client, response->run());
     if (!eval.ok()) return eval.status();

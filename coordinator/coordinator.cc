@@ -116,6 +116,7 @@ absl::Status Coordinator::StartBackgroundParts() {
   // A polling worker takes its gang part at once; one lease TTL covers a slow start.
   scheduler_options.gang_start_timeout_ms = options_.lease_ttl_ms;
   scheduler_options.checkpoint_root = options_.checkpoint_root;
+  scheduler_options.sharing = options_.sharing;
   absl::StatusOr<std::unique_ptr<Scheduler>> scheduler =
       Scheduler::Create(store_.get(), clock_, &feed_, metrics_.get(), scheduler_options);
   if (!scheduler.ok()) return scheduler.status();
@@ -231,6 +232,7 @@ void Coordinator::LogListening() const {
 
 void Coordinator::Tick() {
   scheduler_->ExpireLeases();
+  scheduler_->Preempt();
   // The first poll (at start) also schedules the refits a restart left owing.
   if (absl::Status s = fit_trigger_->Poll(); !s.ok()) LOG(WARNING) << "fit poll: " << s;
   if (absl::Status s = sweep_monitor_->Poll(); !s.ok()) LOG(WARNING) << "live delta: " << s;

@@ -48,6 +48,8 @@ struct CoordinatorOptions {
   // addresses may be listened on unless `insecure`. Never null.
   std::shared_ptr<const CredentialSet> credentials = std::make_shared<CredentialSet>();
   bool insecure = false;  // allow non-loopback listeners without credentials
+  // Quotas, weights and preemption hysteresis (--sharing_config).
+  scheduling::SharingPolicy sharing;
   // gRPC TLS (and mTLS with client_ca_file); cert and key also serve the HTTP API as HTTPS.
   ServerTlsFiles tls;
   std::string http_listen = "127.0.0.1:0";     // empty = no HTTP server

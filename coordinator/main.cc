@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/command_line.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/scheduling/sharing_config.h"
 #include "coordinator/spec/data_roots.h"
 #include "glog/logging.h"
 
@@ -21,6 +22,7 @@ namespace {
 struct Flags {
   xmod::CoordinatorOptions options;
   std::string credentials_file;
+  std::string sharing_config;
   std::string token;  // --token, removed: refused when given
 };
 
@@ -34,6 +36,10 @@ void AddServerFlags(CLI::App& app, Flags* flags) {
   app.add_option("--checkpoint_root", options.checkpoint_root,
                  "directory, shared with every worker, under which each run gets "
                  "sweep-<S>/run-<R>/ for its checkpoints");
+  app.add_option("--sharing_config", flags->sharing_config,
+                 "xmod.v1.SharingConfig in protobuf text format: GPU and CPU slot quotas and "
+                 "fair-share weights per user credential name (docs/operations.md, \"Sharing a "
+                 "cluster\"); read at start only. Empty: no quotas, every weight 1");
   app.add_option("--credentials_file", flags->credentials_file,
                  "file of credentials, one \"SCOPE NAME SECRET\" per line (scopes user, read, "
                  "worker; docs/security.md); when empty, the lines are read from the "
@@ -131,6 +137,13 @@ absl::Status FinishFlags(Flags* flags) {
   xmod::CoordinatorOptions& options = flags->options;
   options.credentials = std::make_shared<const xmod::CredentialSet>(*std::move(credentials));
   if (absl::Status s = xmod::ValidateDataRoots(options.data_roots); !s.ok()) return s;
+  absl::StatusOr<xmod::scheduling::SharingPolicy> sharing =
+      xmod::scheduling::LoadSharingPolicy(flags->sharing_config);
+  if (!sharing.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--sharing_config: ", sharing.status().message()));
+  }
+  options.sharing = *std::move(sharing);
   if (options.lease_ttl_ms <= options.heartbeat_interval_ms) {
     return absl::InvalidArgumentError("--lease_ttl_ms must exceed --heartbeat_interval_ms");
   }

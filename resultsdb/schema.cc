@@ -425,6 +425,18 @@ CREATE TABLE shared_runs (
 );
 CREATE INDEX shared_runs_by_trained_run ON shared_runs(trained_run_id);
 )sql",
+
+    // Version 8: a cluster shared by a lab (docs/operations.md, "Sharing a cluster"): who
+    // submitted each sweep (the credential name), runs that must not be displaced, the
+    // PREEMPT order an open attempt is under, and each attempt member's slot kind and cores
+    // for the usage accounting of `xmodctl usage`.
+    R"sql(
+ALTER TABLE sweeps ADD COLUMN submitter TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN preemptible INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE attempts ADD COLUMN preempt_reason TEXT;
+ALTER TABLE attempt_members ADD COLUMN slot_kind TEXT;
+ALTER TABLE attempt_members ADD COLUMN cores INTEGER;
+)sql",
 };
 
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);

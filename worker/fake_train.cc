@@ -9,7 +9,9 @@
 //                           step takes that long, and a SIGTERM between steps ends the run
 //                           as xmod-train's would: a checkpoint of the last step done, exit 75.
 //                           With FAKE_TRAIN_EXTRA_METRIC set, each step also logs a point of
-//                           that name (value 1) before its train/loss
+//                           that name (value 1) before its train/loss. With
+//                           FAKE_TRAIN_RESUME=1 a --resume of a step-<N>.pt checkpoint
+//                           continues at step N + 1, as xmod-train's resume would
 //   FAKE_TRAIN_MODE=fail    one metric, then "fake_train: boom" on stderr; exit 3
 //   FAKE_TRAIN_MODE=term    started, then waits for SIGTERM: checkpoint event, exit 75
 //   FAKE_TRAIN_MODE=law     as ok, with train/loss and val/loss at FAKE_TRAIN_STEPS marks
@@ -106,6 +108,7 @@ struct Mode {
   int steps = 5;                       // FAKE_TRAIN_STEPS
   int step_ms = 0;                     // FAKE_TRAIN_STEP_MS
   const char* extra_metric = nullptr;  // FAKE_TRAIN_EXTRA_METRIC
+  bool resume = false;                 // FAKE_TRAIN_RESUME=1
 };
 
 Mode ModeFromEnvironment() {
@@ -114,6 +117,7 @@ Mode ModeFromEnvironment() {
   if (const char* env = std::getenv("FAKE_TRAIN_STEPS")) mode.steps = std::atoi(env);
   if (const char* env = std::getenv("FAKE_TRAIN_STEP_MS")) mode.step_ms = std::atoi(env);
   mode.extra_metric = std::getenv("FAKE_TRAIN_EXTRA_METRIC");
+  if (const char* env = std::getenv("FAKE_TRAIN_RESUME")) mode.resume = std::string(env) == "1";
   return mode;
 }
 
@@ -149,13 +153,20 @@ int RunLaw(const xmod::v1::RunSpec& spec, const Mode& mode, const Emit& emit) {
   return xmod::kExitOk;
 }
 
-// FAKE_TRAIN_MODE=ok: the steps (stopping at a SIGTERM between them), a checkpoint, finished.
-int RunSteps(const xmod::v1::RunSpec& spec, const Mode& mode, const Emit& emit) {
-  for (int step = 1; step <= mode.steps; ++step) {
+// The step of a checkpoint this program wrote (".../step-<N>.pt"); 0 for another path.
+int64_t CheckpointStep(const std::string& path) {
+  const size_t at = path.rfind("/step-");
+  return at == std::string::npos ? 0 : std::atoll(path.c_str() + at + 6);
+}
+
+// FAKE_TRAIN_MODE=ok: the steps after `resumed` (stopping at a SIGTERM between them), a
+// checkpoint, finished.
+int RunSteps(const xmod::v1::RunSpec& spec, const Mode& mode, int64_t resumed, const Emit& emit) {
+  for (int step = static_cast<int>(resumed) + 1; step <= mode.steps; ++step) {
     if (mode.step_ms > 0) {
       usleep(mode.step_ms * 1000);
       if (g_terminate) {
-        if (step > 1) emit(Checkpoint(step - 1, spec.checkpoint_dir()));
+        if (step - 1 > resumed) emit(Checkpoint(step - 1, spec.checkpoint_dir()));
         return xmod::kExitPreempted;
       }
     }
@@ -192,8 +203,11 @@ int main(int argc, char** argv) {
   signal(SIGTERM, OnTerm);
   const Mode mode = ModeFromEnvironment();
 
+  const int64_t resumed =
+      mode.resume && !args.resume.empty() ? CheckpointStep(args.resume.front()) : 0;
   xmod::v1::TrainerEvent started;
-  started.mutable_started()->set_resumed_from_step(args.resume.empty() ? 0 : 1);
+  started.mutable_started()->set_resumed_from_step(
+      args.resume.empty() ? 0 : (mode.resume ? resumed : 1));
   started.mutable_started()->set_steps_planned(mode.steps);
   emit(started);
 
@@ -208,5 +222,5 @@ int main(int argc, char** argv) {
     return xmod::kExitPreempted;
   }
   if (mode.name == "law") return RunLaw(spec, mode, emit);
-  return RunSteps(spec, mode, emit);
+  return RunSteps(spec, mode, resumed, emit);
 }

@@ -9,6 +9,7 @@
 #include "common/field_path.h"
 #include "coordinator/api/pilot_selection.h"
 #include "coordinator/api/service_util.h"
+#include "coordinator/api/usage_queries.h"
 #include "coordinator/api/user_queries.h"
 #include "coordinator/design/adaptive_controller.h"
 #include "coordinator/design/seeding.h"
@@ -47,7 +48,7 @@ grpc::Status CoordinatorService::SubmitSweep(ServerContext* context,
                                              xmod::v1::SubmitSweepResponse* response) {
   return Serve(
       "SubmitSweep", request->dry_run() ? Access::kRead : Access::kWrite, *options_.credentials,
-      context, metrics_, [&]() -> absl::Status {
+      context, metrics_, [&](const Principal& caller) -> absl::Status {
         ExpansionOptions expansion;
         expansion.check_data_paths = options_.check_data_paths;
         expansion.data_roots = options_.data_roots;
@@ -57,7 +58,8 @@ grpc::Status CoordinatorService::SubmitSweep(ServerContext* context,
         absl::StatusOr<ExpandedSweep> sweep = ExpandForSubmission(request->spec(), expansion);
         if (!sweep.ok()) return sweep.status();
         if (!request->dry_run()) {
-          absl::StatusOr<int64_t> id = scheduler_->SubmitSweep(request->spec(), &sweep->runs);
+          absl::StatusOr<int64_t> id =
+              scheduler_->SubmitSweep(request->spec(), &sweep->runs, caller.name);
           if (!id.ok()) return id.status();
           response->set_sweep_id(*id);
         }
@@ -131,8 +133,9 @@ grpc::Status CoordinatorService::GetRun(ServerContext* context,
                                         xmod::v1::GetRunResponse* response) {
   return Serve("GetRun", Access::kRead, *options_.credentials, context, metrics_, [&] {
     absl::Status read = Answer(xmod::GetRun(*store_, *request), response);
-    if (read.ok()) response->set_pending_reason(scheduler_->PendingReason(request->run_id()));
-    return read;
+    if (!read.ok()) return read;
+    response->set_pending_reason(scheduler_->PendingReason(request->run_id()));
+    return AddRunSharing(*store_, response);
   });
 }
 
@@ -375,6 +378,16 @@ grpc::Status CoordinatorService::SelectPilot(ServerContext* context,
                                              xmod::v1::SelectPilotResponse* response) {
   return Serve("SelectPilot", Access::kRead, *options_.credentials, context, metrics_,
                [&] { return Answer(xmod::SelectPilot(*store_, *request), response); });
+}
+
+grpc::Status CoordinatorService::GetUsage(ServerContext* context,
+                                          const xmod::v1::GetUsageRequest* request,
+                                          xmod::v1::GetUsageResponse* response) {
+  return Serve("GetUsage", Access::kRead, *options_.credentials, context, metrics_, [&] {
+    return Answer(xmod::GetUsage(*store_, scheduler_->options().sharing, *request,
+                                 options_.clock->NowMillis()),
+                  response);
+  });
 }
 
 }  // namespace xmod

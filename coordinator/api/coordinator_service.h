@@ -112,6 +112,8 @@ class CoordinatorService final : public xmod::v1::Coordinator::Service {
   grpc::Status SelectPilot(grpc::ServerContext* context,
                            const xmod::v1::SelectPilotRequest* request,
                            xmod::v1::SelectPilotResponse* response) override;
+  grpc::Status GetUsage(grpc::ServerContext* context, const xmod::v1::GetUsageRequest* request,
+                        xmod::v1::GetUsageResponse* response) override;
 
  private:
   Store* const store_;

@@ -51,6 +51,11 @@ CoordinatorMetrics::CoordinatorMetrics()
                            "the database was created")
                      .Register(*registry_)
                      .Add({})),
+      preemptions_(prometheus::BuildCounter()
+                       .Name("xmod_preemptions_total")
+                       .Help("PREEMPT orders the scheduler gave running attempts, by cause "
+                             "(priority, quota), since the database was created")
+                       .Register(*registry_)),
       run_flops_(prometheus::BuildGauge()
                      .Name("xmod_run_flops_done")
                      .Help("Training FLOPs spent by each running run")
@@ -100,6 +105,10 @@ void CoordinatorMetrics::AddLeasesExpired(int64_t leases) {
 
 void CoordinatorMetrics::AddOomExits(int64_t exits) {
   oom_exits_.Increment(static_cast<double>(exits));
+}
+
+void CoordinatorMetrics::AddPreemptions(const std::string& cause, int64_t orders) {
+  preemptions_.Add({{"cause", cause}}).Increment(static_cast<double>(orders));
 }
 
 void CoordinatorMetrics::SetRunProgress(const std::string& run, double flops_done,

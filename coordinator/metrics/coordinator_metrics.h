@@ -34,6 +34,8 @@ class CoordinatorMetrics {
   // Counts since the database was created: the scheduler adds the stored ones at startup.
   void AddLeasesExpired(int64_t leases);
   void AddOomExits(int64_t exits);
+  // PREEMPT orders by cause ("priority" or "quota"; coordinator/scheduling/preemption.h).
+  void AddPreemptions(const std::string& cause, int64_t orders);
   // Progress of a running run; the labelled series exist until RunEnded(run).
   void SetRunProgress(const std::string& run, double flops_done, double train_loss);
   // Live matched-FLOP Δ of a running run (coordinator/design/sweep_monitor.h); removed by RunEnded.
@@ -50,6 +52,7 @@ class CoordinatorMetrics {
   prometheus::Family<prometheus::Counter>& rpcs_;
   prometheus::Counter& leases_expired_;
   prometheus::Counter& oom_exits_;
+  prometheus::Family<prometheus::Counter>& preemptions_;
   prometheus::Family<prometheus::Gauge>& run_flops_;
   prometheus::Family<prometheus::Gauge>& run_loss_;
   prometheus::Family<prometheus::Gauge>& run_live_delta_;

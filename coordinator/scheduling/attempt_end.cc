@@ -23,6 +23,9 @@ void Scheduler::EndAttemptLocked(const AttemptKey& key, const std::string& outco
   const auto [run_id, attempt] = key;
   change->Save(live_, key);
   change->Save(live_, run_id);
+  if (auto run = live_.runs.find(run_id); run != live_.runs.end()) {
+    live_.used_slot_ms[run->second.user] += scheduling::AttemptSlotMs(live_.attempts.at(key), mono);
+  }
   live_.attempts.erase(key);
   writes->push_back([run_id = run_id, attempt = attempt, outcome, exit_code, error, now](Db& db) {
     return EndAttempt(db, run_id, attempt, outcome, exit_code, error, now);

@@ -117,7 +117,12 @@ void Scheduler::RenewListedLocked(const xmod::v1::HeartbeatRequest& request, int
     });
     if (run->second.state == xmod::v1::CANCELLED) {
       AddOrder(response, running, xmod::v1::STOP);
-    } else if (running.has_progress() && member == &attempt->second.members.front()) {
+      continue;
+    }
+    // Under a PREEMPT order (preemption.h) every member is told at each heartbeat until the
+    // attempt ends; the first member's PREEMPTED report ends it as a whole.
+    if (!attempt->second.preempt_reason.empty()) AddOrder(response, running, xmod::v1::PREEMPT);
+    if (running.has_progress() && member == &attempt->second.members.front()) {
       // Only member 0 runs rank 0, whose events carry the progress.
       const xmod::v1::Progress& progress = running.progress();
       // Losses come from durable metric points (ReportMetrics); a heartbeat's snapshot
@@ -405,6 +410,10 @@ absl::Status Scheduler::ReportCheckpoint(const xmod::v1::ReportCheckpointRequest
   } else {
     scheduling::NoteCheckpoint(run->second,
                                {request.step(), request.path(), request.sha256(), request.bytes()});
+    auto attempt = live_.attempts.find({request.run_id(), request.attempt()});
+    if (attempt != live_.attempts.end()) {
+      attempt->second.checkpointed_ms = clock_->MonotonicMillis();
+    }
   }
   return absl::OkStatus();
 }

@@ -49,6 +49,8 @@ struct RunEntry {
   int lost = 0;  // lost leases since the scheduler started or the run was resumed
   // Why the queued run was last passed over, where known (PendingReason); memory only.
   std::string pending_reason;
+  std::string user;         // who submitted its sweep (sweeps.submitter; "" = anonymous)
+  bool preemptible = true;  // runs.preemptible
 };
 
 // One worker's share of an attempt (the only one, unless the run is a gang).
@@ -69,6 +71,11 @@ struct AttemptEntry {
   // A gang's TCPStore address ("tcp://host:port", stored with the attempt); empty otherwise.
   // No two open attempts hold the same one.
   std::string rendezvous;
+  // Why the coordinator ordered it preempted (attempts.preempt_reason); empty: not ordered.
+  // Every heartbeat of its members answers a PREEMPT order until it ends.
+  std::string preempt_reason;
+  int64_t started_ms = 0;        // monotonic; a restart counts from the rebuild
+  int64_t checkpointed_ms = -1;  // monotonic, its newest recorded checkpoint (-1: none)
 };
 
 struct WorkerEntry {
@@ -107,6 +114,9 @@ struct LiveState {
   std::set<QueueKey> queue;
   std::map<AttemptKey, AttemptEntry> attempts;
   std::map<int64_t, WorkerEntry> workers;
+  // Slot-milliseconds of ended attempts by user, since the scheduler started plus the 24 h
+  // before it (the share order's tie-break; a heuristic: a failed commit does not undo it).
+  std::map<std::string, double> used_slot_ms;
 };
 
 // The member of `attempt` on `worker_id`, or null.

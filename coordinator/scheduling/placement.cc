@@ -75,7 +75,7 @@ class Planner {
       Place(Placement{run.run_id, {{clock_.poller, FirstSlots(me_.free_slots, per)}}, 0});
       return false;
     }
-    if (per <= std::max(my_free, static_cast<int>(me_.slots.size()))) {
+    if (!run.borrowing && per <= static_cast<int>(me_.slots.size())) {
       plan_.reservations.push_back({run.run_id, {clock_.poller}});
       return false;
     }
@@ -107,7 +107,7 @@ class Planner {
       reason = NoPortReason(ready, workers_);
     }
     plan_.pending_reasons.emplace_back(run.run_id, reason);
-    if (static_cast<int>(able.size()) >= run.members) Reserve(run, able);
+    if (!run.borrowing && static_cast<int>(able.size()) >= run.members) Reserve(run, able);
     return true;  // else it waits for the cluster to grow
   }
 
@@ -169,7 +169,8 @@ int SlotsPerMember(const xmod::v1::RunSpec& spec) {
 }
 
 QueuedRun QueuedRunOf(int64_t run_id, const RunEntry& run) {
-  return QueuedRun{run_id, run.not_before_ms, MembersNeeded(run.spec), SlotsPerMember(run.spec)};
+  return QueuedRun{run_id,   run.not_before_ms, MembersNeeded(run.spec), SlotsPerMember(run.spec),
+                   run.user, run.priority};
 }
 
 PlacementPlan PlanPlacement(const std::vector<QueuedRun>& queue,

@@ -25,6 +25,11 @@ struct QueuedRun {
   int64_t not_before_ms = 0;  // monotonic; not placed before (backoff)
   int members = 1;            // workers it spans (MembersNeeded)
   int slots_per_member = 1;   // slots on each (SlotsPerMember)
+  std::string user;           // who submitted its sweep (sharing_policy.h)
+  int priority = 0;
+  // Placing it takes its user past a quota (sharing_policy.h): it only borrows idle slots,
+  // so it never reserves workers and never preempts.
+  bool borrowing = false;
 };
 // Workers a run spans: ranks / ranks_per_worker for a gang, else 1.
 int MembersNeeded(const xmod::v1::RunSpec& spec);
@@ -70,11 +75,13 @@ struct PlacementPlan {
   int64_t next_ready_ms = -1;  // the earliest backoff end among runs passed over (-1: none)
 };
 
-// The policy: the first run of `queue` to place for `clock.poller`, scanning in order. A
+// The policy: the first run of `queue` (in ShareOrder's order) to place for `clock.poller`,
+// scanning in order. A
 // single-worker run goes on the poller's first free slots, or reserves the poller when it
 // fits its size but not its free slots now; a gang goes on distinct ready workers not
 // reserved ahead, member 0 (the poller if it can) with a rendezvous port not in `held`, or
-// reserves the live workers closest to fitting. `workers` must hold clock.poller.
+// reserves the live workers closest to fitting; a borrowing run never reserves. `workers`
+// must hold clock.poller.
 PlacementPlan PlanPlacement(const std::vector<QueuedRun>& queue,
                             const std::map<int64_t, WorkerEntry>& workers,
                             const std::set<std::string>& held, const PlacementClock& clock);

@@ -143,6 +143,7 @@ absl::Status Scheduler::Rebuild() {
               << " queued, " << live_.attempts.size() << " open attempts, " << live_.workers.size()
               << " workers";
   }
+  if (absl::Status s = RestoreSharing(clock.mono, snap.counters); !s.ok()) return s;
   if (writes.empty()) return absl::OkStatus();
   return Submit(std::move(writes)).get();
 }

@@ -6,6 +6,7 @@
 #include "coordinator/scheduling/scheduler.h"
 #include "coordinator/store/design_store.h"
 #include "coordinator/store/scheduler_rows.h"
+#include "coordinator/store/sharing_rows.h"
 #include "coordinator/store/store_reads.h"
 #include "coordinator/store/store_writes.h"
 
@@ -27,6 +28,9 @@ absl::Status InsertRuns(Db& db, int64_t sweep_id, std::vector<xmod::v1::Run>* ru
     run.set_id(*run_id);
     run.set_sweep_id(sweep_id);
     run.set_created_unix_ms(now);
+    if (!run.preemptible()) {
+      if (absl::Status s = MarkNotPreemptible(db, *run_id); !s.ok()) return s;
+    }
   }
   return absl::OkStatus();
 }
@@ -40,37 +44,44 @@ void Scheduler::EnqueueLocked(int64_t run_id, RunEntry& run) {
 }
 
 absl::StatusOr<int64_t> Scheduler::SubmitSweep(const xmod::v1::SweepSpec& spec,
-                                               std::vector<xmod::v1::Run>* runs) {
+                                               std::vector<xmod::v1::Run>* runs,
+                                               const std::string& submitter) {
   const int64_t now = clock_->NowMillis();
   int64_t sweep_id = 0;
   absl::Status status = store_->WriteAndWait([&](Db& db) {
     absl::StatusOr<int64_t> id = InsertSweep(db, spec, now);
     if (!id.ok()) return id.status();
     sweep_id = *id;
+    if (absl::Status s = SetSweepSubmitter(db, sweep_id, submitter); !s.ok()) return s;
     if (absl::Status s = InsertRuns(db, sweep_id, runs, now); !s.ok()) return s;
     return InsertEvent(db, now, "sweep_submitted", sweep_id, 0,
                        absl::StrCat(spec.name(), ": ", runs->size(), " runs"));
   });
   if (!status.ok()) return status;
-  QueueStored(sweep_id, *runs);
+  QueueStored(sweep_id, *runs, submitter);
   return sweep_id;
 }
 
 absl::Status Scheduler::AddRuns(int64_t sweep_id, std::vector<xmod::v1::Run>* runs,
                                 Store::WriteFn also) {
   const int64_t now = clock_->NowMillis();
+  std::string submitter;
   absl::Status status = store_->WriteAndWait([&](Db& db) {
     if (absl::Status s = CheckSweepOpen(db, sweep_id); !s.ok()) return s;
+    absl::StatusOr<std::string> owner = LoadSweepSubmitter(db, sweep_id);
+    if (!owner.ok()) return owner.status();
+    submitter = *std::move(owner);
     if (absl::Status s = InsertRuns(db, sweep_id, runs, now); !s.ok()) return s;
     if (absl::Status s = also(db); !s.ok()) return s;
     return InsertEvent(db, now, "runs_added", sweep_id, 0, absl::StrCat(runs->size(), " runs"));
   });
   if (!status.ok()) return status;
-  QueueStored(sweep_id, *runs);
+  QueueStored(sweep_id, *runs, submitter);
   return absl::OkStatus();
 }
 
-void Scheduler::QueueStored(int64_t sweep_id, const std::vector<xmod::v1::Run>& runs) {
+void Scheduler::QueueStored(int64_t sweep_id, const std::vector<xmod::v1::Run>& runs,
+                            const std::string& user) {
   {
     absl::MutexLock lock(&mu_);
     for (const xmod::v1::Run& r : runs) {
@@ -80,6 +91,8 @@ void Scheduler::QueueStored(int64_t sweep_id, const std::vector<xmod::v1::Run>& 
       run.max_attempts = r.max_attempts();
       run.name = r.name();
       run.spec = r.spec();
+      run.user = user;
+      run.preemptible = r.preemptible();
       EnqueueLocked(r.id(), run);
     }
   }
@@ -185,7 +198,8 @@ absl::Status Scheduler::CancelSweep(int64_t sweep_id) {
 }
 
 absl::Status Scheduler::Requeue(const xmod::v1::Run& stored,
-                                std::optional<ResumeCheckpoint> checkpoint) {
+                                std::optional<ResumeCheckpoint> checkpoint, const std::string& user,
+                                bool preemptible) {
   const int64_t run_id = stored.id();
   if (stored.state() != xmod::v1::FAILED && stored.state() != xmod::v1::CANCELLED) {
     return absl::FailedPreconditionError(
@@ -214,6 +228,8 @@ absl::Status Scheduler::Requeue(const xmod::v1::Run& stored,
     run.name = stored.name();
     run.spec = stored.spec();
     run.latest_checkpoint = std::move(checkpoint);
+    run.user = user;
+    run.preemptible = preemptible;
     EnqueueLocked(run_id, run);
     std::vector<Store::WriteFn> writes;
     writes.push_back([run_id, sweep_id = stored.sweep_id(), now](Db& db) {
@@ -236,10 +252,14 @@ absl::Status Scheduler::Requeue(const xmod::v1::Run& stored,
 absl::Status Scheduler::ResumeRun(int64_t run_id) {
   xmod::v1::Run stored;
   std::optional<xmod::v1::Checkpoint> checkpoint;
+  RunSharingRow sharing;
   if (absl::Status s = store_->Read([&](Db& db) {
         absl::StatusOr<xmod::v1::Run> run = LoadRun(db, run_id);
         if (!run.ok()) return run.status();
         stored = *std::move(run);
+        absl::StatusOr<RunSharingRow> facts = LoadRunSharing(db, run_id);
+        if (!facts.ok()) return facts.status();
+        sharing = *std::move(facts);
         absl::StatusOr<std::optional<xmod::v1::Checkpoint>> c = LatestCheckpoint(db, run_id);
         if (!c.ok()) return c.status();
         checkpoint = *c;
@@ -250,7 +270,7 @@ absl::Status Scheduler::ResumeRun(int64_t run_id) {
   }
   std::optional<ResumeCheckpoint> resume;
   if (checkpoint) resume = ResumeCheckpointOf(*checkpoint);
-  return Requeue(stored, resume);
+  return Requeue(stored, resume, sharing.submitter, sharing.preemptible);
 }
 
 absl::StatusOr<std::vector<int64_t>> Scheduler::RetryFailed(int64_t sweep_id) {

@@ -75,12 +75,7 @@ std::string Scheduler::PendingReason(int64_t run_id) {
 }
 
 std::optional<Placement> Scheduler::PlanLocked(int64_t poller, int64_t mono, int64_t* next_ready) {
-  std::vector<scheduling::QueuedRun> queue;
-  queue.reserve(live_.queue.size());
-  for (const scheduling::QueueKey& key : live_.queue) {
-    const int64_t run_id = std::get<2>(key);
-    queue.push_back(scheduling::QueuedRunOf(run_id, live_.runs.at(run_id)));
-  }
+  const std::vector<scheduling::QueuedRun> queue = ShareQueueLocked(KindOfLocked(poller));
   const scheduling::PlacementClock clock{poller, mono, options_.lease_ttl_ms,
                                          options_.heartbeat_interval_ms};
   scheduling::PlacementPlan plan =
@@ -114,11 +109,13 @@ absl::StatusOr<std::vector<xmod::v1::Assignment>> Scheduler::LeaseLocked(const P
   const int world = std::max(1, run.spec.training().ranks());
   scheduling::Lease lease =
       scheduling::GrantLease(live_.workers, placement, base, world, mono, arrived, options_);
+  lease.attempt.started_ms = mono;
   live_.attempts[{run_id, run.attempts}] = lease.attempt;
   const int64_t resumed_from = run.latest_checkpoint ? run.latest_checkpoint->step : 0;
   std::vector<Store::WriteFn> writes;
   writes.push_back(
       scheduling::StartAttemptWrite(*sweep_id, run_id, lease, resumed_from, now, options_));
+  writes.push_back(SlotKindWriteLocked({run_id, run.attempts}, lease.attempt));
   if (absl::Status s = CommitLocked(std::move(writes), change); !s.ok()) return s;
   return std::move(lease.parts);
 }

@@ -58,13 +58,24 @@
 // Time: leases, backoff and worker liveness run on the Clock's monotonic reading; the wall
 // clock only stamps stored times (the database holds wall-clock lease and backoff deadlines,
 // converted back to the monotonic clock by Create()).
+// Sharing (docs/operations.md, "Sharing a cluster"): each run belongs to the user whose
+// credential submitted its sweep. The policy scans the queue in share order (share_order.h:
+// runs within their user's quota first, then by priority, then the user furthest below its
+// weighted share, then FIFO); a run beyond its user's quota only borrows idle slots. Preempt(),
+// called by the coordinator's ticker, orders running attempts to stop (preemption.h) so that
+// higher-priority runs, or runs of users taking back borrowed slots, can start: the order is
+// stored with the attempt (attempts.preempt_reason, a "run_preempt_ordered" event), sent as
+// PREEMPT in every heartbeat reply to its members until the attempt ends, and the run's
+// PREEMPTED FinishRun requeues it at once without counting a failure; it resumes from the
+// checkpoint its trainer wrote on SIGTERM.
 // Thread-safe.
 //
 // Parts: the Scheduler owns the lock and the memory (live_state.h) and calls on
 // placement.h (the policy, a pure function), leases.h (what a placement becomes: members,
 // parts, ports), retry_policy.h (how an ended attempt moves its run on) and
-// pending_changes.h (the rollback of a failed commit); its methods are spread by concept
-// over scheduler.cc, run_queue.cc, attempt_end.cc, ingest.cc and rebuild.cc. Its SQL is in
+// pending_changes.h (the rollback of a failed commit), share_order.h and preemption.h (the
+// sharing policy, pure); its methods are spread by concept over scheduler.cc, run_queue.cc,
+// attempt_end.cc, ingest.cc, rebuild.cc and sharing.cc. Its SQL is in
 // coordinator/store/ (scheduler_rows.h and the domain reads and writes).
 #ifndef XMOD_COORDINATOR_SCHEDULING_SCHEDULER_H_
 #define XMOD_COORDINATOR_SCHEDULING_SCHEDULER_H_
@@ -88,8 +99,10 @@
 #include "coordinator/scheduling/live_state.h"
 #include "coordinator/scheduling/pending_changes.h"
 #include "coordinator/scheduling/placement.h"
+#include "coordinator/scheduling/preemption.h"
 #include "coordinator/scheduling/retry_policy.h"
 #include "coordinator/scheduling/scheduler_options.h"
+#include "coordinator/scheduling/share_order.h"
 #include "coordinator/store/change_feed.h"
 #include "coordinator/store/store.h"
 #include "xmod/v1/coordinator.pb.h"
@@ -107,10 +120,11 @@ class Scheduler {
                                                            const SchedulerOptions& options);
 
   // --- User actions -------------------------------------------------------------------
-  // Stores a sweep and its expanded runs in one transaction and queues the runs; fills in
-  // the run ids. Returns the sweep id.
+  // Stores a sweep submitted by credential `submitter` ("" = anonymous) and its expanded
+  // runs in one transaction and queues the runs; fills in the run ids. Returns the sweep id.
   absl::StatusOr<int64_t> SubmitSweep(const xmod::v1::SweepSpec& spec,
-                                      std::vector<xmod::v1::Run>* runs);
+                                      std::vector<xmod::v1::Run>* runs,
+                                      const std::string& submitter = "");
   // Adds expanded `runs` to the existing sweep and queues them, in one transaction with
   // `also` (e.g. the design decision that proposed them; it sees the runs' ids); fills in
   // the run ids. FAILED_PRECONDITION when the sweep was cancelled, NOT_FOUND when it does
@@ -162,6 +176,9 @@ class Scheduler {
   // workers gauge. Called periodically by the coordinator; tests call it after advancing a
   // FakeClock.
   int ExpireLeases();
+  // One preemption pass (preemption.h): stores and applies the PREEMPT orders it decides;
+  // returns how many. Called periodically by the coordinator.
+  int Preempt();
   // Wakes long polls and makes later ones return at once.
   void Shutdown();
 
@@ -199,6 +216,26 @@ class Scheduler {
             const SchedulerOptions& options);
   // Rebuilds memory from the database (rebuild.cc).
   absl::Status Rebuild();
+  // After the rebuild: the runs' users and preemptible flags, the open attempts' PREEMPT
+  // orders (started_ms = `mono`), and the stored preemption counts into the metrics.
+  absl::Status RestoreSharing(int64_t mono, const std::map<std::string, int64_t>& counters);
+
+  // --- Sharing (sharing.cc) -------------------------------------------------------------
+  // The kind of a worker's slots (its first slot's; CPU when it has none).
+  xmod::v1::SlotKind KindOfLocked(int64_t worker_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Slots every user's open attempts hold, by kind.
+  scheduling::SlotsByUser InUseLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The queue in share order for a poller with slots of `kind`.
+  std::vector<scheduling::QueuedRun> ShareQueueLocked(xmod::v1::SlotKind kind) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The write of each member's slot kind and cores of a new attempt (usage accounting).
+  Store::WriteFn SlotKindWriteLocked(const AttemptKey& key,
+                                     const scheduling::AttemptEntry& attempt) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Current attempts of running runs, and the live workers' room, as preemption sees them.
+  std::vector<scheduling::RunningAttempt> RunningLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::map<int64_t, scheduling::WorkerRoom> RoomsLocked(int64_t mono) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // The policy (header comment; scheduling::PlanPlacement) for `poller` at monotonic `mono`:
   // the run to place, if any; applies the plan's pending reasons. `next_ready` gets the
@@ -233,13 +270,15 @@ class Scheduler {
   std::vector<std::pair<AttemptKey, std::string>> LapsedLocked(int64_t mono) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EnqueueLocked(int64_t run_id, scheduling::RunEntry& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Queues runs just stored for `sweep_id` and tells watchers.
-  void QueueStored(int64_t sweep_id, const std::vector<xmod::v1::Run>& runs);
+  // Queues runs just stored for `sweep_id`, submitted by `user`, and tells watchers.
+  void QueueStored(int64_t sweep_id, const std::vector<xmod::v1::Run>& runs,
+                   const std::string& user);
   // CancelRun, or StopEarly with `censoring`.
   absl::Status EndRunByUser(int64_t run_id, std::optional<Censoring> censoring);
-  // Requeues a terminal run loaded from the database (ResumeRun / RetryFailed).
+  // Requeues a terminal run loaded from the database (ResumeRun / RetryFailed) for `user`.
   absl::Status Requeue(const xmod::v1::Run& run,
-                       std::optional<scheduling::ResumeCheckpoint> checkpoint);
+                       std::optional<scheduling::ResumeCheckpoint> checkpoint,
+                       const std::string& user, bool preemptible);
 
   // Heartbeat: renews the leases of the listed attempts the worker still holds, orders
   // KILL for the others and STOP for cancelled runs, and notes member 0's progress.

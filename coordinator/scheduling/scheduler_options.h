@@ -1,10 +1,13 @@
-// SchedulerOptions: the lease, heartbeat, backoff, gang start and checkpoint settings of the
+// SchedulerOptions: the lease, heartbeat, backoff, gang start, checkpoint and sharing
+// (quotas, weights) settings of the
 // Scheduler (scheduler.h), shared by its parts (placement, leases, retry policy, rebuild).
 #ifndef XMOD_COORDINATOR_SCHEDULING_SCHEDULER_OPTIONS_H_
 #define XMOD_COORDINATOR_SCHEDULING_SCHEDULER_OPTIONS_H_
 
 #include <cstdint>
 #include <string>
+
+#include "coordinator/scheduling/sharing_config.h"
 
 namespace xmod {
 
@@ -23,6 +26,8 @@ struct SchedulerOptions {
   // A gang member that has not taken its part (AcquireRun) this long after the placement
   // ends the attempt as lost and releases every member.
   int64_t gang_start_timeout_ms = 30000;
+  // Quotas, fair-share weights and preemption hysteresis (--sharing_config).
+  scheduling::SharingPolicy sharing;
 };
 
 }  // namespace xmod

@@ -174,10 +174,13 @@ class RunCollector {
     // A run several grids produce is kept once and carries every label.
     auto [seen, fresh] = seen_specs_.emplace(DedupeKey(run_spec), runs_.size());
     if (!fresh) {
-      AddLabel(grid.label(), &runs_[seen->second]);
+      xmod::v1::Run& shared = runs_[seen->second];
+      AddLabel(grid.label(), &shared);
+      shared.set_preemptible(shared.preemptible() && Preemptible(grid));
       return absl::OkStatus();
     }
     runs_.push_back(NewRun(std::move(run_spec), grid.label(), choices.replicated, *acc));
+    runs_.back().set_preemptible(Preemptible(grid));
     return absl::OkStatus();
   }
 
@@ -189,6 +192,12 @@ class RunCollector {
     if (std::find(labels.begin(), labels.end(), label) == labels.end()) {
       run->set_label(absl::StrCat(run->label(), "+", label));
     }
+  }
+
+  // GridSpec.preemptible, else SweepSpec.preemptible, else true.
+  bool Preemptible(const GridSpec& grid) const {
+    if (grid.has_preemptible()) return grid.preemptible();
+    return !spec_.has_preemptible() || spec_.preemptible();
   }
 
   bool HeldOut(const xmod::v1::RunSpec& run_spec) const {

@@ -21,7 +21,7 @@ const char* const kRunColumns =
     " r.forward_flops_per_token, r.total_params,"
     " (SELECT d.delta FROM live_delta d WHERE d.run_id = r.id ORDER BY d.flops DESC LIMIT 1),"
     " (SELECT MAX(d.flops) FROM live_delta d WHERE d.run_id = r.id),"
-    " EXISTS (SELECT 1 FROM censored_runs c WHERE c.run_id = r.id)";
+    " EXISTS (SELECT 1 FROM censored_runs c WHERE c.run_id = r.id), r.preemptible";
 
 namespace {
 
@@ -66,6 +66,7 @@ xmod::v1::Run RunFromRow(const Stmt& s) {
   }
   run.set_censored(s.Int(26) != 0);
   CompleteProgress(&run);
+  run.set_preemptible(s.Int(27) != 0);
   return run;
 }
 
@@ -91,6 +92,7 @@ absl::Status FillSweep(Db& db, Stmt& row, xmod::v1::Sweep* sweep) {
   sweep->set_name(row.Text(1));
   sweep->mutable_spec()->ParseFromString(row.Text(2));
   sweep->set_created_unix_ms(row.Int(4));
+  sweep->set_submitter(row.Text(5));
   absl::StatusOr<Stmt> counts =
       db.Prepare("SELECT state, COUNT(*) FROM runs WHERE sweep_id = ? GROUP BY state");
   if (!counts.ok()) return counts.status();
@@ -114,7 +116,7 @@ absl::Status FillSweep(Db& db, Stmt& row, xmod::v1::Sweep* sweep) {
   return absl::OkStatus();
 }
 
-constexpr const char* kSweepColumns = "id, name, spec, cancelled, created_ms";
+constexpr const char* kSweepColumns = "id, name, spec, cancelled, created_ms, submitter";
 
 }  // namespace
 

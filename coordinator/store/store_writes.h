@@ -108,6 +108,8 @@ absl::Status MarkSweepCancelled(Db& db, int64_t sweep_id);
 // Counts that survive coordinator restarts (the counters table; Prometheus starts from them).
 inline constexpr char kLeasesLostCounter[] = "leases_lost";  // attempts lost to lease expiry
 inline constexpr char kOomExitsCounter[] = "oom_exits";      // trainers out of memory (exit 5)
+// PREEMPT orders by cause: "preemptions_priority", "preemptions_quota".
+inline constexpr char kPreemptionsCounterPrefix[] = "preemptions_";
 // Adds `delta` to counter `name` (created at 0).
 absl::Status AddToCounter(Db& db, const std::string& name, int64_t delta);
 

@@ -7,7 +7,7 @@ import pytest
 
 import xmod
 from xmod.v1 import coordinator_pb2 as pb
-from xmod.v1 import coordinator_pb2_grpc, pilot_pb2, types_pb2
+from xmod.v1 import coordinator_pb2_grpc, pilot_pb2, sharing_pb2, types_pb2
 
 
 class FakeCoordinator(coordinator_pb2_grpc.CoordinatorServicer):
@@ -42,6 +42,12 @@ class FakeCoordinator(coordinator_pb2_grpc.CoordinatorServicer):
             context.abort(grpc.StatusCode.NOT_FOUND, f"sweep {request.sweep_id} not found")
         return pilot_pb2.SelectPilotResponse(sweep_id=7, selections=[
             pilot_pb2.PilotSelection(moe_index=0, pick_index=-1, reason="no X-MoD")])
+
+    def GetUsage(self, request, context):
+        self._seen(request, context)
+        return sharing_pb2.GetUsageResponse(window_ms=request.window_ms, users=[
+            sharing_pb2.UserUsage(user="alice", cpu_slots_in_use=2, cpu_quota=2, gpu_quota=-1,
+                                  weight=1, share=0.5, core_hours=1.5)])
 
     def WatchSweep(self, request, context):
         self._seen(request, context)
@@ -124,6 +130,14 @@ def test_predict_expands_the_grid(fake):
                                            backbone="556M", k=[2, 4, 8], a=[1, 2])
     assert len(frame) == 12 and fake.requests[-1].sweep_id == 3
     assert sorted(set(frame["point.k"])) == [2, 4, 8] and set(frame["point.a"]) == {1.0, 2.0}
+
+
+def test_usage_asks_for_the_window_and_returns_one_dict_per_user(fake):
+    users = xmod.Client(fake.addr).usage(window_s=3600)
+    assert fake.requests[-1].window_ms == 3_600_000
+    assert [u["user"] for u in users] == ["alice"]
+    assert users[0]["cpu_slots_in_use"] == 2 and users[0]["gpu_quota"] == -1
+    assert users[0]["core_hours"] == 1.5
 
 
 def test_watch_ends_with_the_sweep(fake):

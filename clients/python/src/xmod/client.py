@@ -25,7 +25,7 @@ from xmod.errors import XmodError, invalid_argument
 from xmod.messages import absolutize_data_globs, parse_message, to_dict
 from xmod.v1 import coordinator_pb2 as pb
 from xmod.v1 import coordinator_pb2_grpc
-from xmod.v1 import pilot_pb2, run_pages_pb2, spec_pb2, types_pb2
+from xmod.v1 import pilot_pb2, run_pages_pb2, sharing_pb2, spec_pb2, types_pb2
 
 DEFAULT_ADDR = "127.0.0.1:7070"  # xmodctl's default (cli/app.h)
 MAX_REQUEST_BYTES = 16 << 20     # common/transport.h
@@ -431,3 +431,13 @@ class Client:
         """All studies, newest first, as a list of Study dicts."""
         response = self._call(self._stub.ListStudies, pb.ListStudiesRequest())
         return [to_dict(s) for s in response.studies]
+
+    # A shared cluster.
+
+    def usage(self, window_s=24 * 3600):
+        """Per user credential: slots in use, quota (-1: none), weight, share and the
+        GPU-hours and core-hours of the last `window_s` seconds, as a list of UserUsage
+        dicts (docs/operations.md, "Sharing a cluster"); `xmodctl usage -o json` prints the
+        same fields."""
+        request = sharing_pb2.GetUsageRequest(window_ms=int(window_s * 1000))
+        return [to_dict(u) for u in self._call(self._stub.GetUsage, request).users]

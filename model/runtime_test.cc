@@ -126,21 +126,29 @@ TEST(AutogradNodes, RmsNormMatchesTheCompositeFormula) {
   at::set_num_threads(previous_threads);
 }
 
+// Head widths below and above the vector width (with a tail), x contiguous and x a view of
+// a wider product's rows (as q and k are of the fused q/k/v product).
 TEST(AutogradNodes, RopeMatchesTheCompositeFormula) {
   torch::manual_seed(12);
-  Rope rope(8, 32, 10000.0, torch::kCPU, torch::kFloat64);
-  torch::Tensor x = torch::randn({2, 6, 3, 8}, kF64).requires_grad_(true);  // (B, T, H, E)
-  torch::Tensor probe = torch::randn({2, 6, 3, 8}, kF64);
-  // Table layouts of both call shapes: 0..T-1 scaled (queries), gathered positions (routed).
-  torch::Tensor positions = torch::tensor({{0, 3, 4, 9, 20, 31}, {1, 2, 5, 6, 7, 30}});
-  for (const auto& tables : {rope.Tables({}, 6, 0.25), rope.Tables(positions, 6, 1.0)}) {
-    torch::Tensor fused = Rope::Apply(x, tables);
-    torch::Tensor x1 = x.narrow(-1, 0, 4), x2 = x.narrow(-1, 4, 4);
-    const torch::Tensor &cos = tables.first, &sin = tables.second;
-    torch::Tensor plain = torch::cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, -1);
-    EXPECT_TRUE(fused.is_contiguous());
-    ExpectAllClose({fused}, {plain});
-    ExpectAllClose(Grads({fused}, {probe}, {x}), Grads({plain}, {probe}, {x}));
+  for (const int64_t e : {8, 40}) {
+    Rope rope(e, 32, 10000.0, torch::kCPU, torch::kFloat64);
+    for (const bool strided : {false, true}) {
+      torch::Tensor leaf =
+          torch::randn({2, 6, strided ? 3 * e + 16 : 3 * e}, kF64).requires_grad_(true);
+      torch::Tensor x = leaf.narrow(-1, 0, 3 * e).view({2, 6, 3, e});  // (B, T, H, E)
+      torch::Tensor probe = torch::randn({2, 6, 3, e}, kF64);
+      // Table layouts of both call shapes: 0..T-1 scaled (queries), gathered positions.
+      torch::Tensor positions = torch::tensor({{0, 3, 4, 9, 20, 31}, {1, 2, 5, 6, 7, 30}});
+      for (const auto& tables : {rope.Tables({}, 6, 0.25), rope.Tables(positions, 6, 1.0)}) {
+        torch::Tensor fused = Rope::Apply(x, tables);
+        torch::Tensor x1 = x.narrow(-1, 0, e / 2), x2 = x.narrow(-1, e / 2, e / 2);
+        const torch::Tensor &cos = tables.first, &sin = tables.second;
+        torch::Tensor plain = torch::cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, -1);
+        EXPECT_TRUE(fused.is_contiguous());
+        ExpectAllClose({fused}, {plain});
+        ExpectAllClose(Grads({fused}, {probe}, {leaf}), Grads({plain}, {probe}, {leaf}));
+      }
+    }
   }
 }
 

@@ -43,6 +43,15 @@ std::pair<torch::Tensor, torch::Tensor> RmsNormBackward(const torch::Tensor& dy,
                                                         const torch::Tensor& inv,
                                                         const torch::Tensor& w);
 
+// Rotary embedding (rope.h) of x (B, T, H, E), whose heads' values are contiguous and whose
+// (b, t) rows may lie any fixed stride apart (a view of the fused q/k/v product), by the tables
+// cos, sin (B or 1, T, 1, E/2): out = (x1 cos - sign x2 sin, x2 cos + sign x1 sin) of the
+// halves x1, x2 of each head, contiguous (B, T, H, E). sin_sign -1 is the inverse rotation.
+// RopeSupportsLayout says whether x's strides are such.
+bool RopeSupportsLayout(const torch::Tensor& x);
+torch::Tensor Rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                   double sin_sign);
+
 namespace internal {
 // One instruction set's loops over raw contiguous arrays, of element type float and double.
 struct KernelTable {
@@ -64,6 +73,12 @@ struct KernelTable {
   void (*rms_norm_backward_d)(const double* dy, const double* x, const double* inv, const double* w,
                               double* dx, double* dw_blocks, int64_t rows, int64_t d,
                               int64_t block_rows);
+  void (*rope_f)(const float* x, int64_t x_row_stride, const float* cos, const float* sin,
+                 bool per_batch_tables, float sin_sign, float* out, int64_t rows, int64_t t,
+                 int64_t heads, int64_t e);
+  void (*rope_d)(const double* x, int64_t x_row_stride, const double* cos, const double* sin,
+                 bool per_batch_tables, double sin_sign, double* out, int64_t rows, int64_t t,
+                 int64_t heads, int64_t e);
 };
 }  // namespace internal
 

@@ -142,15 +142,56 @@ void RmsNormBackwardLoop(const T* dy, const T* x, const T* inv, const T* w, T* d
   });
 }
 
+// Rows r of x (B*T of them, `x_row_stride` apart, each H heads of E contiguous values) rotated
+// by table row r (per_batch_tables) or r % T: out = (x1 c - sign x2 s, x2 c + sign x1 s) of
+// each head's halves x1, x2 with the row's c, s (E/2). out is contiguous (B*T, H*E).
+template <typename T>
+void RopeLoop(const T* x, int64_t x_row_stride, const T* cos, const T* sin, bool per_batch_tables,
+              T sin_sign, T* out, int64_t rows, int64_t t, int64_t heads, int64_t e) {
+  const int64_t half = e / 2;
+  at::parallel_for(0, rows, std::max<int64_t>(1, kGrain / (heads * e)),
+                   [&](int64_t begin, int64_t end) {
+                     using V = Vectorized<T>;
+                     for (int64_t r = begin; r < end; ++r) {
+                       const int64_t tr = per_batch_tables ? r : r % t;
+                       const T *c = cos + tr * half, *s = sin + tr * half;
+                       for (int64_t h = 0; h < heads; ++h) {
+                         const T* xi = x + r * x_row_stride + h * e;
+                         T* o = out + (r * heads + h) * e;
+                         int64_t j = 0;
+                         for (; j + V::size() <= half; j += V::size()) {
+                           const V x1 = V::loadu(xi + j), x2 = V::loadu(xi + half + j);
+                           const V vc = V::loadu(c + j), vs = V::loadu(s + j) * V(sin_sign);
+                           (x1 * vc - x2 * vs).store(o + j);
+                           (x2 * vc + x1 * vs).store(o + half + j);
+                         }
+                         for (; j < half; ++j) {
+                           const T x1 = xi[j], x2 = xi[half + j], vs = s[j] * sin_sign;
+                           o[j] = x1 * c[j] - x2 * vs;
+                           o[half + j] = x2 * c[j] + x1 * vs;
+                         }
+                       }
+                     }
+                   });
+}
+
 }  // namespace
 
 #define XMOD_STRINGIFY_ISA(x) #x
 #define XMOD_ISA_NAME(x) XMOD_STRINGIFY_ISA(x)
 
 extern const KernelTable kTable = {
-    XMOD_ISA_NAME(CPU_CAPABILITY), &SwiGluForwardLoop<float>,   &SwiGluForwardLoop<double>,
-    &SwiGluBackwardLoop<float>,    &SwiGluBackwardLoop<double>, &RmsNormForwardLoop<float>,
-    &RmsNormForwardLoop<double>,   &RmsNormBackwardLoop<float>, &RmsNormBackwardLoop<double>,
+    .isa = XMOD_ISA_NAME(CPU_CAPABILITY),
+    .swiglu_forward_f = &SwiGluForwardLoop<float>,
+    .swiglu_forward_d = &SwiGluForwardLoop<double>,
+    .swiglu_backward_f = &SwiGluBackwardLoop<float>,
+    .swiglu_backward_d = &SwiGluBackwardLoop<double>,
+    .rms_norm_forward_f = &RmsNormForwardLoop<float>,
+    .rms_norm_forward_d = &RmsNormForwardLoop<double>,
+    .rms_norm_backward_f = &RmsNormBackwardLoop<float>,
+    .rms_norm_backward_d = &RmsNormBackwardLoop<double>,
+    .rope_f = &RopeLoop<float>,
+    .rope_d = &RopeLoop<double>,
 };
 
 }  // namespace CPU_CAPABILITY

@@ -1,7 +1,45 @@
 // SwiGLU feed-forward network: see ffn.h.
 #include "model/ffn.h"
 
+#include <torch/csrc/autograd/custom_function.h>
+
+#include "model/cpu/kernels.h"
+
 namespace xmod {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// silu(a) * b as one autograd node over the single-pass CPU kernels: forward reads a and b
+// once and writes the product, backward reads g, a, b once and writes da and db. The
+// composite (silu, mul and their backward: 2 passes forward, 3 backward) also keeps silu(a)
+// for the product's backward; this node keeps only a and b, which the products keep anyway.
+class SwiGluGateFunction : public torch::autograd::Function<SwiGluGateFunction> {
+ public:
+  // a, b: (..., F) -> (..., F).
+  static torch::Tensor forward(AutogradContext* actx, const torch::Tensor& a,
+                               const torch::Tensor& b) {
+    actx->save_for_backward({a, b});
+    return cpu::SwiGluForward(a, b);
+  }
+
+  static variable_list backward(AutogradContext* actx, variable_list grads) {
+    const variable_list saved = actx->get_saved_variables();
+    const torch::Tensor &a = saved[0], &b = saved[1];
+    auto [da, db] = cpu::SwiGluBackward(grads[0].to(a.scalar_type()), a, b);
+    return {da, db};
+  }
+};
+
+}  // namespace
+
+torch::Tensor SwiGluGate(const torch::Tensor& a, const torch::Tensor& b) {
+  if (cpu::SupportsFused({a, b}) && a.sizes() == b.sizes()) {
+    return SwiGluGateFunction::apply(a, b);
+  }
+  return torch::silu(a) * b;  // CUDA, bf16: ATen's own kernels
+}
 
 SwiGluImpl::SwiGluImpl(int64_t d_model, int64_t hidden) {
   auto linear = [](int64_t in, int64_t out) {
@@ -13,7 +51,7 @@ SwiGluImpl::SwiGluImpl(int64_t d_model, int64_t hidden) {
 }
 
 torch::Tensor SwiGluImpl::forward(const torch::Tensor& x) {
-  return w2->forward(torch::silu(w1->forward(x)) * w3->forward(x));  // (..., D)
+  return w2->forward(SwiGluGate(w1->forward(x), w3->forward(x)));  // (..., D)
 }
 
 }  // namespace xmod

@@ -8,6 +8,11 @@
 
 namespace xmod {
 
+// The gate silu(a) * b of f(x): a = W1 x, b = W3 x, (..., F) -> (..., F). One autograd node
+// over single-pass kernels for float and double CPU tensors (model/cpu/kernels.h), the ATen
+// composite on every other device and dtype.
+torch::Tensor SwiGluGate(const torch::Tensor& a, const torch::Tensor& b);
+
 class SwiGluImpl : public torch::nn::Module {
  public:
   SwiGluImpl(int64_t d_model, int64_t hidden);

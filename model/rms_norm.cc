@@ -3,6 +3,8 @@
 
 #include <torch/csrc/autograd/custom_function.h>
 
+#include "model/cpu/kernels.h"
+
 namespace xmod {
 namespace {
 
@@ -46,6 +48,26 @@ class RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
   }
 };
 
+// The same node over model/cpu/kernels.h's single-pass row kernels, for float and double CPU
+// tensors: forward reads x once and writes y, backward reads dy and x once and writes dx (dg
+// from per-block partial sums). Saves x and inv (where the composite node saves xhat and inv).
+class RmsNormCpuFunction : public torch::autograd::Function<RmsNormCpuFunction> {
+ public:
+  static torch::Tensor forward(AutogradContext* actx, const torch::Tensor& x,
+                               const torch::Tensor& weight, double eps) {
+    auto [y, inv] = cpu::RmsNormForward(x, weight, eps);  // (..., D), (...)
+    actx->save_for_backward({x, inv, weight});
+    return y;
+  }
+
+  static variable_list backward(AutogradContext* actx, variable_list grads) {
+    const variable_list saved = actx->get_saved_variables();
+    const torch::Tensor &x = saved[0], &inv = saved[1], &weight = saved[2];
+    auto [dx, dweight] = cpu::RmsNormBackward(grads[0].to(x.scalar_type()), x, inv, weight);
+    return {dx, dweight, torch::Tensor()};
+  }
+};
+
 }  // namespace
 
 torch::Tensor InverseRms(const torch::Tensor& x, double eps) {
@@ -59,7 +81,8 @@ RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
 }
 
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
-  return RmsNormFunction::apply(x, weight, eps_);  // (..., D)
+  if (cpu::SupportsFused({x, weight})) return RmsNormCpuFunction::apply(x, weight, eps_);
+  return RmsNormFunction::apply(x, weight, eps_);  // (..., D): CUDA, bf16 inputs
 }
 
 }  // namespace xmod

@@ -1,6 +1,7 @@
 // RMSNorm (Zhang & Sennrich, 2019): y = x / sqrt(mean(x^2) + eps) * g, the pre-norm of every
 // attention and FFN sublayer and the final norm (paper B.1, Qwen3-style backbones). One
-// autograd node with a hand-written backward (rms_norm.cc).
+// autograd node with a hand-written backward (rms_norm.cc): over single-pass row kernels for
+// float and double CPU tensors (model/cpu/kernels.h), over ATen ops on every other device.
 // Legend: D = d_model. Thread-compatible.
 #ifndef XMOD_MODEL_RMS_NORM_H_
 #define XMOD_MODEL_RMS_NORM_H_

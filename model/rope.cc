@@ -5,22 +5,31 @@
 
 #include <cmath>
 
+#include "model/cpu/kernels.h"
+
 namespace xmod {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// out = (x1 * cos - x2 * sin, x2 * cos + x1 * sin) of the halves x1, x2 of x, written into
-// the halves of `out`: a multiply and a fused multiply-add per half, no temporaries. With
-// sin negated this is the inverse rotation.
-void RotateInto(torch::Tensor& out, const torch::Tensor& x, const torch::Tensor& cos,
-                const torch::Tensor& sin, double sin_sign) {
+// (x1 * cos - x2 * sin, x2 * cos + x1 * sin) of the halves x1, x2 of x (B, T, H, E), contiguous
+// (B, T, H, E) in the result type of x and the tables; with sin negated this is the inverse
+// rotation. On float/double CPU tensors model/cpu/kernels.h's single pass (which reads x's
+// rows where the fused q/k/v product left them, without a copy); elsewhere a multiply and a
+// fused multiply-add per half into the halves of the result, no temporaries.
+torch::Tensor Rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                     double sin_sign) {
+  if (cpu::SupportsFused({x, cos, sin}) && cpu::RopeSupportsLayout(x)) {
+    return cpu::Rope(x, cos, sin, sin_sign);
+  }
+  torch::Tensor out = torch::empty(x.sizes(), x.options().dtype(at::result_type(x, cos)));
   const int64_t half = x.size(-1) / 2;
   torch::Tensor x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);  // (B, T, H, E/2)
   torch::Tensor out1 = out.narrow(-1, 0, half), out2 = out.narrow(-1, half, half);
   at::mul_out(out1, x1, cos).addcmul_(x2, sin, -sin_sign);
   at::mul_out(out2, x2, cos).addcmul_(x1, sin, sin_sign);
+  return out;
 }
 
 // The rotation as one autograd node: the backward of an orthogonal map is its transpose,
@@ -32,17 +41,13 @@ class RopeFunction : public torch::autograd::Function<RopeFunction> {
   static torch::Tensor forward(AutogradContext* actx, const torch::Tensor& x,
                                const torch::Tensor& cos, const torch::Tensor& sin) {
     actx->save_for_backward({cos, sin});
-    torch::Tensor out = torch::empty(x.sizes(), x.options().dtype(at::result_type(x, cos)));
-    RotateInto(out, x, cos, sin, 1.0);
-    return out;
+    return Rotate(x, cos, sin, 1.0);
   }
 
   static variable_list backward(AutogradContext* actx, variable_list grads) {
     const variable_list saved = actx->get_saved_variables();
     const torch::Tensor& grad = grads[0];  // (B, T, H, E)
-    torch::Tensor dx = torch::empty(grad.sizes(), grad.options());
-    RotateInto(dx, grad, saved[0], saved[1], -1.0);
-    return {dx, torch::Tensor(), torch::Tensor()};
+    return {Rotate(grad, saved[0], saved[1], -1.0), torch::Tensor(), torch::Tensor()};
   }
 };
 

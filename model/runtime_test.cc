@@ -1,9 +1,10 @@
 // How the model computes, checked against the plain path: the hand-written autograd nodes
-// (RMSNorm, RoPE, router scores through the norm, next-token loss) against the composite formulas
-// they replace, forward and gradients in float64; fused scaled_dot_product_attention against the
-// batched-matmul kernel (dense causal, routed top-k and threshold-padded masks), activation
-// checkpointing against keeping activations (losses and every gradient), bf16 autocast against
-// fp32 (close losses, fp32 parameters and gradients), and which precision "auto" picks.
+// (RMSNorm, RoPE, router scores through the norm, next-token loss, the SwiGLU gate) against the
+// composite formulas they replace, forward and gradients in float64; fused
+// scaled_dot_product_attention against the batched-matmul kernel (dense causal, routed top-k and
+// threshold-padded masks), activation checkpointing against keeping activations (losses and every
+// gradient), bf16 autocast against fp32 (close losses, fp32 parameters and gradients), and which
+// precision "auto" picks.
 #include <ATen/cpu/Utils.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -13,6 +14,8 @@
 #include "model/accounting/accounting.h"
 #include "model/attention.h"
 #include "model/autocast.h"
+#include "model/cpu/kernels.h"
+#include "model/ffn.h"
 #include "model/rms_norm.h"
 #include "model/rope.h"
 #include "model/router.h"
@@ -81,38 +84,71 @@ void ExpectAllClose(const std::vector<torch::Tensor>& a, const std::vector<torch
   }
 }
 
+// Rows of a width that is no multiple of any vector width, enough of them for several blocks
+// of dg partial sums at 2 threads; float32 against the float64 composite too.
 TEST(AutogradNodes, RmsNormMatchesTheCompositeFormula) {
   torch::manual_seed(11);
-  RMSNorm norm(16);
-  norm->to(torch::kFloat64);
-  {
-    torch::NoGradGuard no_grad;
-    norm->weight.uniform_(0.5, 1.5);
+  const int previous_threads = at::get_num_threads();
+  at::set_num_threads(2);
+  for (const std::vector<int64_t>& shape :
+       std::vector<std::vector<int64_t>>{{3, 5, 16}, {4, 300, 37}}) {
+    const int64_t d = shape.back();
+    RMSNorm norm(d);
+    norm->to(torch::kFloat64);
+    {
+      torch::NoGradGuard no_grad;
+      norm->weight.uniform_(0.5, 1.5);
+    }
+    torch::Tensor x = (torch::randn(shape, kF64) * 3).requires_grad_(true);
+    torch::Tensor probe = torch::randn(shape, kF64);
+    torch::Tensor fused = norm->forward(x);
+    torch::Tensor plain = x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-6) * norm->weight;
+    ExpectAllClose({fused}, {plain});
+    const std::vector<torch::Tensor> grads64 = Grads({plain}, {probe}, {x, norm->weight});
+    ExpectAllClose(Grads({fused}, {probe}, {x, norm->weight}), grads64);
+
+    RMSNorm norm32(d);
+    {
+      torch::NoGradGuard no_grad;
+      norm32->weight.copy_(norm->weight);
+    }
+    torch::Tensor x32 = x.detach().to(torch::kFloat).requires_grad_(true);
+    torch::Tensor fused32 = norm32->forward(x32);
+    std::vector<torch::Tensor> grads32 =
+        torch::autograd::grad({(fused32 * probe).sum()}, {x32, norm32->weight});
+    EXPECT_TRUE(torch::allclose(fused32.to(torch::kDouble), plain, 1e-5, 1e-5));
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_TRUE(torch::allclose(grads32[i].to(torch::kDouble), grads64[i], 1e-4, 1e-4))
+          << "gradient " << i << " differs by "
+          << (grads32[i].to(torch::kDouble) - grads64[i]).abs().max().item<double>();
+    }
   }
-  torch::Tensor x = (torch::randn({3, 5, 16}, kF64) * 3).requires_grad_(true);
-  torch::Tensor probe = torch::randn({3, 5, 16}, kF64);
-  torch::Tensor fused = norm->forward(x);
-  torch::Tensor plain = x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-6) * norm->weight;
-  ExpectAllClose({fused}, {plain});
-  ExpectAllClose(Grads({fused}, {probe}, {x, norm->weight}),
-                 Grads({plain}, {probe}, {x, norm->weight}));
+  at::set_num_threads(previous_threads);
 }
 
+// Head widths below and above the vector width (with a tail), x contiguous and x a view of
+// a wider product's rows (as q and k are of the fused q/k/v product).
 TEST(AutogradNodes, RopeMatchesTheCompositeFormula) {
   torch::manual_seed(12);
-  Rope rope(8, 32, 10000.0, torch::kCPU, torch::kFloat64);
-  torch::Tensor x = torch::randn({2, 6, 3, 8}, kF64).requires_grad_(true);  // (B, T, H, E)
-  torch::Tensor probe = torch::randn({2, 6, 3, 8}, kF64);
-  // Table layouts of both call shapes: 0..T-1 scaled (queries), gathered positions (routed).
-  torch::Tensor positions = torch::tensor({{0, 3, 4, 9, 20, 31}, {1, 2, 5, 6, 7, 30}});
-  for (const auto& tables : {rope.Tables({}, 6, 0.25), rope.Tables(positions, 6, 1.0)}) {
-    torch::Tensor fused = Rope::Apply(x, tables);
-    torch::Tensor x1 = x.narrow(-1, 0, 4), x2 = x.narrow(-1, 4, 4);
-    const torch::Tensor &cos = tables.first, &sin = tables.second;
-    torch::Tensor plain = torch::cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, -1);
-    EXPECT_TRUE(fused.is_contiguous());
-    ExpectAllClose({fused}, {plain});
-    ExpectAllClose(Grads({fused}, {probe}, {x}), Grads({plain}, {probe}, {x}));
+  for (const int64_t e : {8, 40}) {
+    Rope rope(e, 32, 10000.0, torch::kCPU, torch::kFloat64);
+    for (const bool strided : {false, true}) {
+      torch::Tensor leaf =
+          torch::randn({2, 6, strided ? 3 * e + 16 : 3 * e}, kF64).requires_grad_(true);
+      torch::Tensor x = leaf.narrow(-1, 0, 3 * e).view({2, 6, 3, e});  // (B, T, H, E)
+      torch::Tensor probe = torch::randn({2, 6, 3, e}, kF64);
+      // Table layouts of both call shapes: 0..T-1 scaled (queries), gathered positions.
+      torch::Tensor positions = torch::tensor({{0, 3, 4, 9, 20, 31}, {1, 2, 5, 6, 7, 30}});
+      for (const auto& tables : {rope.Tables({}, 6, 0.25), rope.Tables(positions, 6, 1.0)}) {
+        torch::Tensor fused = Rope::Apply(x, tables);
+        torch::Tensor x1 = x.narrow(-1, 0, e / 2), x2 = x.narrow(-1, e / 2, e / 2);
+        const torch::Tensor &cos = tables.first, &sin = tables.second;
+        torch::Tensor plain = torch::cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, -1);
+        EXPECT_TRUE(fused.is_contiguous());
+        ExpectAllClose({fused}, {plain});
+        ExpectAllClose(Grads({fused}, {probe}, {leaf}), Grads({plain}, {probe}, {leaf}));
+      }
+    }
   }
 }
 
@@ -171,6 +207,34 @@ TEST(AutogradNodes, NextTokenLossMatchesCrossEntropy) {
   const torch::Tensor scale = torch::full({}, 0.3, kF64);  // a dloss other than 1
   ExpectAllClose({fused}, {plain});
   ExpectAllClose(Grads({fused}, {scale}, {logits}), Grads({plain}, {scale}, {logits}));
+}
+
+// silu(a) * b with its single-pass kernels: float64 against the composite, over a length that
+// is no multiple of any vector width and splits into several parallel tasks at 2 threads;
+// float32 against the float64 composite.
+TEST(AutogradNodes, SwiGluGateMatchesTheCompositeFormula) {
+  torch::manual_seed(15);
+  const int previous_threads = at::get_num_threads();
+  at::set_num_threads(2);
+  torch::Tensor a = (torch::randn({3, 7001}, kF64) * 4).requires_grad_(true);  // (N, F)
+  torch::Tensor b = (torch::randn({3, 7001}, kF64) * 2).requires_grad_(true);
+  torch::Tensor probe = torch::randn({3, 7001}, kF64);
+  torch::Tensor fused = SwiGluGate(a, b);
+  torch::Tensor plain = torch::silu(a) * b;
+  ExpectAllClose({fused}, {plain});
+  ExpectAllClose(Grads({fused}, {probe}, {a, b}), Grads({plain}, {probe}, {a, b}));
+
+  torch::Tensor a32 = a.detach().to(torch::kFloat).requires_grad_(true);
+  torch::Tensor b32 = b.detach().to(torch::kFloat).requires_grad_(true);
+  torch::Tensor fused32 = SwiGluGate(a32, b32);
+  std::vector<torch::Tensor> grads32 = torch::autograd::grad({(fused32 * probe).sum()}, {a32, b32});
+  std::vector<torch::Tensor> grads64 = Grads({plain}, {probe}, {a, b});
+  EXPECT_TRUE(torch::allclose(fused32.to(torch::kDouble), plain, 1e-5, 1e-5));
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_TRUE(torch::allclose(grads32[i].to(torch::kDouble), grads64[i], 1e-5, 1e-5))
+        << "gradient " << i << " (kernels: " << cpu::KernelIsa() << ")";
+  }
+  at::set_num_threads(previous_threads);
 }
 
 TEST(FusedAttention, MatchesTheMatmulKernelForEveryMaskShape) {

@@ -7,6 +7,7 @@ add_library(xmod_model
   autocast.cc
   device.cc
   blocks.cc
+  cpu/kernels.cc
   layer_checkpoint.cc
   ffn.cc
   moe.cc
@@ -16,6 +17,26 @@ add_library(xmod_model
   routing_diagnostics.cc
   transformer.cc)
 target_include_directories(xmod_model PUBLIC ${PROJECT_SOURCE_DIR})
+
+# model/cpu/kernels_isa.cc once per instruction set, as ATen builds its own CPU kernels: the
+# variant's CPU_CAPABILITY names its namespace and sets at::vec::Vectorized's width.
+set(_kernel_isas DEFAULT)
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+  list(APPEND _kernel_isas AVX2 AVX512)  # kernels.cc picks among them on __x86_64__
+endif()
+set(_kernel_flags_DEFAULT "")
+set(_kernel_flags_AVX2 -mavx2 -mfma)
+set(_kernel_flags_AVX512 -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma)
+foreach(_isa IN LISTS _kernel_isas)
+  add_library(xmod_model_kernels_${_isa} OBJECT cpu/kernels_isa.cc)
+  target_include_directories(xmod_model_kernels_${_isa} PRIVATE ${PROJECT_SOURCE_DIR})
+  target_link_libraries(xmod_model_kernels_${_isa} PRIVATE xmod::torch)
+  target_compile_definitions(xmod_model_kernels_${_isa} PRIVATE CPU_CAPABILITY=${_isa}
+                                                                CPU_CAPABILITY_${_isa})
+  target_compile_options(xmod_model_kernels_${_isa} PRIVATE ${_kernel_flags_${_isa}})
+  set_target_properties(xmod_model_kernels_${_isa} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  target_sources(xmod_model PRIVATE $<TARGET_OBJECTS:xmod_model_kernels_${_isa}>)
+endforeach()
 target_link_libraries(xmod_model PUBLIC xmod::torch xmod_accounting xmod_proto_messages
   absl::status absl::statusor)
 # A translation unit including <torch/torch.h> takes ~15 s; share one precompiled header.

@@ -1,0 +1,173 @@
+// CPU kernels: see kernels.h. This file picks the instruction-set variant and checks shapes.
+#include "model/cpu/kernels.h"
+
+#include <ATen/Version.h>
+
+#include <algorithm>
+#include <vector>
+
+#if defined(__x86_64__)  // the variants model/torch_targets.cmake builds on x86-64
+#define XMOD_CPU_KERNELS_X86 1
+#endif
+
+namespace xmod::cpu {
+namespace internal {
+namespace DEFAULT {
+extern const KernelTable kTable;
+}
+#ifdef XMOD_CPU_KERNELS_X86
+namespace AVX2 {
+extern const KernelTable kTable;
+}
+namespace AVX512 {
+extern const KernelTable kTable;
+}
+#endif
+}  // namespace internal
+
+namespace {
+
+const internal::KernelTable& Table() {
+  static const internal::KernelTable* const table = [] {
+#ifdef XMOD_CPU_KERNELS_X86
+    const std::string isa = at::get_cpu_capability();  // what ATen's own kernels run
+    if (isa == "AVX512") return &internal::AVX512::kTable;
+    if (isa == "AVX2") return &internal::AVX2::kTable;
+#endif
+    return &internal::DEFAULT::kTable;
+  }();
+  return *table;
+}
+
+void CheckSameShape(const torch::Tensor& x, const torch::Tensor& y) {
+  TORCH_CHECK(x.sizes() == y.sizes(), "cpu kernel: shapes ", x.sizes(), " and ", y.sizes(),
+              " differ");
+}
+
+}  // namespace
+
+bool SupportsFused(std::initializer_list<torch::Tensor> tensors) {
+  for (const torch::Tensor& t : tensors) {
+    if (!t.defined() || !t.device().is_cpu()) return false;
+    const torch::Dtype dtype = t.scalar_type();
+    if (dtype != torch::kFloat32 && dtype != torch::kFloat64) return false;
+    if (dtype != tensors.begin()->scalar_type()) return false;
+  }
+  return true;
+}
+
+std::string KernelIsa() { return Table().isa; }
+
+torch::Tensor SwiGluForward(const torch::Tensor& a_in, const torch::Tensor& b_in) {
+  TORCH_CHECK(SupportsFused({a_in, b_in}), "SwiGluForward: float or double CPU tensors");
+  CheckSameShape(a_in, b_in);
+  const torch::Tensor a = a_in.contiguous(), b = b_in.contiguous();
+  torch::Tensor out = torch::empty_like(a);
+  if (a.scalar_type() == torch::kFloat32) {
+    Table().swiglu_forward_f(a.data_ptr<float>(), b.data_ptr<float>(), out.data_ptr<float>(),
+                             a.numel());
+  } else {
+    Table().swiglu_forward_d(a.data_ptr<double>(), b.data_ptr<double>(), out.data_ptr<double>(),
+                             a.numel());
+  }
+  return out;
+}
+
+std::pair<torch::Tensor, torch::Tensor> SwiGluBackward(const torch::Tensor& g_in,
+                                                       const torch::Tensor& a_in,
+                                                       const torch::Tensor& b_in) {
+  TORCH_CHECK(SupportsFused({g_in, a_in, b_in}), "SwiGluBackward: float or double CPU tensors");
+  CheckSameShape(a_in, b_in);
+  CheckSameShape(g_in, a_in);
+  const torch::Tensor g = g_in.contiguous(), a = a_in.contiguous(), b = b_in.contiguous();
+  torch::Tensor da = torch::empty_like(a), db = torch::empty_like(b);
+  if (a.scalar_type() == torch::kFloat32) {
+    Table().swiglu_backward_f(g.data_ptr<float>(), a.data_ptr<float>(), b.data_ptr<float>(),
+                              da.data_ptr<float>(), db.data_ptr<float>(), a.numel());
+  } else {
+    Table().swiglu_backward_d(g.data_ptr<double>(), a.data_ptr<double>(), b.data_ptr<double>(),
+                              da.data_ptr<double>(), db.data_ptr<double>(), a.numel());
+  }
+  return {da, db};
+}
+
+std::pair<torch::Tensor, torch::Tensor> RmsNormForward(const torch::Tensor& x_in,
+                                                       const torch::Tensor& w_in, double eps) {
+  TORCH_CHECK(SupportsFused({x_in, w_in}), "RmsNormForward: float or double CPU tensors");
+  const int64_t d = x_in.size(-1);
+  TORCH_CHECK(w_in.dim() == 1 && w_in.size(0) == d, "RmsNormForward: weight ", w_in.sizes(),
+              " for rows of ", d);
+  const torch::Tensor x = x_in.contiguous(), w = w_in.contiguous();
+  const int64_t rows = x.numel() / std::max<int64_t>(1, d);
+  torch::Tensor y = torch::empty_like(x);
+  std::vector<int64_t> inv_sizes = x.sizes().vec();
+  inv_sizes.pop_back();
+  torch::Tensor inv = torch::empty(inv_sizes, x.options());
+  if (x.scalar_type() == torch::kFloat32) {
+    Table().rms_norm_forward_f(x.data_ptr<float>(), w.data_ptr<float>(), eps, y.data_ptr<float>(),
+                               inv.data_ptr<float>(), rows, d);
+  } else {
+    Table().rms_norm_forward_d(x.data_ptr<double>(), w.data_ptr<double>(), eps,
+                               y.data_ptr<double>(), inv.data_ptr<double>(), rows, d);
+  }
+  return {y, inv};
+}
+
+std::pair<torch::Tensor, torch::Tensor> RmsNormBackward(const torch::Tensor& dy_in,
+                                                        const torch::Tensor& x_in,
+                                                        const torch::Tensor& inv_in,
+                                                        const torch::Tensor& w_in) {
+  TORCH_CHECK(SupportsFused({dy_in, x_in, inv_in, w_in}),
+              "RmsNormBackward: float or double CPU tensors");
+  CheckSameShape(dy_in, x_in);
+  const torch::Tensor dy = dy_in.contiguous(), x = x_in.contiguous(), inv = inv_in.contiguous(),
+                      w = w_in.contiguous();
+  const int64_t d = x.size(-1), rows = x.numel() / std::max<int64_t>(1, d);
+  TORCH_CHECK(inv.numel() == rows && w.numel() == d, "RmsNormBackward: inv ", inv.sizes(),
+              " and weight ", w.sizes(), " for ", rows, " rows of ", d);
+  // Blocks of rows of about 64 KB each: the partial sums of dw cost one (D) row per block.
+  const int64_t block_rows = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, d));
+  torch::Tensor dx = torch::empty_like(x);
+  torch::Tensor dw_blocks = torch::empty({(rows + block_rows - 1) / block_rows, d}, x.options());
+  if (x.scalar_type() == torch::kFloat32) {
+    Table().rms_norm_backward_f(dy.data_ptr<float>(), x.data_ptr<float>(), inv.data_ptr<float>(),
+                                w.data_ptr<float>(), dx.data_ptr<float>(),
+                                dw_blocks.data_ptr<float>(), rows, d, block_rows);
+  } else {
+    Table().rms_norm_backward_d(dy.data_ptr<double>(), x.data_ptr<double>(), inv.data_ptr<double>(),
+                                w.data_ptr<double>(), dx.data_ptr<double>(),
+                                dw_blocks.data_ptr<double>(), rows, d, block_rows);
+  }
+  return {dx, dw_blocks.sum(/*dim=*/0)};
+}
+
+bool RopeSupportsLayout(const torch::Tensor& x) {
+  return x.dim() == 4 && x.size(3) % 2 == 0 && x.stride(3) == 1 && x.stride(2) == x.size(3) &&
+         x.stride(1) >= x.size(2) * x.size(3) && x.stride(0) == x.size(1) * x.stride(1);
+}
+
+torch::Tensor Rope(const torch::Tensor& x, const torch::Tensor& cos_in, const torch::Tensor& sin_in,
+                   double sin_sign) {
+  TORCH_CHECK(SupportsFused({x, cos_in, sin_in}) && RopeSupportsLayout(x),
+              "Rope: float or double CPU tensors, heads contiguous");
+  const int64_t b = x.size(0), t = x.size(1), heads = x.size(2), e = x.size(3);
+  TORCH_CHECK(cos_in.dim() == 4 && (cos_in.size(0) == 1 || cos_in.size(0) == b) &&
+                  cos_in.size(1) == t && cos_in.size(3) == e / 2 &&
+                  cos_in.sizes() == sin_in.sizes(),
+              "Rope: tables ", cos_in.sizes(), " for x ", x.sizes());
+  const torch::Tensor cos = cos_in.contiguous(), sin = sin_in.contiguous();
+  const bool per_batch = cos.size(0) == b && b > 1;
+  torch::Tensor out = torch::empty(x.sizes(), x.options());
+  if (x.scalar_type() == torch::kFloat32) {
+    Table().rope_f(x.data_ptr<float>(), x.stride(1), cos.data_ptr<float>(), sin.data_ptr<float>(),
+                   per_batch, static_cast<float>(sin_sign), out.data_ptr<float>(), b * t, t, heads,
+                   e);
+  } else {
+    Table().rope_d(x.data_ptr<double>(), x.stride(1), cos.data_ptr<double>(),
+                   sin.data_ptr<double>(), per_batch, sin_sign, out.data_ptr<double>(), b * t, t,
+                   heads, e);
+  }
+  return out;
+}
+
+}  // namespace xmod::cpu

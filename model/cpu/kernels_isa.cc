@@ -1,0 +1,198 @@
+// The loops of kernels.h for one instruction set: this file is compiled once per variant with
+// CPU_CAPABILITY (DEFAULT, AVX2, AVX512) and the matching -m flags, which select
+// at::vec::Vectorized's width, and exports that variant's table as
+// xmod::cpu::internal::<CPU_CAPABILITY>::kTable.
+#include <ATen/Parallel.h>
+#include <ATen/cpu/vec/vec.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/cpu/kernels.h"
+
+namespace xmod::cpu::internal {
+inline namespace CPU_CAPABILITY {
+namespace {
+
+using at::vec::Vectorized;
+
+// Elements per parallel_for task: large enough that a task's start costs nothing beside its
+// work (a few passes of ~100 KB), small enough that two threads split a routed layer's
+// 256-token rows.
+constexpr int64_t kGrain = 16384;
+
+template <typename T>
+void SwiGluForwardLoop(const T* a, const T* b, T* out, int64_t n) {
+  at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
+    using V = Vectorized<T>;
+    const V one(T(1));
+    int64_t i = begin;
+    for (; i + V::size() <= end; i += V::size()) {
+      const V va = V::loadu(a + i), vb = V::loadu(b + i);
+      const V s = one / (one + va.neg().exp());
+      (va * s * vb).store(out + i);
+    }
+    for (; i < end; ++i) {
+      const T s = T(1) / (T(1) + std::exp(-a[i]));
+      out[i] = a[i] * s * b[i];
+    }
+  });
+}
+
+template <typename T>
+void SwiGluBackwardLoop(const T* g, const T* a, const T* b, T* da, T* db, int64_t n) {
+  at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
+    using V = Vectorized<T>;
+    const V one(T(1));
+    int64_t i = begin;
+    for (; i + V::size() <= end; i += V::size()) {
+      const V vg = V::loadu(g + i), va = V::loadu(a + i), vb = V::loadu(b + i);
+      const V s = one / (one + va.neg().exp());
+      const V silu = va * s;
+      (vg * silu).store(db + i);
+      (vg * vb * (s + silu * (one - s))).store(da + i);  // s (1 + a (1 - s))
+    }
+    for (; i < end; ++i) {
+      const T s = T(1) / (T(1) + std::exp(-a[i])), silu = a[i] * s;
+      db[i] = g[i] * silu;
+      da[i] = g[i] * b[i] * (s + silu * (T(1) - s));
+    }
+  });
+}
+
+// Sum of a vector's lanes, in lane order (deterministic).
+template <typename T>
+T LaneSum(const Vectorized<T>& v) {
+  T lanes[Vectorized<T>::size()];
+  v.store(lanes);
+  T sum = 0;
+  for (T lane : lanes) sum += lane;
+  return sum;
+}
+
+// Row by row (rows in parallel): ss = sum x^2; inv = (ss / D + eps)^(-1/2); y = x * inv * w.
+template <typename T>
+void RmsNormForwardLoop(const T* x, const T* w, double eps, T* y, T* inv, int64_t rows, int64_t d) {
+  at::parallel_for(0, rows, std::max<int64_t>(1, kGrain / d), [&](int64_t begin, int64_t end) {
+    using V = Vectorized<T>;
+    for (int64_t r = begin; r < end; ++r) {
+      const T* xr = x + r * d;
+      T* yr = y + r * d;
+      V acc(T(0));
+      int64_t j = 0;
+      for (; j + V::size() <= d; j += V::size()) {
+        const V vx = V::loadu(xr + j);
+        acc = at::vec::fmadd(vx, vx, acc);
+      }
+      T ss = LaneSum(acc);
+      for (; j < d; ++j) ss += xr[j] * xr[j];
+      const T ir = T(1) / std::sqrt(ss / static_cast<T>(d) + static_cast<T>(eps));
+      inv[r] = ir;
+      const V vi(ir);
+      for (j = 0; j + V::size() <= d; j += V::size()) {
+        (V::loadu(xr + j) * vi * V::loadu(w + j)).store(yr + j);
+      }
+      for (; j < d; ++j) yr[j] = xr[j] * ir * w[j];
+    }
+  });
+}
+
+// One row's gradients: with xhat = x * inv and m = sum(dy * w * xhat) / D,
+// dx = inv * (dy * w - xhat * m); adds dy * xhat into dw_acc.
+template <typename T>
+void RmsNormBackwardRow(const T* dy, const T* x, T inv, const T* w, int64_t d, T* dx, T* dw_acc) {
+  using V = Vectorized<T>;
+  const V vi(inv);
+  V acc(T(0));
+  int64_t j = 0;
+  for (; j + V::size() <= d; j += V::size()) {
+    const V vdy = V::loadu(dy + j), xhat = V::loadu(x + j) * vi;
+    acc = at::vec::fmadd(vdy * V::loadu(w + j), xhat, acc);
+    at::vec::fmadd(vdy, xhat, V::loadu(dw_acc + j)).store(dw_acc + j);
+  }
+  T m = LaneSum(acc);
+  for (int64_t t = j; t < d; ++t) {
+    const T xhat = x[t] * inv;
+    m += dy[t] * w[t] * xhat;
+    dw_acc[t] += dy[t] * xhat;
+  }
+  m /= static_cast<T>(d);
+  const V vm(m);
+  for (j = 0; j + V::size() <= d; j += V::size()) {
+    const V xhat = V::loadu(x + j) * vi;
+    (vi * (V::loadu(dy + j) * V::loadu(w + j) - xhat * vm)).store(dx + j);
+  }
+  for (; j < d; ++j) dx[j] = inv * (dy[j] * w[j] - x[j] * inv * m);
+}
+
+// Rows in fixed blocks of `block_rows` (chunks[c] accumulates block c's dw), so that the sum
+// over blocks does not depend on the thread count.
+template <typename T>
+void RmsNormBackwardLoop(const T* dy, const T* x, const T* inv, const T* w, T* dx, T* dw_blocks,
+                         int64_t rows, int64_t d, int64_t block_rows) {
+  const int64_t blocks = (rows + block_rows - 1) / block_rows;
+  at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      T* dw_acc = dw_blocks + c * d;
+      std::fill(dw_acc, dw_acc + d, T(0));
+      for (int64_t r = c * block_rows; r < std::min(rows, (c + 1) * block_rows); ++r) {
+        RmsNormBackwardRow(dy + r * d, x + r * d, inv[r], w, d, dx + r * d, dw_acc);
+      }
+    }
+  });
+}
+
+// Rows r of x (B*T of them, `x_row_stride` apart, each H heads of E contiguous values) rotated
+// by table row r (per_batch_tables) or r % T: out = (x1 c - sign x2 s, x2 c + sign x1 s) of
+// each head's halves x1, x2 with the row's c, s (E/2). out is contiguous (B*T, H*E).
+template <typename T>
+void RopeLoop(const T* x, int64_t x_row_stride, const T* cos, const T* sin, bool per_batch_tables,
+              T sin_sign, T* out, int64_t rows, int64_t t, int64_t heads, int64_t e) {
+  const int64_t half = e / 2;
+  at::parallel_for(0, rows, std::max<int64_t>(1, kGrain / (heads * e)),
+                   [&](int64_t begin, int64_t end) {
+                     using V = Vectorized<T>;
+                     for (int64_t r = begin; r < end; ++r) {
+                       const int64_t tr = per_batch_tables ? r : r % t;
+                       const T *c = cos + tr * half, *s = sin + tr * half;
+                       for (int64_t h = 0; h < heads; ++h) {
+                         const T* xi = x + r * x_row_stride + h * e;
+                         T* o = out + (r * heads + h) * e;
+                         int64_t j = 0;
+                         for (; j + V::size() <= half; j += V::size()) {
+                           const V x1 = V::loadu(xi + j), x2 = V::loadu(xi + half + j);
+                           const V vc = V::loadu(c + j), vs = V::loadu(s + j) * V(sin_sign);
+                           (x1 * vc - x2 * vs).store(o + j);
+                           (x2 * vc + x1 * vs).store(o + half + j);
+                         }
+                         for (; j < half; ++j) {
+                           const T x1 = xi[j], x2 = xi[half + j], vs = s[j] * sin_sign;
+                           o[j] = x1 * c[j] - x2 * vs;
+                           o[half + j] = x2 * c[j] + x1 * vs;
+                         }
+                       }
+                     }
+                   });
+}
+
+}  // namespace
+
+#define XMOD_STRINGIFY_ISA(x) #x
+#define XMOD_ISA_NAME(x) XMOD_STRINGIFY_ISA(x)
+
+extern const KernelTable kTable = {
+    .isa = XMOD_ISA_NAME(CPU_CAPABILITY),
+    .swiglu_forward_f = &SwiGluForwardLoop<float>,
+    .swiglu_forward_d = &SwiGluForwardLoop<double>,
+    .swiglu_backward_f = &SwiGluBackwardLoop<float>,
+    .swiglu_backward_d = &SwiGluBackwardLoop<double>,
+    .rms_norm_forward_f = &RmsNormForwardLoop<float>,
+    .rms_norm_forward_d = &RmsNormForwardLoop<double>,
+    .rms_norm_backward_f = &RmsNormBackwardLoop<float>,
+    .rms_norm_backward_d = &RmsNormBackwardLoop<double>,
+    .rope_f = &RopeLoop<float>,
+    .rope_d = &RopeLoop<double>,
+};
+
+}  // namespace CPU_CAPABILITY
+}  // namespace xmod::cpu::internal

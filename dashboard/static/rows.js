@@ -112,8 +112,9 @@ const XmodRows = (() => {
     wrap.append(bar, Xmod.node('span', 'pct', `${pct.toFixed(0)}%`));
     progressCell.title = `${Xmod.flops(progress.flops)} / ${Xmod.flops(budget)} FLOPs, ` +
         `step ${progress.step}, ${Xmod.count(progress.tokens)} tokens`;
+    // 100% once SUCCEEDED; the read-out says why that can be short of the budget.
     const short = endedShortNote(run, budget);
-    if (short) progressCell.appendChild(Xmod.node('div', 'note', short));
+    if (short) progressCell.title += `\n${short}`;
     Xmod.cell(tr, Xmod.loss(lastValue(id, 'train/loss', progress.train_loss)), 'num');
     Xmod.cell(tr, Xmod.loss(lastValue(id, 'val/loss', progress.val_loss)), 'num');
     const live = progress.live_delta;

@@ -50,6 +50,7 @@ const expected404 = url => /\/api\/(sweeps\/\d+|studies\/[A-Za-z0-9_.-]+)\/fit$/
 // read-out; a drag across the middle of the plot zooms the x axis in; a double-click resets.
 async function checkChart(curves) {
   const svg = page.locator('#curves');
+  await svg.scrollIntoViewIfNeeded();  // the mouse reaches only what the viewport shows
   // The client position of a curve's point (its path's vertex, in viewBox units).
   const target = curves[0].d.match(/[ML]([\d.]+),([\d.]+)/g).map(
       m => m.slice(1).split(',').map(Number))[1];
@@ -265,11 +266,14 @@ try {
       '#runs tbody tr', trs => trs.map(tr => ({
                                          cells: [...tr.cells].map(td => td.textContent.trim()),
                                          bar: tr.querySelector('.bar > div')?.style.width,
+                                         progressTitle:
+                                             tr.querySelector('.progress')?.parentElement.title,
                                        })));
   for (const row of rows) {
     check(row.cells[9] === 'SUCCEEDED', `run ${row.cells[2]} is SUCCEEDED (got ${row.cells[9]})`);
     // The coordinator's Progress.fraction: 100% once SUCCEEDED, not flops / budget (99%).
     check(parseFloat(row.bar) === 100, `run ${row.cells[2]} progress bar full (${row.bar})`);
+    check(row.progressTitle.includes('FLOPs'), `run ${row.cells[2]} progress read-out (${row.progressTitle})`);
     check(Number(row.cells[12]) > 0, `run ${row.cells[2]} shows a final val loss`);
   }
   const phis = rows.map(r => r.cells[8]);

@@ -21,7 +21,10 @@ const char* const kRunColumns =
     " r.forward_flops_per_token, r.total_params,"
     " (SELECT d.delta FROM live_delta d WHERE d.run_id = r.id ORDER BY d.flops DESC LIMIT 1),"
     " (SELECT MAX(d.flops) FROM live_delta d WHERE d.run_id = r.id),"
-    " EXISTS (SELECT 1 FROM censored_runs c WHERE c.run_id = r.id), r.preemptible";
+    " EXISTS (SELECT 1 FROM censored_runs c WHERE c.run_id = r.id), r.preemptible,"
+    " (SELECT COUNT(*) FROM attempts p WHERE p.run_id = r.id AND p.preempt_reason IS NOT NULL),"
+    " (SELECT p.preempt_reason FROM attempts p WHERE p.run_id = r.id"
+    " AND p.preempt_reason IS NOT NULL ORDER BY p.attempt DESC LIMIT 1)";
 
 namespace {
 
@@ -67,6 +70,8 @@ xmod::v1::Run RunFromRow(const Stmt& s) {
   run.set_censored(s.Int(26) != 0);
   CompleteProgress(&run);
   run.set_preemptible(s.Int(27) != 0);
+  run.set_preemptions(static_cast<int>(s.Int(28)));
+  if (!s.IsNull(29)) run.set_last_preemption(s.Text(29));
   return run;
 }
 

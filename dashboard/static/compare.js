@@ -11,7 +11,7 @@ const XmodCompare = (() => {
   const MAX_SEEDS = 12;
   const picked = new Map();  // key ("run:ID" or "group:KEY") -> {label, runs: [Run, ...]}
   const curves = new Map();  // run id -> {state, points: [[flops, val loss], ...]}
-  const dense = new Map();   // "backbone|L" -> Run of the dense reference, or null
+  const dense = new Map();   // "sweep|backbone|L" -> promise of the dense reference Run, or null
 
   const isPicked = key => picked.has(key);
 
@@ -44,9 +44,14 @@ const XmodCompare = (() => {
     if (!dense.has(key)) {
       const p = new URLSearchParams(
           {arch: 'dense', backbone, seq_len: seqLen, sort: 'val_loss', page_size: 50});
-      const body = await Xmod.api(`/api/sweeps/${run.sweep_id}/runs?${p}`);
-      const runs = body?.runs || [];
-      dense.set(key, runs.find(r => Number(r.progress.step) > 0) || runs[0] || null);
+      // The answer's promise is kept, so renders that overlap (two quick picks) ask once.
+      dense.set(key, Xmod.api(`/api/sweeps/${run.sweep_id}/runs?${p}`).then(body => {
+        const runs = body?.runs || [];
+        return runs.find(r => Number(r.progress.step) > 0) || runs[0] || null;
+      }, error => {
+        dense.delete(key);  // a failed read is asked again by the next render
+        throw error;
+      }));
     }
     return dense.get(key);
   }

@@ -100,8 +100,13 @@ const XmodRows = (() => {
     Xmod.cell(tr, Xmod.count(run.total_params), 'num');
     const phi = phiRatio(run, runs);
     Xmod.cell(tr, phi === undefined ? '' : phi.toFixed(3), 'num');
-    Xmod.cell(tr, run.state, `state ${run.state}`).title =
+    const stateCell = Xmod.cell(tr, run.state, `state ${run.state}`);
+    stateCell.title =
         `attempt ${run.attempts}/${run.max_attempts}` + (run.worker ? ` on ${run.worker}` : '');
+    if (run.preemptions) {  // PREEMPT orders (docs/operations.md, "Sharing a cluster")
+      stateCell.appendChild(Xmod.node('span', 'tag preempted', `preempted ×${run.preemptions}`))
+          .title = `latest: ${run.last_preemption}`;
+    }
     const budget = progress.flop_budget || run.spec.training.flop_budget;
     // The coordinator's fraction: of the whole steps the budget buys, 1 once SUCCEEDED.
     const pct = 100 * (progress.fraction || 0);

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -202,7 +203,7 @@ TEST_F(SharingTest, AHighPrioritySweepPreemptsAndTheDisplacedRunsFinishWhole) {
   ASSERT_NO_FATAL_FAILURE(StartCoordinator("min_run_ms: 500\n"));
   ASSERT_NO_FATAL_FAILURE(StartWorkers());
   ReadOnlyDb db(cluster_.db_path());
-  Submit(kAlice, "alice-low", 0, 3);
+  const int64_t alice_sweep = Submit(kAlice, "alice-low", 0, 3);
   // The cluster is full of alice's runs, each past the hysteresis and with a checkpoint-worthy
   // step behind it.
   ASSERT_NO_FATAL_FAILURE(WaitOpenAttemptsAtStep(db, 3, 15));
@@ -231,6 +232,23 @@ TEST_F(SharingTest, AHighPrioritySweepPreemptsAndTheDisplacedRunsFinishWhole) {
   EXPECT_EQ(
       Count(db, "SELECT COUNT(*) FROM attempts WHERE attempt = 2 AND resumed_from_step >= 15"), 3);
   ExpectCompleteRuns(db);
+
+  // What alice reads (ListRuns: the dashboard's rows and `runs list`): each run was preempted
+  // once, and says for whom.
+  v1::ListRunsRequest list;
+  list.set_sweep_id(alice_sweep);
+  grpc::ClientContext context;
+  context.AddMetadata("authorization", "Bearer " + TokenOf(kAlice));
+  v1::ListRunsResponse listed;
+  grpc::Status status = cluster_.stub().ListRuns(&context, list, &listed);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(listed.runs_size(), 3);
+  for (const v1::Run& run : listed.runs()) {
+    EXPECT_EQ(run.state(), v1::SUCCEEDED) << run.name();
+    EXPECT_EQ(run.preemptions(), 1) << run.name();
+    EXPECT_TRUE(absl::StartsWith(run.last_preemption(), "preempted for run "))
+        << run.name() << ": " << run.last_preemption();
+  }
 }
 
 TEST_F(SharingTest, QuotasHoldTheSplitAtEveryMoment) {

@@ -5,10 +5,9 @@
 #include <set>
 #include <utility>
 
+#include "common/proto_bytes.h"
 #include "coordinator/store/store_reads.h"
 #include "fitter/db_source.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 namespace xmod {
 namespace {
@@ -34,14 +33,7 @@ std::string RunIdentity(const xmod::v1::RunSpec& spec) {
   *configuration.mutable_model() = spec.model();
   *configuration.mutable_training() = spec.training();
   *configuration.mutable_data() = spec.data();
-  std::string key;
-  {
-    google::protobuf::io::StringOutputStream stream(&key);
-    google::protobuf::io::CodedOutputStream out(&stream);
-    out.SetSerializationDeterministic(true);
-    configuration.SerializeToCodedStream(&out);
-  }
-  return key;
+  return DeterministicBytes(configuration);
 }
 
 absl::StatusOr<StudySharing> PlanSharedRuns(Db& db, const xmod::v1::StudySpec& spec,

@@ -6,7 +6,8 @@
 #   scripts/install-libtorch.sh          # CPU: the wheel and the two CUDA libraries its CPU
 #                                        # library names as NEEDED (~540 MB download)
 #   scripts/install-libtorch.sh --cuda   # GPU builds (-DXMOD_CUDA=ON) and Python `import
-#                                        # torch`: the wheel with all its dependencies (~3.5 GB)
+#                                        # torch`: the wheel with its dependencies but Triton
+#                                        # (~2.5 GB download, 4.3 GB installed)
 #
 # Why the CPU set-up is enough (docs/gpu-training.md, "One LibTorch"): a CPU build links only
 # libtorch_cpu.so and libc10.so; their NEEDED libraries are the wheel's own plus
@@ -40,8 +41,12 @@ fi
 if ((CUDA)); then
   # Everything the wheel depends on; and the CUDA C runtime headers of the runtime's own minor
   # version (crt/host_config.h), which ProcessGroupNCCL.hpp includes through cuda_runtime.h.
+  # Triton (1 GB) is left out: it serves only Python's torch.compile, which nothing here runs;
+  # `import torch` works without it.
   if ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
-    "${PIP[@]}" "torch==$TORCH_VERSION"
+    mapfile -t DEPS < <(sed -n 's/^Requires-Dist: //p' \
+      "$SITE/torch-$TORCH_VERSION.dist-info/METADATA" | grep -v -e '^triton' -e 'extra ==')
+    "${PIP[@]}" --no-warn-conflicts "${DEPS[@]}"
   fi
   CUDA_RUNTIME=$("$VENV/bin/pip" show nvidia-cuda-runtime | sed -n 's/^Version: \([0-9]*\.[0-9]*\).*/\1/p')
   if ! "$VENV/bin/pip" show nvidia-cuda-crt >/dev/null 2>&1; then

@@ -53,7 +53,8 @@ watch_status=0
 "$xmodctl" sweep watch "$sweep_id" || watch_status=$?
 
 echo "== results of sweep $sweep_id (from the database)"
-# φ/φ_D: forward FLOPs per token relative to the Dense run of the same backbone and L;
+# φ/φ_D: forward FLOPs per token relative to the Dense runs of the same backbone and L (every
+# seed of a dense reference has the same FLOPs, so one row per run whatever the seeds);
 # GFLOP/s: training FLOPs per second achieved (3 x forward FLOPs per token x tokens/s).
 "$xmodctl" query "
 SELECT s.name,
@@ -62,7 +63,10 @@ SELECT s.name,
        CASE WHEN s.arch IN ('XMOD', 'ROUTED_FFN', 'SELECTED_Q_FULL_KV') THEN s.a END AS A,
        s.l AS L,
        printf('%.2fM', s.total_params / 1e6) AS params,
-       round(s.forward_flops_per_token / d.forward_flops_per_token, 4) AS \"φ/φ_D\",
+       round(s.forward_flops_per_token / (
+         SELECT avg(d.forward_flops_per_token) FROM run_summary d
+         WHERE d.sweep_id = s.sweep_id AND d.arch = 'DENSE' AND d.backbone = s.backbone
+           AND d.l = s.l), 4) AS \"φ/φ_D\",
        round(s.final_val_loss, 4) AS final_val_loss,
        CASE WHEN r.finished_ms > 0 THEN round((r.finished_ms - r.started_ms) / 1000.0, 1) END
          AS wall_s,
@@ -71,8 +75,6 @@ SELECT s.name,
        lower(s.state) AS state
 FROM run_summary s
 JOIN runs r ON r.id = s.run_id
-LEFT JOIN run_summary d
-  ON d.sweep_id = s.sweep_id AND d.arch = 'DENSE' AND d.backbone = s.backbone AND d.l = s.l
 WHERE s.sweep_id = $sweep_id
 ORDER BY s.run_id"
 

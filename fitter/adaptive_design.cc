@@ -501,6 +501,15 @@ absl::StatusOr<Decision> Decide(const AdaptiveConfig& config, const DesignState&
   d.streak = SameAnswers(d.answers, state.previous_answers) ? state.previous_streak + 1 : 1;
   bool settled = d.streak >= config.stable_decisions;
   for (const TargetAnswer& a : d.answers) settled = settled && a.regret_bound <= config.tolerance;
+  if (settled && !state.in_flight.empty()) {
+    // Their compute is committed and their results will come: an answer that ignored them
+    // could be overturned by the design's own runs (a seed set not yet complete leaves a
+    // stage of Eq. 14 unidentified). Wait for them; propose nothing meanwhile.
+    d.held_back = absl::StrFormat(
+        "confident, yet not stopping: %d run%s in flight, whose evidence the answer waits for",
+        state.in_flight.size(), state.in_flight.size() == 1 ? "" : "s");
+    return d;
+  }
   if (settled) {
     std::optional<std::string> disagreement = DisagreementWithRuns(
         state.completed, d.answers, ensemble->members, d.noise_sd, config.consistency_z);

@@ -35,7 +35,9 @@
 // target) were the same for `stable_decisions` decisions in a row (this one included), and no
 // completed run at a target disagrees with the answer by more than `consistency_z` standard
 // errors of its noise (design_evidence.h DisagreementWithRuns; Decision::held_back says which
-// did); or no candidate fits in the compute left.
+// did), and no run is in flight (a confident design waits for the runs it committed to and
+// proposes nothing meanwhile; Decision::held_back says so); or no candidate fits in the
+// compute left.
 // Pure and deterministic under config.seed; thread-compatible.
 #ifndef XMOD_FITTER_ADAPTIVE_DESIGN_H_
 #define XMOD_FITTER_ADAPTIVE_DESIGN_H_
@@ -143,7 +145,8 @@ struct Decision {
   bool stop = false;
   std::string stop_reason;  // empty unless stop
   std::string fit_error;    // why there is no fit yet (the seed is incomplete), else empty
-  // Why a design confident enough to stop did not: its answer disagrees with its runs.
+  // Why a design confident enough to stop did not: runs are in flight, or its answer
+  // disagrees with its runs.
   std::string held_back;
   // What partial evidence the fit used ("2 partial runs: ..."); empty when none. Every
   // proposal's reason ends with it.

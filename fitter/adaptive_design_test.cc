@@ -215,6 +215,27 @@ TEST(AdaptiveDesignTest, StopsWhenTheAnswersHoldWithinTolerance) {
   EXPECT_EQ(strict.stop, bound == 0);
 }
 
+// A confident design with runs in flight (a seed set still training, say) waits for their
+// evidence instead of stopping on an answer they might overturn, and queues nothing more.
+TEST(AdaptiveDesignTest, AConfidentDesignWaitsForItsRunsInFlight) {
+  AdaptiveConfig config = SimLikeConfig();
+  config.tolerance = 1.0;  // any regret bound is small enough
+  config.stable_decisions = 2;
+  DesignState state;
+  state.completed = SeedObservations(config, 0.003);
+  const Decision first = *Decide(config, state);
+  ASSERT_FALSE(first.ranked.empty());
+  state.previous_answers = first.answers;
+  state.previous_streak = first.streak;
+  state.in_flight = {first.ranked[0].run, first.ranked[1].run};
+  const Decision waiting = *Decide(config, state);
+  EXPECT_FALSE(waiting.stop) << waiting.stop_reason;
+  EXPECT_THAT(waiting.held_back, HasSubstr("2 runs in flight"));
+  EXPECT_TRUE(waiting.ranked.empty());
+  state.in_flight.clear();
+  EXPECT_TRUE(Decide(config, state)->stop);
+}
+
 TEST(AdaptiveDesignTest, AConfidentDesignDoesNotStopAgainstItsOwnRuns) {
   AdaptiveConfig config = SimLikeConfig();
   config.tolerance = 1.0;  // the ensemble is confident enough

@@ -72,10 +72,11 @@ class RouterScoreFunction : public torch::autograd::Function<RouterScoreFunction
   }
 };
 
-// The same scores on float and double CPU tensors, computed (Scores) before the selection and
-// handed in, in one node with the gather of the selected rows and x passed on for the residual
-// update (routed_rows.h): {s, s, x[rows], x}. The gradient of x from all four is one pass
-// (cpu::GatherRowsBackward): dx = g_pass + g_rows scattered to rows + alpha c + beta x.
+// The same scores on float and double CPU tensors, computed (cpu::RouterScores, one pass over
+// x) before the selection and handed in, in one node with the gather of the selected rows and
+// x passed on for the residual update (routed_rows.h): {s, s, x[rows], x}. The gradient of x
+// from all four is one pass (cpu::GatherRowsBackward):
+//   dx = g_pass + g_rows scattered to rows + alpha c + beta x.
 class RouterScoreGatherFunction : public torch::autograd::Function<RouterScoreGatherFunction> {
  public:
   // x: (B, T, D), gain, w: (D), inv, s: (B, T), rows: (M), pos: (B*T) from cpu::RowPositions
@@ -154,7 +155,7 @@ Selection RouterImpl::forward(const torch::Tensor& x, const RMSNormImpl& norm,
     torch::Tensor inv, s0;  // (B, T)
     {
       torch::NoGradGuard no_grad;
-      std::tie(inv, s0) = Scores(x, norm.weight, weight, norm.eps());
+      std::tie(inv, s0) = cpu::RouterScores(x, norm.weight * weight, norm.eps());  // one pass
     }
     Select(s0 - tau_bias, k, mode, &sel);
     const torch::Tensor pos = cpu::RowPositions(sel.rows, b * t);  // rows are distinct

@@ -203,6 +203,20 @@ TEST(AutogradNodes, RouterScoresMatchTheCompositeFormula) {
             inputs),
       Grads({gate, aux, plain_rows, x_flat}, {probe, one, rows_probe, pass_probe}, inputs));
   ExpectAllClose(Grads({sel.x_rows}, {rows_probe}, {x}), Grads({plain_rows}, {rows_probe}, {x}));
+  // The scores' one-pass kernel over rows of a width that is no multiple of any vector width,
+  // in several parallel tasks at 2 threads, in float64 and float32.
+  const int previous_threads = at::get_num_threads();
+  at::set_num_threads(2);
+  for (const torch::Dtype dtype : {torch::kFloat64, torch::kFloat32}) {
+    torch::Tensor xl = torch::randn({3, 700, 37}, kF64) * 2, c = torch::randn({37}, kF64);
+    auto [inv, s] = cpu::RouterScores(xl.to(dtype), c.to(dtype), 1e-6);
+    torch::Tensor plain_inv = torch::rsqrt(xl.pow(2).mean(-1) + 1e-6);
+    const double tolerance = dtype == torch::kFloat64 ? kTight : 1e-5;
+    EXPECT_TRUE(torch::allclose(inv.to(torch::kDouble), plain_inv, tolerance, tolerance));
+    EXPECT_TRUE(
+        torch::allclose(s.to(torch::kDouble), (xl * c).sum(-1) * plain_inv, tolerance, tolerance));
+  }
+  at::set_num_threads(previous_threads);
   // Under bf16 autocast the scores stay in float32, as the residual stream.
   AutocastGuard autocast(torch::kCPU, {true, torch::kBFloat16});
   Router router32(kD, tau, 1.0);

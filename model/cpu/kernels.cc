@@ -1,7 +1,10 @@
 // CPU kernels: see kernels.h. This file picks the instruction-set variant and checks shapes.
+// The router's and the routed rows' entry points record themselves (RECORD_FUNCTION), so that
+// a profile names them where no ATen op stands for their work.
 #include "model/cpu/kernels.h"
 
 #include <ATen/Version.h>
+#include <ATen/record_function.h>
 
 #include <algorithm>
 #include <tuple>
@@ -196,6 +199,28 @@ torch::Tensor Rope(const torch::Tensor& x, const torch::Tensor& cos_in, const to
   return out;
 }
 
+std::pair<torch::Tensor, torch::Tensor> RouterScores(const torch::Tensor& x_in,
+                                                     const torch::Tensor& c_in, double eps) {
+  RECORD_FUNCTION("xmod::cpu::RouterScores", std::vector<c10::IValue>());
+  TORCH_CHECK(SupportsFused({x_in, c_in}), "RouterScores: float or double CPU tensors");
+  const int64_t d = x_in.size(-1);
+  TORCH_CHECK(c_in.dim() == 1 && c_in.size(0) == d, "RouterScores: vector ", c_in.sizes(),
+              " for rows of ", d);
+  const torch::Tensor x = x_in.contiguous(), c = c_in.contiguous();
+  const int64_t rows = x.numel() / std::max<int64_t>(1, d);
+  std::vector<int64_t> sizes = x.sizes().vec();
+  sizes.pop_back();
+  torch::Tensor inv = torch::empty(sizes, x.options()), s = torch::empty(sizes, x.options());
+  if (x.scalar_type() == torch::kFloat32) {
+    Table().router_scores_f(x.data_ptr<float>(), c.data_ptr<float>(), eps, inv.data_ptr<float>(),
+                            s.data_ptr<float>(), rows, d);
+  } else {
+    Table().router_scores_d(x.data_ptr<double>(), c.data_ptr<double>(), eps, inv.data_ptr<double>(),
+                            s.data_ptr<double>(), rows, d);
+  }
+  return {inv, s};
+}
+
 torch::Tensor RowPositions(const torch::Tensor& rows_in, int64_t n) {
   TORCH_CHECK(rows_in.dim() == 1 && rows_in.scalar_type() == torch::kLong && rows_in.is_cpu(),
               "RowPositions: rows must be a CPU int64 vector, got ", rows_in.sizes());
@@ -214,6 +239,7 @@ torch::Tensor RowPositions(const torch::Tensor& rows_in, int64_t n) {
 torch::Tensor ScatterScaledAdd(const torch::Tensor& x_in, const torch::Tensor& pos,
                                const torch::Tensor& r_in, const torch::Tensor& u1_in,
                                const torch::Tensor& u2_in, const torch::Tensor& p_in) {
+  RECORD_FUNCTION("xmod::cpu::ScatterScaledAdd", std::vector<c10::IValue>());
   TORCH_CHECK(SupportsFused({x_in, r_in, u1_in}) &&
                   (!u2_in.defined() || SupportsFused({x_in, u2_in})) &&
                   (!p_in.defined() || SupportsFused({x_in, p_in})),
@@ -241,6 +267,7 @@ torch::Tensor ScatterScaledAdd(const torch::Tensor& x_in, const torch::Tensor& p
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> ScatterScaledAddBackward(
     const torch::Tensor& g_in, const torch::Tensor& rows_in, const torch::Tensor& r_in,
     const torch::Tensor& u1_in, const torch::Tensor& u2_in, bool want_dp) {
+  RECORD_FUNCTION("xmod::cpu::ScatterScaledAddBackward", std::vector<c10::IValue>());
   TORCH_CHECK(
       SupportsFused({g_in, r_in, u1_in}) && (!u2_in.defined() || SupportsFused({g_in, u2_in})),
       "ScatterScaledAddBackward: float or double CPU tensors of one dtype");
@@ -269,6 +296,7 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> ScatterScaledAddBackward
 torch::Tensor GatherRowsBackward(const torch::Tensor& g_pass_in, const torch::Tensor& g_rows_in,
                                  const torch::Tensor& pos, const RowAffine& router, int64_t d,
                                  torch::Dtype dtype) {
+  RECORD_FUNCTION("xmod::cpu::GatherRowsBackward", std::vector<c10::IValue>());
   const torch::Tensor like = torch::empty({0}, pos.options().dtype(dtype));
   auto supported = [&](const torch::Tensor& t) { return !t.defined() || SupportsFused({like, t}); };
   TORCH_CHECK(

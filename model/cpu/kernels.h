@@ -53,6 +53,12 @@ bool RopeSupportsLayout(const torch::Tensor& x);
 torch::Tensor Rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                    double sin_sign);
 
+// The router's scores (router.h) in one pass per row: x (..., D), c (D) (the norm's gain
+// times the router vector) -> {inv (...) = (mean over D of x^2 + eps)^(-1/2), s (...) =
+// inv * (x . c)}.
+std::pair<torch::Tensor, torch::Tensor> RouterScores(const torch::Tensor& x, const torch::Tensor& c,
+                                                     double eps);
+
 // Routed rows (blocks.h's routed layer): x (N, D) and M selected rows of it, rows (M) int64.
 // RowPositions: pos (N) int64 with pos[rows[m]] = m and -1 on the rows not selected, or an
 // undefined tensor when a row is selected twice (callers then take the composite path, whose
@@ -113,6 +119,10 @@ struct KernelTable {
   void (*rope_d)(const double* x, int64_t x_row_stride, const double* cos, const double* sin,
                  bool per_batch_tables, double sin_sign, double* out, int64_t rows, int64_t t,
                  int64_t heads, int64_t e);
+  void (*router_scores_f)(const float* x, const float* c, double eps, float* inv, float* s,
+                          int64_t rows, int64_t d);
+  void (*router_scores_d)(const double* x, const double* c, double eps, double* inv, double* s,
+                          int64_t rows, int64_t d);
   // Routed rows; u2, p, dp, g_pass and g_rows may be null.
   void (*scatter_scaled_add_f)(const float* x, const int64_t* pos, const float* r, const float* u1,
                                const float* u2, const float* p, float* out, int64_t n, int64_t d);

@@ -175,6 +175,32 @@ void RopeLoop(const T* x, int64_t x_row_stride, const T* cos, const T* sin, bool
                    });
 }
 
+// Router scores (kernels.h), row by row in one pass: ss = x . x and dot = x . c, then
+// inv = (ss / D + eps)^(-1/2), s = dot * inv.
+template <typename T>
+void RouterScoresLoop(const T* x, const T* c, double eps, T* inv, T* s, int64_t rows, int64_t d) {
+  at::parallel_for(0, rows, std::max<int64_t>(1, kGrain / d), [&](int64_t begin, int64_t end) {
+    using V = Vectorized<T>;
+    for (int64_t r = begin; r < end; ++r) {
+      const T* xr = x + r * d;
+      V acc_ss(T(0)), acc_dot(T(0));
+      int64_t j = 0;
+      for (; j + V::size() <= d; j += V::size()) {
+        const V vx = V::loadu(xr + j);
+        acc_ss = at::vec::fmadd(vx, vx, acc_ss);
+        acc_dot = at::vec::fmadd(vx, V::loadu(c + j), acc_dot);
+      }
+      T ss = LaneSum(acc_ss), dot = LaneSum(acc_dot);
+      for (; j < d; ++j) {
+        ss += xr[j] * xr[j];
+        dot += xr[j] * c[j];
+      }
+      inv[r] = T(1) / std::sqrt(ss / static_cast<T>(d) + static_cast<T>(eps));
+      s[r] = dot * inv[r];
+    }
+  });
+}
+
 // Routed rows (kernels.h): pos[n] is the selected row that lands on row n, or -1.
 // out[n] = x[n] + (pos[n] < 0 ? 0 : r[m] * (u1[m] + u2[m]) + p[m]) with m = pos[n]; u2 and p
 // may be null. One pass over x and out, rows in parallel.
@@ -297,6 +323,8 @@ extern const KernelTable kTable = {
     .rms_norm_backward_d = &RmsNormBackwardLoop<double>,
     .rope_f = &RopeLoop<float>,
     .rope_d = &RopeLoop<double>,
+    .router_scores_f = &RouterScoresLoop<float>,
+    .router_scores_d = &RouterScoresLoop<double>,
     .scatter_scaled_add_f = &ScatterScaledAddLoop<float>,
     .scatter_scaled_add_d = &ScatterScaledAddLoop<double>,
     .scatter_scaled_add_backward_f = &ScatterScaledAddBackwardLoop<float>,

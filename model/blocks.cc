@@ -1,6 +1,8 @@
 // Dense and routed layers: see blocks.h.
 #include "model/blocks.h"
 
+#include "model/routed_rows.h"
+
 namespace xmod {
 
 DenseBlockImpl::DenseBlockImpl(const DenseBlockOptions& options) {
@@ -64,17 +66,12 @@ torch::Tensor RoutedBlockImpl::forward(const torch::Tensor& x, LayerContext* ctx
   ctx->bias = ctx->bias + sel.mask.to(x.scalar_type());  // b_i counts this layer's choice
   if (sel.count() == 0) return x;                        // threshold rule selected nobody
 
-  // Gather the selected rows: flat row of (b, i) is b*T + i.
   const int64_t k_sel = sel.count();
-  torch::Tensor offsets = torch::arange(b, sel.index.options()).mul(t).unsqueeze(1);  // (B, 1)
-  torch::Tensor rows = (sel.index + offsets).reshape({-1});                           // (B*k)
-  torch::Tensor x_flat = x.reshape({b * t, d});                                       // (B*T, D)
-  torch::Tensor xs = x_flat.index_select(0, rows).view({b, k_sel, d});                // (B, k, D)
+  torch::Tensor xs = sel.x_rows.view({b, k_sel, d});  // (B, k, D), gathered by the router
   // RMSNorm is per row: normalizing the selected rows is RMSNorm(x) gathered, at k/T the cost.
   torch::Tensor hs = norm1->forward(xs);  // (B, k, D)
 
   torch::Tensor a;  // (B, k, D) attention output, undefined for Routed-FFN
-  torch::Tensor f;  // (B, k, D) FFN output
   switch (options_.attention_kind) {
     case RoutedBlockOptions::AttentionKind::kSelected:
       a = attention->forward(hs, sel.index, sel.valid, *ctx->rope);
@@ -85,18 +82,22 @@ torch::Tensor RoutedBlockImpl::forward(const torch::Tensor& x, LayerContext* ctx
     case RoutedBlockOptions::AttentionKind::kNone:
       break;
   }
-  f = a.defined() ? ffn->forward(norm2->forward(xs + a)) : ffn->forward(hs);
+  torch::Tensor f = a.defined() ? ffn->forward(norm2->forward(xs + a)) : ffn->forward(hs);
 
-  torch::Tensor r = sel.gate.unsqueeze(-1);  // (B, k, 1), 0 on padding rows
-  torch::Tensor delta;                       // (B, k, D)
+  // x_i += r_i (u1_i + u2_i) + p_i at the selected rows, in one pass (routed_rows.h).
+  auto flat = [&](const torch::Tensor& v) { return v.reshape({b * k_sel, d}); };
+  torch::Tensor r = sel.gate;  // (B, k), 0 on padding rows
+  torch::Tensor out;           // (B*T, D)
   if (options_.update == RoutedBlockOptions::Update::kMoD) {
-    delta = r * f;
-    if (a.defined()) delta = delta + (sel.valid.defined() ? a * sel.valid.unsqueeze(-1) : a);
+    torch::Tensor p;  // x_i += a_i + r_i f_i
+    if (a.defined()) p = flat(sel.valid.defined() ? a * sel.valid.unsqueeze(-1) : a);
+    out = ScatterScaledAdd(sel.x_pass, sel.rows, r.reshape({-1}), flat(f), torch::Tensor(), p);
   } else {
-    if (gate_scale.defined()) r = r * gate_scale;  // ς r_i
-    delta = r * (a.defined() ? a + f : f);
+    if (gate_scale.defined()) r = r * gate_scale;  // x_i += ς r_i (a_i + f_i)
+    out = ScatterScaledAdd(sel.x_pass, sel.rows, r.reshape({-1}), flat(f),
+                           a.defined() ? flat(a) : torch::Tensor(), torch::Tensor());
   }
-  return x_flat.index_add(0, rows, delta.reshape({b * k_sel, d})).view({b, t, d});
+  return out.view({b, t, d});
 }
 
 }  // namespace xmod

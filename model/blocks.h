@@ -2,9 +2,10 @@
 // (paper §2, Table 7):
 //  - DenseBlock: x += Attn(norm1 x); x += FFN(norm2 x) — the dense layer (FFN or MoE), and
 //    without its FFN the full-sequence attention layer of the Routed-FFN control.
-//  - RoutedBlock: a router picks tokens; only their rows are gathered, normalized, processed
-//    and index-added back, so the skipped tokens cost nothing but their router score. Attention
-//    among the selected tokens (X-MoD / MoD sparse layer), selected queries over all keys
+//  - RoutedBlock: a router picks tokens and gathers their rows (router.h); only those are
+//    normalized, processed and added back (routed_rows.h), so the skipped tokens cost nothing
+//    but their router score and one pass of the residual update. Attention among the
+//    selected tokens (X-MoD / MoD sparse layer), selected queries over all keys
 //    (Selected-Q/full-KV) or none (Routed-FFN); then the FFN on x + a. Update rules (§2.3):
 //      X-MoD:  x_i += ς · r_i · (a_i + f_i)      (Routed-FFN: x_i += ς · r_i · f_i)
 //      MoD:    x_i += a_i + r_i · f_i

@@ -13,6 +13,10 @@
 // trains only the router vector w to predict top-k membership, not the backbone.
 // We score the normalized h rather than the raw residual x, so scores do not drift with the
 // residual's scale in deep stacks (a choice of ours; the paper writes s = w^T x).
+// The router also gathers the selected rows of x for the layer. On float and double CPU
+// tensors the scores, the gather and x passed on to the residual update are one autograd node
+// whose backward forms the whole gradient of x in one pass (router.cc); elsewhere (CUDA, bf16)
+// the scores are one node and the gather ATen's index_select.
 // Legend: B = batch, T = tokens, D = d_model, k = selected tokens. Thread-compatible.
 #ifndef XMOD_MODEL_ROUTER_H_
 #define XMOD_MODEL_ROUTER_H_
@@ -38,6 +42,9 @@ struct Selection {
   torch::Tensor topk_mask;       // (B, T) bool, top-k of z (the BCE target)
   torch::Tensor threshold_mask;  // (B, T) bool, r > 0.5
   torch::Tensor aux_loss;        // () mean BCE of this layer, unweighted
+  torch::Tensor rows;            // (B*k) int64 rows of index in x (B*T, D): b*T + index
+  torch::Tensor x_rows;          // (B*k, D) x at rows
+  torch::Tensor x_pass;          // (B*T, D) x, for the residual update (routed_rows.h)
   int64_t count() const { return index.size(1); }
 };
 

@@ -1,10 +1,10 @@
 // How the model computes, checked against the plain path: the hand-written autograd nodes
-// (RMSNorm, RoPE, router scores through the norm, next-token loss, the SwiGLU gate) against the
-// composite formulas they replace, forward and gradients in float64; fused
-// scaled_dot_product_attention against the batched-matmul kernel (dense causal, routed top-k and
-// threshold-padded masks), activation checkpointing against keeping activations (losses and every
-// gradient), bf16 autocast against fp32 (close losses, fp32 parameters and gradients), and which
-// precision "auto" picks.
+// (RMSNorm, RoPE, router scores through the norm with the gather of the selected rows,
+// next-token loss, the SwiGLU gate, the routed rows' scatter-add) against the composite formulas
+// they replace, forward and gradients in float64; fused scaled_dot_product_attention against the
+// batched-matmul kernel (dense causal, routed top-k and threshold-padded masks), activation
+// checkpointing against keeping activations (losses and every gradient), bf16 autocast against fp32
+// (close losses, fp32 parameters and gradients), and which precision "auto" picks.
 #include <ATen/cpu/Utils.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -18,6 +18,7 @@
 #include "model/ffn.h"
 #include "model/rms_norm.h"
 #include "model/rope.h"
+#include "model/routed_rows.h"
 #include "model/router.h"
 #include "model/test_specs.h"
 #include "model/transformer.h"
@@ -189,6 +190,33 @@ TEST(AutogradNodes, RouterScoresMatchTheCompositeFormula) {
                                                /*allow_unused=*/true)[0];
     EXPECT_TRUE(!grad.defined() || torch::equal(grad, torch::zeros_like(input)));
   }
+  // The gathered rows b*T + index and x passed on: x's gradient from all four outputs at once
+  // (one pass in the fused node), and from the rows alone.
+  EXPECT_TRUE(torch::equal(sel.rows, (sel.index + torch::arange(kB).unsqueeze(1) * kT).view(-1)));
+  const torch::Tensor x_flat = x.reshape({kB * kT, kD});
+  const torch::Tensor plain_rows = x_flat.index_select(0, sel.rows);
+  const torch::Tensor rows_probe = torch::randn({kB * kK, kD}, kF64);
+  const torch::Tensor pass_probe = torch::randn({kB * kT, kD}, kF64);
+  ExpectAllClose({sel.x_rows, sel.x_pass}, {plain_rows, x_flat});
+  ExpectAllClose(
+      Grads({sel.gate, sel.aux_loss, sel.x_rows, sel.x_pass}, {probe, one, rows_probe, pass_probe},
+            inputs),
+      Grads({gate, aux, plain_rows, x_flat}, {probe, one, rows_probe, pass_probe}, inputs));
+  ExpectAllClose(Grads({sel.x_rows}, {rows_probe}, {x}), Grads({plain_rows}, {rows_probe}, {x}));
+  // The scores' one-pass kernel over rows of a width that is no multiple of any vector width,
+  // in several parallel tasks at 2 threads, in float64 and float32.
+  const int previous_threads = at::get_num_threads();
+  at::set_num_threads(2);
+  for (const torch::Dtype dtype : {torch::kFloat64, torch::kFloat32}) {
+    torch::Tensor xl = torch::randn({3, 700, 37}, kF64) * 2, c = torch::randn({37}, kF64);
+    auto [inv, s] = cpu::RouterScores(xl.to(dtype), c.to(dtype), 1e-6);
+    torch::Tensor plain_inv = torch::rsqrt(xl.pow(2).mean(-1) + 1e-6);
+    const double tolerance = dtype == torch::kFloat64 ? kTight : 1e-5;
+    EXPECT_TRUE(torch::allclose(inv.to(torch::kDouble), plain_inv, tolerance, tolerance));
+    EXPECT_TRUE(
+        torch::allclose(s.to(torch::kDouble), (xl * c).sum(-1) * plain_inv, tolerance, tolerance));
+  }
+  at::set_num_threads(previous_threads);
   // Under bf16 autocast the scores stay in float32, as the residual stream.
   AutocastGuard autocast(torch::kCPU, {true, torch::kBFloat16});
   Router router32(kD, tau, 1.0);
@@ -233,6 +261,57 @@ TEST(AutogradNodes, SwiGluGateMatchesTheCompositeFormula) {
   for (int i = 0; i < 2; ++i) {
     EXPECT_TRUE(torch::allclose(grads32[i].to(torch::kDouble), grads64[i], 1e-5, 1e-5))
         << "gradient " << i << " (kernels: " << cpu::KernelIsa() << ")";
+  }
+  at::set_num_threads(previous_threads);
+}
+
+// The routed layer's scaled scatter-add (routed_rows.h): the single-pass node against
+// index_add of r (u1 + u2) + p, forward and every gradient, in float64 over rows of a width that
+// is no multiple of any vector width and enough of them for several parallel tasks at 2
+// threads, with and without the optional terms; float32 against float64; and repeated rows,
+// which take the composite path and sum.
+TEST(AutogradNodes, ScatterScaledAddMatchesTheCompositeFormula) {
+  torch::manual_seed(16);
+  const int previous_threads = at::get_num_threads();
+  at::set_num_threads(2);
+  constexpr int64_t kN = 3000, kM = 1100, kD = 19;
+  const torch::Tensor distinct = torch::randperm(kN, torch::kLong).narrow(0, 0, kM);
+  const torch::Tensor repeated = torch::randint(0, kN / 10, {kM}, torch::kLong);
+  for (const torch::Tensor& rows : {distinct, repeated}) {
+    for (const bool full : {false, true}) {  // u2 and p present or not
+      std::vector<torch::Tensor> inputs = {torch::randn({kN, kD}, kF64), torch::rand({kM}, kF64),
+                                           torch::randn({kM, kD}, kF64)};
+      if (full)
+        inputs.insert(inputs.end(), {torch::randn({kM, kD}, kF64), torch::randn({kM, kD}, kF64)});
+      for (torch::Tensor& t : inputs) t.requires_grad_(true);
+      auto fused_of = [&](const std::vector<torch::Tensor>& in) {
+        return ScatterScaledAdd(in[0], rows, in[1], in[2], full ? in[3] : torch::Tensor(),
+                                full ? in[4] : torch::Tensor());
+      };
+      const torch::Tensor &x = inputs[0], &r = inputs[1], &u1 = inputs[2];
+      torch::Tensor delta = r.unsqueeze(-1) * (full ? u1 + inputs[3] : u1);
+      torch::Tensor plain = x.index_add(0, rows, full ? delta + inputs[4] : delta);
+      torch::Tensor fused = fused_of(inputs);
+      EXPECT_EQ(fused.grad_fn()->name().find("ScatterScaledAdd") != std::string::npos,
+                rows.data_ptr() == distinct.data_ptr());  // repeats take index_add
+      const torch::Tensor probe = torch::randn({kN, kD}, kF64);
+      ExpectAllClose({fused}, {plain});
+      const std::vector<torch::Tensor> grads64 = Grads({plain}, {probe}, inputs);
+      ExpectAllClose(Grads({fused}, {probe}, inputs), grads64);
+
+      std::vector<torch::Tensor> inputs32;
+      for (const torch::Tensor& t : inputs) {
+        inputs32.push_back(t.detach().to(torch::kFloat).requires_grad_(true));
+      }
+      torch::Tensor fused32 = fused_of(inputs32);
+      std::vector<torch::Tensor> grads32 =
+          torch::autograd::grad({(fused32 * probe.to(torch::kFloat)).sum()}, inputs32);
+      EXPECT_TRUE(torch::allclose(fused32.to(torch::kDouble), plain, 1e-5, 1e-5));
+      for (size_t i = 0; i < grads32.size(); ++i) {
+        EXPECT_TRUE(torch::allclose(grads32[i].to(torch::kDouble), grads64[i], 1e-4, 1e-4))
+            << "gradient " << i << " (kernels: " << cpu::KernelIsa() << ")";
+      }
+    }
   }
   at::set_num_threads(previous_threads);
 }

@@ -13,6 +13,7 @@ add_library(xmod_model
   moe.cc
   rms_norm.cc
   rope.cc
+  routed_rows.cc
   router.cc
   routing_diagnostics.cc
   transformer.cc)

@@ -1,9 +1,13 @@
 // CPU kernels: see kernels.h. This file picks the instruction-set variant and checks shapes.
+// The router's and the routed rows' entry points record themselves (RECORD_FUNCTION), so that
+// a profile names them where no ATen op stands for their work.
 #include "model/cpu/kernels.h"
 
 #include <ATen/Version.h>
+#include <ATen/record_function.h>
 
 #include <algorithm>
+#include <tuple>
 #include <vector>
 
 #if defined(__x86_64__)  // the variants model/torch_targets.cmake builds on x86-64
@@ -42,6 +46,31 @@ const internal::KernelTable& Table() {
 void CheckSameShape(const torch::Tensor& x, const torch::Tensor& y) {
   TORCH_CHECK(x.sizes() == y.sizes(), "cpu kernel: shapes ", x.sizes(), " and ", y.sizes(),
               " differ");
+}
+
+// Contiguous, or undefined when t is.
+torch::Tensor ContiguousOrNone(const torch::Tensor& t) {
+  return t.defined() ? t.contiguous() : torch::Tensor();
+}
+
+template <typename T>
+const T* PtrOrNull(const torch::Tensor& t) {
+  return t.defined() ? t.data_ptr<T>() : nullptr;
+}
+
+template <typename T>
+T* MutablePtrOrNull(torch::Tensor& t) {
+  return t.defined() ? t.data_ptr<T>() : nullptr;
+}
+
+// Checks the (M, D) operands of the routed-row kernels against r (M) and d.
+void CheckRowOperands(const torch::Tensor& r, std::initializer_list<torch::Tensor> rows_of_d,
+                      int64_t d) {
+  for (const torch::Tensor& u : rows_of_d) {
+    if (!u.defined()) continue;
+    TORCH_CHECK(u.dim() == 2 && u.size(0) == r.numel() && u.size(1) == d, "routed rows: operand ",
+                u.sizes(), " for ", r.numel(), " rows of ", d);
+  }
 }
 
 }  // namespace
@@ -168,6 +197,138 @@ torch::Tensor Rope(const torch::Tensor& x, const torch::Tensor& cos_in, const to
                    heads, e);
   }
   return out;
+}
+
+std::pair<torch::Tensor, torch::Tensor> RouterScores(const torch::Tensor& x_in,
+                                                     const torch::Tensor& c_in, double eps) {
+  RECORD_FUNCTION("xmod::cpu::RouterScores", std::vector<c10::IValue>());
+  TORCH_CHECK(SupportsFused({x_in, c_in}), "RouterScores: float or double CPU tensors");
+  const int64_t d = x_in.size(-1);
+  TORCH_CHECK(c_in.dim() == 1 && c_in.size(0) == d, "RouterScores: vector ", c_in.sizes(),
+              " for rows of ", d);
+  const torch::Tensor x = x_in.contiguous(), c = c_in.contiguous();
+  const int64_t rows = x.numel() / std::max<int64_t>(1, d);
+  std::vector<int64_t> sizes = x.sizes().vec();
+  sizes.pop_back();
+  torch::Tensor inv = torch::empty(sizes, x.options()), s = torch::empty(sizes, x.options());
+  if (x.scalar_type() == torch::kFloat32) {
+    Table().router_scores_f(x.data_ptr<float>(), c.data_ptr<float>(), eps, inv.data_ptr<float>(),
+                            s.data_ptr<float>(), rows, d);
+  } else {
+    Table().router_scores_d(x.data_ptr<double>(), c.data_ptr<double>(), eps, inv.data_ptr<double>(),
+                            s.data_ptr<double>(), rows, d);
+  }
+  return {inv, s};
+}
+
+torch::Tensor RowPositions(const torch::Tensor& rows_in, int64_t n) {
+  TORCH_CHECK(rows_in.dim() == 1 && rows_in.scalar_type() == torch::kLong && rows_in.is_cpu(),
+              "RowPositions: rows must be a CPU int64 vector, got ", rows_in.sizes());
+  const torch::Tensor rows = rows_in.contiguous();
+  torch::Tensor pos = torch::full({n}, -1, rows.options());
+  const int64_t* r = rows.data_ptr<int64_t>();
+  int64_t* p = pos.data_ptr<int64_t>();
+  for (int64_t m = 0; m < rows.numel(); ++m) {
+    TORCH_CHECK(r[m] >= 0 && r[m] < n, "RowPositions: row ", r[m], " outside [0, ", n, ")");
+    if (p[r[m]] >= 0) return torch::Tensor();  // repeated: only index_add's sum is right
+    p[r[m]] = m;
+  }
+  return pos;
+}
+
+torch::Tensor ScatterScaledAdd(const torch::Tensor& x_in, const torch::Tensor& pos,
+                               const torch::Tensor& r_in, const torch::Tensor& u1_in,
+                               const torch::Tensor& u2_in, const torch::Tensor& p_in) {
+  RECORD_FUNCTION("xmod::cpu::ScatterScaledAdd", std::vector<c10::IValue>());
+  TORCH_CHECK(SupportsFused({x_in, r_in, u1_in}) &&
+                  (!u2_in.defined() || SupportsFused({x_in, u2_in})) &&
+                  (!p_in.defined() || SupportsFused({x_in, p_in})),
+              "ScatterScaledAdd: float or double CPU tensors of one dtype");
+  TORCH_CHECK(x_in.dim() == 2 && pos.numel() == x_in.size(0), "ScatterScaledAdd: x ", x_in.sizes(),
+              " and ", pos.numel(), " row positions");
+  const int64_t n = x_in.size(0), d = x_in.size(1);
+  CheckRowOperands(r_in, {u1_in, u2_in, p_in}, d);
+  const torch::Tensor x = x_in.contiguous(), r = r_in.contiguous(), u1 = u1_in.contiguous(),
+                      u2 = ContiguousOrNone(u2_in), p = ContiguousOrNone(p_in),
+                      positions = pos.contiguous();
+  torch::Tensor out = torch::empty_like(x);
+  if (x.scalar_type() == torch::kFloat32) {
+    Table().scatter_scaled_add_f(x.data_ptr<float>(), positions.data_ptr<int64_t>(),
+                                 r.data_ptr<float>(), u1.data_ptr<float>(), PtrOrNull<float>(u2),
+                                 PtrOrNull<float>(p), out.data_ptr<float>(), n, d);
+  } else {
+    Table().scatter_scaled_add_d(x.data_ptr<double>(), positions.data_ptr<int64_t>(),
+                                 r.data_ptr<double>(), u1.data_ptr<double>(), PtrOrNull<double>(u2),
+                                 PtrOrNull<double>(p), out.data_ptr<double>(), n, d);
+  }
+  return out;
+}
+
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> ScatterScaledAddBackward(
+    const torch::Tensor& g_in, const torch::Tensor& rows_in, const torch::Tensor& r_in,
+    const torch::Tensor& u1_in, const torch::Tensor& u2_in, bool want_dp) {
+  RECORD_FUNCTION("xmod::cpu::ScatterScaledAddBackward", std::vector<c10::IValue>());
+  TORCH_CHECK(
+      SupportsFused({g_in, r_in, u1_in}) && (!u2_in.defined() || SupportsFused({g_in, u2_in})),
+      "ScatterScaledAddBackward: float or double CPU tensors of one dtype");
+  TORCH_CHECK(g_in.dim() == 2 && rows_in.numel() == r_in.numel(), "ScatterScaledAddBackward: g ",
+              g_in.sizes(), ", ", rows_in.numel(), " rows and ", r_in.numel(), " weights");
+  const int64_t m = r_in.numel(), d = g_in.size(1);
+  CheckRowOperands(r_in, {u1_in, u2_in}, d);
+  const torch::Tensor g = g_in.contiguous(), rows = rows_in.contiguous(), r = r_in.contiguous(),
+                      u1 = u1_in.contiguous(), u2 = ContiguousOrNone(u2_in);
+  torch::Tensor du = torch::empty({m, d}, g.options()), dr = torch::empty({m}, g.options());
+  torch::Tensor dp = want_dp ? torch::empty({m, d}, g.options()) : torch::Tensor();
+  if (g.scalar_type() == torch::kFloat32) {
+    Table().scatter_scaled_add_backward_f(g.data_ptr<float>(), rows.data_ptr<int64_t>(),
+                                          r.data_ptr<float>(), u1.data_ptr<float>(),
+                                          PtrOrNull<float>(u2), du.data_ptr<float>(),
+                                          dr.data_ptr<float>(), MutablePtrOrNull<float>(dp), m, d);
+  } else {
+    Table().scatter_scaled_add_backward_d(
+        g.data_ptr<double>(), rows.data_ptr<int64_t>(), r.data_ptr<double>(), u1.data_ptr<double>(),
+        PtrOrNull<double>(u2), du.data_ptr<double>(), dr.data_ptr<double>(),
+        MutablePtrOrNull<double>(dp), m, d);
+  }
+  return {du, dr, dp};
+}
+
+torch::Tensor GatherRowsBackward(const torch::Tensor& g_pass_in, const torch::Tensor& g_rows_in,
+                                 const torch::Tensor& pos, const RowAffine& router, int64_t d,
+                                 torch::Dtype dtype) {
+  RECORD_FUNCTION("xmod::cpu::GatherRowsBackward", std::vector<c10::IValue>());
+  const torch::Tensor like = torch::empty({0}, pos.options().dtype(dtype));
+  auto supported = [&](const torch::Tensor& t) { return !t.defined() || SupportsFused({like, t}); };
+  TORCH_CHECK(
+      SupportsFused({like}) && supported(g_pass_in) && supported(g_rows_in) &&
+          supported(router.alpha) &&
+          (!router.alpha.defined() || SupportsFused({like, router.beta, router.c, router.x})),
+      "GatherRowsBackward: float or double CPU tensors of one dtype");
+  const int64_t n = pos.numel();
+  TORCH_CHECK(!g_pass_in.defined() || g_pass_in.numel() == n * d, "GatherRowsBackward: g_pass ",
+              g_pass_in.sizes(), " for ", n, " rows of ", d);
+  TORCH_CHECK(!g_rows_in.defined() || (g_rows_in.dim() == 2 && g_rows_in.size(1) == d),
+              "GatherRowsBackward: g_rows ", g_rows_in.sizes(), " for rows of ", d);
+  TORCH_CHECK(!router.alpha.defined() || (router.alpha.numel() == n && router.beta.numel() == n &&
+                                          router.c.numel() == d && router.x.numel() == n * d),
+              "GatherRowsBackward: router term for ", n, " rows of ", d);
+  const torch::Tensor g_pass = ContiguousOrNone(g_pass_in), g_rows = ContiguousOrNone(g_rows_in),
+                      alpha = ContiguousOrNone(router.alpha), beta = ContiguousOrNone(router.beta),
+                      c = ContiguousOrNone(router.c), x = ContiguousOrNone(router.x),
+                      positions = pos.contiguous();
+  torch::Tensor dx = torch::empty({n, d}, like.options());
+  if (dtype == torch::kFloat32) {
+    Table().gather_rows_backward_f(PtrOrNull<float>(g_pass), PtrOrNull<float>(g_rows),
+                                   positions.data_ptr<int64_t>(), PtrOrNull<float>(alpha),
+                                   PtrOrNull<float>(beta), PtrOrNull<float>(c), PtrOrNull<float>(x),
+                                   dx.data_ptr<float>(), n, d);
+  } else {
+    Table().gather_rows_backward_d(PtrOrNull<double>(g_pass), PtrOrNull<double>(g_rows),
+                                   positions.data_ptr<int64_t>(), PtrOrNull<double>(alpha),
+                                   PtrOrNull<double>(beta), PtrOrNull<double>(c),
+                                   PtrOrNull<double>(x), dx.data_ptr<double>(), n, d);
+  }
+  return dx;
 }
 
 }  // namespace xmod::cpu

@@ -13,6 +13,7 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <tuple>
 
 namespace xmod::cpu {
 
@@ -52,6 +53,45 @@ bool RopeSupportsLayout(const torch::Tensor& x);
 torch::Tensor Rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                    double sin_sign);
 
+// The router's scores (router.h) in one pass per row: x (..., D), c (D) (the norm's gain
+// times the router vector) -> {inv (...) = (mean over D of x^2 + eps)^(-1/2), s (...) =
+// inv * (x . c)}.
+std::pair<torch::Tensor, torch::Tensor> RouterScores(const torch::Tensor& x, const torch::Tensor& c,
+                                                     double eps);
+
+// Routed rows (blocks.h's routed layer): x (N, D) and M selected rows of it, rows (M) int64.
+// RowPositions: pos (N) int64 with pos[rows[m]] = m and -1 on the rows not selected, or an
+// undefined tensor when a row is selected twice (callers then take the composite path, whose
+// index_add sums repeats). Rows out of [0, N) are an error.
+torch::Tensor RowPositions(const torch::Tensor& rows, int64_t n);
+
+// The routed residual update in one pass over x (N, D): out = x, and for each selected row
+// out[rows[m]] += r[m] * (u1[m] + u2[m]) + p[m]. pos from RowPositions; r (M); u1, u2, p
+// (M, D), u2 and p may be undefined (zero). -> out (N, D).
+torch::Tensor ScatterScaledAdd(const torch::Tensor& x, const torch::Tensor& pos,
+                               const torch::Tensor& r, const torch::Tensor& u1,
+                               const torch::Tensor& u2, const torch::Tensor& p);
+
+// Its gradients for the incoming g (N, D), one pass over the selected rows, with
+// gm = g[rows[m]]: du = r[m] * gm (the gradient of u1 and u2 alike), dr[m] = gm . (u1 + u2)[m],
+// dp = gm when want_dp (else undefined). -> {du (M, D), dr (M), dp (M, D)}.
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> ScatterScaledAddBackward(
+    const torch::Tensor& g, const torch::Tensor& rows, const torch::Tensor& r,
+    const torch::Tensor& u1, const torch::Tensor& u2, bool want_dp);
+
+// The gradient of a routed layer's input x (N, D) that reaches the router, the rows' gather
+// and the residual update, in one pass over dx:
+//   dx = g_pass + (g_rows scattered to rows) + alpha c + beta x
+// (the router's term of router.h, per row n: alpha[n] c + beta[n] x[n]). g_pass (N, D),
+// g_rows (M, D) and the router's term (alpha, beta (N), c (D), x (N, D)) may be undefined
+// (zero); pos from RowPositions. -> dx (N, D) of `dtype`.
+struct RowAffine {
+  torch::Tensor alpha, beta, c, x;
+};
+torch::Tensor GatherRowsBackward(const torch::Tensor& g_pass, const torch::Tensor& g_rows,
+                                 const torch::Tensor& pos, const RowAffine& router, int64_t d,
+                                 torch::Dtype dtype);
+
 namespace internal {
 // One instruction set's loops over raw contiguous arrays, of element type float and double.
 struct KernelTable {
@@ -79,6 +119,28 @@ struct KernelTable {
   void (*rope_d)(const double* x, int64_t x_row_stride, const double* cos, const double* sin,
                  bool per_batch_tables, double sin_sign, double* out, int64_t rows, int64_t t,
                  int64_t heads, int64_t e);
+  void (*router_scores_f)(const float* x, const float* c, double eps, float* inv, float* s,
+                          int64_t rows, int64_t d);
+  void (*router_scores_d)(const double* x, const double* c, double eps, double* inv, double* s,
+                          int64_t rows, int64_t d);
+  // Routed rows; u2, p, dp, g_pass and g_rows may be null.
+  void (*scatter_scaled_add_f)(const float* x, const int64_t* pos, const float* r, const float* u1,
+                               const float* u2, const float* p, float* out, int64_t n, int64_t d);
+  void (*scatter_scaled_add_d)(const double* x, const int64_t* pos, const double* r,
+                               const double* u1, const double* u2, const double* p, double* out,
+                               int64_t n, int64_t d);
+  void (*scatter_scaled_add_backward_f)(const float* g, const int64_t* rows, const float* r,
+                                        const float* u1, const float* u2, float* du, float* dr,
+                                        float* dp, int64_t m, int64_t d);
+  void (*scatter_scaled_add_backward_d)(const double* g, const int64_t* rows, const double* r,
+                                        const double* u1, const double* u2, double* du, double* dr,
+                                        double* dp, int64_t m, int64_t d);
+  void (*gather_rows_backward_f)(const float* g_pass, const float* g_rows, const int64_t* pos,
+                                 const float* alpha, const float* beta, const float* c,
+                                 const float* x, float* dx, int64_t n, int64_t d);
+  void (*gather_rows_backward_d)(const double* g_pass, const double* g_rows, const int64_t* pos,
+                                 const double* alpha, const double* beta, const double* c,
+                                 const double* x, double* dx, int64_t n, int64_t d);
 };
 }  // namespace internal
 

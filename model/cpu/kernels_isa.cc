@@ -175,6 +175,137 @@ void RopeLoop(const T* x, int64_t x_row_stride, const T* cos, const T* sin, bool
                    });
 }
 
+// Router scores (kernels.h), row by row in one pass: ss = x . x and dot = x . c, then
+// inv = (ss / D + eps)^(-1/2), s = dot * inv.
+template <typename T>
+void RouterScoresLoop(const T* x, const T* c, double eps, T* inv, T* s, int64_t rows, int64_t d) {
+  at::parallel_for(0, rows, std::max<int64_t>(1, kGrain / d), [&](int64_t begin, int64_t end) {
+    using V = Vectorized<T>;
+    for (int64_t r = begin; r < end; ++r) {
+      const T* xr = x + r * d;
+      V acc_ss(T(0)), acc_dot(T(0));
+      int64_t j = 0;
+      for (; j + V::size() <= d; j += V::size()) {
+        const V vx = V::loadu(xr + j);
+        acc_ss = at::vec::fmadd(vx, vx, acc_ss);
+        acc_dot = at::vec::fmadd(vx, V::loadu(c + j), acc_dot);
+      }
+      T ss = LaneSum(acc_ss), dot = LaneSum(acc_dot);
+      for (; j < d; ++j) {
+        ss += xr[j] * xr[j];
+        dot += xr[j] * c[j];
+      }
+      inv[r] = T(1) / std::sqrt(ss / static_cast<T>(d) + static_cast<T>(eps));
+      s[r] = dot * inv[r];
+    }
+  });
+}
+
+// Routed rows (kernels.h): pos[n] is the selected row that lands on row n, or -1.
+// out[n] = x[n] + (pos[n] < 0 ? 0 : r[m] * (u1[m] + u2[m]) + p[m]) with m = pos[n]; u2 and p
+// may be null. One pass over x and out, rows in parallel.
+template <typename T>
+void ScatterScaledAddLoop(const T* x, const int64_t* pos, const T* r, const T* u1, const T* u2,
+                          const T* p, T* out, int64_t n, int64_t d) {
+  at::parallel_for(0, n, std::max<int64_t>(1, kGrain / d), [&](int64_t begin, int64_t end) {
+    using V = Vectorized<T>;
+    for (int64_t row = begin; row < end; ++row) {
+      const T* xr = x + row * d;
+      T* o = out + row * d;
+      const int64_t m = pos[row];
+      if (m < 0) {
+        std::copy(xr, xr + d, o);
+        continue;
+      }
+      const T* a = u1 + m * d;
+      const T* b = u2 == nullptr ? nullptr : u2 + m * d;
+      const T* c = p == nullptr ? nullptr : p + m * d;
+      const V vr(r[m]);
+      int64_t j = 0;
+      for (; j + V::size() <= d; j += V::size()) {
+        V u = V::loadu(a + j);
+        if (b != nullptr) u = u + V::loadu(b + j);
+        V delta = u * vr;
+        if (c != nullptr) delta = delta + V::loadu(c + j);
+        (V::loadu(xr + j) + delta).store(o + j);
+      }
+      for (; j < d; ++j) {
+        const T u = a[j] + (b == nullptr ? T(0) : b[j]);
+        o[j] = xr[j] + r[m] * u + (c == nullptr ? T(0) : c[j]);
+      }
+    }
+  });
+}
+
+// Its gradients for the incoming g (N, D), per selected row m with gm = g[rows[m]]:
+// du[m] = r[m] * gm, dr[m] = gm . (u1[m] + u2[m]), dp[m] = gm (dp may be null). Rows in
+// parallel, one pass over the selected rows.
+template <typename T>
+void ScatterScaledAddBackwardLoop(const T* g, const int64_t* rows, const T* r, const T* u1,
+                                  const T* u2, T* du, T* dr, T* dp, int64_t m, int64_t d) {
+  at::parallel_for(0, m, std::max<int64_t>(1, kGrain / d), [&](int64_t begin, int64_t end) {
+    using V = Vectorized<T>;
+    for (int64_t i = begin; i < end; ++i) {
+      const T* gm = g + rows[i] * d;
+      const T* a = u1 + i * d;
+      const T* b = u2 == nullptr ? nullptr : u2 + i * d;
+      T* dui = du + i * d;
+      T* dpi = dp == nullptr ? nullptr : dp + i * d;
+      const V vr(r[i]);
+      V acc(T(0));
+      int64_t j = 0;
+      for (; j + V::size() <= d; j += V::size()) {
+        const V vg = V::loadu(gm + j);
+        V u = V::loadu(a + j);
+        if (b != nullptr) u = u + V::loadu(b + j);
+        acc = at::vec::fmadd(vg, u, acc);
+        (vg * vr).store(dui + j);
+        if (dpi != nullptr) vg.store(dpi + j);
+      }
+      T dot = LaneSum(acc);
+      for (; j < d; ++j) {
+        dot += gm[j] * (a[j] + (b == nullptr ? T(0) : b[j]));
+        dui[j] = gm[j] * r[i];
+        if (dpi != nullptr) dpi[j] = gm[j];
+      }
+      dr[i] = dot;
+    }
+  });
+}
+
+// The gradient of a routed layer's input: dx[n] = g_pass[n] + (pos[n] < 0 ? 0 : g_rows[pos[n]])
+// + alpha[n] c + beta[n] x[n]; g_pass, g_rows and alpha (with beta, c, x) may be null (zero).
+// One pass over dx, rows in parallel.
+template <typename T>
+void GatherRowsBackwardLoop(const T* g_pass, const T* g_rows, const int64_t* pos, const T* alpha,
+                            const T* beta, const T* c, const T* x, T* dx, int64_t n, int64_t d) {
+  at::parallel_for(0, n, std::max<int64_t>(1, kGrain / d), [&](int64_t begin, int64_t end) {
+    using V = Vectorized<T>;
+    for (int64_t row = begin; row < end; ++row) {
+      T* o = dx + row * d;
+      const T* base = g_pass == nullptr ? nullptr : g_pass + row * d;
+      const T* sel = g_rows == nullptr || pos[row] < 0 ? nullptr : g_rows + pos[row] * d;
+      const T* xr = alpha == nullptr ? nullptr : x + row * d;
+      const T va = alpha == nullptr ? T(0) : alpha[row], vb = alpha == nullptr ? T(0) : beta[row];
+      int64_t j = 0;
+      for (; j + V::size() <= d; j += V::size()) {
+        V sum(T(0));
+        if (base != nullptr) sum = V::loadu(base + j);
+        if (sel != nullptr) sum = sum + V::loadu(sel + j);
+        if (xr != nullptr) {
+          sum = at::vec::fmadd(V(va), V::loadu(c + j), sum);
+          sum = at::vec::fmadd(V(vb), V::loadu(xr + j), sum);
+        }
+        sum.store(o + j);
+      }
+      for (; j < d; ++j) {
+        o[j] = (base == nullptr ? T(0) : base[j]) + (sel == nullptr ? T(0) : sel[j]) +
+               (xr == nullptr ? T(0) : va * c[j] + vb * xr[j]);
+      }
+    }
+  });
+}
+
 }  // namespace
 
 #define XMOD_STRINGIFY_ISA(x) #x
@@ -192,6 +323,14 @@ extern const KernelTable kTable = {
     .rms_norm_backward_d = &RmsNormBackwardLoop<double>,
     .rope_f = &RopeLoop<float>,
     .rope_d = &RopeLoop<double>,
+    .router_scores_f = &RouterScoresLoop<float>,
+    .router_scores_d = &RouterScoresLoop<double>,
+    .scatter_scaled_add_f = &ScatterScaledAddLoop<float>,
+    .scatter_scaled_add_d = &ScatterScaledAddLoop<double>,
+    .scatter_scaled_add_backward_f = &ScatterScaledAddBackwardLoop<float>,
+    .scatter_scaled_add_backward_d = &ScatterScaledAddBackwardLoop<double>,
+    .gather_rows_backward_f = &GatherRowsBackwardLoop<float>,
+    .gather_rows_backward_d = &GatherRowsBackwardLoop<double>,
 };
 
 }  // namespace CPU_CAPABILITY

@@ -1,0 +1,69 @@
+// Scaled scatter-add of the routed rows: see routed_rows.h.
+#include "model/routed_rows.h"
+
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <optional>
+
+#include "model/cpu/kernels.h"
+
+namespace xmod {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// out = x + (r (u1 + u2) + p) at the rows, one node; backward: dx = g, du1 = du2 = r g[rows],
+// dr = g[rows] . (u1 + u2), dp = g[rows], in one pass over the selected rows.
+class ScatterScaledAddFunction : public torch::autograd::Function<ScatterScaledAddFunction> {
+ public:
+  // x: (N, D), rows: (M), pos: (N), r: (M), u1: (M, D), u2, p: (M, D) or none -> (N, D).
+  static torch::Tensor forward(AutogradContext* actx, const torch::Tensor& x,
+                               const torch::Tensor& rows, const torch::Tensor& pos,
+                               const torch::Tensor& r, const torch::Tensor& u1,
+                               const std::optional<torch::Tensor>& u2_or_none,
+                               const std::optional<torch::Tensor>& p_or_none) {
+    actx->set_materialize_grads(false);
+    const torch::Tensor u2 = u2_or_none.value_or(torch::Tensor());
+    const torch::Tensor p = p_or_none.value_or(torch::Tensor());
+    actx->save_for_backward({rows, r, u1, u2});
+    actx->saved_data["has_p"] = p.defined();
+    actx->saved_data["dtype"] = x.scalar_type();
+    return cpu::ScatterScaledAdd(x, pos, r, u1, u2, p);
+  }
+
+  static variable_list backward(AutogradContext* actx, variable_list grads) {
+    if (!grads[0].defined()) return variable_list(7);
+    const variable_list saved = actx->get_saved_variables();
+    const torch::Tensor &rows = saved[0], &r = saved[1], &u1 = saved[2], &u2 = saved[3];
+    const torch::Tensor g = grads[0].to(actx->saved_data["dtype"].toScalarType());
+    auto [du, dr, dp] =
+        cpu::ScatterScaledAddBackward(g, rows, r, u1, u2, actx->saved_data["has_p"].toBool());
+    return {g, {}, {}, dr, du, u2.defined() ? du : torch::Tensor(), dp};
+  }
+};
+
+}  // namespace
+
+torch::Tensor ScatterScaledAdd(const torch::Tensor& x, const torch::Tensor& rows,
+                               const torch::Tensor& r, const torch::Tensor& u1,
+                               const torch::Tensor& u2, const torch::Tensor& p) {
+  const bool fused = cpu::SupportsFused({x, r, u1}) && x.dim() == 2 &&
+                     (!u2.defined() || cpu::SupportsFused({x, u2})) &&
+                     (!p.defined() || cpu::SupportsFused({x, p}));
+  if (fused) {
+    const torch::Tensor pos = cpu::RowPositions(rows, x.size(0));  // undefined on repeats
+    auto optional = [](const torch::Tensor& t) {
+      return t.defined() ? std::optional<torch::Tensor>(t) : std::nullopt;
+    };
+    if (pos.defined()) {
+      return ScatterScaledAddFunction::apply(x, rows, pos, r, u1, optional(u2), optional(p));
+    }
+  }
+  // CUDA, bf16, repeated rows: index_add sums every row's contributions.
+  torch::Tensor delta = r.unsqueeze(-1) * (u2.defined() ? u1 + u2 : u1);  // (M, D)
+  if (p.defined()) delta = delta + p;
+  return x.index_add(/*dim=*/0, rows, delta);
+}
+
+}  // namespace xmod

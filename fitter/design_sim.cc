@@ -413,9 +413,11 @@ absl::StatusOr<RepResult> AdaptiveCurvesRep(const DesignSimOptions& options,
       if (absl::Status s = start((*seed_runs)[next_seed++]); !s.ok()) return s;
       busy += runs.back().running ? 1 : 0;
     }
+    bool fill_stops = false;
     if (busy < options.slots && next_seed == seed_runs->size()) {
       absl::StatusOr<Decision> fill = Decide(config, CurvesState(runs, base, marks));
       if (!fill.ok()) return fill.status();
+      fill_stops = fill->stop;
       for (const Proposal& p : fill->ranked) {
         if (busy + (p.needs_dense ? 1 : 0) + 1 > options.slots) continue;
         if (p.needs_dense) {  // trained in this round's slot, done by its end
@@ -429,6 +431,9 @@ absl::StatusOr<RepResult> AdaptiveCurvesRep(const DesignSimOptions& options,
         ++busy;
       }
     }
+    // Early stops can leave nothing in flight, and a design that waited for its runs in
+    // flight then stops: the next decision, on this same state, records that stop.
+    if (busy == 0 && fill_stops) continue;
     if (busy == 0) break;
     // One round: every running run reports its next mark.
     for (SimRun& r : runs) {

@@ -188,7 +188,7 @@ TEST(AdaptiveDesignTest, StopsWhenTheBudgetIsSpent) {
   EXPECT_TRUE(d.ranked.empty());
 }
 
-TEST(AdaptiveDesignTest, StopsWhenTheAnswersHoldWithinTolerance) {
+TEST(AdaptiveDesignTest, StopsWhenTheAnswersHoldWithinToleranceAndNothingIsInFlight) {
   AdaptiveConfig config = SimLikeConfig();
   config.tolerance = 1.0;  // any expected regret is small enough
   config.stable_decisions = 2;
@@ -203,6 +203,15 @@ TEST(AdaptiveDesignTest, StopsWhenTheAnswersHoldWithinTolerance) {
   EXPECT_TRUE(second.stop);
   EXPECT_EQ(second.streak, 2);
   EXPECT_THAT(second.stop_reason, HasSubstr("unchanged for 2 decisions"));
+  // With runs in flight (a seed set still training, say) the same confidence waits for their
+  // evidence instead of stopping on an answer they might overturn, and queues nothing more.
+  ASSERT_GE(first.ranked.size(), 2u);
+  DesignState in_flight = state;
+  in_flight.in_flight = {first.ranked[0].run, first.ranked[1].run};
+  const Decision waiting = *Decide(config, in_flight);
+  EXPECT_FALSE(waiting.stop) << waiting.stop_reason;
+  EXPECT_THAT(waiting.held_back, HasSubstr("2 runs in flight"));
+  EXPECT_TRUE(waiting.ranked.empty());
   // A strict tolerance keeps going on the same evidence.
   config.tolerance = 0;
   const Decision strict = *Decide(config, state);
@@ -213,27 +222,6 @@ TEST(AdaptiveDesignTest, StopsWhenTheAnswersHoldWithinTolerance) {
     EXPECT_GE(a.regret_bound, 0);
   }
   EXPECT_EQ(strict.stop, bound == 0);
-}
-
-// A confident design with runs in flight (a seed set still training, say) waits for their
-// evidence instead of stopping on an answer they might overturn, and queues nothing more.
-TEST(AdaptiveDesignTest, AConfidentDesignWaitsForItsRunsInFlight) {
-  AdaptiveConfig config = SimLikeConfig();
-  config.tolerance = 1.0;  // any regret bound is small enough
-  config.stable_decisions = 2;
-  DesignState state;
-  state.completed = SeedObservations(config, 0.003);
-  const Decision first = *Decide(config, state);
-  ASSERT_FALSE(first.ranked.empty());
-  state.previous_answers = first.answers;
-  state.previous_streak = first.streak;
-  state.in_flight = {first.ranked[0].run, first.ranked[1].run};
-  const Decision waiting = *Decide(config, state);
-  EXPECT_FALSE(waiting.stop) << waiting.stop_reason;
-  EXPECT_THAT(waiting.held_back, HasSubstr("2 runs in flight"));
-  EXPECT_TRUE(waiting.ranked.empty());
-  state.in_flight.clear();
-  EXPECT_TRUE(Decide(config, state)->stop);
 }
 
 TEST(AdaptiveDesignTest, AConfidentDesignDoesNotStopAgainstItsOwnRuns) {

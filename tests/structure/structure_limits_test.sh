@@ -12,9 +12,12 @@ venv=$src/.cache/tools-venv
 mkdir -p "$src/.cache"
 exec 9>"$src/.cache/tools-venv.lock"
 flock 9
-if [[ ! -x $venv/bin/lizard ]]; then
+# Run as `python -m lizard`: the venv's console scripts name the folder it was made in, which
+# is another checkout's when .cache is shared through a link.
+if ! "$venv/bin/python" -m lizard --version >/dev/null 2>&1; then
+  rm -rf "$venv"
   /usr/bin/python3 -m venv "$venv" || { echo "FAIL: /usr/bin/python3 -m venv" >&2; exit 1; }
-  "$venv/bin/pip" install -q --disable-pip-version-check lizard==1.24.3
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check lizard==1.24.3
 fi
 flock -u 9
 
@@ -34,7 +37,7 @@ done < <(git ls-files 'coordinator/*.h' 'coordinator/*.cc' | grep -v '^coordinat
 mapfile -t sources < <(git ls-files 'coordinator/*.cc' 'coordinator/*.h' 'worker/*.cc' \
   'worker/*.h' 'trainer_contract/*.cc' 'trainer_contract/*.h' 'model/train/trainer.cc' |
   grep -v -e '_test\.cc$' -e '^coordinator/tests/')
-long=$("$venv/bin/lizard" -w -L "$max_function_lines" -C 100000 -a 1000 -T nloc=100000 \
+long=$("$venv/bin/python" -m lizard -w -L "$max_function_lines" -C 100000 -a 1000 -T nloc=100000 \
   "${sources[@]}" || true)
 if [[ -n $long ]]; then
   echo "FAIL: functions over $max_function_lines lines:"

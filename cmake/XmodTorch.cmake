@@ -51,8 +51,15 @@ foreach(_entry IN LISTS _entries)
 endforeach()
 target_include_directories(xmod_torch SYSTEM INTERFACE
   "${_farm}" "${_farm}/torch/csrc/api/include")
+# With them the wheel's OpenMP runtime (libtorch_cpu's NEEDED libgomp.so.1, beside it): code
+# of ours compiled with -fopenmp (model/cpu) calls it, never the compiler's, so LibTorch and
+# xmod share one thread pool, sized by at::set_num_threads.
+if(NOT EXISTS "${_lib}/libgomp.so.1")
+  message(FATAL_ERROR "XMOD_TORCH_ROOT=${XMOD_TORCH_ROOT}: no lib/libgomp.so.1 (the wheel's "
+                      "OpenMP runtime) there")
+endif()
 target_link_libraries(xmod_torch INTERFACE "${_lib}/libtorch_cpu.so" "${_lib}/libc10.so"
-  -Wl,-rpath,${_lib})
+  "${_lib}/libgomp.so.1" -Wl,-rpath,${_lib})
 
 if(XMOD_CUDA)
   if(NOT EXISTS "${_lib}/libtorch_cuda.so")

@@ -21,6 +21,11 @@ target_include_directories(xmod_model PUBLIC ${PROJECT_SOURCE_DIR})
 
 # model/cpu/kernels_isa.cc once per instruction set, as ATen builds its own CPU kernels: the
 # variant's CPU_CAPABILITY names its namespace and sets at::vec::Vectorized's width.
+# -fopenmp: at::parallel_for is inline (ATen/ParallelOpenMP.h) and splits work only where
+# _OPENMP is defined; without it every kernel ran on one thread whatever at::set_num_threads
+# said. xmod::torch links the wheel's own libgomp, the runtime whose threads LibTorch sizes,
+# so there is one thread pool in the process. GCC only: clang lowers OpenMP to libomp's ABI,
+# which the wheel does not ship, so a clang build (the fuzzers) keeps the kernels serial.
 set(_kernel_isas DEFAULT)
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
   list(APPEND _kernel_isas AVX2 AVX512)  # kernels.cc picks among them on __x86_64__
@@ -34,7 +39,8 @@ foreach(_isa IN LISTS _kernel_isas)
   target_link_libraries(xmod_model_kernels_${_isa} PRIVATE xmod::torch)
   target_compile_definitions(xmod_model_kernels_${_isa} PRIVATE CPU_CAPABILITY=${_isa}
                                                                 CPU_CAPABILITY_${_isa})
-  target_compile_options(xmod_model_kernels_${_isa} PRIVATE ${_kernel_flags_${_isa}})
+  target_compile_options(xmod_model_kernels_${_isa} PRIVATE ${_kernel_flags_${_isa}}
+    $<$<CXX_COMPILER_ID:GNU>:-fopenmp>)
   set_target_properties(xmod_model_kernels_${_isa} PROPERTIES POSITION_INDEPENDENT_CODE ON)
   target_sources(xmod_model PRIVATE $<TARGET_OBJECTS:xmod_model_kernels_${_isa}>)
 endforeach()

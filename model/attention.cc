@@ -1,12 +1,40 @@
 // Grouped-query causal attention: see attention.h.
 #include "model/attention.h"
 
+#include <torch/csrc/autograd/custom_function.h>
+
 #include <cmath>
 #include <limits>
 #include <optional>
 
+#include "model/cpu/flash_attention.h"
+
 namespace xmod {
 namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// Plain causal attention on CPU as one autograd node over model/cpu/flash_attention.h: saves
+// q, k, v, the output and its log-sum-exp, and recomputes the probabilities tile by tile in
+// backward. q (B, T, H, E) already scaled; k, v (B, T, G, E). Returns (B, T, H, E).
+class CausalFlashAttentionFunction
+    : public torch::autograd::Function<CausalFlashAttentionFunction> {
+ public:
+  static torch::Tensor forward(AutogradContext* actx, const torch::Tensor& q,
+                               const torch::Tensor& k, const torch::Tensor& v) {
+    auto [out, lse] = cpu::FlashAttentionForward(q, k, v, /*scale=*/1.0);
+    actx->save_for_backward({q, k, v, out, lse});
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* actx, variable_list grads) {
+    const variable_list saved = actx->get_saved_variables();
+    auto [dq, dk, dv] = cpu::FlashAttentionBackward(grads[0], saved[0], saved[1], saved[2],
+                                                    saved[3], saved[4], /*scale=*/1.0);
+    return {dq, dk, dv};
+  }
+};
 
 // Queries (B, Tq, H, E) -> (B, G, R, Tq, E) so that query head h = g*R + r uses kv head g.
 torch::Tensor GroupQueries(const torch::Tensor& q, int64_t groups) {
@@ -120,6 +148,9 @@ torch::Tensor AttentionImpl::Attend(const torch::Tensor& q, const torch::Tensor&
                                     const torch::Tensor& v, const torch::Tensor& blocked) const {
   const int64_t b = q.size(0), tq = q.size(1), g = options_.n_kv_heads,
                 hd = options_.n_heads * options_.head_dim;
+  if (options_.fused && !blocked.defined() && cpu::FlashAttentionSupports(q, k, v)) {
+    return CausalFlashAttentionFunction::apply(q, k, v).view({b, tq, hd});  // (B, Tq, H*E)
+  }
   if (options_.fused) {
     std::optional<torch::Tensor> allowed;  // (B, 1, Tq, Tk) bool; none = plain causal
     if (blocked.defined()) allowed = blocked.logical_not().unsqueeze(1);

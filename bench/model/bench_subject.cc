@@ -141,6 +141,9 @@ Result Subject::Summarize(const std::vector<StepTime>& steps, int threads) const
   }
   r.tokens_per_second = tokens_per_step / r.step_seconds;
   r.train_flops_per_token = acc_.train_flops_per_token;
+  r.causal_train_flops_per_token =
+      acc_.train_flops_per_token *
+      (1 - 0.5 * acc_.attention_flops_per_token / acc_.forward_flops_per_token);
   r.flops_per_second = r.tokens_per_second * acc_.train_flops_per_token;
   r.peak_rss_mib = PeakRssMiB();
   r.peak_device_mib = PeakDeviceMemoryBytes(setup_.device) / (1024.0 * 1024.0);

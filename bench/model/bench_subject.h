@@ -61,6 +61,9 @@ struct Result {
   double tokens_per_second = 0;  // from the mean
   double flops_per_second = 0;   // training FLOPs (accounting) x tokens/s
   double train_flops_per_token = 0;
+  // The same with the attention term halved: the FLOPs a causal attention kernel executes
+  // (it skips the key/query pairs the mask hides, which the paper's accounting counts).
+  double causal_train_flops_per_token = 0;
   double peak_rss_mib = 0;
   double peak_device_mib = 0;  // CUDA caching allocator's peak (0 on CPU)
   double loss = 0;

@@ -110,6 +110,7 @@ absl::StatusOr<Accounting> Account(const xmod::v1::ModelSpec& model, int seq_len
   double layer_params = 0;  // N without embeddings
   double active = 0;        // parameters one token passes through
   double flops = 0;
+  double attention_flops = 0;  // the attention_full terms of flops
   for (LayerKind kind : acc.plan.layers) {
     switch (kind) {
       case LayerKind::kDense:
@@ -118,6 +119,7 @@ absl::StatusOr<Accounting> Account(const xmod::v1::ModelSpec& model, int seq_len
         layer_params += acc.per_layer_params;
         active += parts.attention() + parts.ffn_active;
         flops += 2 * (parts.attention() + parts.ffn_active) + attention_full;
+        attention_flops += attention_full;
         break;
       case LayerKind::kSparse:
         // (paper §2.2) L/K tokens through attention + FFN; attention among L/K tokens.
@@ -126,6 +128,7 @@ absl::StatusOr<Accounting> Account(const xmod::v1::ModelSpec& model, int seq_len
         layer_params += acc.per_layer_params + d;  // + router vector w
         active += (parts.attention() + parts.ffn) * inv_k;
         flops += 2 * (parts.attention() + parts.ffn) * inv_k + attention_full * inv_k * inv_k;
+        attention_flops += attention_full * inv_k * inv_k;
         break;
       case LayerKind::kSparseFullKv:
         // (B.6) selected queries: Q/O + FFN for L/K tokens; K/V for all L tokens; each of
@@ -135,12 +138,14 @@ absl::StatusOr<Accounting> Account(const xmod::v1::ModelSpec& model, int seq_len
         layer_params += acc.per_layer_params + d;
         active += (parts.q_o + parts.ffn) * inv_k + parts.k_v;
         flops += 2 * ((parts.q_o + parts.ffn) * inv_k + parts.k_v) + attention_full * inv_k;
+        attention_flops += attention_full * inv_k;
         break;
       case LayerKind::kAttention:
         // (B.6) Routed-FFN control: full-sequence attention module (no FFN).
         layer_params += parts.attention();
         active += parts.attention();
         flops += 2 * parts.attention() + attention_full;
+        attention_flops += attention_full;
         break;
       case LayerKind::kRoutedFfn:
         // (B.6) Routed-FFN refinement: L/K tokens through the FFN only.
@@ -155,6 +160,7 @@ absl::StatusOr<Accounting> Account(const xmod::v1::ModelSpec& model, int seq_len
   acc.total_params = layer_params + acc.embedding_params;
   acc.active_params = active;
   acc.forward_flops_per_token = flops;
+  acc.attention_flops_per_token = attention_flops;
   acc.train_flops_per_token = train_flops_multiplier * flops;
   acc.capacity_ratio = acc.total_params / (acc.active_params + acc.embedding_params);
   return acc;

@@ -103,6 +103,9 @@ struct Accounting {
   double active_params = 0;            // N_act: per-layer params x active-equivalent layers
   double forward_flops_per_token = 0;  // paper Table 6 column, at the given L
   double train_flops_per_token = 0;    // train_flops_multiplier x forward (default 3 x)
+  // The attention score + value part of forward_flops_per_token, counted over all L keys as
+  // the paper counts it; a causal kernel executes about half of it.
+  double attention_flops_per_token = 0;
 
   int seq_len = 0;              // L the FLOPs were counted at
   double embedding_params = 0;  // 2 * vocab * d (untied embedding and head)

@@ -139,6 +139,7 @@ TEST(AccountingTest, PerLayerParameterBreakdown) {
   EXPECT_DOUBLE_EQ(dense.active_params, 28 * (q_o + k_v + ffn));
   EXPECT_DOUBLE_EQ(dense.forward_flops_per_token,
                    2 * 28 * (q_o + k_v + ffn) + 4.0 * kL * 2048 * 28);
+  EXPECT_DOUBLE_EQ(dense.attention_flops_per_token, 4.0 * kL * 2048 * 28);
   EXPECT_DOUBLE_EQ(dense.capacity_ratio, 1.0);
 
   // X-MoD A4K8: 9 dense + 152 sparse layers; each sparse layer adds its router vector (d).
@@ -149,6 +150,7 @@ TEST(AccountingTest, PerLayerParameterBreakdown) {
   EXPECT_DOUBLE_EQ(x.active_params, dense.active_params);  // 9 + 152/8 = 28 layers
   EXPECT_DOUBLE_EQ(x.forward_flops_per_token,
                    2 * 28 * (q_o + k_v + ffn) + 4.0 * kL * 2048 * (9 + 152.0 / 64));
+  EXPECT_DOUBLE_EQ(x.attention_flops_per_token, 4.0 * kL * 2048 * (9 + 152.0 / 64));
 }
 
 // Table 1: phi/phi_D to its two decimals.

@@ -1,0 +1,149 @@
+// model/cpu/flash_attention.h against the textbook formula: softmax(scale q k^T + causal mask) v
+// with the key/value heads repeated per query head, its log-sum-exp, and the gradients autograd
+// takes through it, in float64 (and float32 against float64) over shapes that cover one tile,
+// several with a partial last one, a width that is no multiple of any tile, and rows that lie
+// a fused q/k/v product apart; one and two threads agree bit for bit.
+#include "model/cpu/flash_attention.h"
+
+#include <ATen/Parallel.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <tuple>
+#include <vector>
+
+#include "model/cpu/kernels.h"
+
+namespace xmod::cpu {
+namespace {
+
+struct Shape {
+  int64_t b, t, h, g, e;
+};
+
+// q (B, T, H, E), k, v (B, T, G, E) -> {out (B, T, H, E), lse (B, H, T)}.
+std::pair<torch::Tensor, torch::Tensor> Reference(const torch::Tensor& q, const torch::Tensor& k,
+                                                  const torch::Tensor& v, double scale) {
+  const int64_t t = q.size(1), per_group = q.size(2) / k.size(2);
+  torch::Tensor qh = q.permute({0, 2, 1, 3});                                  // (B, H, T, E)
+  torch::Tensor kh = k.repeat_interleave(per_group, 2).permute({0, 2, 1, 3});  // (B, H, T, E)
+  torch::Tensor vh = v.repeat_interleave(per_group, 2).permute({0, 2, 1, 3});
+  torch::Tensor blocked = torch::ones({t, t}, torch::kBool).triu(1);
+  torch::Tensor scores =
+      (torch::matmul(qh, kh.transpose(-1, -2)) * scale).masked_fill(blocked, -INFINITY);
+  torch::Tensor out = torch::matmul(torch::softmax(scores, -1), vh).permute({0, 2, 1, 3});
+  return {out, scores.logsumexp(-1)};
+}
+
+// q, k, v as views of one fused (B, T, (H + 2G) E) product, as the model's projections are.
+std::vector<torch::Tensor> FusedViews(const Shape& s, torch::Dtype dtype) {
+  torch::Tensor fused = torch::randn({s.b, s.t, (s.h + 2 * s.g) * s.e}, torch::dtype(dtype));
+  std::vector<torch::Tensor> parts = fused.split_with_sizes({s.h * s.e, s.g * s.e, s.g * s.e}, -1);
+  return {parts[0].view({s.b, s.t, s.h, s.e}), parts[1].view({s.b, s.t, s.g, s.e}),
+          parts[2].view({s.b, s.t, s.g, s.e})};
+}
+
+struct Result {
+  torch::Tensor out, lse, dq, dk, dv;
+};
+
+Result Flash(const std::vector<torch::Tensor>& qkv, const torch::Tensor& dout, double scale) {
+  Result r;
+  std::tie(r.out, r.lse) = FlashAttentionForward(qkv[0], qkv[1], qkv[2], scale);
+  std::tie(r.dq, r.dk, r.dv) =
+      FlashAttentionBackward(dout, qkv[0], qkv[1], qkv[2], r.out, r.lse, scale);
+  return r;
+}
+
+Result Textbook(const std::vector<torch::Tensor>& qkv, const torch::Tensor& dout, double scale) {
+  std::vector<torch::Tensor> inputs;
+  for (const torch::Tensor& x : qkv) inputs.push_back(x.detach().clone().requires_grad_(true));
+  Result r;
+  std::tie(r.out, r.lse) = Reference(inputs[0], inputs[1], inputs[2], scale);
+  std::vector<torch::Tensor> grads = torch::autograd::grad({(r.out * dout).sum()}, inputs);
+  r.dq = grads[0];
+  r.dk = grads[1];
+  r.dv = grads[2];
+  r.out = r.out.detach();
+  r.lse = r.lse.detach();
+  return r;
+}
+
+void ExpectClose(const Result& got, const Result& want, double tolerance) {
+  const std::vector<std::pair<const char*, std::pair<torch::Tensor, torch::Tensor>>> pairs = {
+      {"out", {got.out, want.out}},
+      {"lse", {got.lse, want.lse}},
+      {"dq", {got.dq, want.dq}},
+      {"dk", {got.dk, want.dk}},
+      {"dv", {got.dv, want.dv}}};
+  for (const auto& [name, p] : pairs) {
+    const torch::Tensor a = p.first.to(torch::kDouble), b = p.second.to(torch::kDouble);
+    ASSERT_EQ(a.sizes(), b.sizes()) << name;
+    EXPECT_TRUE(torch::allclose(a, b, tolerance, tolerance))
+        << name << " differs by " << (a - b).abs().max().item<double>() << " (kernels "
+        << KernelIsa() << ")";
+  }
+}
+
+class FlashAttentionTest : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(FlashAttentionTest, MatchesTheTextbookFormulaInFloat64AndFloat32) {
+  const Shape s = GetParam();
+  torch::manual_seed(11);
+  const std::vector<torch::Tensor> qkv = FusedViews(s, torch::kDouble);
+  ASSERT_TRUE(FlashAttentionSupports(qkv[0], qkv[1], qkv[2]));
+  const torch::Tensor dout = torch::randn({s.b, s.t, s.h, s.e}, torch::kDouble);
+  const double scale = 0.37;
+  const Result want = Textbook(qkv, dout, scale);
+  ExpectClose(Flash(qkv, dout, scale), want, 1e-10);
+
+  std::vector<torch::Tensor> qkv32;
+  for (const torch::Tensor& x : qkv) qkv32.push_back(x.to(torch::kFloat));
+  if (FlashAttentionSupports(qkv32[0], qkv32[1], qkv32[2])) {
+    ExpectClose(Flash(qkv32, dout.to(torch::kFloat), scale), want, 2e-5);
+  }
+}
+
+TEST_P(FlashAttentionTest, OneAndTwoThreadsAgreeExactly) {
+  const Shape s = GetParam();
+  torch::manual_seed(12);
+  const std::vector<torch::Tensor> qkv = FusedViews(s, torch::kDouble);
+  const torch::Tensor dout = torch::randn({s.b, s.t, s.h, s.e}, torch::kDouble);
+  const int previous = at::get_num_threads();
+  at::set_num_threads(1);
+  const Result one = Flash(qkv, dout, 1.0);
+  at::set_num_threads(2);
+  const Result two = Flash(qkv, dout, 1.0);
+  at::set_num_threads(previous);
+  ExpectClose(one, two, 0.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionTest,
+                         ::testing::Values(Shape{1, 64, 2, 2, 32},    // one tile, no GQA
+                                           Shape{2, 150, 4, 2, 16},   // 3 tiles, the last partial
+                                           Shape{3, 7, 6, 3, 16},     // fewer rows than a vector
+                                           Shape{2, 200, 8, 4, 32}),  // the bench's head layout
+                         [](const ::testing::TestParamInfo<Shape>& info) {
+                           const Shape& s = info.param;
+                           return "B" + std::to_string(s.b) + "T" + std::to_string(s.t) + "H" +
+                                  std::to_string(s.h) + "G" + std::to_string(s.g) + "E" +
+                                  std::to_string(s.e);
+                         });
+
+TEST(FlashAttention, RefusesWhatItCannotTake) {
+  const torch::Tensor q = torch::randn({1, 8, 2, 16}), k = torch::randn({1, 8, 1, 16});
+  EXPECT_TRUE(FlashAttentionSupports(q, k, k));
+  EXPECT_FALSE(FlashAttentionSupports(q.to(torch::kBFloat16), k.to(torch::kBFloat16),
+                                      k.to(torch::kBFloat16)));      // callers keep SDPA
+  EXPECT_FALSE(FlashAttentionSupports(q, k.to(torch::kDouble), k));  // mixed dtypes
+  EXPECT_FALSE(FlashAttentionSupports(q, torch::randn({1, 9, 1, 16}), torch::randn({1, 9, 1, 16})));
+  const torch::Tensor k2 = torch::randn({1, 8, 2, 16});
+  EXPECT_FALSE(FlashAttentionSupports(torch::randn({1, 8, 3, 16}), k2, k2));  // 2 kv heads for 3
+  EXPECT_FALSE(FlashAttentionSupports(torch::randn({1, 8, 2, 2}), torch::randn({1, 8, 1, 2}),
+                                      torch::randn({1, 8, 1, 2})));  // E below a vector
+  EXPECT_FALSE(FlashAttentionSupports(q.transpose(1, 2), k, k));     // heads not contiguous
+  EXPECT_THROW(FlashAttentionForward(q, k.to(torch::kDouble), k, 1.0), c10::Error);
+}
+
+}  // namespace
+}  // namespace xmod::cpu

@@ -6,9 +6,12 @@
 // checkpointing against keeping activations (losses and every gradient), bf16 autocast against fp32
 // (close losses, fp32 parameters and gradients), and which precision "auto" picks.
 #include <ATen/cpu/Utils.h>
+#include <ATen/record_function.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <atomic>
+#include <cstring>
 #include <vector>
 
 #include "model/accounting/accounting.h"
@@ -344,6 +347,61 @@ TEST(FusedAttention, MatchesTheMatmulKernelForEveryMaskShape) {
   torch::Tensor hkv = torch::randn({2, 48, 32}, torch::kDouble);
   EXPECT_TRUE(torch::allclose(fused->ForwardFullKv(h, positions, hkv, rope),
                               manual->ForwardFullKv(h, positions, hkv, rope), 1e-10, 1e-10));
+}
+
+// Counts the forward calls of xmod's CPU attention kernel while alive (the kernel records
+// itself as "xmod::cpu::FlashAttentionForward").
+class FlashForwardCounter {
+ public:
+  FlashForwardCounter() {
+    calls_ = 0;
+    handle_ = at::addThreadLocalCallback(at::RecordFunctionCallback(&OnStart));
+  }
+  ~FlashForwardCounter() { at::removeCallback(handle_); }
+  int calls() const { return calls_; }
+
+ private:
+  static std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
+    if (std::strcmp(fn.name(), "xmod::cpu::FlashAttentionForward") == 0) ++calls_;
+    return nullptr;
+  }
+  static inline std::atomic<int> calls_{0};
+  at::CallbackHandle handle_;
+};
+
+// Plain causal attention takes xmod's kernel in float32 and under bf16 autocast (on float32
+// copies; the output bfloat16, as SDPA's), and both stay close to the matmul kernel.
+TEST(FusedAttention, PlainCausalTakesTheCpuKernelInFloat32AndUnderBf16Autocast) {
+  torch::manual_seed(6);
+  AttentionOptions options{64, 4, 2, 16};
+  Attention manual(options);
+  options.fused = true;
+  Attention fused(options);
+  {
+    torch::NoGradGuard no_grad;
+    auto source = manual->named_parameters();
+    for (auto& item : fused->named_parameters()) item.value().copy_(source[item.key()]);
+  }
+  Rope rope(16, 128, 10000.0, torch::kCPU, torch::kFloat);
+  const torch::Tensor h = torch::randn({2, 70, 64});
+  const torch::Tensor want = manual->forward(h, {}, {}, rope);
+  {
+    FlashForwardCounter counter;
+    EXPECT_TRUE(torch::allclose(fused->forward(h, {}, {}, rope), want, 1e-5, 1e-5));
+    EXPECT_EQ(counter.calls(), 1);
+  }
+  FlashForwardCounter counter;
+  AutocastGuard autocast(torch::kCPU, {true, torch::kBFloat16});
+  const torch::Tensor bf16 = fused->forward(h, {}, {}, rope);
+  EXPECT_EQ(counter.calls(), 1);
+  EXPECT_EQ(bf16.scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(torch::allclose(bf16.to(torch::kFloat), want, 5e-2, 5e-2))
+      << (bf16.to(torch::kFloat) - want).abs().max().item<double>();
+  bf16.to(torch::kFloat).sum().backward();
+  for (const torch::Tensor& p : fused->parameters()) {
+    ASSERT_TRUE(p.grad().defined());
+    EXPECT_GT(p.grad().abs().sum().item<double>(), 0);
+  }
 }
 
 // Qwen3's QK-Norm: each query and key head is RMS-normalised before RoPE, so scaling W_q and

@@ -1,9 +1,9 @@
 // Grouped-query causal self-attention with RoPE (paper B.1: GQA, Table 4). Two kernels, the
 // same mathematics: fused (options.fused, the default of training.attention "auto") and
 // batched matrix products with a boolean mask and softmax ("manual", the reference the fused
-// kernel is tested against). Fused is, for plain causal attention on float32/float64 CPU
-// tensors, xmod's own tiled kernel (model/cpu/flash_attention.h), and otherwise (CUDA, bf16,
-// masks, head widths it does not take) at::scaled_dot_product_attention's flash kernels.
+// kernel is tested against). Fused is, for plain causal attention on the CPU, xmod's own
+// tiled kernel (model/cpu/flash_attention.h; in float32 under bf16 autocast), and otherwise
+// (CUDA, masks, head widths it does not take) at::scaled_dot_product_attention's kernels.
 //
 // Three call shapes serve every layer kind of the paper:
 //  - dense: all T tokens, positions 0..T-1, plain causal mask;

@@ -35,10 +35,10 @@ class SwiGluGateFunction : public torch::autograd::Function<SwiGluGateFunction> 
 }  // namespace
 
 torch::Tensor SwiGluGate(const torch::Tensor& a, const torch::Tensor& b) {
-  if (cpu::SupportsFused({a, b}) && a.sizes() == b.sizes()) {
+  if (cpu::SupportsSwiGlu({a, b}) && a.sizes() == b.sizes()) {
     return SwiGluGateFunction::apply(a, b);
   }
-  return torch::silu(a) * b;  // CUDA, bf16: ATen's own kernels
+  return torch::silu(a) * b;  // CUDA: ATen's own kernels
 }
 
 SwiGluImpl::SwiGluImpl(int64_t d_model, int64_t hidden) {

@@ -265,6 +265,30 @@ TEST(AutogradNodes, SwiGluGateMatchesTheCompositeFormula) {
     EXPECT_TRUE(torch::allclose(grads32[i].to(torch::kDouble), grads64[i], 1e-5, 1e-5))
         << "gradient " << i << " (kernels: " << cpu::KernelIsa() << ")";
   }
+
+  // bfloat16 (bf16 autocast's products): computed in float32 and rounded once, so within
+  // bfloat16's half ulp (at most 2^-8 relative) of the float64 formula on the same bf16
+  // inputs; the gradients also take in the product's gradient rounded to bfloat16.
+  torch::Tensor a16 = a.detach().to(torch::kBFloat16).requires_grad_(true);
+  torch::Tensor b16 = b.detach().to(torch::kBFloat16).requires_grad_(true);
+  torch::Tensor probe16 = probe.to(torch::kBFloat16);
+  torch::Tensor fused16 = SwiGluGate(a16, b16);
+  ASSERT_EQ(fused16.scalar_type(), torch::kBFloat16);
+  torch::Tensor a64 = a16.detach().to(torch::kDouble).requires_grad_(true);
+  torch::Tensor b64 = b16.detach().to(torch::kDouble).requires_grad_(true);
+  torch::Tensor plain64 = torch::silu(a64) * b64;
+  const double half_ulp = 1.0 / 256;
+  EXPECT_TRUE(torch::allclose(fused16.to(torch::kDouble), plain64, half_ulp * 1.01, 1e-30))
+      << ((fused16.to(torch::kDouble) - plain64).abs() / plain64.abs()).max().item<double>();
+  std::vector<torch::Tensor> grads16 =
+      torch::autograd::grad({(fused16 * probe16).sum()}, {a16, b16});
+  std::vector<torch::Tensor> want16 =
+      torch::autograd::grad({(plain64 * probe16.to(torch::kDouble)).sum()}, {a64, b64});
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_TRUE(torch::allclose(grads16[i].to(torch::kDouble), want16[i], 2 * half_ulp, 1e-30))
+        << "bf16 gradient " << i << " differs by "
+        << (grads16[i].to(torch::kDouble) - want16[i]).abs().max().item<double>();
+  }
   at::set_num_threads(previous_threads);
 }
 
@@ -319,17 +343,22 @@ TEST(AutogradNodes, ScatterScaledAddMatchesTheCompositeFormula) {
   at::set_num_threads(previous_threads);
 }
 
-TEST(FusedAttention, MatchesTheMatmulKernelForEveryMaskShape) {
-  torch::manual_seed(3);
-  AttentionOptions options{32, 4, 2, 8};
+// The matmul kernel and the fused one with the same parameters.
+std::pair<Attention, Attention> AttentionTwins(AttentionOptions options) {
+  options.fused = false;
   Attention manual(options);
   options.fused = true;
   Attention fused(options);
-  {
-    torch::NoGradGuard no_grad;
-    auto source = manual->named_parameters();
-    for (auto& item : fused->named_parameters()) item.value().copy_(source[item.key()]);
-  }
+  torch::NoGradGuard no_grad;
+  auto source = manual->named_parameters();
+  for (auto& item : fused->named_parameters()) item.value().copy_(source[item.key()]);
+  return {manual, fused};
+}
+
+TEST(FusedAttention, MatchesTheMatmulKernelForEveryMaskShape) {
+  torch::manual_seed(3);
+  AttentionOptions options{32, 4, 2, 8};
+  auto [manual, fused] = AttentionTwins(options);
   torch::Tensor h = torch::randn({2, 24, 32}, torch::kDouble);
   manual->to(torch::kDouble);
   fused->to(torch::kDouble);
@@ -374,14 +403,7 @@ class FlashForwardCounter {
 TEST(FusedAttention, PlainCausalTakesTheCpuKernelInFloat32AndUnderBf16Autocast) {
   torch::manual_seed(6);
   AttentionOptions options{64, 4, 2, 16};
-  Attention manual(options);
-  options.fused = true;
-  Attention fused(options);
-  {
-    torch::NoGradGuard no_grad;
-    auto source = manual->named_parameters();
-    for (auto& item : fused->named_parameters()) item.value().copy_(source[item.key()]);
-  }
+  auto [manual, fused] = AttentionTwins(options);
   Rope rope(16, 128, 10000.0, torch::kCPU, torch::kFloat);
   const torch::Tensor h = torch::randn({2, 70, 64});
   const torch::Tensor want = manual->forward(h, {}, {}, rope);

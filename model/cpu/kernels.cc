@@ -85,14 +85,25 @@ bool SupportsFused(std::initializer_list<torch::Tensor> tensors) {
   return true;
 }
 
+bool SupportsSwiGlu(std::initializer_list<torch::Tensor> tensors) {
+  if (SupportsFused(tensors)) return true;
+  for (const torch::Tensor& t : tensors) {
+    if (!t.defined() || !t.device().is_cpu() || t.scalar_type() != torch::kBFloat16) return false;
+  }
+  return true;
+}
+
 std::string KernelIsa() { return Table().isa; }
 
 torch::Tensor SwiGluForward(const torch::Tensor& a_in, const torch::Tensor& b_in) {
-  TORCH_CHECK(SupportsFused({a_in, b_in}), "SwiGluForward: float or double CPU tensors");
+  TORCH_CHECK(SupportsSwiGlu({a_in, b_in}), "SwiGluForward: float, double or bf16 CPU tensors");
   CheckSameShape(a_in, b_in);
   const torch::Tensor a = a_in.contiguous(), b = b_in.contiguous();
   torch::Tensor out = torch::empty_like(a);
-  if (a.scalar_type() == torch::kFloat32) {
+  if (a.scalar_type() == torch::kBFloat16) {
+    Table().swiglu_forward_bf16(a.data_ptr<c10::BFloat16>(), b.data_ptr<c10::BFloat16>(),
+                                out.data_ptr<c10::BFloat16>(), a.numel());
+  } else if (a.scalar_type() == torch::kFloat32) {
     Table().swiglu_forward_f(a.data_ptr<float>(), b.data_ptr<float>(), out.data_ptr<float>(),
                              a.numel());
   } else {
@@ -105,12 +116,17 @@ torch::Tensor SwiGluForward(const torch::Tensor& a_in, const torch::Tensor& b_in
 std::pair<torch::Tensor, torch::Tensor> SwiGluBackward(const torch::Tensor& g_in,
                                                        const torch::Tensor& a_in,
                                                        const torch::Tensor& b_in) {
-  TORCH_CHECK(SupportsFused({g_in, a_in, b_in}), "SwiGluBackward: float or double CPU tensors");
+  TORCH_CHECK(SupportsSwiGlu({g_in, a_in, b_in}),
+              "SwiGluBackward: float, double or bf16 CPU tensors");
   CheckSameShape(a_in, b_in);
   CheckSameShape(g_in, a_in);
   const torch::Tensor g = g_in.contiguous(), a = a_in.contiguous(), b = b_in.contiguous();
   torch::Tensor da = torch::empty_like(a), db = torch::empty_like(b);
-  if (a.scalar_type() == torch::kFloat32) {
+  if (a.scalar_type() == torch::kBFloat16) {
+    Table().swiglu_backward_bf16(g.data_ptr<c10::BFloat16>(), a.data_ptr<c10::BFloat16>(),
+                                 b.data_ptr<c10::BFloat16>(), da.data_ptr<c10::BFloat16>(),
+                                 db.data_ptr<c10::BFloat16>(), a.numel());
+  } else if (a.scalar_type() == torch::kFloat32) {
     Table().swiglu_backward_f(g.data_ptr<float>(), a.data_ptr<float>(), b.data_ptr<float>(),
                               da.data_ptr<float>(), db.data_ptr<float>(), a.numel());
   } else {

@@ -3,9 +3,10 @@
 // kernels_isa.cc holds the loops, written once with at::vec::Vectorized and compiled once per
 // instruction set (DEFAULT, AVX2, AVX512 on x86-64); kernels.cc picks the variant that ATen
 // itself runs (at::get_cpu_capability(), which honours ATEN_CPU_CAPABILITY).
-// Every kernel takes contiguous CPU tensors of float or double and parallelises over elements
-// with at::parallel_for; SupportsFused says when a caller may use one, and callers keep the
-// composite formula for every other device and dtype (CUDA, bf16).
+// Every kernel takes contiguous CPU tensors of float or double (the SwiGLU gate bfloat16 too)
+// and parallelises over elements with at::parallel_for; SupportsFused (SupportsSwiGlu) says
+// when a caller may use one, and callers keep the composite formula for every other device
+// and dtype (CUDA; bf16 but for the gate).
 // Legend: N = elements. Thread-compatible (no state but the variant table).
 #ifndef XMOD_MODEL_CPU_KERNELS_H_
 #define XMOD_MODEL_CPU_KERNELS_H_
@@ -22,6 +23,10 @@ bool SupportsFused(std::initializer_list<torch::Tensor> tensors);
 
 // The instruction set of the variant in use: "DEFAULT", "AVX2" or "AVX512".
 std::string KernelIsa();
+
+// True when the SwiGLU kernels take these tensors: SupportsFused's, or all bfloat16 on the CPU
+// (bf16 autocast's products; computed in float32, stored in bfloat16).
+bool SupportsSwiGlu(std::initializer_list<torch::Tensor> tensors);
 
 // SwiGLU's gate (paper B.1): out = silu(a) * b = a * sigmoid(a) * b. a, b: (N) -> (N).
 torch::Tensor SwiGluForward(const torch::Tensor& a, const torch::Tensor& b);
@@ -102,6 +107,12 @@ struct KernelTable {
                             int64_t n);
   void (*swiglu_backward_d)(const double* g, const double* a, const double* b, double* da,
                             double* db, int64_t n);
+  // bfloat16 in and out, computed in float32.
+  void (*swiglu_forward_bf16)(const c10::BFloat16* a, const c10::BFloat16* b, c10::BFloat16* out,
+                              int64_t n);
+  void (*swiglu_backward_bf16)(const c10::BFloat16* g, const c10::BFloat16* a,
+                               const c10::BFloat16* b, c10::BFloat16* da, c10::BFloat16* db,
+                               int64_t n);
   void (*rms_norm_forward_f)(const float* x, const float* w, double eps, float* y, float* inv,
                              int64_t rows, int64_t d);
   void (*rms_norm_forward_d)(const double* x, const double* w, double eps, double* y, double* inv,

@@ -3,6 +3,7 @@
 // at::vec::Vectorized's width, and exports that variant's table as
 // xmod::cpu::internal::<CPU_CAPABILITY>::kTable.
 #include <ATen/Parallel.h>
+#include <ATen/cpu/vec/functional.h>
 #include <ATen/cpu/vec/vec.h>
 
 #include <algorithm>
@@ -56,6 +57,61 @@ void SwiGluBackwardLoop(const T* g, const T* a, const T* b, T* da, T* db, int64_
       const T s = T(1) / (T(1) + std::exp(-a[i])), silu = a[i] * s;
       db[i] = g[i] * silu;
       da[i] = g[i] * b[i] * (s + silu * (T(1) - s));
+    }
+  });
+}
+
+// The gate's formulas on float vectors, for bfloat16 tensors computed in float32 (one
+// rounding of each result, where the composite rounds silu(a) and the product apiece).
+struct SwiGluF32 {
+  using F = Vectorized<float>;
+  static F Gate(const F& a, const F& b) { return a / (F(1.f) + a.neg().exp()) * b; }
+  static void Grads(const F& g, const F& a, const F& b, F* da, F* db) {
+    const F one(1.f), s = one / (one + a.neg().exp()), silu = a * s;
+    *db = g * silu;
+    *da = g * b * (s + silu * (one - s));
+  }
+};
+
+void SwiGluForwardBf16(const c10::BFloat16* a, const c10::BFloat16* b, c10::BFloat16* out,
+                       int64_t n) {
+  at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
+    using B = Vectorized<c10::BFloat16>;
+    int64_t i = begin;
+    for (; i + B::size() <= end; i += B::size()) {
+      auto [a0, a1] = at::vec::convert_bfloat16_float(B::loadu(a + i));
+      auto [b0, b1] = at::vec::convert_bfloat16_float(B::loadu(b + i));
+      at::vec::convert_float_bfloat16(SwiGluF32::Gate(a0, b0), SwiGluF32::Gate(a1, b1))
+          .store(out + i);
+    }
+    for (; i < end; ++i) {
+      const float va = a[i];
+      out[i] = va / (1.f + std::exp(-va)) * static_cast<float>(b[i]);
+    }
+  });
+}
+
+void SwiGluBackwardBf16(const c10::BFloat16* g, const c10::BFloat16* a, const c10::BFloat16* b,
+                        c10::BFloat16* da, c10::BFloat16* db, int64_t n) {
+  at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
+    using B = Vectorized<c10::BFloat16>;
+    using F = Vectorized<float>;
+    int64_t i = begin;
+    for (; i + B::size() <= end; i += B::size()) {
+      auto [g0, g1] = at::vec::convert_bfloat16_float(B::loadu(g + i));
+      auto [a0, a1] = at::vec::convert_bfloat16_float(B::loadu(a + i));
+      auto [b0, b1] = at::vec::convert_bfloat16_float(B::loadu(b + i));
+      F da0, db0, da1, db1;
+      SwiGluF32::Grads(g0, a0, b0, &da0, &db0);
+      SwiGluF32::Grads(g1, a1, b1, &da1, &db1);
+      at::vec::convert_float_bfloat16(da0, da1).store(da + i);
+      at::vec::convert_float_bfloat16(db0, db1).store(db + i);
+    }
+    for (; i < end; ++i) {
+      const float vg = g[i], va = a[i], vb = b[i];
+      const float sig = 1.f / (1.f + std::exp(-va)), silu = va * sig;
+      db[i] = vg * silu;
+      da[i] = vg * vb * (sig + silu * (1.f - sig));
     }
   });
 }
@@ -317,6 +373,8 @@ extern const KernelTable kTable = {
     .swiglu_forward_d = &SwiGluForwardLoop<double>,
     .swiglu_backward_f = &SwiGluBackwardLoop<float>,
     .swiglu_backward_d = &SwiGluBackwardLoop<double>,
+    .swiglu_forward_bf16 = &SwiGluForwardBf16,
+    .swiglu_backward_bf16 = &SwiGluBackwardBf16,
     .rms_norm_forward_f = &RmsNormForwardLoop<float>,
     .rms_norm_forward_d = &RmsNormForwardLoop<double>,
     .rms_norm_backward_f = &RmsNormBackwardLoop<float>,

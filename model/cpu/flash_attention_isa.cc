@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "model/cpu/flash_attention.h"
@@ -162,16 +163,22 @@ void Gemm(int64_t m, int64_t n, int64_t depth, const T* a, int64_t a_row, int64_
 
 // The tiles of x (B, T, G, E) (batch and row strides given), for every (b, g) and tile of kTile
 // tokens: rows (kTile, E) contiguous, or transposed (E, kTile); zero beyond T.
-// -> (B*G, tiles, kTile * E).
+// -> (B*G, tiles, kTile * E), allocated without a fill: every entry is written once.
 template <typename T>
-std::vector<T> PackTiles(const FlashGeometry& s, const T* x, int64_t batch, int64_t row,
-                         bool transposed) {
+std::unique_ptr<T[]> PackTiles(const FlashGeometry& s, const T* x, int64_t batch, int64_t row,
+                               bool transposed) {
   const int64_t tiles = (s.t + kTile - 1) / kTile, tile_size = kTile * s.e;
-  std::vector<T> packed(s.b * s.g * tiles * tile_size, T(0));
+  std::unique_ptr<T[]> packed(new T[s.b * s.g * tiles * tile_size]);
   at::parallel_for(0, s.b * s.g, 1, [&](int64_t begin, int64_t end) {
     for (int64_t bg = begin; bg < end; ++bg) {
       const T* src = x + (bg / s.g) * batch + (bg % s.g) * s.e;
-      T* dst = packed.data() + bg * tiles * tile_size;
+      T* dst = packed.get() + bg * tiles * tile_size;
+      if (s.t % kTile != 0) {  // the last tile's rows beyond T
+        T* last = dst + (tiles - 1) * tile_size;
+        for (int64_t j = s.t % kTile; j < kTile; ++j) {
+          for (int64_t e = 0; e < s.e; ++e) last[transposed ? e * kTile + j : j * s.e + e] = T(0);
+        }
+      }
       for (int64_t t = 0; t < s.t; ++t) {
         T* tile = dst + t / kTile * tile_size;
         const int64_t j = t % kTile;
@@ -264,8 +271,8 @@ void ForwardTile(const FlashGeometry& s, int64_t i0, int64_t rows, const T* q_ro
 template <typename T>
 void ForwardLoop(const FlashGeometry& s, const T* q, const T* k, const T* v, T* out, T* lse) {
   const int64_t tiles = (s.t + kTile - 1) / kTile, group_size = tiles * kTile * s.e;
-  const std::vector<T> kt = PackTiles(s, k, s.k_batch, s.k_row, /*transposed=*/true);
-  const std::vector<T> vt = PackTiles(s, v, s.v_batch, s.v_row, /*transposed=*/false);
+  const std::unique_ptr<T[]> kt = PackTiles(s, k, s.k_batch, s.k_row, /*transposed=*/true);
+  const std::unique_ptr<T[]> vt = PackTiles(s, v, s.v_batch, s.v_row, /*transposed=*/false);
   const int64_t out_row = s.h * s.e, per_group = s.h / s.g;
   // Items (b, h, query tile): contiguous ranges of them give each thread whole heads.
   at::parallel_for(0, s.b * s.h * tiles, 1, [&](int64_t begin, int64_t end) {
@@ -275,7 +282,7 @@ void ForwardLoop(const FlashGeometry& s, const T* q, const T* k, const T* v, T* 
       const int64_t bg = bi * s.g + hi / per_group;
       const int64_t i0 = item % tiles * kTile, rows = std::min(kTile, s.t - i0);
       ForwardTile(s, i0, rows, q + bi * s.q_batch + i0 * s.q_row + hi * s.e, s.q_row,
-                  kt.data() + bg * group_size, vt.data() + bg * group_size,
+                  kt.get() + bg * group_size, vt.get() + bg * group_size,
                   out + (bi * s.t + i0) * out_row + hi * s.e, out_row,
                   lse + (bi * s.h + hi) * s.t + i0, scores.data(), acc.data());
     }
@@ -286,7 +293,7 @@ void ForwardLoop(const FlashGeometry& s, const T* q, const T* k, const T* v, T* 
 // K (kTile, E); per thread, one query tile's q and dout rows (kTile, E) and the tile's P, dS.
 template <typename T>
 struct BackwardOperands {
-  std::vector<T> kt, vt, k_rows;
+  std::unique_ptr<T[]> kt, vt, k_rows;
   int64_t group_size = 0;
 };
 
@@ -339,9 +346,9 @@ void BackwardGroup(const FlashGeometry& s, int64_t bi, int64_t gi, const T* q, c
   constexpr int64_t w = V::size();
   const int64_t per_group = s.h / s.g, kv_row = s.g * s.e, q_out_row = s.h * s.e;
   const int64_t tile_size = kTile * s.e, bg = bi * s.g + gi;
-  const T* kt = ops.kt.data() + bg * ops.group_size;
-  const T* vt = ops.vt.data() + bg * ops.group_size;
-  const T* k_rows = ops.k_rows.data() + bg * ops.group_size;
+  const T* kt = ops.kt.get() + bg * ops.group_size;
+  const T* vt = ops.vt.get() + bg * ops.group_size;
+  const T* k_rows = ops.k_rows.get() + bg * ops.group_size;
   T* dk_rows = dk + bi * s.t * kv_row + gi * s.e;
   T* dv_rows = dv + bi * s.t * kv_row + gi * s.e;
   T *q_i = scratch->q.data(), *do_i = scratch->dout.data();

@@ -22,16 +22,28 @@ using at::vec::Vectorized;
 // 256-token rows.
 constexpr int64_t kGrain = 16384;
 
+// The gate's formulas on vectors of T (float for bfloat16 tensors, computed in float32).
+template <typename T>
+struct SwiGluMath {
+  using V = Vectorized<T>;
+  static V Gate(const V& a, const V& b) {
+    const V one(T(1));
+    return a * (one / (one + a.neg().exp())) * b;
+  }
+  static void Grads(const V& g, const V& a, const V& b, V* da, V* db) {
+    const V one(T(1)), s = one / (one + a.neg().exp()), silu = a * s;
+    *db = g * silu;
+    *da = g * b * (s + silu * (one - s));  // s (1 + a (1 - s))
+  }
+};
+
 template <typename T>
 void SwiGluForwardLoop(const T* a, const T* b, T* out, int64_t n) {
   at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
     using V = Vectorized<T>;
-    const V one(T(1));
     int64_t i = begin;
     for (; i + V::size() <= end; i += V::size()) {
-      const V va = V::loadu(a + i), vb = V::loadu(b + i);
-      const V s = one / (one + va.neg().exp());
-      (va * s * vb).store(out + i);
+      SwiGluMath<T>::Gate(V::loadu(a + i), V::loadu(b + i)).store(out + i);
     }
     for (; i < end; ++i) {
       const T s = T(1) / (T(1) + std::exp(-a[i]));
@@ -44,14 +56,12 @@ template <typename T>
 void SwiGluBackwardLoop(const T* g, const T* a, const T* b, T* da, T* db, int64_t n) {
   at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
     using V = Vectorized<T>;
-    const V one(T(1));
     int64_t i = begin;
     for (; i + V::size() <= end; i += V::size()) {
-      const V vg = V::loadu(g + i), va = V::loadu(a + i), vb = V::loadu(b + i);
-      const V s = one / (one + va.neg().exp());
-      const V silu = va * s;
-      (vg * silu).store(db + i);
-      (vg * vb * (s + silu * (one - s))).store(da + i);  // s (1 + a (1 - s))
+      V vda, vdb;
+      SwiGluMath<T>::Grads(V::loadu(g + i), V::loadu(a + i), V::loadu(b + i), &vda, &vdb);
+      vdb.store(db + i);
+      vda.store(da + i);
     }
     for (; i < end; ++i) {
       const T s = T(1) / (T(1) + std::exp(-a[i])), silu = a[i] * s;
@@ -61,18 +71,8 @@ void SwiGluBackwardLoop(const T* g, const T* a, const T* b, T* da, T* db, int64_
   });
 }
 
-// The gate's formulas on float vectors, for bfloat16 tensors computed in float32 (one
-// rounding of each result, where the composite rounds silu(a) and the product apiece).
-struct SwiGluF32 {
-  using F = Vectorized<float>;
-  static F Gate(const F& a, const F& b) { return a / (F(1.f) + a.neg().exp()) * b; }
-  static void Grads(const F& g, const F& a, const F& b, F* da, F* db) {
-    const F one(1.f), s = one / (one + a.neg().exp()), silu = a * s;
-    *db = g * silu;
-    *da = g * b * (s + silu * (one - s));
-  }
-};
-
+// bfloat16 in and out, computed in float32: one rounding of each result, where the composite
+// rounds silu(a) and the product apiece.
 void SwiGluForwardBf16(const c10::BFloat16* a, const c10::BFloat16* b, c10::BFloat16* out,
                        int64_t n) {
   at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
@@ -81,7 +81,8 @@ void SwiGluForwardBf16(const c10::BFloat16* a, const c10::BFloat16* b, c10::BFlo
     for (; i + B::size() <= end; i += B::size()) {
       auto [a0, a1] = at::vec::convert_bfloat16_float(B::loadu(a + i));
       auto [b0, b1] = at::vec::convert_bfloat16_float(B::loadu(b + i));
-      at::vec::convert_float_bfloat16(SwiGluF32::Gate(a0, b0), SwiGluF32::Gate(a1, b1))
+      at::vec::convert_float_bfloat16(SwiGluMath<float>::Gate(a0, b0),
+                                      SwiGluMath<float>::Gate(a1, b1))
           .store(out + i);
     }
     for (; i < end; ++i) {
@@ -102,8 +103,8 @@ void SwiGluBackwardBf16(const c10::BFloat16* g, const c10::BFloat16* a, const c1
       auto [a0, a1] = at::vec::convert_bfloat16_float(B::loadu(a + i));
       auto [b0, b1] = at::vec::convert_bfloat16_float(B::loadu(b + i));
       F da0, db0, da1, db1;
-      SwiGluF32::Grads(g0, a0, b0, &da0, &db0);
-      SwiGluF32::Grads(g1, a1, b1, &da1, &db1);
+      SwiGluMath<float>::Grads(g0, a0, b0, &da0, &db0);
+      SwiGluMath<float>::Grads(g1, a1, b1, &da1, &db1);
       at::vec::convert_float_bfloat16(da0, da1).store(da + i);
       at::vec::convert_float_bfloat16(db0, db1).store(db + i);
     }

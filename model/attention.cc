@@ -149,12 +149,13 @@ torch::Tensor AttentionImpl::Attend(const torch::Tensor& q, const torch::Tensor&
   const int64_t b = q.size(0), tq = q.size(1), g = options_.n_kv_heads,
                 hd = options_.n_heads * options_.head_dim;
   if (options_.fused && !blocked.defined() && q.device().is_cpu()) {
+    // bf16 autocast leaves q, k (RoPE) and v (the projection) in bfloat16: processors with AMX
+    // take them as they are, products in bfloat16 tiles.
     if (cpu::FlashAttentionSupports(q, k, v)) {
       return CausalFlashAttentionFunction::apply(q, k, v).view({b, tq, hd});  // (B, Tq, H*E)
     }
-    // bf16 autocast: q and k leave RoPE in float32 (its tables' type), v the projection in
-    // bfloat16. The kernel in float32 outruns SDPA's bfloat16 CPU kernel by more than the
-    // conversion of v costs (docs/gpu-training.md); the result is bfloat16, as SDPA's is.
+    // Elsewhere the kernel in float32 on converted copies, which still outruns SDPA's bfloat16
+    // CPU kernel (docs/gpu-training.md); the result is bfloat16, as SDPA's is.
     const auto is_bf16 = [](const torch::Tensor& x) { return x.scalar_type() == torch::kBFloat16; };
     if (is_bf16(q) || is_bf16(k) || is_bf16(v)) {
       const torch::Tensor qf = q.to(torch::kFloat), kf = k.to(torch::kFloat),

@@ -14,13 +14,15 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 // (x1 * cos - x2 * sin, x2 * cos + x1 * sin) of the halves x1, x2 of x (B, T, H, E), contiguous
-// (B, T, H, E) in the result type of x and the tables; with sin negated this is the inverse
-// rotation. On float/double CPU tensors model/cpu/kernels.h's single pass (which reads x's
-// rows where the fused q/k/v product left them, without a copy); elsewhere a multiply and a
-// fused multiply-add per half into the halves of the result, no temporaries.
+// (B, T, H, E); with sin negated this is the inverse rotation. On CPU model/cpu/kernels.h's
+// single pass (which reads x's rows where the fused q/k/v product left them, without a copy),
+// in x's type: float/double, or bfloat16 x of bf16 autocast with float32 tables, computed in
+// float32 and rounded once, as attention's products take it. Elsewhere a multiply and a fused
+// multiply-add per half into the halves of the result (in the result type of x and the
+// tables), no temporaries.
 torch::Tensor Rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                      double sin_sign) {
-  if (cpu::SupportsFused({x, cos, sin}) && cpu::RopeSupportsLayout(x)) {
+  if (cpu::RopeSupports(x, cos, sin)) {
     return cpu::Rope(x, cos, sin, sin_sign);
   }
   torch::Tensor out = torch::empty(x.sizes(), x.options().dtype(at::result_type(x, cos)));

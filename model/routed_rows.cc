@@ -46,8 +46,18 @@ class ScatterScaledAddFunction : public torch::autograd::Function<ScatterScaledA
 }  // namespace
 
 torch::Tensor ScatterScaledAdd(const torch::Tensor& x, const torch::Tensor& rows,
-                               const torch::Tensor& r, const torch::Tensor& u1,
-                               const torch::Tensor& u2, const torch::Tensor& p) {
+                               const torch::Tensor& r_in, const torch::Tensor& u1_in,
+                               const torch::Tensor& u2_in, const torch::Tensor& p_in) {
+  // bf16 autocast on CPU: the residual stream x stays float32 while the block's updates leave
+  // their products in bfloat16. The sum is float32 either way (index_add promotes them), so
+  // the fused node takes them converted to x's type.
+  const auto like_x = [&](const torch::Tensor& t) {
+    return t.defined() && x.device().is_cpu() && x.scalar_type() == torch::kFloat32 &&
+                   t.scalar_type() == torch::kBFloat16
+               ? t.to(torch::kFloat32)
+               : t;
+  };
+  const torch::Tensor r = like_x(r_in), u1 = like_x(u1_in), u2 = like_x(u2_in), p = like_x(p_in);
   const bool fused = cpu::SupportsFused({x, r, u1}) && x.dim() == 2 &&
                      (!u2.defined() || cpu::SupportsFused({x, u2})) &&
                      (!p.defined() || cpu::SupportsFused({x, p}));
@@ -60,7 +70,7 @@ torch::Tensor ScatterScaledAdd(const torch::Tensor& x, const torch::Tensor& rows
       return ScatterScaledAddFunction::apply(x, rows, pos, r, u1, optional(u2), optional(p));
     }
   }
-  // CUDA, bf16, repeated rows: index_add sums every row's contributions.
+  // CUDA, bf16 x, repeated rows: index_add sums every row's contributions.
   torch::Tensor delta = r.unsqueeze(-1) * (u2.defined() ? u1 + u2 : u1);  // (M, D)
   if (p.defined()) delta = delta + p;
   return x.index_add(/*dim=*/0, rows, delta);

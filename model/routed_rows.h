@@ -5,8 +5,9 @@
 // On float and double CPU tensors one autograd node over the single-pass kernels of
 // model/cpu/kernels.h: out in one pass over x, and a backward that produces du = r * g[rows]
 // and dr = g[rows] . (u1 + u2) in one pass over the selected rows, dx being g itself (the
-// router's node adds the gather's gradient to it, router.h). On every other device and dtype
-// (CUDA, bf16), and for rows selected more than once, ATen's index_add of the same sum.
+// router's node adds the gather's gradient to it, router.h); bfloat16 updates of a float32 x
+// (bf16 autocast) are converted and take it too. On every other device and dtype (CUDA, a
+// bf16 x), and for rows selected more than once, ATen's index_add of the same sum.
 // Legend: N = B*T rows of x, M = B*k selected rows, D = d_model. Thread-compatible.
 #ifndef XMOD_MODEL_ROUTED_ROWS_H_
 #define XMOD_MODEL_ROUTED_ROWS_H_

@@ -151,6 +151,33 @@ TEST(AutogradNodes, RopeMatchesTheCompositeFormula) {
         EXPECT_TRUE(fused.is_contiguous());
         ExpectAllClose({fused}, {plain});
         ExpectAllClose(Grads({fused}, {probe}, {leaf}), Grads({plain}, {probe}, {leaf}));
+
+        // bf16 autocast: bfloat16 x, float32 tables -> bfloat16, computed in float32 and
+        // rounded once: within bfloat16's half ulp (2^-8 relative; 1e-6 for float32's own
+        // rounding) of the float64 formula on the same values, and the gradient of the
+        // bfloat16 incoming gradient likewise.
+        torch::Tensor leaf16 = leaf.detach().to(torch::kBFloat16).requires_grad_(true);
+        torch::Tensor x16 = leaf16.narrow(-1, 0, 3 * e).view({2, 6, 3, e});
+        const auto tables32 = std::make_pair(cos.to(torch::kFloat), sin.to(torch::kFloat));
+        torch::Tensor fused16 = Rope::Apply(x16, tables32);
+        ASSERT_EQ(fused16.scalar_type(), torch::kBFloat16);
+        torch::Tensor leaf_exact = leaf16.detach().to(kF64).requires_grad_(true);
+        torch::Tensor xe = leaf_exact.narrow(-1, 0, 3 * e).view({2, 6, 3, e});
+        torch::Tensor xe1 = xe.narrow(-1, 0, e / 2), xe2 = xe.narrow(-1, e / 2, e / 2);
+        const torch::Tensor c32 = tables32.first.to(kF64), s32 = tables32.second.to(kF64);
+        torch::Tensor exact = torch::cat({xe1 * c32 - xe2 * s32, xe2 * c32 + xe1 * s32}, -1);
+        const auto within_half_ulp = [](const torch::Tensor& got, const torch::Tensor& want) {
+          return ((got.to(kF64) - want).abs() <= want.abs() * std::ldexp(1.0, -8) + 1e-6)
+              .all()
+              .item<bool>();
+        };
+        EXPECT_TRUE(within_half_ulp(fused16, exact)) << "e " << e;
+        const torch::Tensor probe16 = probe.to(torch::kBFloat16).to(kF64);
+        torch::Tensor grad16 =
+            torch::autograd::grad({(fused16.to(kF64) * probe16).sum()}, {leaf16})[0];
+        ASSERT_EQ(grad16.scalar_type(), torch::kBFloat16);
+        EXPECT_TRUE(within_half_ulp(grad16, Grads({exact}, {probe16}, {leaf_exact})[0]))
+            << "e " << e;
       }
     }
   }
@@ -295,8 +322,8 @@ TEST(AutogradNodes, SwiGluGateMatchesTheCompositeFormula) {
 // The routed layer's scaled scatter-add (routed_rows.h): the single-pass node against
 // index_add of r (u1 + u2) + p, forward and every gradient, in float64 over rows of a width that
 // is no multiple of any vector width and enough of them for several parallel tasks at 2
-// threads, with and without the optional terms; float32 against float64; and repeated rows,
-// which take the composite path and sum.
+// threads, with and without the optional terms; float32 against float64; bfloat16 updates of a
+// float32 x (bf16 autocast); and repeated rows, which take the composite path and sum.
 TEST(AutogradNodes, ScatterScaledAddMatchesTheCompositeFormula) {
   torch::manual_seed(16);
   const int previous_threads = at::get_num_threads();
@@ -315,9 +342,11 @@ TEST(AutogradNodes, ScatterScaledAddMatchesTheCompositeFormula) {
         return ScatterScaledAdd(in[0], rows, in[1], in[2], full ? in[3] : torch::Tensor(),
                                 full ? in[4] : torch::Tensor());
       };
-      const torch::Tensor &x = inputs[0], &r = inputs[1], &u1 = inputs[2];
-      torch::Tensor delta = r.unsqueeze(-1) * (full ? u1 + inputs[3] : u1);
-      torch::Tensor plain = x.index_add(0, rows, full ? delta + inputs[4] : delta);
+      auto composite_of = [&](const std::vector<torch::Tensor>& in) {
+        const torch::Tensor delta = in[1].unsqueeze(-1) * (full ? in[2] + in[3] : in[2]);
+        return in[0].index_add(0, rows, full ? delta + in[4] : delta);
+      };
+      torch::Tensor plain = composite_of(inputs);
       torch::Tensor fused = fused_of(inputs);
       EXPECT_EQ(fused.grad_fn()->name().find("ScatterScaledAdd") != std::string::npos,
                 rows.data_ptr() == distinct.data_ptr());  // repeats take index_add
@@ -337,6 +366,31 @@ TEST(AutogradNodes, ScatterScaledAddMatchesTheCompositeFormula) {
       for (size_t i = 0; i < grads32.size(); ++i) {
         EXPECT_TRUE(torch::allclose(grads32[i].to(torch::kDouble), grads64[i], 1e-4, 1e-4))
             << "gradient " << i << " (kernels: " << cpu::KernelIsa() << ")";
+      }
+      if (rows.data_ptr() != distinct.data_ptr()) continue;
+      // bf16 autocast: bfloat16 updates of a float32 x (and gate) take the node too, and
+      // agree with the float64 sum of the same values, each gradient in its input's dtype.
+      std::vector<torch::Tensor> mixed, composite_inputs;
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        const torch::Dtype dtype = i < 2 ? torch::kFloat : torch::kBFloat16;
+        mixed.push_back(inputs[i].detach().to(dtype).requires_grad_(true));
+        composite_inputs.push_back(mixed.back().detach().to(kF64).requires_grad_(true));
+      }
+      torch::Tensor fused_mixed = fused_of(mixed);
+      EXPECT_NE(fused_mixed.grad_fn()->name().find("ScatterScaledAdd"), std::string::npos);
+      torch::Tensor composite_mixed = composite_of(composite_inputs);
+      ASSERT_EQ(fused_mixed.scalar_type(), torch::kFloat);
+      EXPECT_TRUE(torch::allclose(fused_mixed.to(kF64), composite_mixed, 1e-5, 1e-5));
+      std::vector<torch::Tensor> grads_mixed =
+          torch::autograd::grad({(fused_mixed * probe.to(torch::kFloat)).sum()}, mixed);
+      std::vector<torch::Tensor> grads_composite =
+          torch::autograd::grad({(composite_mixed * probe).sum()}, composite_inputs);
+      for (size_t i = 0; i < grads_mixed.size(); ++i) {
+        ASSERT_EQ(grads_mixed[i].scalar_type(), mixed[i].scalar_type()) << "gradient " << i;
+        const double tolerance = i < 2 ? 1e-4 : 1e-2;  // bfloat16: 8 significant bits
+        EXPECT_TRUE(torch::allclose(grads_mixed[i].to(torch::kDouble),
+                                    grads_composite[i].to(torch::kDouble), tolerance, tolerance))
+            << "bf16 updates, gradient " << i;
       }
     }
   }
@@ -398,8 +452,9 @@ class FlashForwardCounter {
   at::CallbackHandle handle_;
 };
 
-// Plain causal attention takes xmod's kernel in float32 and under bf16 autocast (on float32
-// copies; the output bfloat16, as SDPA's), and both stay close to the matmul kernel.
+// Plain causal attention takes xmod's kernel in float32 and under bf16 autocast (its bfloat16
+// kernel where the processor has AMX, else on float32 copies; the output bfloat16, as SDPA's),
+// and both stay close to the matmul kernel.
 TEST(FusedAttention, PlainCausalTakesTheCpuKernelInFloat32AndUnderBf16Autocast) {
   torch::manual_seed(6);
   AttentionOptions options{64, 4, 2, 16};

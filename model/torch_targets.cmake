@@ -9,6 +9,7 @@ add_library(xmod_model
   blocks.cc
   cpu/flash_attention.cc
   cpu/kernels.cc
+  cpu/loss.cc
   layer_checkpoint.cc
   ffn.cc
   moe.cc
@@ -20,9 +21,9 @@ add_library(xmod_model
   transformer.cc)
 target_include_directories(xmod_model PUBLIC ${PROJECT_SOURCE_DIR})
 
-# model/cpu/kernels_isa.cc and flash_attention_isa.cc once per instruction set, as ATen
-# builds its own CPU kernels: the variant's CPU_CAPABILITY names its namespace and sets
-# at::vec::Vectorized's width.
+# model/cpu/kernels_isa.cc, loss_isa.cc and flash_attention{,_bf16}_isa.cc once per
+# instruction set, as ATen builds its own CPU kernels: the variant's CPU_CAPABILITY names its
+# namespace and sets at::vec::Vectorized's width.
 # -fopenmp: at::parallel_for is inline (ATen/ParallelOpenMP.h) and splits work only where
 # _OPENMP is defined; without it every kernel ran on one thread whatever at::set_num_threads
 # said. xmod::torch links the wheel's own libgomp, the runtime whose threads LibTorch sizes,
@@ -36,7 +37,9 @@ set(_kernel_flags_DEFAULT "")
 set(_kernel_flags_AVX2 -mavx2 -mfma)
 set(_kernel_flags_AVX512 -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma)
 foreach(_isa IN LISTS _kernel_isas)
-  add_library(xmod_model_kernels_${_isa} OBJECT cpu/kernels_isa.cc cpu/flash_attention_isa.cc)
+  add_library(xmod_model_kernels_${_isa} OBJECT cpu/kernels_isa.cc cpu/loss_isa.cc
+                                             cpu/flash_attention_isa.cc
+                                             cpu/flash_attention_bf16_isa.cc)
   target_include_directories(xmod_model_kernels_${_isa} PRIVATE ${PROJECT_SOURCE_DIR})
   target_link_libraries(xmod_model_kernels_${_isa} PRIVATE xmod::torch)
   target_compile_definitions(xmod_model_kernels_${_isa} PRIVATE CPU_CAPABILITY=${_isa}
@@ -55,6 +58,7 @@ if(XMOD_BUILD_TESTS)
   xmod_add_test(model_test
     SOURCES sparse_layer_test.cc moe_test.cc transformer_test.cc
             routing_diagnostics_test.cc runtime_test.cc cpu/flash_attention_test.cc
+            cpu/loss_test.cc
     LIBS xmod_model
     LABELS model)
   target_precompile_headers(model_test REUSE_FROM xmod_model)

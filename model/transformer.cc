@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "model/cpu/loss.h"
 #include "model/layer_checkpoint.h"
 
 namespace xmod {
@@ -16,11 +17,20 @@ constexpr double kInitStd = 0.02;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+// The mean next-token cross-entropy as one node. On CPU model/cpu/loss.h's two passes, which
+// save the logits and one log-sum-exp per row; elsewhere log_softmax in float32 (at least),
+// saved whole for the backward.
 class NextTokenLossFunction : public torch::autograd::Function<NextTokenLossFunction> {
  public:
   // logits: (N, V), targets: (N) -> ().
   static torch::Tensor forward(AutogradContext* actx, const torch::Tensor& logits,
                                const torch::Tensor& targets) {
+    actx->saved_data["fused"] = cpu::NextTokenLossSupports(logits, targets);
+    if (cpu::NextTokenLossSupports(logits, targets)) {
+      auto [loss, lse] = cpu::NextTokenLossForward(logits, targets);
+      actx->save_for_backward({logits, targets, lse});
+      return loss;
+    }
     torch::Tensor logp = torch::log_softmax(  // (N, V)
         logits.to(at::promote_types(logits.scalar_type(), torch::kFloat)), /*dim=*/-1);
     actx->save_for_backward({logp, targets});
@@ -30,6 +40,9 @@ class NextTokenLossFunction : public torch::autograd::Function<NextTokenLossFunc
 
   static variable_list backward(AutogradContext* actx, variable_list grads) {
     const variable_list saved = actx->get_saved_variables();
+    if (actx->saved_data["fused"].toBool()) {
+      return {cpu::NextTokenLossBackward(grads[0], saved[0], saved[1], saved[2]), torch::Tensor()};
+    }
     const torch::Tensor &logp = saved[0], &targets = saved[1];
     const int64_t n = logp.size(0);
     torch::Tensor dlogits = logp.exp();  // (N, V) softmax

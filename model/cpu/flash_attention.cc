@@ -2,6 +2,7 @@
 // one kernels.cc runs) and checks the operands; both entry points record themselves in profiles.
 #include "model/cpu/flash_attention.h"
 
+#include <ATen/native/CPUBlas.h>
 #include <ATen/record_function.h>
 
 #include <string>
@@ -61,16 +62,41 @@ internal::FlashGeometry Geometry(const torch::Tensor& q, const torch::Tensor& k,
   return s;
 }
 
+// CPU tensors all of q's dtype, which the kernel takes: float, double, or bfloat16 where the
+// processor has its AMX kernel.
+bool KernelDtype(std::initializer_list<torch::Tensor> tensors) {
+  const torch::Tensor& first = *tensors.begin();
+  if (!first.defined() || first.scalar_type() != torch::kBFloat16) return SupportsFused(tensors);
+  for (const torch::Tensor& t : tensors) {
+    if (!t.defined() || !t.device().is_cpu() || t.scalar_type() != torch::kBFloat16) return false;
+  }
+  return FlashAttentionHasBf16Products();
+}
+
+// The log-sum-exp's dtype for operands of `dtype`: float32 for bfloat16.
+torch::Dtype LseDtype(torch::Dtype dtype) {
+  return dtype == torch::kBFloat16 ? torch::kFloat32 : dtype;
+}
+
 }  // namespace
+
+bool FlashAttentionHasBf16Products() {
+  static const bool has =
+#if defined(__x86_64__)
+      __builtin_cpu_supports("avx512bf16") &&
+#endif
+      Table().forward_bf16 != nullptr && at::native::cpublas::could_pack(torch::kBFloat16);
+  return has;
+}
 
 bool FlashAttentionSupports(const torch::Tensor& q, const torch::Tensor& k,
                             const torch::Tensor& v) {
-  if (!SupportsFused({q, k, v}) || !HeadsContiguous(q) || !HeadsContiguous(k) ||
+  if (!KernelDtype({q, k, v}) || !HeadsContiguous(q) || !HeadsContiguous(k) ||
       !HeadsContiguous(v)) {
     return false;
   }
   const int64_t width =
-      q.scalar_type() == torch::kFloat32 ? Table().float_width : Table().double_width;
+      q.scalar_type() == torch::kFloat64 ? Table().double_width : Table().float_width;
   return k.sizes() == v.sizes() && q.size(0) == k.size(0) && q.size(1) == k.size(1) &&
          q.size(3) == k.size(3) && q.size(2) % k.size(2) == 0 && q.size(3) % width == 0 &&
          q.size(1) > 0;
@@ -85,8 +111,12 @@ std::pair<torch::Tensor, torch::Tensor> FlashAttentionForward(const torch::Tenso
   RECORD_FUNCTION("xmod::cpu::FlashAttentionForward", std::vector<c10::IValue>());
   const internal::FlashGeometry s = Geometry(q, k, v, scale);
   torch::Tensor out = torch::empty(q.sizes(), q.options());  // (B, T, H, E)
-  torch::Tensor lse = torch::empty({s.b, s.h, s.t}, q.options());
-  if (q.scalar_type() == torch::kFloat32) {
+  torch::Tensor lse = torch::empty({s.b, s.h, s.t}, q.options().dtype(LseDtype(q.scalar_type())));
+  if (q.scalar_type() == torch::kBFloat16) {
+    Table().forward_bf16(s, q.data_ptr<c10::BFloat16>(), k.data_ptr<c10::BFloat16>(),
+                         v.data_ptr<c10::BFloat16>(), out.data_ptr<c10::BFloat16>(),
+                         lse.data_ptr<float>());
+  } else if (q.scalar_type() == torch::kFloat32) {
     Table().forward_f(s, q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(),
                       out.data_ptr<float>(), lse.data_ptr<float>());
   } else {
@@ -104,7 +134,8 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> FlashAttentionBackward(
   TORCH_CHECK(dout_in.sizes() == q.sizes() && out.sizes() == q.sizes() && out.is_contiguous() &&
                   lse.is_contiguous() && lse.dim() == 3 && lse.size(0) == q.size(0) &&
                   lse.size(1) == q.size(2) && lse.size(2) == q.size(1) &&
-                  SupportsFused({dout_in, q, out, lse}),
+                  KernelDtype({q, dout_in, out}) && lse.device().is_cpu() &&
+                  lse.scalar_type() == LseDtype(q.scalar_type()),
               "FlashAttentionBackward: dout ", dout_in.sizes(), ", out ", out.sizes(), ", lse ",
               lse.sizes(), " do not match q ", q.sizes());
   RECORD_FUNCTION("xmod::cpu::FlashAttentionBackward", std::vector<c10::IValue>());
@@ -115,7 +146,12 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> FlashAttentionBackward(
   torch::Tensor dq = torch::empty(q.sizes(), q.options());  // every entry written
   torch::Tensor dk = torch::empty(k.sizes(), k.options());
   torch::Tensor dv = torch::empty(v.sizes(), v.options());
-  if (q.scalar_type() == torch::kFloat32) {
+  if (q.scalar_type() == torch::kBFloat16) {
+    Table().backward_bf16(
+        s, q.data_ptr<c10::BFloat16>(), k.data_ptr<c10::BFloat16>(), v.data_ptr<c10::BFloat16>(),
+        out.data_ptr<c10::BFloat16>(), dout.data_ptr<c10::BFloat16>(), lse.data_ptr<float>(),
+        dq.data_ptr<c10::BFloat16>(), dk.data_ptr<c10::BFloat16>(), dv.data_ptr<c10::BFloat16>());
+  } else if (q.scalar_type() == torch::kFloat32) {
     Table().backward_f(s, q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(),
                        out.data_ptr<float>(), dout.data_ptr<float>(), lse.data_ptr<float>(),
                        dq.data_ptr<float>(), dk.data_ptr<float>(), dv.data_ptr<float>());

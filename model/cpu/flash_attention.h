@@ -20,14 +20,22 @@
 
 namespace xmod::cpu {
 
-// True when q (B, T, H, E), k and v (B, T, G, E) can take this kernel: float or double CPU
-// tensors of one dtype, each head's E values contiguous and heads E apart (token rows any
-// stride apart, as in a view of a fused q/k/v product), G dividing H, and E a multiple of the
-// vector width of the instruction set in use.
+// True when q (B, T, H, E), k and v (B, T, G, E) can take this kernel: CPU tensors of one
+// dtype, float or double (products in registers), or bfloat16 where
+// FlashAttentionHasBf16Products() (products in AMX tiles: bf16 autocast's); each head's E
+// values contiguous and heads E apart (token rows any stride apart, as in a view of a fused
+// q/k/v product), G dividing H, and E a multiple of the float vector width in use.
 bool FlashAttentionSupports(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
 
+// True when this processor runs bfloat16 calls (oneDNN's brgemm packs bfloat16 for AMX tiles
+// here, the AVX512 kernels are in use and AVX512-BF16's conversions exist).
+bool FlashAttentionHasBf16Products();
+
 // softmax(scale q k^T + causal mask) v: query i sees keys 0..i. -> {out (B, T, H, E)
-// contiguous, lse (B, H, T) the log-sum-exp of each query's scaled scores, for the backward}.
+// contiguous in q's dtype, lse (B, H, T) the log-sum-exp of each query's scaled scores (float32
+// for bfloat16 operands), for the backward}. In bfloat16 the products take bfloat16 operands
+// (P rounded so too) with float32 sums, and the softmax runs in float32, as FlashAttention's
+// bf16 kernels do on GPUs.
 std::pair<torch::Tensor, torch::Tensor> FlashAttentionForward(const torch::Tensor& q,
                                                               const torch::Tensor& k,
                                                               const torch::Tensor& v, double scale);
@@ -66,6 +74,13 @@ struct FlashAttentionTable {
   void (*backward_d)(const FlashGeometry& s, const double* q, const double* k, const double* v,
                      const double* out, const double* dout, const double* lse, double* dq,
                      double* dk, double* dv);
+  // bfloat16 operands, float32 lse; products in AMX tiles through oneDNN's brgemm. Null in the
+  // variants that do not build them.
+  void (*forward_bf16)(const FlashGeometry& s, const c10::BFloat16* q, const c10::BFloat16* k,
+                       const c10::BFloat16* v, c10::BFloat16* out, float* lse);
+  void (*backward_bf16)(const FlashGeometry& s, const c10::BFloat16* q, const c10::BFloat16* k,
+                        const c10::BFloat16* v, const c10::BFloat16* out, const c10::BFloat16* dout,
+                        const float* lse, c10::BFloat16* dq, c10::BFloat16* dk, c10::BFloat16* dv);
 };
 
 }  // namespace internal

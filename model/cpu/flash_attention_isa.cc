@@ -14,20 +14,20 @@
 #include <ATen/cpu/vec/vec.h>
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 #include <memory>
 #include <vector>
 
 #include "model/cpu/flash_attention.h"
+#include "model/cpu/flash_attention_tiles.h"
 
 namespace xmod::cpu::internal {
 inline namespace CPU_CAPABILITY {
 namespace {
 
 using at::vec::Vectorized;
+using tiles::kTile;
+using tiles::RoundUp;
 
-constexpr int64_t kTile = 64;  // queries and keys per tile: 64 x 64 scores, 16 KB in fp32
 #if defined(CPU_CAPABILITY_AVX512)
 constexpr int kRegisters = 32, kMaxVecs = 4;  // vector registers; widest block in vectors
 #else
@@ -37,31 +37,6 @@ constexpr int kRegisters = 16, kMaxVecs = 2;
 // Rows of C a register block of kVecs vectors a row holds: its accumulators, the kVecs of a
 // row of B and one broadcast of A fit the registers (AVX512: 6 rows of 4 vectors, 12 of 2).
 constexpr int RowsFor(int vecs) { return std::min(12, (kRegisters - 1 - vecs) / vecs); }
-
-int64_t RoundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
-
-// exp for the softmax: ATen's fast float exp (20 ulp, as ATen's own flash kernel uses) and
-// the accurate one for double, which serves the reference tests.
-template <typename T>
-Vectorized<T> SoftmaxExp(const Vectorized<T>& x) {
-  if constexpr (std::is_same_v<T, float>) {
-    return x.exp_u20();
-  } else {
-    return x.exp();
-  }
-}
-
-template <typename T>
-T LaneMax(const Vectorized<T>& v) {
-  return at::vec::vec_reduce_all<T>(
-      [](const Vectorized<T>& a, const Vectorized<T>& b) { return at::vec::maximum(a, b); }, v);
-}
-
-template <typename T>
-T LaneSum(const Vectorized<T>& v) {
-  return at::vec::vec_reduce_all<T>(
-      [](const Vectorized<T>& a, const Vectorized<T>& b) { return a + b; }, v);
-}
 
 // C (kRows x kVecs vectors, row stride ldc) = [C +] A B over `depth`, with A(r, d) =
 // a[r * a_row + d * a_depth] and B row-major (row stride ldb).
@@ -199,11 +174,6 @@ void PackRows(const T* x, int64_t row, int64_t rows, int64_t e, T* dst) {
   for (int64_t r = 0; r < rows; ++r) std::copy(x + r * row, x + r * row + e, dst + r * e);
 }
 
-// Keys of the tile [j0, j0 + keys) that query i sees: j <= i.
-int64_t Visible(int64_t i, int64_t j0, int64_t keys) {
-  return std::clamp<int64_t>(i - j0 + 1, 0, keys);
-}
-
 // One query tile of one head: rows queries from q_rows (row stride q_row) over the keys
 // 0..i0+rows-1, whose tiles kt (E, kTile) and vt (kTile, E) lie kTile * E apart; writes the
 // normalised output rows (row stride out_row) and their log-sum-exp. The running sum of each
@@ -212,60 +182,19 @@ template <typename T>
 void ForwardTile(const FlashGeometry& s, int64_t i0, int64_t rows, const T* q_rows, int64_t q_row,
                  const T* kt, const T* vt, T* out_rows, int64_t out_row, T* lse_rows, T* scores,
                  T* acc) {
-  using V = Vectorized<T>;
-  constexpr int64_t w = V::size();
-  const T neg_inf = -std::numeric_limits<T>::infinity();
   const int64_t tile_size = kTile * s.e;
-  T row_max[kTile];
-  V row_sum[kTile];
-  std::fill(row_max, row_max + rows, neg_inf);
-  std::fill(row_sum, row_sum + rows, V(T(0)));
+  tiles::OnlineSoftmax<T> softmax(rows);
   std::fill(acc, acc + rows * s.e, T(0));
-  const V scale(static_cast<T>(s.scale));
   for (int64_t j0 = 0; j0 < i0 + rows; j0 += kTile) {
-    const int64_t keys = std::min(kTile, i0 + rows - j0), cols = RoundUp(keys, w);
-    const int64_t tile = j0 / kTile;
+    const int64_t keys = std::min(kTile, i0 + rows - j0);
+    const int64_t cols = RoundUp(keys, Vectorized<T>::size()), tile = j0 / kTile;
     Gemm<T, false>(rows, cols, s.e, q_rows, q_row, 1, kt + tile * tile_size, kTile, scores, kTile,
                    {CausalLimit::Axis::kColumnsAreKeys, i0 - j0});  // q k^T
-    for (int64_t r = 0; r < rows; ++r) {
-      T* p = scores + r * kTile;
-      const int64_t seen = Visible(i0 + r, j0, keys);
-      if (seen == 0) {
-        std::fill(p, p + cols, T(0));
-        continue;
-      }
-      V top(neg_inf);
-      for (int64_t j = 0; j < seen; j += w) {
-        const V x = V::loadu(p + j) * scale;
-        top = at::vec::maximum(top, seen - j < w ? V::set(V(neg_inf), x, seen - j) : x);
-      }
-      const T new_max = std::max(row_max[r], LaneMax(top));
-      const T alpha = std::exp(row_max[r] - new_max);  // 0 for the first tile (-inf)
-      V sum = row_sum[r] * V(alpha);
-      for (int64_t j = 0; j < cols; j += w) {
-        V e = j < seen ? SoftmaxExp(at::vec::fmsub(V::loadu(p + j), scale, V(new_max))) : V(T(0));
-        if (j < seen && seen - j < w) e = V::set(V(T(0)), e, seen - j);
-        sum = sum + e;
-        e.store(p + j);
-      }
-      row_sum[r] = sum;
-      row_max[r] = new_max;
-      if (alpha != T(1)) {
-        T* a = acc + r * s.e;
-        for (int64_t e = 0; e < s.e; e += w) (V::loadu(a + e) * V(alpha)).store(a + e);
-      }
-    }
+    softmax.Update(i0, j0, rows, keys, static_cast<T>(s.scale), scores, acc, s.e);
     Gemm<T, true>(rows, s.e, keys, scores, kTile, 1, vt + tile * tile_size, s.e, acc, s.e,
                   {CausalLimit::Axis::kDepthIsKeys, i0 - j0});  // P v
   }
-  for (int64_t r = 0; r < rows; ++r) {
-    const T sum = LaneSum(row_sum[r]);
-    const V inv(T(1) / sum);
-    for (int64_t e = 0; e < s.e; e += w) {
-      (V::loadu(acc + r * s.e + e) * inv).store(out_rows + r * out_row + e);
-    }
-    lse_rows[r] = row_max[r] + std::log(sum);
-  }
+  softmax.Finish(rows, acc, s.e, out_rows, out_row, lse_rows);
 }
 
 template <typename T>
@@ -304,46 +233,13 @@ struct BackwardScratch {
       : q(kTile * e), dout(kTile * e), probs(kTile * kTile), dprobs(kTile * kTile) {}
 };
 
-// For a tile pair of the backward, in place: probs (q k^T) -> P = exp(scale q k^T - lse), and
-// dprobs (dout v^T) -> dS = scale P (dout v^T - delta); both zero where the mask hides a key.
-template <typename T>
-void ProbsAndScoreGrads(const FlashGeometry& s, int64_t i0, int64_t j0, int64_t rows, int64_t keys,
-                        const T* lse_i, const T* delta, T* probs, T* dprobs) {
-  using V = Vectorized<T>;
-  constexpr int64_t w = V::size();
-  const V scale(static_cast<T>(s.scale));
-  const int64_t cols = RoundUp(keys, w);
-  for (int64_t r = 0; r < rows; ++r) {
-    T* p = probs + r * kTile;
-    T* dp = dprobs + r * kTile;
-    const int64_t seen = Visible(i0 + r, j0, keys);
-    const V row_lse(lse_i[r]), row_delta(delta[r]);
-    for (int64_t j = 0; j < cols; j += w) {
-      if (j >= seen) {  // hidden: P = dS = 0 (the products left these unwritten)
-        V(T(0)).store(p + j);
-        V(T(0)).store(dp + j);
-        continue;
-      }
-      V pj = SoftmaxExp(at::vec::fmsub(V::loadu(p + j), scale, row_lse));
-      V ds = pj * (V::loadu(dp + j) - row_delta) * scale;
-      if (seen - j < w) {
-        pj = V::set(V(T(0)), pj, seen - j);
-        ds = V::set(V(T(0)), ds, seen - j);
-      }
-      pj.store(p + j);
-      ds.store(dp + j);
-    }
-  }
-}
-
 // One kv group (b, g) of the backward: it owns dk and dv of the group and dq of its heads, so
 // groups run in parallel without sharing a write.
 template <typename T>
 void BackwardGroup(const FlashGeometry& s, int64_t bi, int64_t gi, const T* q, const T* out,
                    const T* dout, const T* lse, const BackwardOperands<T>& ops, T* dq, T* dk, T* dv,
                    BackwardScratch<T>* scratch) {
-  using V = Vectorized<T>;
-  constexpr int64_t w = V::size();
+  constexpr int64_t w = Vectorized<T>::size();
   const int64_t per_group = s.h / s.g, kv_row = s.g * s.e, q_out_row = s.h * s.e;
   const int64_t tile_size = kTile * s.e, bg = bi * s.g + gi;
   const T* kt = ops.kt.get() + bg * ops.group_size;
@@ -362,14 +258,7 @@ void BackwardGroup(const FlashGeometry& s, int64_t bi, int64_t gi, const T* q, c
       const T* o_i = out + (bi * s.t + i0) * q_out_row + hi * s.e;
       const T* lse_i = lse + (bi * s.h + hi) * s.t + i0;
       T* dq_i = dq + (bi * s.t + i0) * q_out_row + hi * s.e;
-      for (int64_t r = 0; r < rows; ++r) {
-        V dot(T(0));
-        for (int64_t e = 0; e < s.e; e += w) {
-          dot =
-              at::vec::fmadd(V::loadu(do_i + r * s.e + e), V::loadu(o_i + r * q_out_row + e), dot);
-        }
-        delta[r] = LaneSum(dot);
-      }
+      tiles::RowDots(rows, s.e, do_i, s.e, o_i, q_out_row, delta);
       for (int64_t j0 = 0; j0 < i0 + rows; j0 += kTile) {
         const int64_t keys = std::min(kTile, i0 + rows - j0), cols = RoundUp(keys, w);
         const int64_t tile = j0 / kTile;
@@ -380,7 +269,7 @@ void BackwardGroup(const FlashGeometry& s, int64_t bi, int64_t gi, const T* q, c
                        by_columns);  // q k^T
         Gemm<T, false>(rows, cols, s.e, do_i, s.e, 1, vt + tile * tile_size, kTile, dprobs, kTile,
                        by_columns);  // dP = dout v^T
-        ProbsAndScoreGrads(s, i0, j0, rows, keys, lse_i, delta, probs, dprobs);
+        tiles::ProbsAndScoreGrads(s, i0, j0, rows, keys, lse_i, delta, probs, dprobs);
         // dv_j += P^T dout_i; dq_i += dS k_j; dk_j += dS^T q_i.
         // The first contribution overwrites: dq_i's is key tile 0; key tile j's is the
         // group's first head at the diagonal tile, which reaches every key row of the tile.
@@ -426,6 +315,13 @@ extern const FlashAttentionTable kFlashAttentionTable = {
     .forward_d = &ForwardLoop<double>,
     .backward_f = &BackwardLoop<float>,
     .backward_d = &BackwardLoop<double>,
+#if defined(CPU_CAPABILITY_AVX512)
+    .forward_bf16 = &ForwardBf16Products,
+    .backward_bf16 = &BackwardBf16Products,
+#else
+    .forward_bf16 = nullptr,
+    .backward_bf16 = nullptr,
+#endif
 };
 
 }  // namespace CPU_CAPABILITY

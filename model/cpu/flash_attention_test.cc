@@ -2,7 +2,8 @@
 // with the key/value heads repeated per query head, its log-sum-exp, and the gradients autograd
 // takes through it, in float64 (and float32 against float64) over shapes that cover one tile,
 // several with a partial last one, a width that is no multiple of any tile, and rows that lie
-// a fused q/k/v product apart; one and two threads agree bit for bit.
+// a fused q/k/v product apart; one and two threads agree bit for bit. The bfloat16 kernel
+// (AMX) is held to the formula in float64 on its operands' values.
 #include "model/cpu/flash_attention.h"
 
 #include <ATen/Parallel.h>
@@ -69,7 +70,9 @@ Result Textbook(const std::vector<torch::Tensor>& qkv, const torch::Tensor& dout
   return r;
 }
 
-void ExpectClose(const Result& got, const Result& want, double tolerance) {
+// Every result of got against want's, in float64 and of equal shape: check(name, a, b).
+template <typename Check>
+void CompareResults(const Result& got, const Result& want, Check check) {
   const std::vector<std::pair<const char*, std::pair<torch::Tensor, torch::Tensor>>> pairs = {
       {"out", {got.out, want.out}},
       {"lse", {got.lse, want.lse}},
@@ -79,10 +82,25 @@ void ExpectClose(const Result& got, const Result& want, double tolerance) {
   for (const auto& [name, p] : pairs) {
     const torch::Tensor a = p.first.to(torch::kDouble), b = p.second.to(torch::kDouble);
     ASSERT_EQ(a.sizes(), b.sizes()) << name;
+    check(name, a, b);
+  }
+}
+
+void ExpectClose(const Result& got, const Result& want, double tolerance) {
+  CompareResults(got, want, [&](const char* name, const torch::Tensor& a, const torch::Tensor& b) {
     EXPECT_TRUE(torch::allclose(a, b, tolerance, tolerance))
         << name << " differs by " << (a - b).abs().max().item<double>() << " (kernels "
         << KernelIsa() << ")";
-  }
+  });
+}
+
+// Each of got's tensors within `fraction` of the largest entry of want's (bfloat16 products
+// round every operand to 8 significant bits, so the bound is relative to the tensor's scale).
+void ExpectWithinFractionOfScale(const Result& got, const Result& want, double fraction) {
+  CompareResults(got, want, [&](const char* name, const torch::Tensor& a, const torch::Tensor& b) {
+    const double error = (a - b).abs().max().item<double>(), scale = b.abs().max().item<double>();
+    EXPECT_LE(error, fraction * scale) << name << ": largest entry " << scale;
+  });
 }
 
 class FlashAttentionTest : public ::testing::TestWithParam<Shape> {};
@@ -104,6 +122,29 @@ TEST_P(FlashAttentionTest, MatchesTheTextbookFormulaInFloat64AndFloat32) {
   }
 }
 
+// The bf16 autocast kernel: bfloat16 operands, products in AMX tiles. Against the textbook
+// formula in float64 on the same values, what is left is the rounding of P and dS for their
+// products and of the results to bfloat16 (2^-8 relative each), summed over at most T keys:
+// within 1% of each result's largest entry (the largest error seen is 0.5%).
+TEST_P(FlashAttentionTest, Bf16MatchesTheTextbookFormulaToBfloat16Rounding) {
+  if (!FlashAttentionHasBf16Products())
+    GTEST_SKIP() << "no AMX bfloat16 tiles (" << KernelIsa() << ")";
+  const Shape s = GetParam();
+  torch::manual_seed(13);
+  const std::vector<torch::Tensor> qkv = FusedViews(s, torch::kBFloat16);
+  ASSERT_TRUE(FlashAttentionSupports(qkv[0], qkv[1], qkv[2]));
+  const torch::Tensor dout = torch::randn({s.b, s.t, s.h, s.e}, torch::kBFloat16);
+  std::vector<torch::Tensor> exact;
+  for (const torch::Tensor& x : qkv) exact.push_back(x.to(torch::kDouble));
+  const double scale = 0.37;
+  const Result got = Flash(qkv, dout, scale);
+  for (const torch::Tensor& x : {got.out, got.dq, got.dk, got.dv}) {
+    EXPECT_EQ(x.scalar_type(), torch::kBFloat16);
+  }
+  EXPECT_EQ(got.lse.scalar_type(), torch::kFloat32);
+  ExpectWithinFractionOfScale(got, Textbook(exact, dout.to(torch::kDouble), scale), 1e-2);
+}
+
 TEST_P(FlashAttentionTest, OneAndTwoThreadsAgreeExactly) {
   const Shape s = GetParam();
   torch::manual_seed(12);
@@ -116,6 +157,17 @@ TEST_P(FlashAttentionTest, OneAndTwoThreadsAgreeExactly) {
   const Result two = Flash(qkv, dout, 1.0);
   at::set_num_threads(previous);
   ExpectClose(one, two, 0.0);
+  if (FlashAttentionHasBf16Products()) {
+    std::vector<torch::Tensor> qkv16;
+    for (const torch::Tensor& x : qkv) qkv16.push_back(x.to(torch::kBFloat16));
+    const torch::Tensor dout16 = dout.to(torch::kBFloat16);
+    at::set_num_threads(1);
+    const Result one16 = Flash(qkv16, dout16, 1.0);
+    at::set_num_threads(2);
+    const Result two16 = Flash(qkv16, dout16, 1.0);
+    at::set_num_threads(previous);
+    ExpectClose(one16, two16, 0.0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionTest,
@@ -133,8 +185,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionTest,
 TEST(FlashAttention, RefusesWhatItCannotTake) {
   const torch::Tensor q = torch::randn({1, 8, 2, 16}), k = torch::randn({1, 8, 1, 16});
   EXPECT_TRUE(FlashAttentionSupports(q, k, k));
-  EXPECT_FALSE(FlashAttentionSupports(q.to(torch::kBFloat16), k.to(torch::kBFloat16),
-                                      k.to(torch::kBFloat16)));      // callers keep SDPA
+  const torch::Tensor q16 = q.to(torch::kBFloat16), k16 = k.to(torch::kBFloat16);
+  EXPECT_EQ(FlashAttentionSupports(q16, k16, k16), FlashAttentionHasBf16Products());  // AMX
+  EXPECT_FALSE(FlashAttentionSupports(q16, k, k16));                 // bfloat16 with float
   EXPECT_FALSE(FlashAttentionSupports(q, k.to(torch::kDouble), k));  // mixed dtypes
   EXPECT_FALSE(FlashAttentionSupports(q, torch::randn({1, 9, 1, 16}), torch::randn({1, 9, 1, 16})));
   const torch::Tensor k2 = torch::randn({1, 8, 2, 16});
@@ -143,6 +196,12 @@ TEST(FlashAttention, RefusesWhatItCannotTake) {
                                       torch::randn({1, 8, 1, 2})));  // E below a vector
   EXPECT_FALSE(FlashAttentionSupports(q.transpose(1, 2), k, k));     // heads not contiguous
   EXPECT_THROW(FlashAttentionForward(q, k.to(torch::kDouble), k, 1.0), c10::Error);
+  if (FlashAttentionHasBf16Products()) {  // the log-sum-exp of bfloat16 operands is float32
+    auto [out16, lse16] = FlashAttentionForward(q16, k16, k16, 1.0);
+    EXPECT_THROW(
+        FlashAttentionBackward(out16, q16, k16, k16, out16, lse16.to(torch::kBFloat16), 1.0),
+        c10::Error);
+  }
 }
 
 }  // namespace

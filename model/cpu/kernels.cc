@@ -186,15 +186,19 @@ std::pair<torch::Tensor, torch::Tensor> RmsNormBackward(const torch::Tensor& dy_
   return {dx, dw_blocks.sum(/*dim=*/0)};
 }
 
-bool RopeSupportsLayout(const torch::Tensor& x) {
-  return x.dim() == 4 && x.size(3) % 2 == 0 && x.stride(3) == 1 && x.stride(2) == x.size(3) &&
-         x.stride(1) >= x.size(2) * x.size(3) && x.stride(0) == x.size(1) * x.stride(1);
+bool RopeSupports(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  const bool bf16 = x.defined() && x.device().is_cpu() && x.scalar_type() == torch::kBFloat16 &&
+                    SupportsFused({cos, sin}) && cos.scalar_type() == torch::kFloat32;
+  return (bf16 || SupportsFused({x, cos, sin})) && x.dim() == 4 && x.size(3) % 2 == 0 &&
+         x.stride(3) == 1 && x.stride(2) == x.size(3) && x.stride(1) >= x.size(2) * x.size(3) &&
+         x.stride(0) == x.size(1) * x.stride(1);
 }
 
 torch::Tensor Rope(const torch::Tensor& x, const torch::Tensor& cos_in, const torch::Tensor& sin_in,
                    double sin_sign) {
-  TORCH_CHECK(SupportsFused({x, cos_in, sin_in}) && RopeSupportsLayout(x),
-              "Rope: float or double CPU tensors, heads contiguous");
+  TORCH_CHECK(RopeSupports(x, cos_in, sin_in),
+              "Rope: float or double CPU tensors (or bfloat16 x, float32 tables), heads "
+              "contiguous");
   const int64_t b = x.size(0), t = x.size(1), heads = x.size(2), e = x.size(3);
   TORCH_CHECK(cos_in.dim() == 4 && (cos_in.size(0) == 1 || cos_in.size(0) == b) &&
                   cos_in.size(1) == t && cos_in.size(3) == e / 2 &&
@@ -203,7 +207,11 @@ torch::Tensor Rope(const torch::Tensor& x, const torch::Tensor& cos_in, const to
   const torch::Tensor cos = cos_in.contiguous(), sin = sin_in.contiguous();
   const bool per_batch = cos.size(0) == b && b > 1;
   torch::Tensor out = torch::empty(x.sizes(), x.options());
-  if (x.scalar_type() == torch::kFloat32) {
+  if (x.scalar_type() == torch::kBFloat16) {
+    Table().rope_bf16(x.data_ptr<c10::BFloat16>(), x.stride(1), cos.data_ptr<float>(),
+                      sin.data_ptr<float>(), per_batch, static_cast<float>(sin_sign),
+                      out.data_ptr<c10::BFloat16>(), b * t, t, heads, e);
+  } else if (x.scalar_type() == torch::kFloat32) {
     Table().rope_f(x.data_ptr<float>(), x.stride(1), cos.data_ptr<float>(), sin.data_ptr<float>(),
                    per_batch, static_cast<float>(sin_sign), out.data_ptr<float>(), b * t, t, heads,
                    e);

@@ -3,10 +3,10 @@
 // kernels_isa.cc holds the loops, written once with at::vec::Vectorized and compiled once per
 // instruction set (DEFAULT, AVX2, AVX512 on x86-64); kernels.cc picks the variant that ATen
 // itself runs (at::get_cpu_capability(), which honours ATEN_CPU_CAPABILITY).
-// Every kernel takes contiguous CPU tensors of float or double (the SwiGLU gate bfloat16 too)
-// and parallelises over elements with at::parallel_for; SupportsFused (SupportsSwiGlu) says
-// when a caller may use one, and callers keep the composite formula for every other device
-// and dtype (CUDA; bf16 but for the gate).
+// Every kernel takes contiguous CPU tensors of float or double (the SwiGLU gate and RoPE
+// bfloat16 too) and parallelises over elements with at::parallel_for; SupportsFused
+// (SupportsSwiGlu, RopeSupports) says when a caller may use one, and callers keep the
+// composite formula for every other device and dtype (CUDA; bf16 but for the gate and RoPE).
 // Legend: N = elements. Thread-compatible (no state but the variant table).
 #ifndef XMOD_MODEL_CPU_KERNELS_H_
 #define XMOD_MODEL_CPU_KERNELS_H_
@@ -53,8 +53,10 @@ std::pair<torch::Tensor, torch::Tensor> RmsNormBackward(const torch::Tensor& dy,
 // (b, t) rows may lie any fixed stride apart (a view of the fused q/k/v product), by the tables
 // cos, sin (B or 1, T, 1, E/2): out = (x1 cos - sign x2 sin, x2 cos + sign x1 sin) of the
 // halves x1, x2 of each head, contiguous (B, T, H, E). sin_sign -1 is the inverse rotation.
-// RopeSupportsLayout says whether x's strides are such.
-bool RopeSupportsLayout(const torch::Tensor& x);
+// RopeSupports says whether the kernel takes them: x's strides such, and x, cos, sin of one
+// float or double dtype, or x bfloat16 with float32 tables (bf16 autocast: the result is
+// bfloat16, computed in float32).
+bool RopeSupports(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 torch::Tensor Rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                    double sin_sign);
 
@@ -130,6 +132,10 @@ struct KernelTable {
   void (*rope_d)(const double* x, int64_t x_row_stride, const double* cos, const double* sin,
                  bool per_batch_tables, double sin_sign, double* out, int64_t rows, int64_t t,
                  int64_t heads, int64_t e);
+  // bfloat16 x and out, float32 tables and arithmetic.
+  void (*rope_bf16)(const c10::BFloat16* x, int64_t x_row_stride, const float* cos,
+                    const float* sin, bool per_batch_tables, float sin_sign, c10::BFloat16* out,
+                    int64_t rows, int64_t t, int64_t heads, int64_t e);
   void (*router_scores_f)(const float* x, const float* c, double eps, float* inv, float* s,
                           int64_t rows, int64_t d);
   void (*router_scores_d)(const double* x, const double* c, double eps, double* inv, double* s,

@@ -10,12 +10,15 @@
 #include <cmath>
 
 #include "model/cpu/kernels.h"
+#include "model/cpu/vec_io.h"
 
 namespace xmod::cpu::internal {
 inline namespace CPU_CAPABILITY {
 namespace {
 
 using at::vec::Vectorized;
+using vec_io::LoadAs;
+using vec_io::StoreAs;
 
 // Elements per parallel_for task: large enough that a task's start costs nothing beside its
 // work (a few passes of ~100 KB), small enough that two threads split a routed layer's
@@ -201,10 +204,11 @@ void RmsNormBackwardLoop(const T* dy, const T* x, const T* inv, const T* w, T* d
 
 // Rows r of x (B*T of them, `x_row_stride` apart, each H heads of E contiguous values) rotated
 // by table row r (per_batch_tables) or r % T: out = (x1 c - sign x2 s, x2 c + sign x1 s) of
-// each head's halves x1, x2 with the row's c, s (E/2). out is contiguous (B*T, H*E).
-template <typename T>
-void RopeLoop(const T* x, int64_t x_row_stride, const T* cos, const T* sin, bool per_batch_tables,
-              T sin_sign, T* out, int64_t rows, int64_t t, int64_t heads, int64_t e) {
+// each head's halves x1, x2 with the row's c, s (E/2). out is contiguous (B*T, H*E). X is x's
+// and out's type, T the tables' and the arithmetic's (float for bfloat16 x: one rounding).
+template <typename X, typename T>
+void RopeLoop(const X* x, int64_t x_row_stride, const T* cos, const T* sin, bool per_batch_tables,
+              T sin_sign, X* out, int64_t rows, int64_t t, int64_t heads, int64_t e) {
   const int64_t half = e / 2;
   at::parallel_for(0, rows, std::max<int64_t>(1, kGrain / (heads * e)),
                    [&](int64_t begin, int64_t end) {
@@ -213,19 +217,19 @@ void RopeLoop(const T* x, int64_t x_row_stride, const T* cos, const T* sin, bool
                        const int64_t tr = per_batch_tables ? r : r % t;
                        const T *c = cos + tr * half, *s = sin + tr * half;
                        for (int64_t h = 0; h < heads; ++h) {
-                         const T* xi = x + r * x_row_stride + h * e;
-                         T* o = out + (r * heads + h) * e;
+                         const X* xi = x + r * x_row_stride + h * e;
+                         X* o = out + (r * heads + h) * e;
                          int64_t j = 0;
                          for (; j + V::size() <= half; j += V::size()) {
-                           const V x1 = V::loadu(xi + j), x2 = V::loadu(xi + half + j);
+                           const V x1 = LoadAs(xi + j), x2 = LoadAs(xi + half + j);
                            const V vc = V::loadu(c + j), vs = V::loadu(s + j) * V(sin_sign);
-                           (x1 * vc - x2 * vs).store(o + j);
-                           (x2 * vc + x1 * vs).store(o + half + j);
+                           StoreAs(x1 * vc - x2 * vs, o + j);
+                           StoreAs(x2 * vc + x1 * vs, o + half + j);
                          }
                          for (; j < half; ++j) {
                            const T x1 = xi[j], x2 = xi[half + j], vs = s[j] * sin_sign;
-                           o[j] = x1 * c[j] - x2 * vs;
-                           o[half + j] = x2 * c[j] + x1 * vs;
+                           o[j] = static_cast<X>(x1 * c[j] - x2 * vs);
+                           o[half + j] = static_cast<X>(x2 * c[j] + x1 * vs);
                          }
                        }
                      }
@@ -380,8 +384,9 @@ extern const KernelTable kTable = {
     .rms_norm_forward_d = &RmsNormForwardLoop<double>,
     .rms_norm_backward_f = &RmsNormBackwardLoop<float>,
     .rms_norm_backward_d = &RmsNormBackwardLoop<double>,
-    .rope_f = &RopeLoop<float>,
-    .rope_d = &RopeLoop<double>,
+    .rope_f = &RopeLoop<float, float>,
+    .rope_d = &RopeLoop<double, double>,
+    .rope_bf16 = &RopeLoop<c10::BFloat16, float>,
     .router_scores_f = &RouterScoresLoop<float>,
     .router_scores_d = &RouterScoresLoop<double>,
     .scatter_scaled_add_f = &ScatterScaledAddLoop<float>,

@@ -5,9 +5,11 @@
 // head widths: blocks of 256 x 512 scores (causal skipping at that granularity computes 5/8 of
 // the square, not 1/2), several passes over each block, and GEMM calls whose depth is E = 32.
 // Here 64 x 64 tiles skip every tile above the diagonal, each tile's products run as
-// register-blocked outer products (model/cpu/flash_attention_isa.cc), and the softmax works on
-// the tile while it is in L1; key/value heads are read in place, never repeated per query
-// head, and the output is written in the (B, T, H, E) layout the output projection reads.
+// register-blocked outer products in float32/float64 (model/cpu/flash_attention_isa.cc), or as
+// AMX tiles for bfloat16 operands (flash_attention_bf16_isa.cc, bf16 autocast's kernel), and
+// the softmax works on the tile while it is in L1; key/value heads are read in place, never
+// repeated per query head, and the output is written in the (B, T, H, E) layout the output
+// projection reads.
 // Legend: B batch, T tokens, H query heads, G key/value heads (query head h reads kv head
 // h / (H / G)), E head_dim. Thread-compatible (no state but the variant table).
 #ifndef XMOD_MODEL_CPU_FLASH_ATTENTION_H_

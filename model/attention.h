@@ -2,7 +2,8 @@
 // same mathematics: fused (options.fused, the default of training.attention "auto") and
 // batched matrix products with a boolean mask and softmax ("manual", the reference the fused
 // kernel is tested against). Fused is, for plain causal attention on the CPU, xmod's own
-// tiled kernel (model/cpu/flash_attention.h; in float32 under bf16 autocast), and otherwise
+// tiled kernel (model/cpu/flash_attention.h; its bfloat16 AMX variant under bf16 autocast,
+// float32 copies where the processor has no AMX), and otherwise
 // (CUDA, masks, head widths it does not take) at::scaled_dot_product_attention's kernels.
 //
 // Three call shapes serve every layer kind of the paper:

@@ -51,11 +51,9 @@ torch::Tensor ScatterScaledAdd(const torch::Tensor& x, const torch::Tensor& rows
   // bf16 autocast on CPU: the residual stream x stays float32 while the block's updates leave
   // their products in bfloat16. The sum is float32 either way (index_add promotes them), so
   // the fused node takes them converted to x's type.
+  const bool float_stream = x.device().is_cpu() && x.scalar_type() == torch::kFloat32;
   const auto like_x = [&](const torch::Tensor& t) {
-    return t.defined() && x.device().is_cpu() && x.scalar_type() == torch::kFloat32 &&
-                   t.scalar_type() == torch::kBFloat16
-               ? t.to(torch::kFloat32)
-               : t;
+    return float_stream && t.defined() && t.scalar_type() == torch::kBFloat16 ? t.to(x.dtype()) : t;
   };
   const torch::Tensor r = like_x(r_in), u1 = like_x(u1_in), u2 = like_x(u2_in), p = like_x(p_in);
   const bool fused = cpu::SupportsFused({x, r, u1}) && x.dim() == 2 &&

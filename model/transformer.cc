@@ -25,8 +25,9 @@ class NextTokenLossFunction : public torch::autograd::Function<NextTokenLossFunc
   // logits: (N, V), targets: (N) -> ().
   static torch::Tensor forward(AutogradContext* actx, const torch::Tensor& logits,
                                const torch::Tensor& targets) {
-    actx->saved_data["fused"] = cpu::NextTokenLossSupports(logits, targets);
-    if (cpu::NextTokenLossSupports(logits, targets)) {
+    const bool fused = cpu::NextTokenLossSupports(logits, targets);
+    actx->saved_data["fused"] = fused;
+    if (fused) {
       auto [loss, lse] = cpu::NextTokenLossForward(logits, targets);
       actx->save_for_backward({logits, targets, lse});
       return loss;

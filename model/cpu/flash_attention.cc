@@ -67,10 +67,7 @@ internal::FlashGeometry Geometry(const torch::Tensor& q, const torch::Tensor& k,
 bool KernelDtype(std::initializer_list<torch::Tensor> tensors) {
   const torch::Tensor& first = *tensors.begin();
   if (!first.defined() || first.scalar_type() != torch::kBFloat16) return SupportsFused(tensors);
-  for (const torch::Tensor& t : tensors) {
-    if (!t.defined() || !t.device().is_cpu() || t.scalar_type() != torch::kBFloat16) return false;
-  }
-  return FlashAttentionHasBf16Products();
+  return SupportsBf16(tensors) && FlashAttentionHasBf16Products();
 }
 
 // The log-sum-exp's dtype for operands of `dtype`: float32 for bfloat16.

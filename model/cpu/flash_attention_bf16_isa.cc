@@ -42,12 +42,6 @@ constexpr int64_t kWidth = V::size();  // 16 floats
 // checks both).
 #define XMOD_BF16_TARGET __attribute__((target("avx512bf16,avx512f,avx512bw,avx512vl")))
 
-// 16 bfloat16 -> 16 floats (exact: the high halves of the words).
-__m512 Widen(const BFloat16* p) {
-  const __m256i half = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
-}
-
 // n floats (a multiple of 16) -> n bfloat16.
 XMOD_BF16_TARGET void ToBf16(const float* src, int64_t n, BFloat16* dst) {
   int64_t c = 0;
@@ -106,34 +100,28 @@ void Product(int64_t m, int64_t n, int64_t depth, const BFloat16* a, int64_t lda
 std::unique_ptr<BFloat16[]> PackKvTiles(const FlashGeometry& s, const BFloat16* x, int64_t batch,
                                         int64_t row, bool keys_as_columns) {
   const int64_t tiles = (s.t + kTile - 1) / kTile, tile_size = kTile * s.e;
-  std::unique_ptr<BFloat16[]> packed(new BFloat16[s.b * s.g * tiles * tile_size]);
-  at::parallel_for(0, s.b * s.g, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t bg = begin; bg < end; ++bg) {
-      const BFloat16* src = x + (bg / s.g) * batch + (bg % s.g) * s.e;
-      BFloat16* dst = packed.get() + bg * tiles * tile_size;
-      const auto token_row = [&](int64_t t) { return t < s.t ? src + t * row : nullptr; };
-      for (int64_t tile = 0; tile < tiles; ++tile) {
-        BFloat16* out = dst + tile * tile_size;
-        for (int64_t j = 0; j < kTile; j += keys_as_columns ? 1 : 2) {
-          const int64_t t = tile * kTile + j;
-          if (!keys_as_columns) {
-            InterleaveRows(token_row(t), token_row(t + 1), s.e, out + j * s.e);
-            continue;
-          }
-          // Column j of each depth pair e2: the 32-bit pair (x[t][2 e2], x[t][2 e2 + 1]).
-          for (int64_t e2 = 0; e2 < s.e / 2; ++e2) {
-            BFloat16* pair = out + (e2 * kTile + j) * 2;
-            if (t < s.t) {
-              std::memcpy(pair, token_row(t) + 2 * e2, 2 * sizeof(BFloat16));
-            } else {
-              pair[0] = pair[1] = BFloat16(0.f);
-            }
+  return tiles::PackPerKvGroup(s, x, batch, [&](const BFloat16* src, BFloat16* dst) {
+    const auto token_row = [&](int64_t t) { return t < s.t ? src + t * row : nullptr; };
+    for (int64_t tile = 0; tile < tiles; ++tile) {
+      BFloat16* out = dst + tile * tile_size;
+      for (int64_t j = 0; j < kTile; j += keys_as_columns ? 1 : 2) {
+        const int64_t t = tile * kTile + j;
+        if (!keys_as_columns) {
+          InterleaveRows(token_row(t), token_row(t + 1), s.e, out + j * s.e);
+          continue;
+        }
+        // Column j of each depth pair e2: the 32-bit pair (x[t][2 e2], x[t][2 e2 + 1]).
+        for (int64_t e2 = 0; e2 < s.e / 2; ++e2) {
+          BFloat16* pair = out + (e2 * kTile + j) * 2;
+          if (t < s.t) {
+            std::memcpy(pair, token_row(t) + 2 * e2, 2 * sizeof(BFloat16));
+          } else {
+            pair[0] = pair[1] = BFloat16(0.f);
           }
         }
       }
     }
   });
-  return packed;
 }
 
 // rows rows of x (row stride `row`, E values each) -> dst (kTile, E), zero rows after, and its
@@ -159,18 +147,6 @@ void TileRowPairs(const float* tile, BFloat16* dst) {
 // rows rows of E floats (contiguous) -> bfloat16 rows `row` apart.
 void StoreRows(const float* src, int64_t rows, int64_t e, BFloat16* dst, int64_t row) {
   for (int64_t r = 0; r < rows; ++r) ToBf16(src + r * e, e, dst + r * row);
-}
-
-// delta_r = dout_r . out_r over rows rows of E values (dout contiguous, out rows out_row apart).
-void RowDots(int64_t rows, int64_t e, const BFloat16* dout, const BFloat16* out, int64_t out_row,
-             float* delta) {
-  for (int64_t r = 0; r < rows; ++r) {
-    __m512 dot = _mm512_setzero_ps();
-    for (int64_t c = 0; c < e; c += kWidth) {
-      dot = _mm512_fmadd_ps(Widen(dout + r * e + c), Widen(out + r * out_row + c), dot);
-    }
-    delta[r] = _mm512_reduce_add_ps(dot);
-  }
 }
 
 }  // namespace
@@ -239,8 +215,8 @@ void BackwardBf16Products(const FlashGeometry& s, const BFloat16* q, const BFloa
                         q_a.data(), q_t.data());
           PackQueryRows(dout + bi * s.dout_batch + i0 * s.dout_row + hi * s.e, s.dout_row, rows,
                         s.e, do_a.data(), do_t.data());
-          RowDots(rows, s.e, do_a.data(), out + (bi * s.t + i0) * q_out_row + hi * s.e, q_out_row,
-                  delta);
+          tiles::RowDots(rows, s.e, do_a.data(), s.e, out + (bi * s.t + i0) * q_out_row + hi * s.e,
+                         q_out_row, delta);
           for (int64_t j0 = 0; j0 < i0 + rows; j0 += kTile) {
             const int64_t keys = std::min(kTile, i0 + rows - j0), tile = j0 / kTile;
             Product(kTile, kTile, s.e, q_a.data(), s.e, group_kt + tile * tile_size, probs.data(),

@@ -143,29 +143,23 @@ template <typename T>
 std::unique_ptr<T[]> PackTiles(const FlashGeometry& s, const T* x, int64_t batch, int64_t row,
                                bool transposed) {
   const int64_t tiles = (s.t + kTile - 1) / kTile, tile_size = kTile * s.e;
-  std::unique_ptr<T[]> packed(new T[s.b * s.g * tiles * tile_size]);
-  at::parallel_for(0, s.b * s.g, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t bg = begin; bg < end; ++bg) {
-      const T* src = x + (bg / s.g) * batch + (bg % s.g) * s.e;
-      T* dst = packed.get() + bg * tiles * tile_size;
-      if (s.t % kTile != 0) {  // the last tile's rows beyond T
-        T* last = dst + (tiles - 1) * tile_size;
-        for (int64_t j = s.t % kTile; j < kTile; ++j) {
-          for (int64_t e = 0; e < s.e; ++e) last[transposed ? e * kTile + j : j * s.e + e] = T(0);
-        }
+  return tiles::PackPerKvGroup(s, x, batch, [&](const T* src, T* dst) {
+    if (s.t % kTile != 0) {  // the last tile's rows beyond T
+      T* last = dst + (tiles - 1) * tile_size;
+      for (int64_t j = s.t % kTile; j < kTile; ++j) {
+        for (int64_t e = 0; e < s.e; ++e) last[transposed ? e * kTile + j : j * s.e + e] = T(0);
       }
-      for (int64_t t = 0; t < s.t; ++t) {
-        T* tile = dst + t / kTile * tile_size;
-        const int64_t j = t % kTile;
-        if (transposed) {
-          for (int64_t e = 0; e < s.e; ++e) tile[e * kTile + j] = src[t * row + e];
-        } else {
-          std::copy(src + t * row, src + t * row + s.e, tile + j * s.e);
-        }
+    }
+    for (int64_t t = 0; t < s.t; ++t) {
+      T* tile = dst + t / kTile * tile_size;
+      const int64_t j = t % kTile;
+      if (transposed) {
+        for (int64_t e = 0; e < s.e; ++e) tile[e * kTile + j] = src[t * row + e];
+      } else {
+        std::copy(src + t * row, src + t * row + s.e, tile + j * s.e);
       }
     }
   });
-  return packed;
 }
 
 // rows rows of x (row stride `row`, E values each) -> dst (rows, E) contiguous.

@@ -145,27 +145,29 @@ TEST_P(FlashAttentionTest, Bf16MatchesTheTextbookFormulaToBfloat16Rounding) {
   ExpectWithinFractionOfScale(got, Textbook(exact, dout.to(torch::kDouble), scale), 1e-2);
 }
 
+// Flash's results with 1 thread and with 2.
+std::pair<Result, Result> OnOneAndTwoThreads(const std::vector<torch::Tensor>& qkv,
+                                             const torch::Tensor& dout) {
+  const int previous = at::get_num_threads();
+  at::set_num_threads(1);
+  Result one = Flash(qkv, dout, 1.0);
+  at::set_num_threads(2);
+  Result two = Flash(qkv, dout, 1.0);
+  at::set_num_threads(previous);
+  return {one, two};
+}
+
 TEST_P(FlashAttentionTest, OneAndTwoThreadsAgreeExactly) {
   const Shape s = GetParam();
   torch::manual_seed(12);
   const std::vector<torch::Tensor> qkv = FusedViews(s, torch::kDouble);
   const torch::Tensor dout = torch::randn({s.b, s.t, s.h, s.e}, torch::kDouble);
-  const int previous = at::get_num_threads();
-  at::set_num_threads(1);
-  const Result one = Flash(qkv, dout, 1.0);
-  at::set_num_threads(2);
-  const Result two = Flash(qkv, dout, 1.0);
-  at::set_num_threads(previous);
+  const auto [one, two] = OnOneAndTwoThreads(qkv, dout);
   ExpectClose(one, two, 0.0);
   if (FlashAttentionHasBf16Products()) {
     std::vector<torch::Tensor> qkv16;
     for (const torch::Tensor& x : qkv) qkv16.push_back(x.to(torch::kBFloat16));
-    const torch::Tensor dout16 = dout.to(torch::kBFloat16);
-    at::set_num_threads(1);
-    const Result one16 = Flash(qkv16, dout16, 1.0);
-    at::set_num_threads(2);
-    const Result two16 = Flash(qkv16, dout16, 1.0);
-    at::set_num_threads(previous);
+    const auto [one16, two16] = OnOneAndTwoThreads(qkv16, dout.to(torch::kBFloat16));
     ExpectClose(one16, two16, 0.0);
   }
 }

@@ -7,20 +7,25 @@
 #ifndef XMOD_MODEL_CPU_FLASH_ATTENTION_TILES_H_
 #define XMOD_MODEL_CPU_FLASH_ATTENTION_TILES_H_
 
+#include <ATen/Parallel.h>
 #include <ATen/cpu/vec/functional.h>
 #include <ATen/cpu/vec/vec.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include "model/cpu/flash_attention.h"
+#include "model/cpu/vec_util.h"
 
 namespace xmod::cpu::internal {
 inline namespace CPU_CAPABILITY {
 namespace tiles {
 
 using at::vec::Vectorized;
+using vec_util::LaneMax;
+using vec_util::LaneSum;
 
 constexpr int64_t kTile = 64;  // queries and keys per tile: 64 x 64 scores, 16 KB in fp32
 
@@ -40,18 +45,6 @@ Vectorized<T> SoftmaxExp(const Vectorized<T>& x) {
   } else {
     return x.exp();
   }
-}
-
-template <typename T>
-T LaneMax(const Vectorized<T>& v) {
-  return at::vec::vec_reduce_all<T>(
-      [](const Vectorized<T>& a, const Vectorized<T>& b) { return at::vec::maximum(a, b); }, v);
-}
-
-template <typename T>
-T LaneSum(const Vectorized<T>& v) {
-  return at::vec::vec_reduce_all<T>(
-      [](const Vectorized<T>& a, const Vectorized<T>& b) { return a + b; }, v);
 }
 
 // The running softmax of one query tile's rows (FlashAttention-2): each row's max so far and
@@ -139,17 +132,18 @@ struct OnlineSoftmax {
   }
 };
 
-// delta_r = dout_r . out_r for rows rows of E values (rows dout_row and out_row apart): the
-// backward's correction term of the softmax.
-template <typename T>
-void RowDots(int64_t rows, int64_t e, const T* dout, int64_t dout_row, const T* out,
+// delta_r = dout_r . out_r for rows rows of E values (rows dout_row and out_row apart; X the
+// operands' type, T the arithmetic's): the backward's correction term of the softmax.
+template <typename X, typename T>
+void RowDots(int64_t rows, int64_t e, const X* dout, int64_t dout_row, const X* out,
              int64_t out_row, T* delta) {
   using V = Vectorized<T>;
   constexpr int64_t w = V::size();
   for (int64_t r = 0; r < rows; ++r) {
     V dot(T(0));
     for (int64_t c = 0; c < e; c += w) {
-      dot = at::vec::fmadd(V::loadu(dout + r * dout_row + c), V::loadu(out + r * out_row + c), dot);
+      dot = at::vec::fmadd(vec_util::LoadAs(dout + r * dout_row + c),
+                           vec_util::LoadAs(out + r * out_row + c), dot);
     }
     delta[r] = LaneSum(dot);
   }
@@ -185,6 +179,23 @@ void ProbsAndScoreGrads(const FlashGeometry& s, int64_t i0, int64_t j0, int64_t 
       ds.store(dp + j);
     }
   }
+}
+
+// One packed copy of a key/value operand x (B, T, G, E), batch rows `batch` apart: for every kv
+// group (b, g), in parallel, pack(src, dst) writes its kTile-token tiles into dst, (tiles,
+// kTile * E), from src, the group's first token. -> (B*G, tiles, kTile * E), allocated without
+// a fill.
+template <typename T, typename PackGroup>
+std::unique_ptr<T[]> PackPerKvGroup(const FlashGeometry& s, const T* x, int64_t batch,
+                                    PackGroup pack) {
+  const int64_t group_size = (s.t + kTile - 1) / kTile * kTile * s.e;
+  std::unique_ptr<T[]> packed(new T[s.b * s.g * group_size]);
+  at::parallel_for(0, s.b * s.g, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t bg = begin; bg < end; ++bg) {
+      pack(x + (bg / s.g) * batch + (bg % s.g) * s.e, packed.get() + bg * group_size);
+    }
+  });
+  return packed;
 }
 
 }  // namespace tiles

@@ -85,12 +85,15 @@ bool SupportsFused(std::initializer_list<torch::Tensor> tensors) {
   return true;
 }
 
-bool SupportsSwiGlu(std::initializer_list<torch::Tensor> tensors) {
-  if (SupportsFused(tensors)) return true;
+bool SupportsBf16(std::initializer_list<torch::Tensor> tensors) {
   for (const torch::Tensor& t : tensors) {
     if (!t.defined() || !t.device().is_cpu() || t.scalar_type() != torch::kBFloat16) return false;
   }
   return true;
+}
+
+bool SupportsSwiGlu(std::initializer_list<torch::Tensor> tensors) {
+  return SupportsFused(tensors) || SupportsBf16(tensors);
 }
 
 std::string KernelIsa() { return Table().isa; }
@@ -187,8 +190,8 @@ std::pair<torch::Tensor, torch::Tensor> RmsNormBackward(const torch::Tensor& dy_
 }
 
 bool RopeSupports(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
-  const bool bf16 = x.defined() && x.device().is_cpu() && x.scalar_type() == torch::kBFloat16 &&
-                    SupportsFused({cos, sin}) && cos.scalar_type() == torch::kFloat32;
+  const bool bf16 =
+      SupportsBf16({x}) && SupportsFused({cos, sin}) && cos.scalar_type() == torch::kFloat32;
   return (bf16 || SupportsFused({x, cos, sin})) && x.dim() == 4 && x.size(3) % 2 == 0 &&
          x.stride(3) == 1 && x.stride(2) == x.size(3) && x.stride(1) >= x.size(2) * x.size(3) &&
          x.stride(0) == x.size(1) * x.stride(1);

@@ -24,8 +24,11 @@ bool SupportsFused(std::initializer_list<torch::Tensor> tensors);
 // The instruction set of the variant in use: "DEFAULT", "AVX2" or "AVX512".
 std::string KernelIsa();
 
-// True when the SwiGLU kernels take these tensors: SupportsFused's, or all bfloat16 on the CPU
-// (bf16 autocast's products; computed in float32, stored in bfloat16).
+// True when every tensor is defined, on the CPU, and bfloat16 (bf16 autocast's products).
+bool SupportsBf16(std::initializer_list<torch::Tensor> tensors);
+
+// True when the SwiGLU kernels take these tensors: SupportsFused's or SupportsBf16's (computed
+// in float32, stored in bfloat16).
 bool SupportsSwiGlu(std::initializer_list<torch::Tensor> tensors);
 
 // SwiGLU's gate (paper B.1): out = silu(a) * b = a * sigmoid(a) * b. a, b: (N) -> (N).

@@ -10,15 +10,15 @@
 #include <cmath>
 
 #include "model/cpu/kernels.h"
-#include "model/cpu/vec_io.h"
+#include "model/cpu/vec_util.h"
 
 namespace xmod::cpu::internal {
 inline namespace CPU_CAPABILITY {
 namespace {
 
 using at::vec::Vectorized;
-using vec_io::LoadAs;
-using vec_io::StoreAs;
+using vec_util::LoadAs;
+using vec_util::StoreAs;
 
 // Elements per parallel_for task: large enough that a task's start costs nothing beside its
 // work (a few passes of ~100 KB), small enough that two threads split a routed layer's

@@ -3,7 +3,6 @@
 // twice from L1 (its max, then its sum of exponentials), and the backward writes each row once.
 // X is the logits' type, T the arithmetic's (float for bfloat16).
 #include <ATen/Parallel.h>
-#include <ATen/cpu/vec/functional.h>
 #include <ATen/cpu/vec/vec.h>
 
 #include <algorithm>
@@ -11,15 +10,17 @@
 #include <limits>
 
 #include "model/cpu/loss.h"
-#include "model/cpu/vec_io.h"
+#include "model/cpu/vec_util.h"
 
 namespace xmod::cpu::internal {
 inline namespace CPU_CAPABILITY {
 namespace {
 
 using at::vec::Vectorized;
-using vec_io::LoadAs;
-using vec_io::StoreAs;
+using vec_util::LaneMax;
+using vec_util::LaneSum;
+using vec_util::LoadAs;
+using vec_util::StoreAs;
 
 // Rows per parallel_for task: a task's start costs nothing beside rows of a vocabulary.
 int64_t RowGrain(int64_t v) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, v)); }
@@ -32,13 +33,12 @@ T RowLogSumExp(const X* x, int64_t v) {
   V top(-std::numeric_limits<T>::infinity());
   int64_t j = 0;
   for (; j + w <= v; j += w) top = at::vec::maximum(top, LoadAs(x + j));
-  T m = at::vec::vec_reduce_all<T>([](const V& a, const V& b) { return at::vec::maximum(a, b); },
-                                   top);
+  T m = LaneMax(top);
   for (int64_t k = j; k < v; ++k) m = std::max(m, static_cast<T>(x[k]));
   V sum(T(0));
   const V shift(m);
   for (j = 0; j + w <= v; j += w) sum = sum + (LoadAs(x + j) - shift).exp();
-  T total = at::vec::vec_reduce_all<T>([](const V& a, const V& b) { return a + b; }, sum);
+  T total = LaneSum(sum);
   for (int64_t k = j; k < v; ++k) total += std::exp(static_cast<T>(x[k]) - m);
   return m + std::log(total);
 }

@@ -126,6 +126,12 @@ absl::StatusOr<LayerPlan> BuildLayerPlan(const xmod::v1::ModelSpec& model,
   }
   const int k = model.k();
   if (k < 1) return InvalidField("k", absl::StrCat("K must be >= 1, got ", k));
+  // A group's first sparse layers can number up to K - 1 whatever A is (MoD ignores A): the
+  // same bound as A*K keeps a hostile K from a plan of billions of layers (found by
+  // fuzz/spec_text_fuzzer: MoD with K = 409999999).
+  if (k > kMaxSparseLayersPerGroup) {
+    return InvalidField("k", absl::StrCat("K = ", k, " is more than ", kMaxSparseLayersPerGroup));
+  }
   if (k == 1) return DensePlan(backbone, /*moe=*/false);  // every token in every layer
 
   // MoD is the one-sparse-one-dense pattern: A*K = 1, whatever `a` says (paper §2.1, B.1).

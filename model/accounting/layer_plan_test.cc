@@ -229,9 +229,12 @@ TEST(LayerPlanTest, RejectsBadInput) {
   EXPECT_THAT(PlanStatus(Spec(XMOD, "556M", 0, 4)).message(), HasSubstr("k: "));
   EXPECT_THAT(PlanStatus(Spec(MOD, "556M", -2)).message(), HasSubstr("k: "));
   // A hostile A*K would build billions of layers (fuzz/spec_text_fuzzer ran out of memory).
-  EXPECT_THAT(PlanStatus(Spec(XMOD, "556M", 1 << 20, 1 << 10)).message(),
+  EXPECT_THAT(PlanStatus(Spec(XMOD, "556M", 8, 1 << 10)).message(),
               HasSubstr("sparse layers per group is more than 4096"));
   EXPECT_THAT(PlanStatus(Spec(XMOD, "556M", 8, 1e300)).message(), HasSubstr("a: "));
+  // MoD takes no A, so K alone bounds its groups (the fuzzer's MoD with K = 409999999).
+  EXPECT_THAT(PlanStatus(Spec(MOD, "556M", 409999999)).message(),
+              HasSubstr("k: K = 409999999 is more than 4096"));
   xmod::v1::ModelSpec n0 = Spec(XMOD, "556M", 8, 4);
   n0.set_n0(29);
   EXPECT_THAT(PlanStatus(n0).message(), HasSubstr("n0: "));

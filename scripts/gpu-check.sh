@@ -3,7 +3,8 @@
 # torch of the machine, then, in one run, writes one JSON summary of
 #  (a) bench_model: Dense and X-MoD (K4 A1, K8 A4) training steps — tokens/s, MFU against
 #      the matrix-product peak measured in the same process, peak memory, and the X-MoD /
-#      Dense step-time ratio against the phi (FLOP) ratio;
+#      Dense step-time ratio against the phi (FLOP) ratio, and the optimizer update (Muon +
+#      AdamW) each step adds, timed apart;
 #  (b) xmod-train: a short run that checkpoints half-way, resumed from that checkpoint, its
 #      losses compared with the uninterrupted run's (and with a repeat of it, which shows the
 #      run-to-run floor of non-deterministic GPU kernels);
@@ -176,11 +177,12 @@ log "build: ${BUILD_S} s"
 run_start=$(now)
 if [[ "$DEVICE" == cuda ]]; then
   BENCH_ARGS=(--device cuda:0 --precision bf16 --backbone 165M --seq_len 4096
-    --tokens_per_step "${TOKENS:-32768}" --warmup 2 --steps "${STEPS:-5}")
+    --tokens_per_step "${TOKENS:-32768}" --warmup 2 --steps "${STEPS:-5}" --optimizer muon)
   XMOD_CONFIGS=("4 1" "8 4")
 else
   BENCH_ARGS=(--device cpu --precision fp32 --backbone cpu-d128 --seq_len 256
-    --tokens_per_step "${TOKENS:-1024}" --warmup 1 --steps "${STEPS:-2}" --threads 1)
+    --tokens_per_step "${TOKENS:-1024}" --warmup 1 --steps "${STEPS:-2}" --threads 1
+    --optimizer muon)
   XMOD_CONFIGS=("4 1" "8 4")
 fi
 bench_files=()

@@ -20,6 +20,11 @@
 // time of this process is measured too (step_cpu_s), and of_peak_cpu compares FLOPs per CPU
 // second with the peak's — with one thread, the efficiency that load does not distort.
 //
+// With --optimizer muon|adamw each step also runs xmod-train's optimizer update (gradient
+// clipping, Muon's Newton–Schulz, AdamW), timed apart: step_s and the ratios above stay
+// forward + backward, the FLOPs the accounting counts, and optimizer_s with
+// train_tokens_per_s and train_step_time_ratio say what a sweep's step costs on top.
+//
 // Output: one "key=value" line per model and thread count, a ratio line per thread count
 // and a scaling line per extra thread count; or, with --json, one JSON object on stdout.
 #include <sys/wait.h>
@@ -162,17 +167,25 @@ T InChild(Fn fn) {
 // of the FLOPs causal kernels execute (attention halved in both): where attention runs at
 // the speed of the matrix products, the second is the ratio the time can reach, and the
 // first exceeds 1 by the share of attention Dense has and X-MoD has not.
+// train_time: the same time ratio with the optimizer update added to each step.
 struct Ratio {
-  double time = 0, phi = 0, efficiency = 0, causal_phi = 0, causal_efficiency = 0;
+  double time = 0, phi = 0, efficiency = 0, causal_phi = 0, causal_efficiency = 0, train_time = 0;
 };
 Ratio RatioOf(const Result& dense, const Result& sparse) {
   Ratio r;
   r.time = sparse.step_seconds / dense.step_seconds;
+  r.train_time = (sparse.step_seconds + sparse.optimizer_seconds) /
+                 (dense.step_seconds + dense.optimizer_seconds);
   r.phi = sparse.train_flops_per_token / dense.train_flops_per_token;
   r.efficiency = r.time / r.phi;
   r.causal_phi = sparse.causal_train_flops_per_token / dense.causal_train_flops_per_token;
   r.causal_efficiency = r.time / r.causal_phi;
   return r;
+}
+
+// Tokens per second of the whole training step: forward, backward and optimizer update.
+double TrainTokensPerSecond(const Result& r) {
+  return r.tokens_per_second * r.step_seconds / (r.step_seconds + r.optimizer_seconds);
 }
 
 // Achieved FLOPs per CPU second of the process against the peak's: with one thread, the
@@ -194,20 +207,22 @@ void PrintText(const BenchOptions& o, const BenchSetup& setup, const Measurement
           "model=%s L=%d threads=%d device=%s precision=%s attention=%s layers=%d step_s=%.4f "
           "best_step_s=%.4f tokens_per_s=%.1f train_flops_per_token=%.4g achieved_gflops=%.2f "
           "peak_gflops=%.2f of_peak=%.3f step_cpu_s=%.4f of_peak_cpu=%.3f peak_rss_mib=%.1f "
-          "peak_device_mib=%.1f loss=%.4f\n",
+          "peak_device_mib=%.1f loss=%.4f optimizer_s=%.4f train_tokens_per_s=%.1f\n",
           s ? "xmod" : "dense", o.seq_len, r.threads, o.device.c_str(), o.precision.c_str(),
           attention, r.layers, r.step_seconds, r.best_step_seconds, r.tokens_per_second,
           r.train_flops_per_token, r.flops_per_second / 1e9, m.peak[i].flops_per_second / 1e9,
           r.flops_per_second / m.peak[i].flops_per_second, r.step_cpu_seconds,
-          OfPeakCpu(r, m.peak[i]), r.peak_rss_mib, r.peak_device_mib, r.loss);
+          OfPeakCpu(r, m.peak[i]), r.peak_rss_mib, r.peak_device_mib, r.loss, r.optimizer_seconds,
+          TrainTokensPerSecond(r));
     }
     if (dense && sparse) {
       const Ratio r = RatioOf(m.dense[i], m.sparse[i]);
       std::printf(
           "ratio L=%d threads=%d K=%d A=%g step_time_ratio=%.4f phi_ratio=%.4f "
-          "efficiency_ratio=%.4f causal_phi_ratio=%.4f causal_efficiency_ratio=%.4f\n",
+          "efficiency_ratio=%.4f causal_phi_ratio=%.4f causal_efficiency_ratio=%.4f "
+          "train_step_time_ratio=%.4f\n",
           o.seq_len, o.threads[i], o.k, o.a, r.time, r.phi, r.efficiency, r.causal_phi,
-          r.causal_efficiency);
+          r.causal_efficiency, r.train_time);
     }
   }
   for (int i = 1; i < m.thread_counts; ++i) {
@@ -236,11 +251,12 @@ std::string JsonResult(const char* name, const Result& r, const Peak& peak) {
       "\"best_step_s\": %.6g, \"step_cpu_s\": %.6g, \"tokens_per_s\": %.6g, "
       "\"train_flops_per_token\": %.6g, \"achieved_flops_per_s\": %.6g, "
       "\"peak_flops_per_s\": %.6g, \"mfu\": %.4f, \"of_peak_cpu\": %.4f, "
-      "\"peak_rss_mib\": %.1f, \"peak_device_mib\": %.1f, \"loss\": %.6g}",
+      "\"peak_rss_mib\": %.1f, \"peak_device_mib\": %.1f, \"loss\": %.6g, "
+      "\"optimizer_s\": %.6g, \"train_tokens_per_s\": %.6g}",
       name, r.threads, r.layers, r.step_seconds, r.best_step_seconds, r.step_cpu_seconds,
       r.tokens_per_second, r.train_flops_per_token, r.flops_per_second, peak.flops_per_second,
       r.flops_per_second / peak.flops_per_second, OfPeakCpu(r, peak), r.peak_rss_mib,
-      r.peak_device_mib, r.loss);
+      r.peak_device_mib, r.loss, r.optimizer_seconds, TrainTokensPerSecond(r));
 }
 
 void PrintJson(const BenchOptions& o, const BenchSetup& setup, const Measurement& m) {
@@ -254,11 +270,12 @@ void PrintJson(const BenchOptions& o, const BenchSetup& setup, const Measurement
     if (sparse) results.push_back(JsonResult("xmod", m.sparse[i], m.peak[i]));
     if (dense && sparse) {
       const Ratio r = RatioOf(m.dense[i], m.sparse[i]);
-      ratios.push_back(absl::StrFormat(
-          "{\"threads\": %d, \"step_time_ratio\": %.6g, \"phi_ratio\": %.6g, "
-          "\"efficiency_ratio\": %.6g, \"causal_phi_ratio\": %.6g, "
-          "\"causal_efficiency_ratio\": %.6g}",
-          o.threads[i], r.time, r.phi, r.efficiency, r.causal_phi, r.causal_efficiency));
+      ratios.push_back(
+          absl::StrFormat("{\"threads\": %d, \"step_time_ratio\": %.6g, \"phi_ratio\": %.6g, "
+                          "\"efficiency_ratio\": %.6g, \"causal_phi_ratio\": %.6g, "
+                          "\"causal_efficiency_ratio\": %.6g, \"train_step_time_ratio\": %.6g}",
+                          o.threads[i], r.time, r.phi, r.efficiency, r.causal_phi,
+                          r.causal_efficiency, r.train_time));
     }
     if (i == 0) continue;
     for (bool s : {false, true}) {
@@ -274,14 +291,15 @@ void PrintJson(const BenchOptions& o, const BenchSetup& setup, const Measurement
   const std::string json = absl::StrFormat(
       "{\"torch\": %s, \"backbone\": %s, \"seq_len\": %d, \"tokens_per_step\": %d, \"k\": %d, "
       "\"a\": %g, \"n0\": %d, \"device\": %s, \"precision\": %s, \"attention\": %s, "
-      "\"activation_checkpointing\": %s, \"warmup\": %d, \"steps\": %d, \"peak_matmul_size\": "
-      "%d, \"peaks\": [%s], \"results\": [%s], \"ratios\": [%s], \"scaling\": [%s]}\n",
+      "\"activation_checkpointing\": %s, \"optimizer\": %s, \"warmup\": %d, \"steps\": %d, "
+      "\"peak_matmul_size\": %d, \"peaks\": [%s], \"results\": [%s], \"ratios\": [%s], "
+      "\"scaling\": [%s]}\n",
       JsonString(TorchBuildSummary()), JsonString(o.backbone), o.seq_len,
       std::max(1, o.tokens_per_step / o.seq_len) * o.seq_len, o.k, o.a, o.n0, JsonString(o.device),
       JsonString(o.precision), JsonString(setup.runtime.fused_attention ? "fused" : "manual"),
-      o.checkpointing ? "true" : "false", o.warmup, o.steps, setup.peak_size,
-      absl::StrJoin(peaks, ", "), absl::StrJoin(results, ", "), absl::StrJoin(ratios, ", "),
-      absl::StrJoin(scaling, ", "));
+      o.checkpointing ? "true" : "false", JsonString(o.optimizer), o.warmup, o.steps,
+      setup.peak_size, absl::StrJoin(peaks, ", "), absl::StrJoin(results, ", "),
+      absl::StrJoin(ratios, ", "), absl::StrJoin(scaling, ", "));
   std::fputs(json.c_str(), stdout);
 }
 
@@ -321,6 +339,8 @@ int Main(int argc, char** argv) {
   app.add_option("--precision", o.precision, "fp32 | bf16 (autocast around the forward)");
   app.add_option("--attention", o.attention, "auto | fused | manual");
   app.add_flag("--checkpointing", o.checkpointing, "activation checkpointing");
+  app.add_option("--optimizer", o.optimizer,
+                 "none | muon | adamw: also run and time xmod-train's optimizer update");
   app.add_option("--peak_size", o.peak_size, "matmul side for the peak (0: 1024 CPU, 8192 CUDA)");
   app.add_flag("--json", json, "print one JSON object instead of key=value lines");
   app.add_option("--profile", o.profile,

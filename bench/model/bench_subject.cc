@@ -10,9 +10,14 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "model/train/grad_clip.h"
 
 namespace xmod {
 namespace {
+
+// The training defaults of paper Table 5 (model/train/training_config.cc).
+constexpr double kLearningRate = 3.2e-3;
+constexpr double kGradClip = 1.0;
 
 double CpuSeconds() {
   timespec ts{};
@@ -65,6 +70,10 @@ absl::StatusOr<BenchSetup> ResolveSetup(const BenchOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--attention must be auto, fused or manual, got '", o.attention, "'"));
   }
+  if (o.optimizer != "none" && o.optimizer != "muon" && o.optimizer != "adamw") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--optimizer must be none, muon or adamw, got '", o.optimizer, "'"));
+  }
   setup.runtime.fused_attention = o.attention != "manual";
   setup.runtime.activation_checkpointing = o.checkpointing;
   setup.peak_size = o.peak_size > 0 ? o.peak_size : (setup.device.is_cuda() ? 8192 : 1024);
@@ -106,6 +115,16 @@ Subject::Subject(const BenchOptions& o, const BenchSetup& setup, bool sparse, Ac
       torch::randint(0, acc_.backbone.vocab_size, {batch_, o.seq_len + 1}, torch::kLong);
   input_ = tokens.narrow(1, 0, o.seq_len).contiguous().to(setup.device);   // (B, L)
   target_ = tokens.narrow(1, 1, o.seq_len).contiguous().to(setup.device);  // (B, L)
+  // The trainer's optimizers at their defaults (paper Table 5), as model/train/trainer.cc
+  // builds them.
+  if (o.optimizer == "muon") {
+    MuonOptions muon;
+    muon.ns_dtype = MuonIterationDtype(setup.autocast);
+    muon_ = std::make_unique<Muon>(model_->MuonParameters(), muon);
+    adamw_ = std::make_unique<AdamW>(model_->AdamWParameters(), AdamWOptions());
+  } else if (o.optimizer == "adamw") {
+    adamw_ = std::make_unique<AdamW>(model_->parameters(), AdamWOptions());
+  }
 }
 
 StepTime Subject::Step() {
@@ -121,7 +140,16 @@ StepTime Subject::Step() {
   }
   total.backward();
   SynchronizeDevice(setup_.device);
-  return watch.Stop();
+  StepTime time = watch.Stop();
+  if (adamw_ != nullptr) {
+    Stopwatch update;
+    ClipGradNorm(model_->parameters(), kGradClip);
+    if (muon_ != nullptr) muon_->Step(kLearningRate);
+    adamw_->Step(kLearningRate);
+    SynchronizeDevice(setup_.device);
+    time.optimizer_wall = update.Stop().wall;
+  }
+  return time;
 }
 
 void Subject::Profile(const std::string& path) {
@@ -137,6 +165,7 @@ Result Subject::Summarize(const std::vector<StepTime>& steps, int threads) const
   for (const StepTime& t : steps) {
     r.step_seconds += t.wall / n;
     r.step_cpu_seconds += t.cpu / n;
+    r.optimizer_seconds += t.optimizer_wall / n;
     r.best_step_seconds = std::min(r.best_step_seconds, t.wall);
   }
   r.tokens_per_second = tokens_per_step / r.step_seconds;

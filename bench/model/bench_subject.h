@@ -17,6 +17,8 @@
 #include "model/accounting/accounting.h"
 #include "model/autocast.h"
 #include "model/device.h"
+#include "model/train/adamw.h"
+#include "model/train/muon.h"
 #include "model/transformer.h"
 
 namespace xmod {
@@ -36,6 +38,9 @@ struct BenchOptions {
   std::string precision = "fp32";  // fp32 | bf16 (autocast around the forward pass)
   std::string attention = "auto";  // auto | fused | manual
   bool checkpointing = false;      // activation checkpointing of the routed stacks
+  // none: forward + backward only (the FLOPs the accounting counts); muon | adamw: each step
+  // also runs the optimizer update xmod-train runs (training.optimizer), timed on its own.
+  std::string optimizer = "none";
   int peak_size = 0;    // side of the square matmuls of the peak; 0 = 1024 CPU, 8192 CUDA
   std::string profile;  // when set: one extra profiled step, chrome trace to this path
 };
@@ -58,6 +63,7 @@ struct Result {
   double step_seconds = 0;       // mean over the timed steps
   double best_step_seconds = 0;  // fastest timed step
   double step_cpu_seconds = 0;   // mean CPU time of this process per step (all threads)
+  double optimizer_seconds = 0;  // mean wall time of the optimizer update, beside step_seconds
   double tokens_per_second = 0;  // from the mean
   double flops_per_second = 0;   // training FLOPs (accounting) x tokens/s
   double train_flops_per_token = 0;
@@ -77,6 +83,7 @@ struct Result {
 struct StepTime {
   double wall = 0;
   double cpu = 0;
+  double optimizer_wall = 0;  // of which the optimizer update (0 without --optimizer)
 };
 
 // One model with its batch on the device, ready to time training steps.
@@ -86,8 +93,8 @@ class Subject {
   static absl::StatusOr<std::unique_ptr<Subject>> Create(const BenchOptions& o,
                                                          const BenchSetup& setup, bool sparse);
 
-  // One forward + backward (autocast around the forward when bf16), the device
-  // synchronised at both ends.
+  // One forward + backward (autocast around the forward when bf16), then the optimizer
+  // update when there is one, timed apart; the device synchronised around each.
   StepTime Step();
 
   // One step under the profiler, chrome trace to `path`.
@@ -109,6 +116,8 @@ class Subject {
   int batch_ = 1;
   torch::Tensor input_, target_;  // (B, L) int64 on the device
   torch::Tensor last_loss_;
+  std::unique_ptr<Muon> muon_;    // --optimizer muon: the matrices of the body
+  std::unique_ptr<AdamW> adamw_;  // the rest (all parameters under --optimizer adamw)
 };
 
 // Matrix-product FLOP/s of this device in `setup.compute_dtype` at the current thread count:

@@ -5,16 +5,16 @@ namespace xmod {
 
 torch::Tensor ClipGradNorm(const std::vector<torch::Tensor>& parameters, double max_norm) {
   torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> grads, norms;
+  std::vector<torch::Tensor> grads;
   for (const torch::Tensor& p : parameters) {
-    if (!p.grad().defined()) continue;
-    grads.push_back(p.grad());
-    norms.push_back(p.grad().norm(2).to(torch::kFloat));  // ()
+    if (p.grad().defined()) grads.push_back(p.grad());
   }
   if (grads.empty()) return torch::Tensor();
+  std::vector<torch::Tensor> norms = torch::_foreach_norm(grads, 2);  // () each
+  for (torch::Tensor& norm : norms) norm = norm.to(torch::kFloat);
   torch::Tensor total = torch::stack(norms).norm(2);                 // ()
   torch::Tensor scale = (max_norm / (total + 1e-6)).clamp_max(1.0);  // ()
-  for (torch::Tensor& g : grads) g.mul_(scale.to(g.scalar_type()));
+  torch::_foreach_mul_(grads, scale);
   return total;
 }
 

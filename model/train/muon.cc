@@ -3,25 +3,36 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
 namespace xmod {
 
-torch::Tensor NewtonSchulz5(const torch::Tensor& g, int steps) {
+torch::Tensor NewtonSchulz5(const torch::Tensor& g, int steps, torch::Dtype dtype) {
   constexpr double kA = 3.4445, kB = -4.7750, kC = 2.0315;
   TORCH_CHECK(g.dim() >= 2, "Newton-Schulz needs a matrix, got ", g.dim(), " dimensions");
-  torch::Tensor x = g.to(torch::kFloat32);
   const bool tall = g.size(-2) > g.size(-1);
-  if (tall) x = x.transpose(-2, -1);  // (..., r, c) with r <= c
-  x = x / (x.square().sum({-2, -1}, /*keepdim=*/true).sqrt() + 1e-7);
+  torch::Tensor x = tall ? g.transpose(-2, -1) : g;  // (..., r, c) with r <= c
+  const int64_t r = x.size(-2), c = x.size(-1);
+  x = x.to(torch::kFloat32).reshape({-1, r, c});  // (n, r, c)
+  x = (x / (at::linalg_vector_norm(x, 2, {-2, -1}, /*keepdim=*/true) + 1e-7)).to(dtype);
   for (int i = 0; i < steps; ++i) {
-    torch::Tensor a = torch::matmul(x, x.transpose(-2, -1));  // (..., r, r)
-    torch::Tensor b = kB * a + kC * torch::matmul(a, a);      // (..., r, r)
-    x = kA * x + torch::matmul(b, x);                         // (..., r, c)
+    torch::Tensor a = torch::bmm(x, x.transpose(1, 2));                    // (n, r, r)
+    torch::Tensor b = torch::baddbmm(a, a, a, /*beta=*/kB, /*alpha=*/kC);  // b A + c A²
+    x = torch::baddbmm(x, b, x, /*beta=*/kA, /*alpha=*/1);                 // a X + B X
   }
-  if (tall) x = x.transpose(-2, -1);
-  return x.contiguous();
+  std::vector<int64_t> shape = g.sizes().vec();
+  if (tall) std::swap(shape[shape.size() - 2], shape[shape.size() - 1]);
+  x = x.to(torch::kFloat32).reshape(shape);
+  return tall ? x.transpose(-2, -1) : x;
+}
+
+torch::Dtype MuonIterationDtype(const AutocastState& autocast) {
+  return autocast.enabled && autocast.dtype == torch::kBFloat16 ? torch::kBFloat16
+                                                                : torch::kFloat32;
 }
 
 double MuonUpdateScale(int64_t rows, int64_t cols, double rms_match) {
@@ -30,25 +41,56 @@ double MuonUpdateScale(int64_t rows, int64_t cols, double rms_match) {
 
 Muon::Muon(std::vector<torch::Tensor> params, MuonOptions options)
     : params_(std::move(params)), options_(options) {
-  for (const torch::Tensor& p : params_) {
+  // (shape, dtype, device) -> index into batches_, for the batches still open.
+  std::map<std::string, size_t> open;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const torch::Tensor& p = params_[i];
     TORCH_CHECK(p.dim() >= 2, "Muon parameter of shape ", p.sizes(), " is not a matrix");
     momentum_.push_back(torch::zeros_like(p, torch::MemoryFormat::Contiguous));
+    const std::string key = absl::StrCat(c10::str(p.sizes()), "/", c10::toString(p.scalar_type()),
+                                         "/", p.device().str());
+    auto it = open.find(key);
+    const int64_t bytes = p.numel() * static_cast<int64_t>(sizeof(float));
+    if (it == open.end() ||
+        static_cast<int64_t>(batches_[it->second].size() + 1) * bytes > options_.batch_bytes) {
+      it = open.insert_or_assign(key, batches_.size()).first;
+      batches_.emplace_back();
+    }
+    batches_[it->second].push_back(i);
   }
 }
 
 void Muon::Step(double lr) {
   torch::NoGradGuard no_grad;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    torch::Tensor& p = params_[i];
-    if (!p.grad().defined()) continue;
-    const torch::Tensor& g = p.grad();
-    torch::Tensor& m = momentum_[i];
-    m.mul_(options_.momentum).add_(g);  // m ← β m + g
-    torch::Tensor direction = options_.nesterov ? g.add(m, options_.momentum) : m;
-    torch::Tensor u = NewtonSchulz5(direction, options_.ns_steps).to(p.dtype());
-    const double scale = MuonUpdateScale(p.size(-2), p.size(-1), options_.rms_match);
-    p.mul_(1.0 - lr * options_.weight_decay);
-    p.add_(u, -lr * scale);
+  for (const std::vector<size_t>& batch : batches_) {
+    std::vector<torch::Tensor> params, grads, momenta;
+    for (size_t i : batch) {
+      if (!params_[i].grad().defined()) continue;
+      params.push_back(params_[i]);
+      grads.push_back(params_[i].grad());
+      momenta.push_back(momentum_[i]);
+    }
+    if (params.empty()) continue;
+    torch::_foreach_mul_(momenta, options_.momentum);  // m ← β m + g
+    torch::_foreach_add_(momenta, grads);
+    // (n, ..., R, C): the batch's directions, written in place into one stack and
+    // orthogonalized together, each matrix on its own.
+    const torch::Tensor& p0 = params.front();
+    std::vector<int64_t> stacked_shape = p0.sizes().vec();
+    stacked_shape.insert(stacked_shape.begin(), static_cast<int64_t>(params.size()));
+    torch::Tensor directions = torch::empty(stacked_shape, momenta.front().options());
+    for (size_t j = 0; j < params.size(); ++j) {
+      torch::Tensor slot = directions[static_cast<int64_t>(j)];
+      if (options_.nesterov) {
+        torch::add_out(slot, grads[j], momenta[j], options_.momentum);  // g + β m
+      } else {
+        slot.copy_(momenta[j]);
+      }
+    }
+    torch::Tensor u = NewtonSchulz5(directions, options_.ns_steps, options_.ns_dtype);
+    const double scale = MuonUpdateScale(p0.size(-2), p0.size(-1), options_.rms_match);
+    torch::_foreach_mul_(params, 1.0 - lr * options_.weight_decay);
+    torch::_foreach_add_(params, u.to(p0.dtype()).unbind(0), -lr * scale);
   }
 }
 

@@ -31,6 +31,29 @@ TEST(NewtonSchulzTest, OrthogonalizesRandomMatrices) {
   }
 }
 
+// Under bf16 training the iteration's products run in bfloat16 (as Muon's reference
+// implementation runs them): it orthogonalizes as well as float32 does, and the two agree to
+// bfloat16's rounding.
+TEST(NewtonSchulzTest, Bfloat16ProductsOrthogonalizeLikeFloat32) {
+  torch::manual_seed(6);
+  for (auto shape : {std::vector<int64_t>{64, 32}, {32, 64}, {128, 344}}) {
+    torch::Tensor g = torch::randn(shape);
+    torch::Tensor x32 = NewtonSchulz5(g, 5), x16 = NewtonSchulz5(g, 5, torch::kBFloat16);
+    ASSERT_EQ(x16.scalar_type(), torch::kFloat32);
+    ASSERT_EQ(x16.sizes(), g.sizes());
+    torch::Tensor s16 = at::linalg_svdvals(x16), s32 = at::linalg_svdvals(x32);
+    EXPECT_NEAR(s16.min().item<double>(), s32.min().item<double>(), 0.05) << shape[0];
+    EXPECT_NEAR(s16.max().item<double>(), s32.max().item<double>(), 0.05) << shape[0];
+    EXPECT_LT(((x16 - x32).norm() / x32.norm()).item<double>(), 0.03) << shape[0];
+  }
+}
+
+TEST(MuonTest, IteratesInBfloat16OnlyUnderBfloat16Autocast) {
+  EXPECT_EQ(MuonIterationDtype({true, torch::kBFloat16}), torch::kBFloat16);
+  EXPECT_EQ(MuonIterationDtype({false, torch::kBFloat16}), torch::kFloat32);
+  EXPECT_EQ(MuonIterationDtype({true, torch::kHalf}), torch::kFloat32);
+}
+
 TEST(NewtonSchulzTest, BatchedOverLeadingDimensions) {
   torch::manual_seed(1);
   torch::Tensor g = torch::randn({3, 16, 8});
@@ -79,6 +102,49 @@ TEST(MuonTest, ParametersWithoutGradientAreUntouched) {
   Muon muon({w}, MuonOptions());
   muon.Step(0.1);
   EXPECT_TRUE(torch::equal(w.detach(), torch::ones({4, 4})));
+}
+
+// Same-shaped matrices are orthogonalized as one batch: the result is what one matrix at a
+// time computes, whatever the batch size, with a parameter lacking a gradient in the middle
+// of a batch, a tall matrix and a stacked (E, R, C) parameter among them.
+TEST(MuonTest, BatchesComputeWhatOneMatrixAtATimeComputes) {
+  torch::manual_seed(4);
+  const std::vector<std::vector<int64_t>> shapes = {{8, 16}, {16, 8}, {8, 16}, {2, 4, 6},
+                                                    {8, 16}, {8, 16}, {16, 8}};
+  auto fresh = [&] {
+    std::vector<torch::Tensor> params;
+    torch::manual_seed(5);
+    for (const auto& shape : shapes) params.push_back(torch::randn(shape).requires_grad_(true));
+    return params;
+  };
+  std::vector<torch::Tensor> one_by_one = fresh(), small_batches = fresh(), whole = fresh();
+  std::vector<Muon> singles;
+  for (const torch::Tensor& p : one_by_one) singles.emplace_back(std::vector{p}, MuonOptions());
+  MuonOptions pairs;
+  pairs.batch_bytes = 2 * 8 * 16 * sizeof(float);  // at most two 8 x 16 matrices a batch
+  Muon small(small_batches, pairs), big(whole, MuonOptions());
+  for (int step = 0; step < 2; ++step) {
+    torch::manual_seed(10 + step);
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      if (i == 2 && step == 1) continue;  // no gradient: left untouched by every form
+      torch::Tensor g = torch::randn(shapes[i]);
+      one_by_one[i].mutable_grad() = g.clone();
+      small_batches[i].mutable_grad() = g.clone();
+      whole[i].mutable_grad() = g.clone();
+    }
+    for (Muon& single : singles) single.Step(0.02);
+    small.Step(0.02);
+    big.Step(0.02);
+    for (auto* params : {&one_by_one, &small_batches, &whole}) {
+      for (torch::Tensor& p : *params) p.mutable_grad() = torch::Tensor();
+    }
+  }
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(small_batches[i], one_by_one[i], 1e-6, 1e-6)) << i;
+    EXPECT_TRUE(torch::allclose(whole[i], one_by_one[i], 1e-6, 1e-6)) << i;
+    EXPECT_TRUE(torch::equal(big.momentum()[i], singles[i].momentum()[0])) << i;
+    EXPECT_TRUE(torch::equal(small.momentum()[i], singles[i].momentum()[0])) << i;
+  }
 }
 
 }  // namespace

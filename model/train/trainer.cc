@@ -293,6 +293,7 @@ void Run::BuildModel() {
   if (training_.optimizer() == "muon") {
     MuonOptions muon;
     muon.weight_decay = training_.weight_decay();
+    muon.ns_dtype = MuonIterationDtype(autocast_);
     muon_ = std::make_unique<Muon>(model_->MuonParameters(), muon);
     adamw_ = std::make_unique<AdamW>(model_->AdamWParameters(), adamw);
   } else {  // "adamw": every parameter

@@ -11,13 +11,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "model/train/grad_clip.h"
+#include "model/train/training_config.h"
 
 namespace xmod {
 namespace {
-
-// The training defaults of paper Table 5 (model/train/training_config.cc).
-constexpr double kLearningRate = 3.2e-3;
-constexpr double kGradClip = 1.0;
 
 double CpuSeconds() {
   timespec ts{};
@@ -115,15 +112,26 @@ Subject::Subject(const BenchOptions& o, const BenchSetup& setup, bool sparse, Ac
       torch::randint(0, acc_.backbone.vocab_size, {batch_, o.seq_len + 1}, torch::kLong);
   input_ = tokens.narrow(1, 0, o.seq_len).contiguous().to(setup.device);   // (B, L)
   target_ = tokens.narrow(1, 1, o.seq_len).contiguous().to(setup.device);  // (B, L)
-  // The trainer's optimizers at their defaults (paper Table 5), as model/train/trainer.cc
-  // builds them.
+  if (o.optimizer == "none") return;
+  // The trainer's optimizers at the training defaults (ResolveTraining: paper Table 5), as
+  // model/train/trainer.cc builds them.
+  xmod::v1::TrainingSpec training;
+  training.set_optimizer(o.optimizer);
+  training.set_seq_len(o.seq_len);
+  training.set_batch_tokens(static_cast<int64_t>(batch_) * o.seq_len);
+  training.set_flop_budget(1);
+  absl::StatusOr<xmod::v1::TrainingSpec> resolved = ResolveTraining(training);
+  TORCH_CHECK(resolved.ok(), resolved.status().ToString());
+  training_ = *std::move(resolved);
+  const AdamWOptions adamw{0.9, 0.95, 1e-8, training_.weight_decay()};
   if (o.optimizer == "muon") {
     MuonOptions muon;
+    muon.weight_decay = training_.weight_decay();
     muon.ns_dtype = MuonIterationDtype(setup.autocast);
     muon_ = std::make_unique<Muon>(model_->MuonParameters(), muon);
-    adamw_ = std::make_unique<AdamW>(model_->AdamWParameters(), AdamWOptions());
-  } else if (o.optimizer == "adamw") {
-    adamw_ = std::make_unique<AdamW>(model_->parameters(), AdamWOptions());
+    adamw_ = std::make_unique<AdamW>(model_->AdamWParameters(), adamw);
+  } else {
+    adamw_ = std::make_unique<AdamW>(model_->parameters(), adamw);
   }
 }
 
@@ -143,9 +151,9 @@ StepTime Subject::Step() {
   StepTime time = watch.Stop();
   if (adamw_ != nullptr) {
     Stopwatch update;
-    ClipGradNorm(model_->parameters(), kGradClip);
-    if (muon_ != nullptr) muon_->Step(kLearningRate);
-    adamw_->Step(kLearningRate);
+    if (training_.grad_clip() > 0) ClipGradNorm(model_->parameters(), training_.grad_clip());
+    if (muon_ != nullptr) muon_->Step(training_.lr());
+    adamw_->Step(muon_ != nullptr ? training_.adamw_lr() : training_.lr());
     SynchronizeDevice(setup_.device);
     time.optimizer_wall = update.Stop().wall;
   }

@@ -116,8 +116,9 @@ class Subject {
   int batch_ = 1;
   torch::Tensor input_, target_;  // (B, L) int64 on the device
   torch::Tensor last_loss_;
-  std::unique_ptr<Muon> muon_;    // --optimizer muon: the matrices of the body
-  std::unique_ptr<AdamW> adamw_;  // the rest (all parameters under --optimizer adamw)
+  xmod::v1::TrainingSpec training_;  // the resolved defaults, under --optimizer
+  std::unique_ptr<Muon> muon_;       // --optimizer muon: the matrices of the body
+  std::unique_ptr<AdamW> adamw_;     // the rest (all parameters under --optimizer adamw)
 };
 
 // Matrix-product FLOP/s of this device in `setup.compute_dtype` at the current thread count:

@@ -10,7 +10,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "model/train/grad_clip.h"
 #include "model/train/training_config.h"
 
 namespace xmod {
@@ -113,8 +112,8 @@ Subject::Subject(const BenchOptions& o, const BenchSetup& setup, bool sparse, Ac
   input_ = tokens.narrow(1, 0, o.seq_len).contiguous().to(setup.device);   // (B, L)
   target_ = tokens.narrow(1, 1, o.seq_len).contiguous().to(setup.device);  // (B, L)
   if (o.optimizer == "none") return;
-  // The trainer's optimizers at the training defaults (ResolveTraining: paper Table 5), as
-  // model/train/trainer.cc builds them.
+  // xmod-train's update (ParameterUpdate) at the training defaults (ResolveTraining: paper
+  // Table 5).
   xmod::v1::TrainingSpec training;
   training.set_optimizer(o.optimizer);
   training.set_seq_len(o.seq_len);
@@ -122,17 +121,7 @@ Subject::Subject(const BenchOptions& o, const BenchSetup& setup, bool sparse, Ac
   training.set_flop_budget(1);
   absl::StatusOr<xmod::v1::TrainingSpec> resolved = ResolveTraining(training);
   TORCH_CHECK(resolved.ok(), resolved.status().ToString());
-  training_ = *std::move(resolved);
-  const AdamWOptions adamw{0.9, 0.95, 1e-8, training_.weight_decay()};
-  if (o.optimizer == "muon") {
-    MuonOptions muon;
-    muon.weight_decay = training_.weight_decay();
-    muon.ns_dtype = MuonIterationDtype(setup.autocast);
-    muon_ = std::make_unique<Muon>(model_->MuonParameters(), muon);
-    adamw_ = std::make_unique<AdamW>(model_->AdamWParameters(), adamw);
-  } else {
-    adamw_ = std::make_unique<AdamW>(model_->parameters(), adamw);
-  }
+  update_ = std::make_unique<ParameterUpdate>(model_, *resolved, setup.autocast);
 }
 
 StepTime Subject::Step() {
@@ -149,11 +138,9 @@ StepTime Subject::Step() {
   total.backward();
   SynchronizeDevice(setup_.device);
   StepTime time = watch.Stop();
-  if (adamw_ != nullptr) {
+  if (update_ != nullptr) {
     Stopwatch update;
-    if (training_.grad_clip() > 0) ClipGradNorm(model_->parameters(), training_.grad_clip());
-    if (muon_ != nullptr) muon_->Step(training_.lr());
-    adamw_->Step(muon_ != nullptr ? training_.adamw_lr() : training_.lr());
+    update_->Step(/*multiplier=*/1.0);
     SynchronizeDevice(setup_.device);
     time.optimizer_wall = update.Stop().wall;
   }

@@ -17,8 +17,7 @@
 #include "model/accounting/accounting.h"
 #include "model/autocast.h"
 #include "model/device.h"
-#include "model/train/adamw.h"
-#include "model/train/muon.h"
+#include "model/train/parameter_update.h"
 #include "model/transformer.h"
 
 namespace xmod {
@@ -116,9 +115,7 @@ class Subject {
   int batch_ = 1;
   torch::Tensor input_, target_;  // (B, L) int64 on the device
   torch::Tensor last_loss_;
-  xmod::v1::TrainingSpec training_;  // the resolved defaults, under --optimizer
-  std::unique_ptr<Muon> muon_;       // --optimizer muon: the matrices of the body
-  std::unique_ptr<AdamW> adamw_;     // the rest (all parameters under --optimizer adamw)
+  std::unique_ptr<ParameterUpdate> update_;  // --optimizer muon | adamw, at its defaults
 };
 
 // Matrix-product FLOP/s of this device in `setup.compute_dtype` at the current thread count:

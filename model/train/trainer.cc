@@ -21,14 +21,12 @@
 #include "model/device.h"
 #include "model/eval/evaluate.h"
 #include "model/routing_diagnostics.h"
-#include "model/train/adamw.h"
 #include "model/train/checkpoint.h"
 #include "model/train/communicator.h"
 #include "model/train/data_loader.h"
-#include "model/train/grad_clip.h"
 #include "model/train/grad_reducer.h"
 #include "model/train/lease.h"
-#include "model/train/muon.h"
+#include "model/train/parameter_update.h"
 #include "model/train/schedule.h"
 #include "model/train/training_config.h"
 #include "model/transformer.h"
@@ -177,8 +175,7 @@ class Run {
   std::unique_ptr<ValidationSet> validation_;
   EvalTasks eval_tasks_;
   Transformer model_{nullptr};
-  std::unique_ptr<Muon> muon_;
-  std::unique_ptr<AdamW> adamw_;
+  std::unique_ptr<ParameterUpdate> update_;
   TrainState state_;
   StartPoint start_;
   std::vector<int64_t> buffer_;
@@ -289,17 +286,7 @@ void Run::BuildModel() {
   model_ = Transformer(options_.spec.model(), accounting_, training_.seq_len(), runtime_);
   model_->to(device_);
   model_->train();
-  const AdamWOptions adamw{0.9, 0.95, 1e-8, training_.weight_decay()};
-  if (training_.optimizer() == "muon") {
-    MuonOptions muon;
-    muon.weight_decay = training_.weight_decay();
-    muon.ns_dtype = MuonIterationDtype(autocast_);
-    muon_ = std::make_unique<Muon>(model_->MuonParameters(), muon);
-    adamw_ = std::make_unique<AdamW>(model_->AdamWParameters(), adamw);
-  } else {  // "adamw": every parameter
-    muon_ = std::make_unique<Muon>(std::vector<torch::Tensor>{}, MuonOptions());
-    adamw_ = std::make_unique<AdamW>(model_->parameters(), adamw);
-  }
+  update_ = std::make_unique<ParameterUpdate>(model_, training_, autocast_);
 }
 
 absl::Status Run::RestoreCheckpoint() {
@@ -313,8 +300,8 @@ absl::Status Run::RestoreCheckpoint() {
       events_.Write(event).IgnoreError();  // the load error below says what matters
       return why;
     };
-    absl::Status status =
-        LoadCheckpoint(options_.resume_path, model_.get(), muon_.get(), adamw_.get(), &state_);
+    absl::Status status = LoadCheckpoint(options_.resume_path, model_.get(), &update_->muon(),
+                                         &update_->adamw(), &state_);
     if (!status.ok()) return refuse(status);
     if (state_.step > steps_) {
       return refuse(absl::FailedPreconditionError(
@@ -387,8 +374,6 @@ absl::Status Run::Step() {
   const auto begin = std::chrono::steady_clock::now();
   const double multiplier = schedule_->Multiplier(state_.step);
   const double lr = training_.lr() * multiplier;
-  const double adamw_lr =
-      (training_.optimizer() == "muon" ? training_.adamw_lr() : training_.lr()) * multiplier;
   const int64_t seq_len = training_.seq_len();
 
   // This rank's windows of the step: [rank n/W, (rank + 1) n/W) of the global n.
@@ -429,9 +414,7 @@ absl::Status Run::Step() {
     loss = losses[0];
     aux = losses[1];
   }
-  if (training_.grad_clip() > 0) ClipGradNorm(model_->parameters(), training_.grad_clip());
-  muon_->Step(lr);
-  adamw_->Step(adamw_lr);
+  update_->Step(multiplier);
   status = comm_->SumTensors(per_rank_counters_);
   if (!status.ok()) return status;
   model_->AfterOptimizerStep();
@@ -603,7 +586,7 @@ absl::Status Run::WriteCheckpoint() {
   // checkpoints once newer ones are durable in the coordinator's database.
   absl::StatusOr<CheckpointInfo> info = SaveCheckpoint(
       CheckpointPath(options_.spec.checkpoint_dir(), options_.spec.attempt(), state_.step), *model_,
-      *muon_, *adamw_, state_, &options_.spec);
+      update_->muon(), update_->adamw(), state_, &options_.spec);
   if (!info.ok()) return info.status();
   last_checkpoint_step_ = state_.step;
   last_checkpoint_ = info->path;

@@ -1,0 +1,41 @@
+// xmod-train's parameter update, one place for the trainer and bench_model: the global
+// gradient norm clipped to training.grad_clip, then Muon on the body's matrices and AdamW on
+// the rest (training.optimizer = "muon", paper Table 5), or AdamW on every parameter
+// ("adamw"). Muon's Newton–Schulz products run in bfloat16 under bf16 autocast
+// (MuonIterationDtype). Under "adamw" Muon holds no parameters, so a checkpoint always has
+// both optimizers' sections.
+//
+// Not thread-safe; one per trainer.
+#ifndef XMOD_MODEL_TRAIN_PARAMETER_UPDATE_H_
+#define XMOD_MODEL_TRAIN_PARAMETER_UPDATE_H_
+
+#include "model/autocast.h"
+#include "model/train/adamw.h"
+#include "model/train/muon.h"
+#include "model/transformer.h"
+#include "xmod/v1/spec.pb.h"
+
+namespace xmod {
+
+class ParameterUpdate {
+ public:
+  // `training` is resolved (ResolveTraining): optimizer, lr, adamw_lr, weight_decay, grad_clip.
+  ParameterUpdate(Transformer model, const xmod::v1::TrainingSpec& training,
+                  const AutocastState& autocast);
+
+  // One update with the learning rates scaled by the schedule's `multiplier`.
+  void Step(double multiplier);
+
+  Muon& muon() { return muon_; }
+  AdamW& adamw() { return adamw_; }
+
+ private:
+  Transformer model_;
+  double lr_, adamw_lr_, grad_clip_;
+  Muon muon_;
+  AdamW adamw_;
+};
+
+}  // namespace xmod
+
+#endif  // XMOD_MODEL_TRAIN_PARAMETER_UPDATE_H_

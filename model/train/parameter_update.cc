@@ -1,7 +1,6 @@
 // The trainer's parameter update: clipping, then Muon and AdamW (see parameter_update.h).
 #include "model/train/parameter_update.h"
 
-#include <utility>
 #include <vector>
 
 #include "model/train/grad_clip.h"
@@ -20,20 +19,20 @@ MuonOptions MuonOptionsFor(const xmod::v1::TrainingSpec& training, const Autocas
 
 }  // namespace
 
-ParameterUpdate::ParameterUpdate(Transformer model, const xmod::v1::TrainingSpec& training,
+ParameterUpdate::ParameterUpdate(Transformer& model, const xmod::v1::TrainingSpec& training,
                                  const AutocastState& autocast)
-    : model_(std::move(model)),
+    : parameters_(model->parameters()),
       lr_(training.lr()),
       // AdamW takes the run's lr when it updates every parameter.
       adamw_lr_(UsesMuon(training) ? training.adamw_lr() : training.lr()),
       grad_clip_(training.grad_clip()),
-      muon_(UsesMuon(training) ? model_->MuonParameters() : std::vector<torch::Tensor>{},
+      muon_(UsesMuon(training) ? model->MuonParameters() : std::vector<torch::Tensor>{},
             MuonOptionsFor(training, autocast)),
-      adamw_(UsesMuon(training) ? model_->AdamWParameters() : model_->parameters(),
+      adamw_(UsesMuon(training) ? model->AdamWParameters() : parameters_,
              AdamWOptions{0.9, 0.95, 1e-8, training.weight_decay()}) {}
 
 void ParameterUpdate::Step(double multiplier) {
-  if (grad_clip_ > 0) ClipGradNorm(model_->parameters(), grad_clip_);
+  if (grad_clip_ > 0) ClipGradNorm(parameters_, grad_clip_);
   muon_.Step(lr_ * multiplier);
   adamw_.Step(adamw_lr_ * multiplier);
 }

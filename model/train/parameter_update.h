@@ -9,6 +9,10 @@
 #ifndef XMOD_MODEL_TRAIN_PARAMETER_UPDATE_H_
 #define XMOD_MODEL_TRAIN_PARAMETER_UPDATE_H_
 
+#include <torch/torch.h>
+
+#include <vector>
+
 #include "model/autocast.h"
 #include "model/train/adamw.h"
 #include "model/train/muon.h"
@@ -20,7 +24,7 @@ namespace xmod {
 class ParameterUpdate {
  public:
   // `training` is resolved (ResolveTraining): optimizer, lr, adamw_lr, weight_decay, grad_clip.
-  ParameterUpdate(Transformer model, const xmod::v1::TrainingSpec& training,
+  ParameterUpdate(Transformer& model, const xmod::v1::TrainingSpec& training,
                   const AutocastState& autocast);
 
   // One update with the learning rates scaled by the schedule's `multiplier`.
@@ -30,7 +34,7 @@ class ParameterUpdate {
   AdamW& adamw() { return adamw_; }
 
  private:
-  Transformer model_;
+  std::vector<torch::Tensor> parameters_;  // every parameter of the model, for clipping
   double lr_, adamw_lr_, grad_clip_;
   Muon muon_;
   AdamW adamw_;

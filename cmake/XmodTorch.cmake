@@ -18,6 +18,13 @@
 include_guard(GLOBAL)
 
 option(XMOD_CUDA "Link LibTorch's CUDA libraries (needs the wheel's CUDA dependencies)" OFF)
+# xmod's CUDA kernels (model/cuda/*.cu, docs/gpu-training.md "Fused CUDA kernels"), compiled by
+# nvcc: the nvidia-cuda-nvcc wheel of the CUDA version the torch wheel pins, installed beside it
+# by scripts/install-libtorch.sh --cuda, else CMAKE_CUDA_COMPILER or one CMake finds. Needs
+# XMOD_CUDA. Off: CUDA tensors take ATen's composite formulas (model/kernel_choice.h).
+option(XMOD_CUDA_KERNELS "Compile xmod's CUDA kernels with nvcc (needs XMOD_CUDA)" ON)
+set(XMOD_CUDA_ARCHITECTURES "80;90" CACHE STRING
+    "GPU architectures of the CUDA kernels (bfloat16 tensor cores from sm_80; H100/H200 sm_90)")
 set(XMOD_TORCH_ROOT "" CACHE PATH
     "The torch package folder of the PyPI torch wheel; empty = the one in .cache/torch-venv")
 
@@ -78,6 +85,23 @@ if(XMOD_CUDA)
   target_link_libraries(xmod_torch INTERFACE -Wl,--no-as-needed "${_lib}/libtorch_cuda.so"
     "${_lib}/libc10_cuda.so" ${_cudart} -Wl,--as-needed)
 endif()
+# The CUDA language for model/cuda, enabled here so that it is enabled for the whole project
+# when the top-level CMakeLists includes this file (targets in other folders link the kernels).
+if(XMOD_CUDA AND XMOD_CUDA_KERNELS)
+  if(NOT CMAKE_CUDA_COMPILER)
+    file(GLOB _nvcc "${_site}/nvidia/cu*/bin/nvcc")
+    if(_nvcc)
+      list(GET _nvcc 0 _nvcc)
+      set(CMAKE_CUDA_COMPILER "${_nvcc}" CACHE FILEPATH "nvcc for model/cuda" FORCE)
+    endif()
+  endif()
+  set(CMAKE_CUDA_ARCHITECTURES "${XMOD_CUDA_ARCHITECTURES}")
+  # No runtime of CMake's choosing (its -lcudart finds no unversioned library in the wheel):
+  # xmod::torch links the wheel's libcudart.so.13, which LibTorch loads anyway.
+  set(CMAKE_CUDA_RUNTIME_LIBRARY None)
+  enable_language(CUDA)
+endif()
+
 # The wheel's NEEDED libraries in the nvidia-* wheels (libcudart/libcupti of libtorch_cpu; with
 # CUDA also cuBLAS, NCCL, ...), for the linker's check of shared libraries.
 file(GLOB _rpath_links "${_site}/nvidia/*/lib")

@@ -7,7 +7,9 @@
 #include <limits>
 #include <optional>
 
+#include "model/attention_backend.h"
 #include "model/cpu/flash_attention.h"
+#include "model/kernel_choice.h"
 
 namespace xmod {
 namespace {
@@ -148,34 +150,28 @@ torch::Tensor AttentionImpl::Attend(const torch::Tensor& q, const torch::Tensor&
                                     const torch::Tensor& v, const torch::Tensor& blocked) const {
   const int64_t b = q.size(0), tq = q.size(1), g = options_.n_kv_heads,
                 hd = options_.n_heads * options_.head_dim;
-  if (options_.fused && !blocked.defined() && q.device().is_cpu()) {
-    // bf16 autocast leaves q, k (RoPE) and v (the projection) in bfloat16: processors with AMX
-    // take them as they are, products in bfloat16 tiles.
-    if (cpu::FlashAttentionSupports(q, k, v)) {
-      return CausalFlashAttentionFunction::apply(q, k, v).view({b, tq, hd});  // (B, Tq, H*E)
-    }
-    // Elsewhere the kernel in float32 on converted copies, which still outruns SDPA's bfloat16
-    // CPU kernel (docs/gpu-training.md); the result is bfloat16, as SDPA's is.
-    const auto is_bf16 = [](const torch::Tensor& x) { return x.scalar_type() == torch::kBFloat16; };
-    if (is_bf16(q) || is_bf16(k) || is_bf16(v)) {
-      const torch::Tensor qf = q.to(torch::kFloat), kf = k.to(torch::kFloat),
-                          vf = v.to(torch::kFloat);
-      if (cpu::FlashAttentionSupports(qf, kf, vf)) {
-        return CausalFlashAttentionFunction::apply(qf, kf, vf)
-            .to(torch::kBFloat16)
-            .view({b, tq, hd});  // (B, Tq, H*E)
-      }
+  if (options_.fused && !blocked.defined()) {
+    if (auto cpu = CpuCausalAttentionInputs(q, k, v)) {  // (B, Tq, H, E), (B, Tk, G, E) x2
+      const auto& [qc, kc, vc] = *cpu;
+      torch::Tensor out = CausalFlashAttentionFunction::apply(qc, kc, vc);  // (B, Tq, H, E)
+      // bf16 inputs converted to float32 give a bfloat16 result, as SDPA's is.
+      if (!qc.is_same(q) || !kc.is_same(k) || !vc.is_same(v)) out = out.to(torch::kBFloat16);
+      return out.view({b, tq, hd});  // (B, Tq, H*E)
     }
   }
   if (options_.fused) {
     std::optional<torch::Tensor> allowed;  // (B, 1, Tq, Tk) bool; none = plain causal
     if (blocked.defined()) allowed = blocked.logical_not().unsqueeze(1);
+    const torch::Tensor qh = q.transpose(1, 2), kh = k.transpose(1, 2),
+                        vh = v.transpose(1, 2);  // (B, H, Tq, E), (B, G, Tk, E) x2
+    // Plain causal attention on a GPU takes the backend measured fastest for its shape.
+    const SdpaBackendGuard backend(allowed.has_value() ? SdpaBackend::kDefault
+                                                       : ChooseSdpaBackend(qh, kh, vh));
     // Scale 1: q is already scaled; GQA: query head h reads key/value head h / (H/G).
     torch::Tensor out = at::scaled_dot_product_attention(
-        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), allowed, /*dropout_p=*/0.0,
-        /*is_causal=*/!allowed.has_value(), /*scale=*/1.0,
-        /*enable_gqa=*/g != options_.n_heads);        // (B, H, Tq, E)
-    return out.transpose(1, 2).reshape({b, tq, hd});  // (B, Tq, H*E)
+        qh, kh, vh, allowed, /*dropout_p=*/0.0, /*is_causal=*/!allowed.has_value(),
+        /*scale=*/1.0, /*enable_gqa=*/g != options_.n_heads);  // (B, H, Tq, E)
+    return out.transpose(1, 2).reshape({b, tq, hd});           // (B, Tq, H*E)
   }
   torch::Tensor q5 = GroupQueries(q, g);       // (B, G, R, Tq, E)
   torch::Tensor kg = k.permute({0, 2, 1, 3});  // (B, G, Tk, E)

@@ -3,8 +3,10 @@
 // batched matrix products with a boolean mask and softmax ("manual", the reference the fused
 // kernel is tested against). Fused is, for plain causal attention on the CPU, xmod's own
 // tiled kernel (model/cpu/flash_attention.h; its bfloat16 AMX variant under bf16 autocast,
-// float32 copies where the processor has no AMX), and otherwise
-// (CUDA, masks, head widths it does not take) at::scaled_dot_product_attention's kernels.
+// float32 copies where the processor has no AMX; kernel_choice.h decides), and otherwise
+// (CUDA, masks, head widths it does not take) at::scaled_dot_product_attention's kernels — on
+// a GPU, for plain causal attention, the backend measured fastest for the shape
+// (attention_backend.h).
 //
 // Three call shapes serve every layer kind of the paper:
 //  - dense: all T tokens, positions 0..T-1, plain causal mask;

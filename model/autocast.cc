@@ -4,6 +4,8 @@
 #include <ATen/autocast_mode.h>
 #include <ATen/cpu/Utils.h>
 
+#include "model/device.h"
+
 namespace xmod {
 namespace {
 
@@ -30,11 +32,23 @@ bool CpuHasNativeBf16() {
   return has;
 }
 
+Bf16Support Bf16SupportOf(torch::Device device) {
+  return {device.is_cpu() && CpuHasNativeBf16(), CudaComputeCapabilityMajor(device)};
+}
+
+AutocastState AutocastForPrecision(const std::string& precision, torch::Device device,
+                                   const Bf16Support& support, int64_t d_model) {
+  bool bf16 = precision == "bf16";
+  if (precision == "auto") {
+    bf16 = device.is_cuda() ? support.cuda_major >= kMinBf16CudaCapability
+                            : device.is_cpu() && support.cpu_native && d_model >= kMinBf16AutoWidth;
+  }
+  return {bf16, torch::kBFloat16};
+}
+
 AutocastState AutocastForPrecision(const std::string& precision, torch::Device device,
                                    int64_t d_model) {
-  const bool bf16 = precision == "bf16" || (precision == "auto" && device.is_cpu() &&
-                                            d_model >= kMinBf16AutoWidth && CpuHasNativeBf16());
-  return {bf16, torch::kBFloat16};
+  return AutocastForPrecision(precision, device, Bf16SupportOf(device), d_model);
 }
 
 AutocastGuard::AutocastGuard(torch::DeviceType device, AutocastState state)

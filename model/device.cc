@@ -7,6 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 
+#ifdef XMOD_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 namespace xmod {
 namespace {
 
@@ -20,11 +24,22 @@ c10::DeviceIndex IndexOf(torch::Device device) {
 bool HasCudaBuild() { return c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA); }
 
 std::string TorchBuildSummary() {
-  const std::string version =
-      absl::StrCat("LibTorch ", TORCH_VERSION_MAJOR, ".", TORCH_VERSION_MINOR, ".",
-                   TORCH_VERSION_PATCH);
+  const std::string version = absl::StrCat("LibTorch ", TORCH_VERSION_MAJOR, ".",
+                                           TORCH_VERSION_MINOR, ".", TORCH_VERSION_PATCH);
   if (!HasCudaBuild()) return version + " (CPU only)";
   return absl::StrCat(version, " (CUDA, ", torch::cuda::device_count(), " GPUs)");
+}
+
+int CudaComputeCapabilityMajor(torch::Device device) {
+  if (!device.is_cuda() || !HasCudaBuild() || torch::cuda::device_count() == 0) return 0;
+#ifdef XMOD_CUDA
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, IndexOf(device)) ==
+      cudaSuccess) {
+    return major;
+  }
+#endif
+  return 0;
 }
 
 void SynchronizeDevice(torch::Device device) {

@@ -1,7 +1,8 @@
 // The compute device of the model, the trainer and the benchmark: what this LibTorch build
 // can run on, device synchronisation and peak device memory. One source for CPU-only and CUDA
 // builds: CUDA is reached through LibTorch's accelerator interface, which libtorch_cuda
-// registers when it is linked (-DXMOD_CUDA=ON), so nothing here is compiled per build.
+// registers when it is linked (-DXMOD_CUDA=ON), so nothing here but CudaComputeCapabilityMajor
+// is compiled per build.
 #ifndef XMOD_MODEL_DEVICE_H_
 #define XMOD_MODEL_DEVICE_H_
 
@@ -17,6 +18,12 @@ bool HasCudaBuild();
 // "LibTorch <version> (CPU only)" or "LibTorch <version> (CUDA, <n> GPUs)", for logs and
 // benchmarks.
 std::string TorchBuildSummary();
+
+// The major compute capability of a CUDA device (8 = Ampere, 9 = Hopper, 10 = Blackwell); 0 for
+// the CPU, in a build without CUDA, or when no such GPU is visible. The one function compiled
+// per build: it asks the CUDA runtime (-DXMOD_CUDA=ON links it), which LibTorch's accelerator
+// interface does not expose.
+int CudaComputeCapabilityMajor(torch::Device device);
 
 // Waits until the device has finished its queued work (a no-op on the CPU).
 void SynchronizeDevice(torch::Device device);

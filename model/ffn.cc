@@ -3,7 +3,7 @@
 
 #include <torch/csrc/autograd/custom_function.h>
 
-#include "model/cpu/kernels.h"
+#include "model/kernel_choice.h"
 
 namespace xmod {
 namespace {
@@ -11,34 +11,36 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// silu(a) * b as one autograd node over the single-pass CPU kernels: forward reads a and b
-// once and writes the product, backward reads g, a, b once and writes da and db. The
-// composite (silu, mul and their backward: 2 passes forward, 3 backward) also keeps silu(a)
-// for the product's backward; this node keeps only a and b, which the products keep anyway.
+// silu(a) * b as one autograd node over the single-pass kernels of kernel_choice.h's table
+// (model/cpu or model/cuda): forward reads a and b once and writes the product, backward reads
+// g, a, b once and writes da and db. The composite (silu, mul and their backward: 2 passes
+// forward, 3 backward) also keeps silu(a) for the product's backward; this node keeps only a
+// and b, which the products keep anyway.
 class SwiGluGateFunction : public torch::autograd::Function<SwiGluGateFunction> {
  public:
   // a, b: (..., F) -> (..., F).
   static torch::Tensor forward(AutogradContext* actx, const torch::Tensor& a,
-                               const torch::Tensor& b) {
+                               const torch::Tensor& b, const SwiGluKernels* kernels) {
     actx->save_for_backward({a, b});
-    return cpu::SwiGluForward(a, b);
+    actx->saved_data["kernels"] = SaveKernels(kernels);
+    return kernels->forward(a, b);
   }
 
   static variable_list backward(AutogradContext* actx, variable_list grads) {
     const variable_list saved = actx->get_saved_variables();
     const torch::Tensor &a = saved[0], &b = saved[1];
-    auto [da, db] = cpu::SwiGluBackward(grads[0].to(a.scalar_type()), a, b);
-    return {da, db};
+    const auto* kernels = SavedKernels<SwiGluKernels>(actx->saved_data["kernels"]);
+    auto [da, db] = kernels->backward(grads[0].to(a.scalar_type()), a, b);
+    return {da, db, torch::Tensor()};
   }
 };
 
 }  // namespace
 
 torch::Tensor SwiGluGate(const torch::Tensor& a, const torch::Tensor& b) {
-  if (cpu::SupportsSwiGlu({a, b}) && a.sizes() == b.sizes()) {
-    return SwiGluGateFunction::apply(a, b);
-  }
-  return torch::silu(a) * b;  // CUDA: ATen's own kernels
+  const SwiGluKernels* kernels = SwiGluKernelsFor(a, b);
+  if (kernels != nullptr && a.sizes() == b.sizes()) return SwiGluGateFunction::apply(a, b, kernels);
+  return torch::silu(a) * b;  // the composite
 }
 
 SwiGluImpl::SwiGluImpl(int64_t d_model, int64_t hidden) {

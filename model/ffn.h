@@ -9,8 +9,8 @@
 namespace xmod {
 
 // The gate silu(a) * b of f(x): a = W1 x, b = W3 x, (..., F) -> (..., F). One autograd node
-// over single-pass kernels for float and double CPU tensors (model/cpu/kernels.h), the ATen
-// composite on every other device and dtype.
+// over the single-pass kernels kernel_choice.h picks (model/cpu's; model/cuda's on CUDA), the
+// ATen composite where there are none.
 torch::Tensor SwiGluGate(const torch::Tensor& a, const torch::Tensor& b);
 
 class SwiGluImpl : public torch::nn::Module {

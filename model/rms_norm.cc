@@ -3,7 +3,7 @@
 
 #include <torch/csrc/autograd/custom_function.h>
 
-#include "model/cpu/kernels.h"
+#include "model/kernel_choice.h"
 
 namespace xmod {
 namespace {
@@ -48,23 +48,28 @@ class RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
   }
 };
 
-// The same node over model/cpu/kernels.h's single-pass row kernels, for float and double CPU
-// tensors: forward reads x once and writes y, backward reads dy and x once and writes dx (dg
-// from per-block partial sums). Saves x and inv (where the composite node saves xhat and inv).
-class RmsNormCpuFunction : public torch::autograd::Function<RmsNormCpuFunction> {
+// The same node over the single-pass row kernels of kernel_choice.h's table (model/cpu for
+// float and double CPU tensors, model/cuda for CUDA ones): forward reads x once and writes y,
+// backward reads dy and x once and writes dx (dw from per-block partial sums). Saves x and inv
+// (where the composite node saves xhat and inv).
+class RmsNormKernelFunction : public torch::autograd::Function<RmsNormKernelFunction> {
  public:
   static torch::Tensor forward(AutogradContext* actx, const torch::Tensor& x,
-                               const torch::Tensor& weight, double eps) {
-    auto [y, inv] = cpu::RmsNormForward(x, weight, eps);  // (..., D), (...)
+                               const torch::Tensor& weight, double eps,
+                               const RmsNormKernels* kernels) {
+    auto [y, inv] = kernels->forward(x, weight, eps);  // (..., D), (...)
     actx->save_for_backward({x, inv, weight});
+    actx->saved_data["kernels"] = SaveKernels(kernels);
     return y;
   }
 
   static variable_list backward(AutogradContext* actx, variable_list grads) {
     const variable_list saved = actx->get_saved_variables();
     const torch::Tensor &x = saved[0], &inv = saved[1], &weight = saved[2];
-    auto [dx, dweight] = cpu::RmsNormBackward(grads[0].to(x.scalar_type()), x, inv, weight);
-    return {dx, dweight, torch::Tensor()};
+    const auto* kernels = SavedKernels<RmsNormKernels>(actx->saved_data["kernels"]);
+    // grads[0] has y's dtype: x's on the CPU, float32 on CUDA (kernel_choice.h).
+    auto [dx, dweight] = kernels->backward(grads[0], x, inv, weight);
+    return {dx, dweight, torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -81,8 +86,10 @@ RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
 }
 
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
-  if (cpu::SupportsFused({x, weight})) return RmsNormCpuFunction::apply(x, weight, eps_);
-  return RmsNormFunction::apply(x, weight, eps_);  // (..., D): CUDA, bf16 inputs
+  if (const RmsNormKernels* kernels = RmsNormKernelsFor(x, weight)) {
+    return RmsNormKernelFunction::apply(x, weight, eps_, kernels);  // (..., D)
+  }
+  return RmsNormFunction::apply(x, weight, eps_);  // (..., D): the composite
 }
 
 }  // namespace xmod

@@ -1,7 +1,8 @@
 // RMSNorm (Zhang & Sennrich, 2019): y = x / sqrt(mean(x^2) + eps) * g, the pre-norm of every
 // attention and FFN sublayer and the final norm (paper B.1, Qwen3-style backbones). One
-// autograd node with a hand-written backward (rms_norm.cc): over single-pass row kernels for
-// float and double CPU tensors (model/cpu/kernels.h), over ATen ops on every other device.
+// autograd node with a hand-written backward (rms_norm.cc): over the single-pass row kernels
+// kernel_choice.h picks (model/cpu's for float and double CPU tensors, model/cuda's on CUDA),
+// over ATen ops where there are none.
 // Legend: D = d_model. Thread-compatible.
 #ifndef XMOD_MODEL_RMS_NORM_H_
 #define XMOD_MODEL_RMS_NORM_H_

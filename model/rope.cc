@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "model/cpu/kernels.h"
+#include "model/kernel_choice.h"
 
 namespace xmod {
 namespace {
@@ -22,9 +23,7 @@ using torch::autograd::variable_list;
 // tables), no temporaries.
 torch::Tensor Rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                      double sin_sign) {
-  if (cpu::RopeSupports(x, cos, sin)) {
-    return cpu::Rope(x, cos, sin, sin_sign);
-  }
+  if (RopeOnCpu(x, cos, sin)) return cpu::Rope(x, cos, sin, sin_sign);
   torch::Tensor out = torch::empty(x.sizes(), x.options().dtype(at::result_type(x, cos)));
   const int64_t half = x.size(-1) / 2;
   torch::Tensor x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);  // (B, T, H, E/2)

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "model/cpu/kernels.h"
+#include "model/kernel_choice.h"
 
 namespace xmod {
 namespace {
@@ -56,10 +57,7 @@ torch::Tensor ScatterScaledAdd(const torch::Tensor& x, const torch::Tensor& rows
     return float_stream && t.defined() && t.scalar_type() == torch::kBFloat16 ? t.to(x.dtype()) : t;
   };
   const torch::Tensor r = like_x(r_in), u1 = like_x(u1_in), u2 = like_x(u2_in), p = like_x(p_in);
-  const bool fused = cpu::SupportsFused({x, r, u1}) && x.dim() == 2 &&
-                     (!u2.defined() || cpu::SupportsFused({x, u2})) &&
-                     (!p.defined() || cpu::SupportsFused({x, p}));
-  if (fused) {
+  if (RoutedRowsOnCpu(x, r, u1, u2, p)) {
     const torch::Tensor pos = cpu::RowPositions(rows, x.size(0));  // undefined on repeats
     auto optional = [](const torch::Tensor& t) {
       return t.defined() ? std::optional<torch::Tensor>(t) : std::nullopt;

@@ -2,13 +2,13 @@
 // block's router-weighted update into the selected rows of x,
 //   out_i = x_i + r_i (u1_i + u2_i) + p_i   for the selected tokens i, out_i = x_i elsewhere
 // (X-MoD: u1 = a, u2 = f, r = ς r_i, p = 0; MoD: u1 = f, p = a; Routed-FFN: u1 = f).
-// On float and double CPU tensors one autograd node over the single-pass kernels of
-// model/cpu/kernels.h: out in one pass over x, and a backward that produces du = r * g[rows]
-// and dr = g[rows] . (u1 + u2) in one pass over the selected rows, dx being g itself (the
-// router's node adds the gather's gradient to it, router.h); bfloat16 updates of a float32 x
-// (bf16 autocast) are converted and take it too. On every other device and dtype (CUDA, a
-// bf16 x), and for rows selected more than once, ATen's index_add of the same sum.
-// Legend: N = B*T rows of x, M = B*k selected rows, D = d_model. Thread-compatible.
+// On float and double CPU tensors (kernel_choice.h, RoutedRowsOnCpu) one autograd node over
+// the single-pass kernels of model/cpu/kernels.h: out in one pass over x, and a backward that
+// produces du = r * g[rows] and dr = g[rows] . (u1 + u2) in one pass over the selected rows, dx
+// being g itself (the router's node adds the gather's gradient to it, router.h); bfloat16 updates
+// of a float32 x (bf16 autocast) are converted and take it too. On every other device and dtype
+// (CUDA, a bf16 x), and for rows selected more than once, ATen's index_add of the same sum. Legend:
+// N = B*T rows of x, M = B*k selected rows, D = d_model. Thread-compatible.
 #ifndef XMOD_MODEL_ROUTED_ROWS_H_
 #define XMOD_MODEL_ROUTED_ROWS_H_
 

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "model/cpu/kernels.h"
+#include "model/kernel_choice.h"
 
 namespace xmod {
 namespace {
@@ -151,7 +152,7 @@ Selection RouterImpl::forward(const torch::Tensor& x, const RMSNormImpl& norm,
   Selection sel;
   const torch::Tensor tau_bias = tau_ * bias;  // (B, T)
   torch::Tensor s, s_loss;                     // (B, T) the scores for the gate and the loss
-  if (cpu::SupportsFused({x, norm.weight, weight})) {
+  if (RouterOnCpu(x, norm.weight, weight)) {
     torch::Tensor inv, s0;  // (B, T)
     {
       torch::NoGradGuard no_grad;
@@ -164,7 +165,7 @@ Selection RouterImpl::forward(const torch::Tensor& x, const RMSNormImpl& norm,
     s = out[0], s_loss = out[1];
     sel.x_rows = out[2];                      // (B*k, D)
     sel.x_pass = out[3].reshape({b * t, d});  // (B*T, D)
-  } else {                                    // CUDA, bf16
+  } else {                                    // the composite: CUDA, bf16
     const variable_list scores = RouterScoreFunction::apply(x, norm.weight, weight, norm.eps());
     s = scores[0], s_loss = scores[1];
     Select(s.detach() - tau_bias, k, mode, &sel);

@@ -14,9 +14,10 @@
 // We score the normalized h rather than the raw residual x, so scores do not drift with the
 // residual's scale in deep stacks (a choice of ours; the paper writes s = w^T x).
 // The router also gathers the selected rows of x for the layer. On float and double CPU
-// tensors the scores, the gather and x passed on to the residual update are one autograd node
-// whose backward forms the whole gradient of x in one pass (router.cc); elsewhere (CUDA, bf16)
-// the scores are one node and the gather ATen's index_select.
+// tensors (kernel_choice.h, RouterOnCpu) the scores, the gather and x passed on to the
+// residual update are one autograd node whose backward forms the whole gradient of x in one
+// pass (router.cc); elsewhere (CUDA, bf16) the scores are one node and the gather ATen's
+// index_select.
 // Legend: B = batch, T = tokens, D = d_model, k = selected tokens. Thread-compatible.
 #ifndef XMOD_MODEL_ROUTER_H_
 #define XMOD_MODEL_ROUTER_H_

@@ -18,6 +18,7 @@
 #include "model/attention.h"
 #include "model/autocast.h"
 #include "model/cpu/kernels.h"
+#include "model/device.h"
 #include "model/ffn.h"
 #include "model/rms_norm.h"
 #include "model/rope.h"
@@ -589,10 +590,11 @@ INSTANTIATE_TEST_SUITE_P(Archs, Bf16AutocastTest,
                          ::testing::Values(xmod::v1::DENSE, xmod::v1::XMOD, xmod::v1::MOD,
                                            xmod::v1::MOE));
 
-// training.precision "auto" follows the CPU and the width: bf16 where the CPU multiplies
-// bfloat16 natively and d_model >= kMinBf16AutoWidth, fp32 otherwise and on CUDA; "fp32" and
-// "bf16" are what they say on every device and width.
-TEST(Bf16Autocast, PrecisionAutoFollowsTheCpu) {
+// training.precision "auto" follows the device: bf16 on a GPU with bfloat16 tensor cores (sm_80
+// and newer) at any width, on a CPU that multiplies bfloat16 natively for d_model >=
+// kMinBf16AutoWidth, fp32 otherwise; "fp32" and "bf16" are what they say on every device and
+// width.
+TEST(Bf16Autocast, PrecisionAutoFollowsTheDevice) {
   const torch::Device cpu(torch::kCPU), cuda(torch::kCUDA, 0);
   const auto caps = at::cpu::get_cpu_capabilities();
   const bool native = caps.at("avx512_bf16").toBool() || caps.at("amx_bf16").toBool();
@@ -600,7 +602,16 @@ TEST(Bf16Autocast, PrecisionAutoFollowsTheCpu) {
   const int64_t wide = kMinBf16AutoWidth, narrow = kMinBf16AutoWidth / 2;
   EXPECT_EQ(AutocastForPrecision("auto", cpu, wide).enabled, native);
   EXPECT_FALSE(AutocastForPrecision("auto", cpu, narrow).enabled);
-  EXPECT_FALSE(AutocastForPrecision("auto", cuda, wide).enabled);
+  // The GPU's generation decides, not the width: Ampere and Hopper yes, Volta and Turing no.
+  for (int64_t width : {narrow, wide}) {
+    EXPECT_TRUE(AutocastForPrecision("auto", cuda, Bf16Support{false, 8}, width).enabled);
+    EXPECT_TRUE(AutocastForPrecision("auto", cuda, Bf16Support{false, 9}, width).enabled);
+    EXPECT_FALSE(AutocastForPrecision("auto", cuda, Bf16Support{false, 7}, width).enabled);
+  }
+  EXPECT_FALSE(AutocastForPrecision("auto", cpu, Bf16Support{false, 9}, wide).enabled);
+  // This machine's GPU, if any, as the runtime reports it (none: fp32).
+  EXPECT_EQ(AutocastForPrecision("auto", cuda, wide).enabled,
+            CudaComputeCapabilityMajor(cuda) >= kMinBf16CudaCapability);
   for (const torch::Device& device : {cpu, cuda}) {
     for (int64_t width : {narrow, wide}) {
       EXPECT_FALSE(AutocastForPrecision("fp32", device, width).enabled);

@@ -4,9 +4,11 @@ include(XmodTorch)
 
 add_library(xmod_model
   attention.cc
+  attention_backend.cc
   autocast.cc
   device.cc
   blocks.cc
+  kernel_choice.cc
   cpu/flash_attention.cc
   cpu/kernels.cc
   cpu/loss.cc
@@ -51,6 +53,23 @@ foreach(_isa IN LISTS _kernel_isas)
 endforeach()
 target_link_libraries(xmod_model PUBLIC xmod::torch xmod_accounting xmod_proto_messages
   absl::status absl::statusor)
+# Per file, not per target: the precompiled header, which the tests reuse, stays the same in
+# every build.
+if(XMOD_CUDA)
+  set_property(SOURCE device.cc APPEND PROPERTY COMPILE_DEFINITIONS XMOD_CUDA)  # the runtime
+endif()
+# model/cuda: the kernels in .cu files without LibTorch's headers (launch.h), compiled by nvcc
+# into their own library; kernels.cc, their LibTorch side, is compiled with the rest of
+# xmod_model, and kernel_choice.cc chooses them (XMOD_CUDA_KERNELS).
+if(XMOD_CUDA AND XMOD_CUDA_KERNELS)
+  add_library(xmod_model_cuda STATIC cuda/elementwise.cu cuda/rms_norm.cu cuda/loss.cu)
+  target_include_directories(xmod_model_cuda PRIVATE ${PROJECT_SOURCE_DIR})
+  set_target_properties(xmod_model_cuda PROPERTIES POSITION_INDEPENDENT_CODE ON CUDA_STANDARD 17
+                                                   CUDA_STANDARD_REQUIRED ON)
+  target_sources(xmod_model PRIVATE cuda/kernels.cc)
+  set_property(SOURCE kernel_choice.cc APPEND PROPERTY COMPILE_DEFINITIONS XMOD_CUDA_KERNELS)
+  target_link_libraries(xmod_model PRIVATE xmod_model_cuda)
+endif()
 # A translation unit including <torch/torch.h> takes ~15 s; share one precompiled header.
 target_precompile_headers(xmod_model PRIVATE <torch/torch.h>)
 
@@ -58,8 +77,20 @@ if(XMOD_BUILD_TESTS)
   xmod_add_test(model_test
     SOURCES sparse_layer_test.cc moe_test.cc transformer_test.cc
             routing_diagnostics_test.cc runtime_test.cc cpu/flash_attention_test.cc
-            cpu/loss_test.cc
+            cpu/loss_test.cc kernel_choice_test.cc
     LIBS xmod_model
     LABELS model)
   target_precompile_headers(model_test REUSE_FROM xmod_model)
+  # What the device offers (graphs, capability, SDPA's measured backends): small, so that
+  # scripts/gpu-check.sh builds and runs it on a GPU; on a CPU its GPU tests skip.
+  xmod_add_test(model_device_test SOURCES device_test.cc attention_backend_test.cc
+    LIBS xmod_model LABELS model)
+  target_precompile_headers(model_device_test REUSE_FROM xmod_model)
+  if(XMOD_CUDA AND XMOD_CUDA_KERNELS)
+    # The CUDA kernels against their formulas; skips without a GPU (scripts/gpu-check.sh runs
+    # it on one).
+    xmod_add_test(cuda_kernels_test SOURCES cuda/kernels_test.cc LIBS xmod_model
+      LABELS model cuda)
+    target_precompile_headers(cuda_kernels_test REUSE_FROM xmod_model)
+  endif()
 endif()

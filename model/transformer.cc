@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string>
 
-#include "model/cpu/loss.h"
+#include "model/kernel_choice.h"
 #include "model/layer_checkpoint.h"
 
 namespace xmod {
@@ -17,18 +17,18 @@ constexpr double kInitStd = 0.02;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// The mean next-token cross-entropy as one node. On CPU model/cpu/loss.h's two passes, which
-// save the logits and one log-sum-exp per row; elsewhere log_softmax in float32 (at least),
-// saved whole for the backward.
+// The mean next-token cross-entropy as one node. With kernel_choice.h's kernels (model/cpu,
+// model/cuda) two passes over the logits, saving them and one log-sum-exp per row; otherwise
+// log_softmax in float32 (at least), saved whole for the backward.
 class NextTokenLossFunction : public torch::autograd::Function<NextTokenLossFunction> {
  public:
   // logits: (N, V), targets: (N) -> ().
   static torch::Tensor forward(AutogradContext* actx, const torch::Tensor& logits,
                                const torch::Tensor& targets) {
-    const bool fused = cpu::NextTokenLossSupports(logits, targets);
-    actx->saved_data["fused"] = fused;
-    if (fused) {
-      auto [loss, lse] = cpu::NextTokenLossForward(logits, targets);
+    const NextTokenLossKernels* kernels = NextTokenLossKernelsFor(logits, targets);
+    actx->saved_data["kernels"] = SaveKernels(kernels);
+    if (kernels != nullptr) {
+      auto [loss, lse] = kernels->forward(logits, targets);
       actx->save_for_backward({logits, targets, lse});
       return loss;
     }
@@ -41,8 +41,8 @@ class NextTokenLossFunction : public torch::autograd::Function<NextTokenLossFunc
 
   static variable_list backward(AutogradContext* actx, variable_list grads) {
     const variable_list saved = actx->get_saved_variables();
-    if (actx->saved_data["fused"].toBool()) {
-      return {cpu::NextTokenLossBackward(grads[0], saved[0], saved[1], saved[2]), torch::Tensor()};
+    if (const auto* kernels = SavedKernels<NextTokenLossKernels>(actx->saved_data["kernels"])) {
+      return {kernels->backward(grads[0], saved[0], saved[1], saved[2]), torch::Tensor()};
     }
     const torch::Tensor &logp = saved[0], &targets = saved[1];
     const int64_t n = logp.size(0);
@@ -243,6 +243,16 @@ std::vector<torch::Tensor> TransformerImpl::AdamWParameters() {
 
 void TransformerImpl::AfterOptimizerStep() {
   for (auto& moe : moe_layers_) moe->UpdateBias();
+}
+
+std::vector<torch::Tensor> TransformerImpl::MayMissGradients() const {
+  std::vector<torch::Tensor> out;
+  for (const MoE& moe : moe_layers_) {
+    for (const SwiGlu& expert : moe->experts) {
+      for (const torch::Tensor& p : expert->parameters()) out.push_back(p);
+    }
+  }
+  return out;
 }
 
 }  // namespace xmod

@@ -66,6 +66,15 @@ class TransformerImpl : public torch::nn::Module {
   // Called after each optimizer step (MoE aux-loss-free bias update). No-op otherwise.
   void AfterOptimizerStep();
 
+  // Whether a training step (top-k routing) has shapes and a control flow that do not depend
+  // on the data, so that its kernels can be recorded once and replayed (a CUDA graph): every
+  // architecture but MoE, whose layers read their experts' row counts on the host.
+  bool StaticTrainingStep() const { return moe_layers_.empty(); }
+
+  // The parameters a training step may leave without a gradient — the MoE experts no token
+  // chose; every other parameter gets one at every step.
+  std::vector<torch::Tensor> MayMissGradients() const;
+
   // Next-token logits (B, T, V) for tokens (B, T); the same pass as forward() without the
   // loss. Fills `trace` when non-null.
   torch::Tensor Logits(const torch::Tensor& tokens, RoutingMode mode,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU build: the LibTorch parts of xmod — model/, xmod-train, bench_model and their tests —
-# linked with LibTorch's CUDA libraries and the NCCL path compiled in (-DXMOD_CUDA=ON
-# -DXMOD_TRAIN_NCCL=ON), into build/gpu (or BUILD_DIR). Same wheel as every build
+# linked with LibTorch's CUDA libraries, the NCCL path compiled in and xmod's CUDA kernels
+# compiled by the wheel's nvcc (-DXMOD_CUDA=ON -DXMOD_TRAIN_NCCL=ON), into build/gpu (or
+# BUILD_DIR). Same wheel as every build
 # (.cache/torch-venv), here with all its CUDA dependencies (scripts/install-libtorch.sh --cuda).
 # Runs on a machine without a GPU: the CUDA code is compiled and linked, and runs on CPU.
 #
@@ -12,8 +13,8 @@ cd "$(dirname "$0")/.."
 # ccache keys on paths relative to the checkout, so clones in other folders share hits.
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 BUILD_DIR=${BUILD_DIR:-build/gpu}
-TARGETS=(xmod-train bench_model model_test train_core_test train_optim_test trainer_test
-         train_process_test distributed_test)
+TARGETS=(xmod-train bench_model model_test model_device_test cuda_kernels_test train_core_test
+         train_optim_test trainer_test train_step_test train_process_test distributed_test)
 
 scripts/setup.sh
 scripts/install-libtorch.sh --cuda
@@ -31,5 +32,5 @@ ldd "$BUILD_DIR/bin/xmod-train" | grep -E "libtorch_cuda|libnccl" || {
 if [[ "${1:-}" == "--test" ]]; then
   cd "$BUILD_DIR"
   ctest --output-on-failure --timeout 900 -j "${CTEST_JOBS:-2}" \
-    -R '^(model_test|train_core_test|train_optim_test|trainer_test|train_process_test|distributed_test)$'
+    -R '^(model_test|model_device_test|cuda_kernels_test|train_core_test|train_optim_test|trainer_test|train_step_test|train_process_test|distributed_test)$'
 fi

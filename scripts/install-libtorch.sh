@@ -6,8 +6,9 @@
 #   scripts/install-libtorch.sh          # CPU: the wheel and the two CUDA libraries its CPU
 #                                        # library names as NEEDED (~540 MB download)
 #   scripts/install-libtorch.sh --cuda   # GPU builds (-DXMOD_CUDA=ON) and Python `import
-#                                        # torch`: the wheel with its dependencies but Triton
-#                                        # (~2.5 GB download, 4.3 GB installed)
+#                                        # torch`: the wheel with its dependencies but Triton,
+#                                        # and nvcc for the CUDA kernels (~2.6 GB download,
+#                                        # 4.5 GB installed)
 #
 # Why the CPU set-up is enough (docs/gpu-training.md, "One LibTorch"): a CPU build links only
 # libtorch_cpu.so and libc10.so; their NEEDED libraries are the wheel's own plus
@@ -51,6 +52,13 @@ if ((CUDA)); then
   CUDA_RUNTIME=$("$VENV/bin/pip" show nvidia-cuda-runtime | sed -n 's/^Version: \([0-9]*\.[0-9]*\).*/\1/p')
   if ! "$VENV/bin/pip" show nvidia-cuda-crt >/dev/null 2>&1; then
     "${PIP[@]}" "nvidia-cuda-crt==$CUDA_RUNTIME.*"
+  fi
+  # nvcc for xmod's CUDA kernels (model/cuda, -DXMOD_CUDA_KERNELS): the toolkit meta-package's
+  # nvcc extra (nvcc, NVVM, the crt headers) at the version the wheel pins, ~100 MB.
+  if ! compgen -G "$SITE/nvidia/cu*/bin/nvcc" >/dev/null; then
+    CUDA_TOOLKIT=$(sed -n 's/^Requires-Dist: cuda-toolkit\[.*\]==\([0-9.]*\).*/\1/p' \
+      "$SITE/torch-$TORCH_VERSION.dist-info/METADATA")
+    "${PIP[@]}" --no-warn-conflicts "cuda-toolkit[nvcc]==$CUDA_TOOLKIT"
   fi
 elif ! compgen -G "$SITE/nvidia/cu*/lib/libcupti.so.*" >/dev/null ||
      ! compgen -G "$SITE/nvidia/cu*/lib/libcudart.so.*" >/dev/null; then

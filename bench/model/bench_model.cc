@@ -39,6 +39,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "bench/model/bench_subject.h"
+#include "model/attention_backend.h"
 #include "model/train/threads.h"
 
 namespace xmod {
@@ -84,12 +85,12 @@ Measurement MeasureInterleaved(const BenchOptions& o, const BenchSetup& setup,
   // times[i][s]: timed steps of subject s at threads[i]
   std::vector<std::vector<std::vector<StepTime>>> times(
       m.thread_counts, std::vector<std::vector<StepTime>>(subjects.size()));
-  for (int round = 0; round < o.warmup + o.steps; ++round) {
+  for (int round = 0; round < setup.warmup + o.steps; ++round) {
     for (int i = 0; i < m.thread_counts; ++i) {
       ApplyThreadBudget(o.threads[i]);
       for (size_t s = 0; s < subjects.size(); ++s) {
         const StepTime step = subjects[s]->Step();
-        if (round >= o.warmup) times[i][s].push_back(step);
+        if (round >= setup.warmup) times[i][s].push_back(step);
       }
     }
   }
@@ -125,9 +126,9 @@ Measurement MeasureSequential(const BenchOptions& o, const BenchSetup& setup,
     ResetPeakDeviceMemory(setup.device);
     std::unique_ptr<Subject> subject = MakeSubject(o, setup, sparse);
     std::vector<StepTime> times;
-    for (int step = 0; step < o.warmup + o.steps; ++step) {
+    for (int step = 0; step < setup.warmup + o.steps; ++step) {
       const StepTime t = subject->Step();
-      if (step >= o.warmup) times.push_back(t);
+      if (step >= setup.warmup) times.push_back(t);
     }
     if (!o.profile.empty()) subject->Profile(o.profile + (sparse ? ".xmod" : ".dense"));
     Store(&m, 0, subject->Summarize(times, o.threads[0]), sparse);
@@ -288,22 +289,29 @@ void PrintJson(const BenchOptions& o, const BenchSetup& setup, const Measurement
           r[i].tokens_per_second / r[0].tokens_per_second));
     }
   }
+  std::vector<std::string> backends;  // SDPA's backend per attention shape (CUDA)
+  for (const auto& [shape, backend] : SdpaChoices()) {
+    backends.push_back(absl::StrCat(JsonString(shape), ": ", JsonString(backend)));
+  }
   const std::string json = absl::StrFormat(
       "{\"torch\": %s, \"backbone\": %s, \"seq_len\": %d, \"tokens_per_step\": %d, \"k\": %d, "
       "\"a\": %g, \"n0\": %d, \"device\": %s, \"precision\": %s, \"attention\": %s, "
-      "\"activation_checkpointing\": %s, \"optimizer\": %s, \"warmup\": %d, \"steps\": %d, "
-      "\"peak_matmul_size\": %d, \"peaks\": [%s], \"results\": [%s], \"ratios\": [%s], "
-      "\"scaling\": [%s]}\n",
+      "\"activation_checkpointing\": %s, \"optimizer\": %s, \"cuda_graphs\": %s, "
+      "\"warmup\": %d, \"steps\": %d, "
+      "\"peak_matmul_size\": %d, \"sdpa_backends\": {%s}, \"peaks\": [%s], \"results\": [%s], "
+      "\"ratios\": [%s], \"scaling\": [%s]}\n",
       JsonString(TorchBuildSummary()), JsonString(o.backbone), o.seq_len,
       std::max(1, o.tokens_per_step / o.seq_len) * o.seq_len, o.k, o.a, o.n0, JsonString(o.device),
       JsonString(o.precision), JsonString(setup.runtime.fused_attention ? "fused" : "manual"),
-      o.checkpointing ? "true" : "false", JsonString(o.optimizer), o.warmup, o.steps,
-      setup.peak_size, absl::StrJoin(peaks, ", "), absl::StrJoin(results, ", "),
-      absl::StrJoin(ratios, ", "), absl::StrJoin(scaling, ", "));
+      o.checkpointing ? "true" : "false", JsonString(o.optimizer), setup.graphs ? "true" : "false",
+      setup.warmup, o.steps, setup.peak_size, absl::StrJoin(backends, ", "),
+      absl::StrJoin(peaks, ", "), absl::StrJoin(results, ", "), absl::StrJoin(ratios, ", "),
+      absl::StrJoin(scaling, ", "));
   std::fputs(json.c_str(), stdout);
 }
 
-// Layer kinds and FLOPs of both models, for the eager script and the device check.
+// Layer kinds, FLOPs and backbone of both models, for the PyTorch twins (eager_models.py) and
+// the device check.
 int PrintPlans(const BenchOptions& o) {
   for (bool sparse : {false, true}) {
     absl::StatusOr<Accounting> acc = Account(MakeSpec(o, sparse), o.seq_len);
@@ -312,9 +320,13 @@ int PrintPlans(const BenchOptions& o) {
     for (LayerKind kind : acc->plan.layers) kinds += kind == LayerKind::kDense ? 'D' : 'S';
     std::string intervals;
     for (int i : acc->plan.interval_of_layer) intervals += std::to_string(i) + ",";
-    std::printf("%s plan=%s intervals=%s train_flops_per_token=%.6g layers=%d\n",
-                sparse ? "xmod" : "dense", kinds.c_str(), intervals.c_str(),
-                acc->train_flops_per_token, acc->layers);
+    const Backbone& bb = acc->backbone;
+    std::printf(
+        "%s plan=%s intervals=%s train_flops_per_token=%.6g layers=%d d=%d heads=%d "
+        "kv_heads=%d head_dim=%d ffn=%d vocab=%d n_layers=%d rope_theta=%g qk_norm=%d\n",
+        sparse ? "xmod" : "dense", kinds.c_str(), intervals.c_str(), acc->train_flops_per_token,
+        acc->layers, bb.d_model, bb.n_heads, bb.n_kv_heads, bb.head_dim, bb.ffn_dim, bb.vocab_size,
+        bb.n_layers, bb.rope_theta, bb.qk_norm ? 1 : 0);
   }
   return 0;
 }
@@ -341,6 +353,8 @@ int Main(int argc, char** argv) {
   app.add_flag("--checkpointing", o.checkpointing, "activation checkpointing");
   app.add_option("--optimizer", o.optimizer,
                  "none | muon | adamw: also run and time xmod-train's optimizer update");
+  app.add_option("--cuda_graphs", o.cuda_graphs,
+                 "auto | on | off: record each phase of the step as a CUDA graph and replay it");
   app.add_option("--peak_size", o.peak_size, "matmul side for the peak (0: 1024 CPU, 8192 CUDA)");
   app.add_flag("--json", json, "print one JSON object instead of key=value lines");
   app.add_option("--profile", o.profile,

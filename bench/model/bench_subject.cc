@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "model/train/step_graph.h"
 #include "model/train/training_config.h"
 
 namespace xmod {
@@ -70,6 +71,14 @@ absl::StatusOr<BenchSetup> ResolveSetup(const BenchOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--optimizer must be none, muon or adamw, got '", o.optimizer, "'"));
   }
+  absl::StatusOr<bool> graphs =
+      UseStepGraphs(o.cuda_graphs, {DeviceHasGraphs(setup.device), 1, /*static_step=*/true});
+  if (!graphs.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--cuda_graphs ", o.cuda_graphs, ": ", graphs.status().message()));
+  }
+  setup.graphs = *graphs;
+  setup.warmup = setup.graphs ? std::max(o.warmup, TrainStep::kWarmupSteps + 1) : o.warmup;
   setup.runtime.fused_attention = o.attention != "manual";
   setup.runtime.activation_checkpointing = o.checkpointing;
   setup.peak_size = o.peak_size > 0 ? o.peak_size : (setup.device.is_cuda() ? 8192 : 1024);
@@ -107,40 +116,43 @@ Subject::Subject(const BenchOptions& o, const BenchSetup& setup, bool sparse, Ac
   model_->to(setup.device);
   model_->train();
   batch_ = std::max(1, o.tokens_per_step / o.seq_len);
-  torch::Tensor tokens =
-      torch::randint(0, acc_.backbone.vocab_size, {batch_, o.seq_len + 1}, torch::kLong);
-  input_ = tokens.narrow(1, 0, o.seq_len).contiguous().to(setup.device);   // (B, L)
-  target_ = tokens.narrow(1, 1, o.seq_len).contiguous().to(setup.device);  // (B, L)
-  if (o.optimizer == "none") return;
-  // xmod-train's update (ParameterUpdate) at the training defaults (ResolveTraining: paper
-  // Table 5).
-  xmod::v1::TrainingSpec training;
-  training.set_optimizer(o.optimizer);
-  training.set_seq_len(o.seq_len);
-  training.set_batch_tokens(static_cast<int64_t>(batch_) * o.seq_len);
-  training.set_flop_budget(1);
-  absl::StatusOr<xmod::v1::TrainingSpec> resolved = ResolveTraining(training);
-  TORCH_CHECK(resolved.ok(), resolved.status().ToString());
-  update_ = std::make_unique<ParameterUpdate>(model_, *resolved, setup.autocast);
+  tokens_ = torch::randint(0, acc_.backbone.vocab_size, {batch_, o.seq_len + 1}, torch::kLong)
+                .to(setup.device);  // (B, L + 1)
+  if (o.optimizer != "none") {
+    // xmod-train's update (ParameterUpdate) at the training defaults (ResolveTraining: paper
+    // Table 5).
+    xmod::v1::TrainingSpec training;
+    training.set_optimizer(o.optimizer);
+    training.set_seq_len(o.seq_len);
+    training.set_batch_tokens(static_cast<int64_t>(batch_) * o.seq_len);
+    training.set_flop_budget(1);
+    absl::StatusOr<xmod::v1::TrainingSpec> resolved = ResolveTraining(training);
+    TORCH_CHECK(resolved.ok(), resolved.status().ToString());
+    update_ = std::make_unique<ParameterUpdate>(model_, *resolved, setup.autocast);
+  }
+  TrainStepOptions step;
+  step.seq_len = o.seq_len;
+  step.rows = batch_;
+  step.micro_rows = batch_;
+  step.autocast = setup.autocast;
+  std::unique_ptr<StepGraphs> graphs;
+  if (setup.graphs) {
+    absl::StatusOr<std::unique_ptr<StepGraphs>> made = MakeDeviceStepGraphs(setup.device);
+    TORCH_CHECK(made.ok(), made.status().ToString());
+    graphs = *std::move(made);
+  }
+  step_ = std::make_unique<TrainStep>(model_, update_.get(), step, std::move(graphs));
 }
 
 StepTime Subject::Step() {
-  model_->zero_grad();
   SynchronizeDevice(setup_.device);
   Stopwatch watch;
-  torch::Tensor total;
-  {
-    AutocastGuard autocast(setup_.device.type(), setup_.autocast);
-    ModelOutput out = model_->forward(input_, target_, RoutingMode::kTopK);
-    total = out.loss + out.aux_loss;
-    last_loss_ = out.loss.detach();
-  }
-  total.backward();
+  step_->ForwardBackward(tokens_);
   SynchronizeDevice(setup_.device);
   StepTime time = watch.Stop();
   if (update_ != nullptr) {
     Stopwatch update;
-    update_->Step(/*multiplier=*/1.0);
+    step_->Update(/*multiplier=*/1.0);
     SynchronizeDevice(setup_.device);
     time.optimizer_wall = update.Stop().wall;
   }
@@ -171,7 +183,7 @@ Result Subject::Summarize(const std::vector<StepTime>& steps, int threads) const
   r.flops_per_second = r.tokens_per_second * acc_.train_flops_per_token;
   r.peak_rss_mib = PeakRssMiB();
   r.peak_device_mib = PeakDeviceMemoryBytes(setup_.device) / (1024.0 * 1024.0);
-  r.loss = last_loss_.defined() ? last_loss_.item<double>() : 0;
+  r.loss = step_->losses().loss.item<double>();
   r.layers = acc_.layers;
   r.threads = threads;
   return r;

@@ -18,6 +18,7 @@
 #include "model/autocast.h"
 #include "model/device.h"
 #include "model/train/parameter_update.h"
+#include "model/train/train_step.h"
 #include "model/transformer.h"
 
 namespace xmod {
@@ -40,6 +41,10 @@ struct BenchOptions {
   // none: forward + backward only (the FLOPs the accounting counts); muon | adamw: each step
   // also runs the optimizer update xmod-train runs (training.optimizer), timed on its own.
   std::string optimizer = "none";
+  // training.cuda_graphs: auto | on | off. With graphs each phase (forward + backward; the
+  // update) is recorded after TrainStep::kWarmupSteps eager steps and replayed; the warm-up
+  // then counts at least that many steps and one more, so no recording is timed.
+  std::string cuda_graphs = "auto";
   int peak_size = 0;    // side of the square matmuls of the peak; 0 = 1024 CPU, 8192 CUDA
   std::string profile;  // when set: one extra profiled step, chrome trace to this path
 };
@@ -50,6 +55,8 @@ struct BenchSetup {
   AutocastState autocast;  // enabled for bf16
   torch::Dtype compute_dtype = torch::kFloat32;
   ModelRuntimeOptions runtime;  // fused attention, activation checkpointing
+  bool graphs = false;          // cuda_graphs resolved (UseStepGraphs) on this device
+  int warmup = 1;               // untimed steps: the option's, or more to leave recording out
   int peak_size = 1024;
 };
 absl::StatusOr<BenchSetup> ResolveSetup(const BenchOptions& o);
@@ -93,7 +100,8 @@ class Subject {
                                                          const BenchSetup& setup, bool sparse);
 
   // One forward + backward (autocast around the forward when bf16), then the optimizer
-  // update when there is one, timed apart; the device synchronised around each.
+  // update when there is one, timed apart; the device synchronised around each. Both are
+  // xmod-train's TrainStep phases, recorded as graphs when setup.graphs.
   StepTime Step();
 
   // One step under the profiler, chrome trace to `path`.
@@ -113,9 +121,9 @@ class Subject {
   Accounting acc_;
   Transformer model_{nullptr};
   int batch_ = 1;
-  torch::Tensor input_, target_;  // (B, L) int64 on the device
-  torch::Tensor last_loss_;
+  torch::Tensor tokens_;  // (B, L + 1) int64 on the device: inputs and their next tokens
   std::unique_ptr<ParameterUpdate> update_;  // --optimizer muon | adamw, at its defaults
+  std::unique_ptr<TrainStep> step_;
 };
 
 // Matrix-product FLOP/s of this device in `setup.compute_dtype` at the current thread count:

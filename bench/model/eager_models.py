@@ -1,19 +1,25 @@
 #!/usr/bin/env python3
-"""PyTorch eager twins of xmod's Dense and X-MoD models, for the speed comparison of
-run_bench.sh. Same math as model/ (RMSNorm pre-norm, GQA attention with RoPE theta 10000
-in the rotate-half layout, SwiGLU FFN, untied head; X-MoD sparse layer of paper §2.2-2.3:
-router on the normalized input, top-k of s - tau*b per sequence sorted back into order,
-causal attention among the selected tokens at their original positions, FFN, update
-x += varsigma * r * (a + f), per-interval token-choice bias, B.7 BCE router loss), written as
-idiomatic eager PyTorch: Llama-style repeat_kv, one masked T x T product per layer.
+"""PyTorch twins of xmod's Dense and X-MoD models, for the speed comparisons of run_bench.sh
+(CPU) and scripts/gpu-check.sh (CUDA, eager and torch.compile). Same math as model/ (RMSNorm
+pre-norm, GQA attention with RoPE in the rotate-half layout and optional QK-Norm, SwiGLU FFN,
+untied head; X-MoD sparse layer of paper §2.2-2.3: router on the normalized input, top-k of
+s - tau*b per sequence sorted back into order, causal attention among the selected tokens at
+their original positions, FFN, update x += varsigma * r * (a + f), per-interval token-choice
+bias, B.7 BCE router loss), written as a researcher writes them in PyTorch: --attention
+manual is Llama-style eager code (repeat_kv, one masked T x T product per layer), --attention
+sdpa is F.scaled_dot_product_attention with enable_gqa; --precision bf16 runs the forward
+under torch.autocast; --optimizer adamw adds a (fused, on CUDA) torch.optim.AdamW step, timed
+apart as bench_model times xmod's update; --compile wraps the model in torch.compile.
 
-Run with .cache/torch-venv/bin/python (the PyPI torch whose LibTorch xmod links). The layer plan
-and the FLOPs per token come from bench_model --arch plan (run_bench.sh passes them).
-Prints one line: model=... L=... threads=... step_s=... tokens_per_s=... peak_rss_mib=...
+The layer plan, FLOPs per token and backbone come from bench_model --arch plan (run_bench.sh
+and gpu-check.sh pass them). Prints one line, model=... step_s=... tokens_per_s=..., or with
+--json one JSON object.
 """
 import argparse
+import json
 import math
 import resource
+import statistics
 import time
 
 import torch
@@ -33,7 +39,7 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
-def rope_tables(head_dim, max_pos, theta=10000.0):
+def rope_tables(head_dim, max_pos, theta):
     inv_freq = theta ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
     angle = torch.outer(torch.arange(max_pos, dtype=torch.float64), inv_freq)
     return angle.cos().float(), angle.sin().float()
@@ -55,26 +61,35 @@ def repeat_kv(x, n_rep):
 
 
 class Attention(nn.Module):
-    def __init__(self, d, n_heads, n_kv, head_dim):
+    def __init__(self, cfg):
         super().__init__()
-        self.h, self.g, self.e = n_heads, n_kv, head_dim
-        self.wq = nn.Linear(d, n_heads * head_dim, bias=False)
-        self.wk = nn.Linear(d, n_kv * head_dim, bias=False)
-        self.wv = nn.Linear(d, n_kv * head_dim, bias=False)
-        self.wo = nn.Linear(n_heads * head_dim, d, bias=False)
+        self.h, self.g, self.e, self.sdpa = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.sdpa
+        d = cfg.d
+        self.wq = nn.Linear(d, self.h * self.e, bias=False)
+        self.wk = nn.Linear(d, self.g * self.e, bias=False)
+        self.wv = nn.Linear(d, self.g * self.e, bias=False)
+        self.wo = nn.Linear(self.h * self.e, d, bias=False)
+        self.q_norm = RMSNorm(self.e) if cfg.qk_norm else None
+        self.k_norm = RMSNorm(self.e) if cfg.qk_norm else None
 
     def forward(self, h, cos, sin):
         """h: (B, T, D), tokens in increasing position order; cos/sin (B|1, 1, T, E/2)."""
         b, t, _ = h.shape
-        q = self.wq(h).view(b, t, self.h, self.e).transpose(1, 2)
-        k = self.wk(h).view(b, t, self.g, self.e).transpose(1, 2)
+        q = self.wq(h).view(b, t, self.h, self.e)
+        k = self.wk(h).view(b, t, self.g, self.e)
         v = self.wv(h).view(b, t, self.g, self.e).transpose(1, 2)
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        k, v = repeat_kv(k, self.h // self.g), repeat_kv(v, self.h // self.g)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.e)
-        mask = torch.ones(t, t, dtype=torch.bool).triu(1)
-        scores = scores.masked_fill(mask, float("-inf"))
-        out = torch.softmax(scores, dim=-1) @ v
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k = apply_rope(q.transpose(1, 2), cos, sin), apply_rope(k.transpose(1, 2), cos, sin)
+        if self.sdpa:
+            out = F.scaled_dot_product_attention(q.to(v.dtype), k.to(v.dtype), v, is_causal=True,
+                                                 enable_gqa=self.g != self.h)
+        else:
+            k, v = repeat_kv(k, self.h // self.g), repeat_kv(v, self.h // self.g)
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.e)
+            mask = torch.ones(t, t, dtype=torch.bool, device=h.device).triu(1)
+            scores = scores.masked_fill(mask, float("-inf"))
+            out = torch.softmax(scores, dim=-1) @ v
         return self.wo(out.transpose(1, 2).reshape(b, t, self.h * self.e))
 
 
@@ -93,7 +108,7 @@ class DenseBlock(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         self.norm1, self.norm2 = RMSNorm(cfg.d), RMSNorm(cfg.d)
-        self.attention = Attention(cfg.d, cfg.heads, cfg.kv_heads, cfg.head_dim)
+        self.attention = Attention(cfg)
         self.ffn = SwiGLU(cfg.d, cfg.ffn)
 
     def forward(self, x, cos, sin):
@@ -108,7 +123,7 @@ class SparseBlock(nn.Module):
         super().__init__()
         self.norm1, self.norm2 = RMSNorm(cfg.d), RMSNorm(cfg.d)
         self.router = nn.Parameter(torch.randn(cfg.d) * INIT_STD)
-        self.attention = Attention(cfg.d, cfg.heads, cfg.kv_heads, cfg.head_dim)
+        self.attention = Attention(cfg)
         self.ffn = SwiGLU(cfg.d, cfg.ffn)
         self.gate_scale = nn.Parameter(torch.tensor(1.0))
         self.k, self.tau = cfg.L // cfg.K, cfg.tau
@@ -116,13 +131,15 @@ class SparseBlock(nn.Module):
     def forward(self, x, bias, cos_table, sin_table):
         b, t, d = x.shape
         h = self.norm1(x)
-        z = h @ self.router - self.tau * bias  # (B, T)
+        with torch.autocast(x.device.type, enabled=False):  # scores in float32, as xmod's
+            s = h.float() @ self.router
+            z = s - self.tau * bias  # (B, T)
         r = torch.sigmoid(z)
         with torch.no_grad():
             top = z.topk(self.k, dim=1).indices
             idx = top.sort(dim=1).values  # (B, k), sequence order
-            mask = torch.zeros(b, t, dtype=torch.bool).scatter_(1, top, True)
-        aux = F.binary_cross_entropy_with_logits(h.detach() @ self.router - self.tau * bias,
+            mask = torch.zeros(b, t, dtype=torch.bool, device=x.device).scatter_(1, top, True)
+        aux = F.binary_cross_entropy_with_logits(h.detach().float() @ self.router - self.tau * bias,
                                                  mask.float())
         rows = idx.unsqueeze(-1).expand(b, self.k, d)
         xs, hs = x.gather(1, rows), h.gather(1, rows)
@@ -130,7 +147,7 @@ class SparseBlock(nn.Module):
         a = self.attention(hs, cos, sin)
         f = self.ffn(self.norm2(xs + a))
         delta = self.gate_scale * r.gather(1, idx).unsqueeze(-1) * (a + f)
-        return x.scatter_add(1, rows, delta), bias + mask.float(), aux
+        return x.scatter_add(1, rows, delta.to(x.dtype)), bias + mask.float(), aux
 
 
 class Model(nn.Module):
@@ -142,7 +159,7 @@ class Model(nn.Module):
         self.intervals = intervals
         self.norm_f = RMSNorm(cfg.d)
         self.lm_head = nn.Linear(cfg.d, cfg.vocab, bias=False)
-        cos, sin = rope_tables(cfg.head_dim, cfg.L)
+        cos, sin = rope_tables(cfg.head_dim, cfg.L, cfg.rope_theta)
         self.register_buffer("cos", cos)
         self.register_buffer("sin", sin)
         out_std = INIT_STD / math.sqrt(2 * cfg.n_layers)
@@ -159,14 +176,14 @@ class Model(nn.Module):
         for layer, iv in zip(self.layers, self.intervals):
             if isinstance(layer, SparseBlock):
                 if iv != interval:
-                    bias, interval = torch.zeros(b, t), iv
+                    bias, interval = torch.zeros(b, t, device=tokens.device), iv
                 x, bias, layer_aux = layer(x, bias, self.cos, self.sin)
                 aux, routed = aux + layer_aux, routed + 1
             else:
                 x = layer(x, cos, sin)
         logits = self.lm_head(self.norm_f(x))
         loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1))
-        return loss, (0.01 * aux / routed if routed else torch.zeros(()))
+        return loss, (0.01 * aux / routed if routed else torch.zeros((), device=tokens.device))
 
 
 def main():
@@ -184,41 +201,86 @@ def main():
     p.add_argument("--ffn", type=int, default=768)
     p.add_argument("--vocab", type=int, default=2048)
     p.add_argument("--n_layers", type=int, default=8)
+    p.add_argument("--rope_theta", type=float, default=10000.0)
+    p.add_argument("--qk_norm", type=int, default=0)
     p.add_argument("--k", type=int, default=4)
     p.add_argument("--tau", type=float, default=1.0)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--device", default="cpu", help="cpu | cuda")
+    p.add_argument("--precision", default="fp32", help="fp32 | bf16 (torch.autocast)")
+    p.add_argument("--attention", default="manual", help="manual | sdpa")
+    p.add_argument("--optimizer", default="none", help="none | adamw (fused on CUDA)")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    device = torch.device(args.device)
+    cuda = device.type == "cuda"
 
     class Cfg:
         d, head_dim, heads, kv_heads = args.d, args.head_dim, args.heads, args.kv_heads
         ffn, vocab, n_layers, L, K, tau = (args.ffn, args.vocab, args.n_layers, args.seq_len,
                                            args.k, args.tau)
+        rope_theta, qk_norm, sdpa = args.rope_theta, bool(args.qk_norm), args.attention == "sdpa"
 
     intervals = [int(i) for i in args.intervals.strip(",").split(",")]
-    model = Model(Cfg, args.plan, intervals).train()
+    model = Model(Cfg, args.plan, intervals).to(device).train()
+    optimizer = None
+    if args.optimizer == "adamw":
+        optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.95),
+                                      weight_decay=0.1, fused=cuda)
+    step_fn = torch.compile(model) if args.compile else model
     batch = max(1, args.tokens_per_step // args.seq_len)
-    tokens = torch.randint(0, args.vocab, (batch, args.seq_len + 1))
+    tokens = torch.randint(0, args.vocab, (batch, args.seq_len + 1), device=device)
     inputs, targets = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
-    total = 0.0
+    bf16 = args.precision == "bf16"
+
+    def sync():
+        if cuda:
+            torch.cuda.synchronize()
+
+    steps, optimizer_s, first_s = [], [], 0.0
     for step in range(args.warmup + args.steps):
         model.zero_grad(set_to_none=True)
+        sync()
         start = time.perf_counter()
-        loss, aux = model(inputs, targets)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            loss, aux = step_fn(inputs, targets)
         (loss + aux).backward()
+        sync()
         seconds = time.perf_counter() - start
+        if step == 0:
+            first_s = seconds  # with --compile: the compilation
+        if optimizer is not None:
+            start = time.perf_counter()
+            optimizer.step()
+            sync()
+            if step >= args.warmup:
+                optimizer_s.append(time.perf_counter() - start)
         if step >= args.warmup:
-            total += seconds
-    step_s = total / args.steps
+            steps.append(seconds)
+    step_s = statistics.mean(steps)
     tps = batch * args.seq_len / step_s
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    print(f"model=eager_{args.name} L={args.seq_len} threads={args.threads} "
+    result = {
+        "model": ("compiled_" if args.compile else "eager_") + args.name,
+        "device": args.device, "precision": args.precision, "attention": args.attention,
+        "layers": len(args.plan), "L": args.seq_len, "threads": args.threads,
+        "step_s": step_s, "median_step_s": statistics.median(steps), "tokens_per_s": tps,
+        "achieved_flops_per_s": tps * args.train_flops_per_token, "first_step_s": first_s,
+        "optimizer_s": statistics.mean(optimizer_s) if optimizer_s else 0.0,
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        "peak_device_mib": torch.cuda.max_memory_allocated() / 2**20 if cuda else 0.0,
+        "loss": loss.item(), "torch": torch.__version__}
+    if args.json:
+        print(json.dumps(result))
+        return
+    print(f"model={result['model']} L={args.seq_len} threads={args.threads} "
           f"layers={len(args.plan)} step_s={step_s:.4f} tokens_per_s={tps:.1f} "
           f"achieved_gflops={tps * args.train_flops_per_token / 1e9:.2f} "
-          f"peak_rss_mib={rss:.1f} loss={loss.item():.4f}")
+          f"peak_rss_mib={result['peak_rss_mib']:.1f} loss={result['loss']:.4f}")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ bench="$build/bin/bench_model"
 LS="${LS:-1024 4096}"; THREADS="${THREADS:-1 2}"; K="${K:-4}"; A="${A:-1}"; N0="${N0:--1}"
 STEPS="${STEPS:-3}"; WARMUP="${WARMUP:-1}"; TOKENS="${TOKENS:-4096}"
 
-field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" <<<"$2"; }
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2"; }
 
 for threads in $THREADS; do
   export OMP_NUM_THREADS="$threads" MKL_NUM_THREADS="$threads"
@@ -35,12 +35,14 @@ for threads in $THREADS; do
         --tokens_per_step "$TOKENS" --k "$K" --threads "$threads" --steps "$STEPS" \
         --warmup "$WARMUP" \
         --plan "$(field plan "$line")" --intervals="$(field intervals "$line")" \
-        --train_flops_per_token "$(field train_flops_per_token "$line")")"
+        --train_flops_per_token "$(field train_flops_per_token "$line")" \
+        $(for key in d heads kv_heads head_dim ffn vocab n_layers rope_theta qk_norm; do
+            echo "--$key $(field "$key" "$line")"; done))"
       echo "$out"
       eager_tps[$name]="$(field tokens_per_s "$out")"
     done
     for name in dense xmod; do
-      ours_tps="$(grep "^model=$name " <<<"$ours" | sed -n 's/.*tokens_per_s=\([^ ]*\).*/\1/p')"
+      ours_tps="$(field tokens_per_s "$(grep "^model=$name " <<<"$ours")")"
       awk -v n="$name" -v L="$L" -v t="$threads" -v a="$ours_tps" -v b="${eager_tps[$name]}" \
         'BEGIN { printf "speedup model=%s L=%s threads=%s ours_tokens_per_s=%.1f eager_tokens_per_s=%.1f ours_over_eager=%.3f (target >= 1.3)\n", n, L, t, a, b, a / b }'
     done

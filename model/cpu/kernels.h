@@ -5,8 +5,9 @@
 // itself runs (at::get_cpu_capability(), which honours ATEN_CPU_CAPABILITY).
 // Every kernel takes contiguous CPU tensors of float or double (the SwiGLU gate and RoPE
 // bfloat16 too) and parallelises over elements with at::parallel_for; SupportsFused
-// (SupportsSwiGlu, RopeSupports) says when a caller may use one, and callers keep the
-// composite formula for every other device and dtype (CUDA; bf16 but for the gate and RoPE).
+// (SupportsSwiGlu, RopeSupports) says which tensors one takes, and model/kernel_choice.h, the
+// one place that chooses, sends calls here, to model/cuda's kernels or to the composite
+// formula (CUDA without kernels; bf16 but for the gate and RoPE).
 // Legend: N = elements. Thread-compatible (no state but the variant table).
 #ifndef XMOD_MODEL_CPU_KERNELS_H_
 #define XMOD_MODEL_CPU_KERNELS_H_

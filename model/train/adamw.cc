@@ -17,18 +17,38 @@ AdamW::AdamW(std::vector<torch::Tensor> params, AdamWOptions options)
 
 void AdamW::Step(double lr) {
   torch::NoGradGuard no_grad;
-  ++steps_;
-  const double bias1 = 1.0 - std::pow(options_.beta1, static_cast<double>(steps_));
-  const double bias2 = 1.0 - std::pow(options_.beta2, static_cast<double>(steps_));
+  const DeviceScalars k = Advance(lr);
   for (size_t i = 0; i < params_.size(); ++i) {
     torch::Tensor& p = params_[i];
     if (!p.grad().defined()) continue;
     const torch::Tensor& g = p.grad();
-    if (p.dim() >= 2) p.mul_(1.0 - lr * options_.weight_decay);
+    if (p.dim() >= 2) p.mul_(k.decay);
     exp_avg_[i].mul_(options_.beta1).add_(g, 1.0 - options_.beta1);
     exp_avg_sq_[i].mul_(options_.beta2).addcmul_(g, g, 1.0 - options_.beta2);
-    torch::Tensor denom = (exp_avg_sq_[i].sqrt() / std::sqrt(bias2)).add_(options_.eps);
-    p.addcdiv_(exp_avg_[i], denom, -lr / bias1);
+    torch::Tensor denom = (exp_avg_sq_[i].sqrt() / k.sqrt_bias2).add_(options_.eps);
+    p.addcdiv_(exp_avg_[i], denom, k.step);
+  }
+}
+
+AdamW::DeviceScalars AdamW::Advance(double lr) {
+  ++steps_;
+  const double bias1 = 1.0 - std::pow(options_.beta1, static_cast<double>(steps_));
+  const double bias2 = 1.0 - std::pow(options_.beta2, static_cast<double>(steps_));
+  return {1.0 - lr * options_.weight_decay, -lr / bias1, std::sqrt(bias2)};
+}
+
+void AdamW::StepOnDevice(const torch::Tensor& decay, const torch::Tensor& step,
+                         const torch::Tensor& sqrt_bias2) {
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    torch::Tensor& p = params_[i];
+    if (!p.grad().defined()) continue;
+    const torch::Tensor& g = p.grad();
+    if (p.dim() >= 2) p.mul_(decay);
+    exp_avg_[i].mul_(options_.beta1).add_(g, 1.0 - options_.beta1);
+    exp_avg_sq_[i].mul_(options_.beta2).addcmul_(g, g, 1.0 - options_.beta2);
+    torch::Tensor denom = (exp_avg_sq_[i].sqrt() / sqrt_bias2).add_(options_.eps);
+    p.addcdiv_(exp_avg_[i] * step, denom);  // p + (step m) / denom, as addcdiv_ with value step
   }
 }
 

@@ -31,6 +31,18 @@ class AdamW {
 
   // One update at learning rate `lr`; parameters without a gradient are left untouched.
   void Step(double lr);
+
+  // The numbers of the next update at learning rate `lr`, which advances the step count:
+  // decay = 1 − lr λ, step = −lr / (1 − β1^t), sqrt_bias2 = √(1 − β2^t).
+  struct DeviceScalars {
+    double decay, step, sqrt_bias2;
+  };
+  DeviceScalars Advance(double lr);
+  // The update of Step with those numbers read on the device (0-dim tensors on the
+  // parameters' device), for a step recorded once and replayed (a CUDA graph); call Advance
+  // before each. Computes what Step computes, operation for operation.
+  void StepOnDevice(const torch::Tensor& decay, const torch::Tensor& step,
+                    const torch::Tensor& sqrt_bias2);
   void ZeroGrad();
 
   // Step count and moments under "<prefix>/...".

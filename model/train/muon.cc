@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <utility>
 #include <vector>
@@ -60,38 +61,59 @@ Muon::Muon(std::vector<torch::Tensor> params, MuonOptions options)
   }
 }
 
-void Muon::Step(double lr) {
+torch::Tensor Muon::Directions(const std::vector<size_t>& batch,
+                               std::vector<torch::Tensor>* params) {
+  std::vector<torch::Tensor> grads, momenta;
+  for (size_t i : batch) {
+    if (!params_[i].grad().defined()) continue;
+    params->push_back(params_[i]);
+    grads.push_back(params_[i].grad());
+    momenta.push_back(momentum_[i]);
+  }
+  if (params->empty()) return torch::Tensor();
+  torch::_foreach_mul_(momenta, options_.momentum);  // m ← β m + g
+  torch::_foreach_add_(momenta, grads);
+  // (n, ..., R, C): the batch's directions, written in place into one stack and
+  // orthogonalized together, each matrix on its own.
+  std::vector<int64_t> stacked_shape = params->front().sizes().vec();
+  stacked_shape.insert(stacked_shape.begin(), static_cast<int64_t>(params->size()));
+  torch::Tensor directions = torch::empty(stacked_shape, momenta.front().options());
+  for (size_t j = 0; j < params->size(); ++j) {
+    torch::Tensor slot = directions[static_cast<int64_t>(j)];
+    if (options_.nesterov) {
+      torch::add_out(slot, grads[j], momenta[j], options_.momentum);  // g + β m
+    } else {
+      slot.copy_(momenta[j]);
+    }
+  }
+  return NewtonSchulz5(directions, options_.ns_steps, options_.ns_dtype);
+}
+
+void Muon::ForEachBatch(
+    const std::function<void(std::vector<torch::Tensor>&, torch::Tensor&, double)>& update) {
   torch::NoGradGuard no_grad;
   for (const std::vector<size_t>& batch : batches_) {
-    std::vector<torch::Tensor> params, grads, momenta;
-    for (size_t i : batch) {
-      if (!params_[i].grad().defined()) continue;
-      params.push_back(params_[i]);
-      grads.push_back(params_[i].grad());
-      momenta.push_back(momentum_[i]);
-    }
+    std::vector<torch::Tensor> params;
+    torch::Tensor u = Directions(batch, &params);  // (n, ..., R, C)
     if (params.empty()) continue;
-    torch::_foreach_mul_(momenta, options_.momentum);  // m ← β m + g
-    torch::_foreach_add_(momenta, grads);
-    // (n, ..., R, C): the batch's directions, written in place into one stack and
-    // orthogonalized together, each matrix on its own.
     const torch::Tensor& p0 = params.front();
-    std::vector<int64_t> stacked_shape = p0.sizes().vec();
-    stacked_shape.insert(stacked_shape.begin(), static_cast<int64_t>(params.size()));
-    torch::Tensor directions = torch::empty(stacked_shape, momenta.front().options());
-    for (size_t j = 0; j < params.size(); ++j) {
-      torch::Tensor slot = directions[static_cast<int64_t>(j)];
-      if (options_.nesterov) {
-        torch::add_out(slot, grads[j], momenta[j], options_.momentum);  // g + β m
-      } else {
-        slot.copy_(momenta[j]);
-      }
-    }
-    torch::Tensor u = NewtonSchulz5(directions, options_.ns_steps, options_.ns_dtype);
-    const double scale = MuonUpdateScale(p0.size(-2), p0.size(-1), options_.rms_match);
-    torch::_foreach_mul_(params, 1.0 - lr * options_.weight_decay);
-    torch::_foreach_add_(params, u.to(p0.dtype()).unbind(0), -lr * scale);
+    u = u.to(p0.dtype());
+    update(params, u, MuonUpdateScale(p0.size(-2), p0.size(-1), options_.rms_match));
   }
+}
+
+void Muon::Step(double lr) {
+  ForEachBatch([&](std::vector<torch::Tensor>& params, torch::Tensor& u, double scale) {
+    torch::_foreach_mul_(params, 1.0 - lr * options_.weight_decay);
+    torch::_foreach_add_(params, u.unbind(0), -lr * scale);
+  });
+}
+
+void Muon::StepOnDevice(const torch::Tensor& decay, const torch::Tensor& neg_lr) {
+  ForEachBatch([&](std::vector<torch::Tensor>& params, torch::Tensor& u, double scale) {
+    torch::_foreach_mul_(params, decay);
+    torch::_foreach_add_(params, u.mul_(neg_lr * scale).unbind(0));
+  });
 }
 
 void Muon::ZeroGrad() {

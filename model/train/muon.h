@@ -21,6 +21,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,10 @@ class Muon {
 
   // One update at learning rate `lr`. Parameters without a gradient are left untouched.
   void Step(double lr);
+  // The same update with lr read on the device, for a step recorded once and replayed (a CUDA
+  // graph): decay = 1 − lr λ and neg_lr = −lr, 0-dim tensors on the parameters' device.
+  // Agrees with Step to float32 rounding.
+  void StepOnDevice(const torch::Tensor& decay, const torch::Tensor& neg_lr);
   void ZeroGrad();
 
   // Momentum buffers under "<prefix>/momentum/<i>".
@@ -76,6 +81,7 @@ class Muon {
 
   const std::vector<torch::Tensor>& params() const { return params_; }
   const std::vector<torch::Tensor>& momentum() const { return momentum_; }
+  double weight_decay() const { return options_.weight_decay; }
 
  private:
   std::vector<torch::Tensor> params_;
@@ -83,6 +89,14 @@ class Muon {
   // Indices into params_ of same-shaped (and same-dtype, same-device) matrices, in order.
   std::vector<std::vector<size_t>> batches_;
   MuonOptions options_;
+
+  // Calls update(params, u, scale) for each batch with a gradient: u (n, ..., R, C) their
+  // orthogonalized directions in the parameters' dtype, scale MuonUpdateScale's factor.
+  void ForEachBatch(
+      const std::function<void(std::vector<torch::Tensor>&, torch::Tensor&, double)>& update);
+  // The Nesterov directions of one batch's parameters that have a gradient, orthogonalized:
+  // (n, ..., R, C) float32, after the momentum update m ← β m + g. Fills `params`.
+  torch::Tensor Directions(const std::vector<size_t>& batch, std::vector<torch::Tensor>* params);
 };
 
 }  // namespace xmod

@@ -97,6 +97,39 @@ TEST(MuonTest, FirstStepMatchesTheFormula) {
   EXPECT_FALSE(w.grad().defined());
 }
 
+// The form a recorded step runs, with lr read from device tensors, computes what Step
+// computes to float32 rounding (the weight update is a product and a sum where Step fuses
+// them), with a parameter without a gradient left alone in both.
+TEST(MuonTest, StepOnDeviceMatchesStep) {
+  torch::manual_seed(4);
+  std::vector<torch::Tensor> ours, theirs;
+  for (auto shape : {std::vector<int64_t>{8, 4}, {8, 4}, {4, 12}, {3, 5}}) {
+    torch::Tensor init = torch::randn(shape);
+    ours.push_back(init.clone().requires_grad_(true));
+    theirs.push_back(init.clone().requires_grad_(true));
+  }
+  const torch::Tensor first = ours.front().detach().clone();
+  Muon eager(ours, MuonOptions{});
+  Muon on_device(theirs, MuonOptions{});
+  for (int step = 0; step < 4; ++step) {
+    const double lr = 0.02 * (1.0 - 0.2 * step);
+    for (size_t i = 0; i + 1 < ours.size(); ++i) {  // the last one gets no gradient
+      torch::Tensor g = torch::randn_like(ours[i]);
+      ours[i].mutable_grad() = g.clone();
+      theirs[i].mutable_grad() = g.clone();
+    }
+    eager.Step(lr);
+    on_device.StepOnDevice(torch::tensor(1.0 - lr * on_device.weight_decay(), torch::kFloat64),
+                           torch::tensor(-lr, torch::kFloat64));
+  }
+  for (size_t i = 0; i < ours.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(ours[i], theirs[i], /*rtol=*/1e-6, /*atol=*/1e-7))
+        << i << ": " << (ours[i] - theirs[i]).abs().max().item<double>();
+  }
+  EXPECT_TRUE(torch::equal(ours.back(), theirs.back()));
+  EXPECT_FALSE(torch::equal(theirs.front(), first));  // the update moved the weights
+}
+
 TEST(MuonTest, ParametersWithoutGradientAreUntouched) {
   torch::Tensor w = torch::ones({4, 4}).requires_grad_(true);
   Muon muon({w}, MuonOptions());

@@ -22,6 +22,7 @@ MuonOptions MuonOptionsFor(const xmod::v1::TrainingSpec& training, const Autocas
 ParameterUpdate::ParameterUpdate(Transformer& model, const xmod::v1::TrainingSpec& training,
                                  const AutocastState& autocast)
     : parameters_(model->parameters()),
+      device_(parameters_.empty() ? torch::Device(torch::kCPU) : parameters_.front().device()),
       lr_(training.lr()),
       // AdamW takes the run's lr when it updates every parameter.
       adamw_lr_(UsesMuon(training) ? training.adamw_lr() : training.lr()),
@@ -35,6 +36,27 @@ void ParameterUpdate::Step(double multiplier) {
   if (grad_clip_ > 0) ClipGradNorm(parameters_, grad_clip_);
   muon_.Step(lr_ * multiplier);
   adamw_.Step(adamw_lr_ * multiplier);
+}
+
+torch::Tensor ParameterUpdate::MakeScalars() const {
+  return torch::zeros({kScalars}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
+}
+
+void ParameterUpdate::StageScalars(double multiplier, torch::Tensor& scalars) {
+  const double lr = lr_ * multiplier;
+  const AdamW::DeviceScalars adamw = adamw_.Advance(adamw_lr_ * multiplier);
+  // (kScalars): Muon's decay and -lr, then AdamW's decay, step and sqrt(bias2).
+  torch::Tensor host = torch::tensor(
+      {1.0 - lr * muon_.weight_decay(), -lr, adamw.decay, adamw.step, adamw.sqrt_bias2},
+      torch::kFloat64);
+  if (scalars.is_cuda()) host = host.pin_memory();  // the copy may run after this returns
+  scalars.copy_(host, /*non_blocking=*/true);
+}
+
+void ParameterUpdate::StepOnDevice(const torch::Tensor& scalars) {
+  if (grad_clip_ > 0) ClipGradNorm(parameters_, grad_clip_);
+  muon_.StepOnDevice(scalars[0], scalars[1]);
+  adamw_.StepOnDevice(scalars[2], scalars[3], scalars[4]);
 }
 
 }  // namespace xmod

@@ -30,11 +30,25 @@ class ParameterUpdate {
   // One update with the learning rates scaled by the schedule's `multiplier`.
   void Step(double multiplier);
 
+  // The same update in a form that one recording of its kernels (a CUDA graph, train_step.h)
+  // serves at every step: every number that changes from step to step — the scheduled
+  // learning rates and AdamW's bias corrections — is read on the device from `scalars`
+  // (MakeScalars: kScalars float64 on the parameters' device) instead of being passed to the
+  // kernels. StageScalars computes this step's numbers on the host, advances AdamW's step
+  // count and copies them into `scalars` without waiting for the device; StepOnDevice reads
+  // them there. Together they compute what Step computes (AdamW operation for operation, Muon
+  // to float32 rounding).
+  static constexpr int kScalars = 5;
+  torch::Tensor MakeScalars() const;
+  void StageScalars(double multiplier, torch::Tensor& scalars);
+  void StepOnDevice(const torch::Tensor& scalars);
+
   Muon& muon() { return muon_; }
   AdamW& adamw() { return adamw_; }
 
  private:
   std::vector<torch::Tensor> parameters_;  // every parameter of the model, for clipping
+  torch::Device device_;
   double lr_, adamw_lr_, grad_clip_;
   Muon muon_;
   AdamW adamw_;

@@ -28,6 +28,8 @@
 #include "model/train/lease.h"
 #include "model/train/parameter_update.h"
 #include "model/train/schedule.h"
+#include "model/train/step_graph.h"
+#include "model/train/train_step.h"
 #include "model/train/training_config.h"
 #include "model/transformer.h"
 #include "trainer_contract/event_stream.h"
@@ -117,8 +119,11 @@ class Run {
   void BuildModel();
   // Continues from options_.resume_path, if set, and records the start point.
   absl::Status RestoreCheckpoint();
-  // The checkpoint folder, the per-rank counters, the ranks' sync check and the reducer.
+  // The checkpoint folder, the per-rank counters, the ranks' sync check and the reducer;
+  // then the step (MakeStep).
   absl::Status PrepareRanks();
+  // The training step, recorded as graphs where training.cuda_graphs asks for them.
+  absl::Status MakeStep();
   // The `started` event and the log line describing the run.
   absl::Status WriteStarted();
   absl::Status Step();
@@ -176,6 +181,7 @@ class Run {
   EvalTasks eval_tasks_;
   Transformer model_{nullptr};
   std::unique_ptr<ParameterUpdate> update_;
+  std::unique_ptr<TrainStep> step_;
   TrainState state_;
   StartPoint start_;
   std::vector<int64_t> buffer_;
@@ -332,6 +338,30 @@ absl::Status Run::PrepareRanks() {
       comm_->CollectsOn(device_)) {
     reducer_ = std::make_unique<OverlappedGradientReducer>(comm_.get(), model_->parameters());
   }
+  return MakeStep();
+}
+
+absl::Status Run::MakeStep() {
+  const bool stand_in = options_.TEST_step_graphs != nullptr;
+  absl::StatusOr<bool> graphs = UseStepGraphs(
+      training_.cuda_graphs(),
+      {stand_in || DeviceHasGraphs(device_), world_size_, model_->StaticTrainingStep()});
+  if (!graphs.ok()) return graphs.status();
+  std::unique_ptr<StepGraphs> recordings;
+  if (*graphs && stand_in) {
+    recordings = options_.TEST_step_graphs();
+  } else if (*graphs) {
+    absl::StatusOr<std::unique_ptr<StepGraphs>> made = MakeDeviceStepGraphs(device_);
+    if (!made.ok()) return made.status();
+    recordings = *std::move(made);
+  }
+  TrainStepOptions step;
+  step.seq_len = training_.seq_len();
+  step.rows = batch_.sequences_per_rank;
+  step.micro_rows = batch_.sequences_per_micro;
+  step.autocast = autocast_;
+  step_ = std::make_unique<TrainStep>(model_, update_.get(), step, std::move(recordings),
+                                      comm_.get(), reducer_.get(), per_rank_counters_);
   return absl::OkStatus();
 }
 
@@ -349,6 +379,7 @@ absl::Status Run::WriteStarted() {
             << (autocast_.enabled ? "bf16" : "fp32") << " (precision " << training_.precision()
             << ")" << (runtime_.fused_attention ? ", fused attention" : "")
             << (runtime_.activation_checkpointing ? ", activation checkpointing" : "")
+            << (step_->graphs() ? ", CUDA graphs" : "")
             << (world_size_ > 1 ? absl::StrCat(", rank ", rank_, " of ", world_size_, " (",
                                                options_.distributed.backend, ")")
                                 : std::string());
@@ -373,60 +404,22 @@ torch::Tensor Run::ToDevice(std::vector<int64_t>& tokens, int64_t rows) {
 absl::Status Run::Step() {
   const auto begin = std::chrono::steady_clock::now();
   const double multiplier = schedule_->Multiplier(state_.step);
-  const double lr = training_.lr() * multiplier;
-  const int64_t seq_len = training_.seq_len();
-
   // This rank's windows of the step: [rank n/W, (rank + 1) n/W) of the global n.
   loader_->Skip(static_cast<int>(rank_ * batch_.sequences_per_rank));
   absl::Status status = loader_->Next(static_cast<int>(batch_.sequences_per_rank), &buffer_);
   if (!status.ok()) return status;
   loader_->Skip(static_cast<int>((world_size_ - 1 - rank_) * batch_.sequences_per_rank));
   torch::Tensor batch = ToDevice(buffer_, batch_.sequences_per_rank);  // (B / W, T + 1)
-  // This rank's mean losses, kept on the device: reading them would wait for the GPU.
-  torch::Tensor loss = torch::zeros({}, batch.options().dtype(torch::kFloat64));
-  torch::Tensor aux = torch::zeros({}, batch.options().dtype(torch::kFloat64));
-  for (int64_t b = 0; b < batch_.sequences_per_rank; b += batch_.sequences_per_micro) {
-    const int64_t n = std::min(batch_.sequences_per_micro, batch_.sequences_per_rank - b);
-    torch::Tensor chunk = batch.slice(/*dim=*/0, b, b + n);
-    torch::Tensor inputs = chunk.slice(/*dim=*/1, 0, seq_len).contiguous();       // (n, T)
-    torch::Tensor targets = chunk.slice(/*dim=*/1, 1, seq_len + 1).contiguous();  // (n, T)
-    ModelOutput out;
-    {
-      AutocastGuard autocast(device_.type(), autocast_);
-      out = model_->forward(inputs, targets, RoutingMode::kTopK);
-    }
-    const double weight = static_cast<double>(n) / static_cast<double>(batch_.sequences_per_rank);
-    torch::Tensor total = out.aux_loss.defined() ? out.loss + out.aux_loss : out.loss;
-    if (reducer_ != nullptr && b + n >= batch_.sequences_per_rank) reducer_->Arm();
-    (total * weight).backward();
-    loss += out.loss.detach().to(torch::kFloat64) * weight;
-    if (out.aux_loss.defined()) aux += out.aux_loss.detach().to(torch::kFloat64) * weight;
-  }
-  if (world_size_ > 1) {
-    // The global batch's gradient and losses are the means of the ranks'.
-    status =
-        reducer_ != nullptr ? reducer_->Finish() : comm_->AverageGradients(model_->parameters());
-    if (!status.ok()) return status;
-    torch::Tensor losses = torch::stack({loss, aux});  // (2) float64, on the device
-    status = comm_->SumTensors({losses});
-    if (!status.ok()) return status;
-    losses.div_(world_size_);
-    loss = losses[0];
-    aux = losses[1];
-  }
-  update_->Step(multiplier);
-  status = comm_->SumTensors(per_rank_counters_);
-  if (!status.ok()) return status;
-  model_->AfterOptimizerStep();
-  for (torch::Tensor& p : model_->parameters()) {
-    if (p.grad().defined()) p.mutable_grad() = torch::Tensor();
-  }
+  absl::StatusOr<StepLosses> losses = step_->Run(batch, multiplier);
+  if (!losses.ok()) return losses.status();
   ++state_.step;
   state_.tokens += training_.batch_tokens();
   state_.flops += flops_per_step_;
   state_.data = loader_->position();
   train_seconds_ += Seconds(std::chrono::steady_clock::now() - begin);
-  if (state_.step % log_every_ == 0 || state_.step == steps_) return LogTraining(loss, aux, lr);
+  if (state_.step % log_every_ == 0 || state_.step == steps_) {
+    return LogTraining(losses->loss, losses->aux, training_.lr() * multiplier);
+  }
   return absl::OkStatus();
 }
 

@@ -17,9 +17,10 @@
 // `finished` last.
 //
 // The GPU step (TrainingSpec precision / attention / activation_checkpointing /
-// overlap_grad_reduce / log_every_steps; docs/gpu-training.md): bf16 autocast with fp32
-// master weights, fused attention where the LibTorch has it, batches through pinned memory,
-// losses kept on the device and read only at logging and evaluation marks.
+// overlap_grad_reduce / log_every_steps / cuda_graphs; docs/gpu-training.md): bf16 autocast
+// with fp32 master weights, fused attention where the LibTorch has it, batches through pinned
+// memory, losses kept on the device and read only at logging and evaluation marks, and the
+// step (train_step.h) recorded as CUDA graphs and replayed.
 //
 // Data parallelism (options.distributed, world_size W > 1): W processes ("ranks") train one
 // run with the same global batch as one process would. Each rank reads its own disjoint
@@ -42,6 +43,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
@@ -51,6 +53,8 @@
 #include "xmod/v1/spec.pb.h"
 
 namespace xmod {
+
+class StepGraphs;  // model/train/step_graph.h
 
 struct TrainerOptions {
   xmod::v1::RunSpec spec;
@@ -66,6 +70,9 @@ struct TrainerOptions {
   std::function<bool(int64_t step)> stop_requested;
   Clock* clock = Clock::Real();    // throttles progress events (~1/s)
   DistributedOptions distributed;  // rank / world size / rendezvous; default one process
+  // Tests only: stands in for the device's graphs (step_graph.h), so that training.cuda_graphs
+  // "on" runs its bookkeeping — static buffers, warm-up, one recording, replays — on a CPU.
+  std::function<std::unique_ptr<StepGraphs>()> TEST_step_graphs;
 };
 
 struct TrainerResult {

@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "model/accounting/accounting.h"
 #include "model/train/test_corpus.h"
+#include "model/train/test_step_graphs.h"
 #include "model/train/threads.h"
 #include "trainer_contract/event_stream.h"
 
@@ -80,6 +81,7 @@ class TrainerTest : public ::testing::Test {
 
   // Runs the trainer with events into a file; returns the parsed events.
   std::vector<xmod::v1::TrainerEvent> RunAndCollect(TrainerOptions options, TrainerResult* result) {
+    if (graphs_ != nullptr) options.TEST_step_graphs = graphs_;
     const std::string path = dir_ + "/events_" + std::to_string(runs_++);
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     EXPECT_GE(fd, 0);
@@ -108,6 +110,8 @@ class TrainerTest : public ::testing::Test {
 
   std::string dir_;
   int runs_ = 0;
+  // When set, every run records its step with these stand-in graphs.
+  std::function<std::unique_ptr<StepGraphs>()> graphs_;
 };
 
 TEST_F(TrainerTest, FullRunWritesOrderedEventsAndCheckpoints) {
@@ -237,6 +241,42 @@ TEST_P(ResumeTest, ResumedRunIsBitIdentical) {
 
 INSTANTIATE_TEST_SUITE_P(Architectures, ResumeTest,
                          ::testing::Values(xmod::v1::DENSE, xmod::v1::XMOD, xmod::v1::MOE));
+
+// training.cuda_graphs "on", with stand-in recordings (test_step_graphs.h): the step is
+// recorded after its warm-up, replayed at every later step, and a run resumed from a
+// checkpoint computes the uninterrupted run's losses bit for bit — its own warm-up steps run
+// what the replays run.
+TEST_F(TrainerTest, RecordedStepsResumeBitIdentically) {
+  for (auto arch : {xmod::v1::DENSE, xmod::v1::XMOD}) {
+    xmod::v1::RunSpec spec = Spec(arch, kResumeSteps, dir_ + "/whole");
+    spec.mutable_training()->set_cuda_graphs("on");
+    spec.mutable_training()->set_micro_batch_tokens(2 * kSeqLen);
+    ReplayCounts counts;
+    graphs_ = ClosureStepGraphsFactory(&counts);
+    ExpectResumeIsBitIdentical(spec);
+    EXPECT_GT(counts.captures, 0);
+    EXPECT_GT(counts.replays, counts.captures);
+    graphs_ = nullptr;
+  }
+}
+
+// "on" where the step cannot be recorded fails the run before it trains, naming the field:
+// on a CPU, and for MoE.
+TEST_F(TrainerTest, CudaGraphsOnNamesWhatIsMissing) {
+  TrainerOptions options;
+  options.spec = Spec(xmod::v1::DENSE, 2, "");
+  options.spec.mutable_training()->set_cuda_graphs("on");
+  absl::StatusOr<TrainerResult> r = RunTrainer(options);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("training.cuda_graphs"));
+  EXPECT_THAT(r.status().message(), HasSubstr("CUDA device"));
+  options.spec = Spec(xmod::v1::MOE, 2, "");
+  options.spec.mutable_training()->set_cuda_graphs("on");
+  options.TEST_step_graphs = ClosureStepGraphsFactory(nullptr);
+  r = RunTrainer(options);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("MoE"));
+}
 
 // The GPU step's options on CPU: bf16 autocast, activation checkpointing, gradient
 // accumulation over micro-batches and fused attention where the LibTorch has it.

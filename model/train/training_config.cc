@@ -43,6 +43,7 @@ absl::StatusOr<xmod::v1::TrainingSpec> ResolveTraining(const xmod::v1::TrainingS
   if (t.eval_tokens() == 0) t.set_eval_tokens(t.batch_tokens());
   if (t.precision().empty()) t.set_precision("auto");
   if (t.attention().empty()) t.set_attention("auto");
+  if (t.cuda_graphs().empty()) t.set_cuda_graphs("auto");
   if (!t.has_overlap_grad_reduce()) t.set_overlap_grad_reduce(true);
   if (t.log_every_steps() == 0) t.set_log_every_steps(10);
 
@@ -84,6 +85,10 @@ absl::StatusOr<xmod::v1::TrainingSpec> ResolveTraining(const xmod::v1::TrainingS
   if (t.attention() != "auto" && t.attention() != "fused" && t.attention() != "manual") {
     return absl::InvalidArgumentError(absl::StrCat("training.attention: \"", t.attention(),
                                                    "\" is not \"auto\", \"fused\" or \"manual\""));
+  }
+  if (t.cuda_graphs() != "auto" && t.cuda_graphs() != "on" && t.cuda_graphs() != "off") {
+    return absl::InvalidArgumentError(absl::StrCat("training.cuda_graphs: \"", t.cuda_graphs(),
+                                                   "\" is not \"auto\", \"on\" or \"off\""));
   }
   if (t.micro_batch_tokens() < 0 || t.micro_batch_tokens() % t.seq_len() != 0) {
     return absl::InvalidArgumentError(

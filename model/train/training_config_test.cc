@@ -55,6 +55,7 @@ TEST(ResolveTrainingTest, GpuStepDefaultsAndErrors) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->precision(), "auto");
   EXPECT_EQ(r->attention(), "auto");
+  EXPECT_EQ(r->cuda_graphs(), "auto");
   EXPECT_TRUE(r->overlap_grad_reduce());
   EXPECT_FALSE(r->activation_checkpointing());
   EXPECT_EQ(r->log_every_steps(), 10);
@@ -62,6 +63,7 @@ TEST(ResolveTrainingTest, GpuStepDefaultsAndErrors) {
        std::vector<std::pair<std::string, std::function<void(xmod::v1::TrainingSpec&)>>>{
            {"training.precision", [](auto& s) { s.set_precision("fp16"); }},
            {"training.attention", [](auto& s) { s.set_attention("flash"); }},
+           {"training.cuda_graphs", [](auto& s) { s.set_cuda_graphs("yes"); }},
            {"training.micro_batch_tokens", [](auto& s) { s.set_micro_batch_tokens(24); }},
            {"training.log_every_steps", [](auto& s) { s.set_log_every_steps(-1); }}}) {
     xmod::v1::TrainingSpec bad = t;

@@ -1,0 +1,87 @@
+// Recordings of the training step's phases: see step_graph.h.
+#include "model/train/step_graph.h"
+
+#include <ATen/accelerator/Graph.h>
+#include <ATen/core/GraphImplInterface.h>
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "model/device.h"
+
+namespace xmod {
+namespace {
+
+// at::accelerator::Graph recordings on a pool stream of the device; the first recording's
+// private memory pool is shared by the later ones.
+class DeviceStepGraphs : public StepGraphs {
+ public:
+  explicit DeviceStepGraphs(torch::Device device)
+      : device_(device),
+        stream_(c10::impl::VirtualGuardImpl(device.type()).getStreamFromGlobalPool(device)) {}
+
+  void Run(const std::function<void()>& phase) override {
+    SynchronizeDevice(device_);  // the stream sees this step's inputs, copied on another
+    {
+      c10::StreamGuard on_stream(stream_);
+      phase();
+    }
+    SynchronizeDevice(device_);
+  }
+
+  void Capture(int index, const std::function<void()>& phase) override {
+    TORCH_CHECK(index == static_cast<int>(graphs_.size()), "recording ", index, " out of order");
+    SynchronizeDevice(device_);
+    graphs_.push_back(std::make_unique<at::accelerator::Graph>());
+    at::accelerator::Graph& graph = *graphs_.back();
+    {
+      c10::StreamGuard on_stream(stream_);
+      graph.capture_begin(index == 0 ? c10::MempoolId_t{0, 0} : graphs_.front()->pool());
+      phase();
+      graph.capture_end();
+    }
+  }
+
+  void Replay(int index) override { graphs_.at(index)->replay(); }
+
+ private:
+  torch::Device device_;
+  c10::Stream stream_;
+  std::vector<std::unique_ptr<at::accelerator::Graph>> graphs_;
+};
+
+}  // namespace
+
+bool DeviceHasGraphs(torch::Device device) {
+  return !device.is_cpu() && at::has_graph_impl(device.type());
+}
+
+absl::StatusOr<std::unique_ptr<StepGraphs>> MakeDeviceStepGraphs(torch::Device device) {
+  if (!DeviceHasGraphs(device)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "this LibTorch records no graphs on ", device.str(), " (", TorchBuildSummary(), ")"));
+  }
+  return std::make_unique<DeviceStepGraphs>(device);
+}
+
+absl::StatusOr<bool> UseStepGraphs(const std::string& setting,
+                                   const StepGraphConditions& conditions) {
+  if (setting == "off") return false;
+  std::string why_not;
+  if (!conditions.device_has_graphs) {
+    why_not = "a CUDA device (--device cuda:N, a build with -DXMOD_CUDA=ON)";
+  } else if (conditions.world_size > 1) {
+    why_not = "one rank (the data-parallel all-reduce of a step runs eagerly)";
+  } else if (!conditions.static_step) {
+    why_not = "a step of static shapes (MoE reads its experts' row counts on the host)";
+  }
+  if (setting == "auto") return kStepGraphsByDefault && why_not.empty();
+  if (!why_not.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("training.cuda_graphs: \"on\" needs ", why_not));
+  }
+  return true;
+}
+
+}  // namespace xmod

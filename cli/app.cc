@@ -63,6 +63,9 @@ struct State {
   PilotSelectOptions pilot;
   // usage
   std::string usage_window = "24h";
+  // events
+  EventsOptions events;
+  std::string events_actor;
 };
 
 using Action = std::function<absl::Status(const Context&)>;
@@ -287,6 +290,20 @@ void AddUsageCommand(CLI::App& app, State& s, Action* action) {
       ->capture_default_str();
 }
 
+void AddEventsCommand(CLI::App& app, State& s, Action* action) {
+  EventsOptions& e = s.events;
+  CLI::App* events = Leaf(&app, "events", "The event log: who changed what (newest first)", action,
+                          [&s](const Context& c) { return Events(c, s.events); });
+  events->add_option("--sweep", e.sweep_id, "A sweep's events and its runs'");
+  events->add_option("--run", e.run_id, "A run's events");
+  events
+      ->add_option("--actor", s.events_actor,
+                   "Only changes made by this credential (\"\" = the anonymous caller)")
+      ->each([&e](const std::string& name) { e.actor = name; });
+  events->add_option("--limit", e.limit, "Events per page (0 = 100, at most 1000)");
+  events->add_option("--before_id", e.before_id, "The page before this event id");
+}
+
 void AddReportCommand(CLI::App& app, State& s, Action* action) {
   ReportOptions& r = s.report;
   CLI::App* report =
@@ -346,6 +363,7 @@ void DefineXmodctl(CLI::App& app, State& s, Action* action) {
   AddReportCommand(app, s, action);
   AddPilotCommands(app, s, action);
   AddUsageCommand(app, s, action);
+  AddEventsCommand(app, s, action);
   AddCompletionCommand(app, action);
 }
 

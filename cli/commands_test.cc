@@ -338,6 +338,32 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
     return grpc::Status::OK;
   }
 
+  // Run 2's history: submitted by alice, cancelled by the admin ops; a lost lease (the
+  // coordinator's own). Other runs and sweeps have none.
+  grpc::Status ListEvents(grpc::ServerContext* context, const xmod::v1::ListEventsRequest* request,
+                          xmod::v1::ListEventsResponse* response) override {
+    Record(context);
+    if (request->run_id() != 2 && request->sweep_id() != 7) return grpc::Status::OK;
+    const auto add = [&](int64_t id, const char* kind, const char* text, const char* actor) {
+      xmod::v1::Event* e = response->add_events();
+      e->set_id(id);
+      e->set_time_unix_ms(1700000000000 + id);
+      e->set_kind(kind);
+      e->set_sweep_id(7);
+      e->set_run_id(2);
+      e->set_text(text);
+      if (actor != nullptr) e->set_actor(actor);
+    };
+    add(3, "run_cancelled", "", "ops");
+    add(2, "attempt_lost", "lease expired on w1", nullptr);
+    add(1, "sweep_submitted", "demo: 3 runs", "alice");
+    if (request->limit() == 2) {
+      response->mutable_events()->DeleteSubrange(2, 1);
+      response->set_next_before_id(2);
+    }
+    return grpc::Status::OK;
+  }
+
   static xmod::v1::Study B4Study() {
     xmod::v1::Study study;
     study.set_id(3);
@@ -635,6 +661,26 @@ TEST_F(CommandsTest, RunShowHasAttemptsAndCheckpoints) {
   Result missing = Xmodctl({"run", "show", "99"});
   EXPECT_EQ(missing.code, 1);
   EXPECT_EQ(missing.err, "xmodctl: run 99 not found\n");
+}
+
+TEST_F(CommandsTest, RunShowAndEventsSayWhoChangedWhat) {
+  Result r = Xmodctl({"run", "show", "2"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Events, newest first (3)"));
+  EXPECT_THAT(r.out, HasSubstr("run_cancelled"));
+  EXPECT_THAT(r.out, HasSubstr("ops"));
+  EXPECT_THAT(r.out, HasSubstr("coordinator"));  // the lost lease: no actor
+  Result page = Xmodctl({"events", "--run", "2", "--limit", "2"});
+  ASSERT_EQ(page.code, 0) << page.err;
+  EXPECT_THAT(page.out, HasSubstr("(next page: --before_id 2)"));
+  EXPECT_THAT(page.out, Not(HasSubstr("sweep_submitted")));
+  Result json = Xmodctl({"events", "--sweep", "7", "-o", "json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  xmod::v1::ListEventsResponse events;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &events).ok()) << json.out;
+  ASSERT_EQ(events.events_size(), 3);
+  EXPECT_EQ(events.events(2).actor(), "alice");
+  EXPECT_FALSE(events.events(1).has_actor());
 }
 
 TEST_F(CommandsTest, RunShowSaysWhyASucceededRunEndedShortOfItsBudget) {

@@ -11,6 +11,9 @@ namespace {
 
 using xmod::v1::Coordinator;
 
+// Events `run show` lists, newest first (`xmodctl events --run ID` pages through the rest).
+constexpr int kRunShowEvents = 50;
+
 absl::Status PrintRun(const Context& ctx, const xmod::v1::Run& run) {
   if (ctx.format == OutputFormat::kJson) return PrintJson(*ctx.out, run);
   *ctx.out << Render(RunsTable({run}), ctx.format);
@@ -148,6 +151,9 @@ absl::Status RunShow(const Context& ctx, int64_t run_id) {
     if (!eval.ok()) return eval.status();
     sections.push_back(*std::move(eval));
   }
+  absl::StatusOr<Table> events = RecentEventsTable(*client, 0, run_id, kRunShowEvents);
+  if (!events.ok()) return events.status();
+  sections.push_back(*std::move(events));
   *ctx.out << RenderSections(sections, ctx.format);
   return absl::OkStatus();
 }

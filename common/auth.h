@@ -1,8 +1,9 @@
 // Bearer-token authentication and scope checks for both gRPC services and the HTTP API
 // (credentials.h has the scopes). A call carries "authorization: Bearer <token>"; the server
 // maps the token to a Principal and checks that its scope allows what the call does:
-//   kRead    Coordinator reads          user, read
-//   kWrite   Coordinator changes        user
+//   kRead    Coordinator reads          user, admin, read
+//   kWrite   Coordinator changes        user, admin (whose work a change may touch is
+//                                       coordinator/api/ownership.h's to decide)
 //   kWorker  every WorkerGateway call   worker
 // Without configured credentials every caller is the anonymous principal and allowed.
 #ifndef XMOD_COMMON_AUTH_H_
@@ -36,6 +37,9 @@ absl::StatusOr<Principal> Authorize(const CredentialSet& credentials,
 
 // Whether `scope` allows `access`.
 bool ScopeAllows(Scope scope, Access access);
+// OK when `principal`'s scope allows `access`; else PERMISSION_DENIED naming `method` and the
+// credential (as Authorize answers).
+absl::Status CheckScope(const Principal& principal, Access access, absl::string_view method);
 
 // Attaches the token to an outgoing call (nothing when empty).
 void AttachBearerToken(const std::string& token, grpc::ClientContext* context);

@@ -15,6 +15,7 @@
 #include "coordinator/api/coordinator_service.h"
 #include "coordinator/api/http_server.h"
 #include "coordinator/api/standard_services.h"
+#include "coordinator/api/user_actions.h"
 #include "coordinator/api/worker_gateway_service.h"
 #include "coordinator/design/sweep_monitor.h"
 #include "coordinator/fitting/fit_trigger.h"
@@ -135,6 +136,7 @@ absl::Status Coordinator::StartBackgroundParts() {
 }
 
 void Coordinator::MakeServices() {
+  actions_ = std::make_unique<UserActions>(store_.get(), scheduler_.get(), fit_trigger_.get());
   CoordinatorServiceOptions user_options;
   user_options.credentials = options_.credentials;
   user_options.check_data_paths = options_.check_data_paths;
@@ -142,7 +144,7 @@ void Coordinator::MakeServices() {
   user_options.watch_limits = options_.watch_streams;
   user_options.data_roots = options_.data_roots;
   user_options.spec_limits.max_ensemble_size = options_.adaptive.max_ensemble_size;
-  user_options.fit_trigger = fit_trigger_.get();
+  user_options.actions = actions_.get();
   user_options.adaptive = adaptive_.get();
   user_options.clock = clock_;
   user_service_ = std::make_unique<CoordinatorService>(store_.get(), scheduler_.get(), &feed_,
@@ -164,6 +166,7 @@ absl::Status Coordinator::StartSideListeners() {
     http.sessions = options_.sessions;
     http.clock = clock_;
     http.feed = &feed_;
+    http.actions = actions_.get();
     absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start(store_.get(), http);
     if (!server.ok()) return server.status();
     http_server_ = *std::move(server);

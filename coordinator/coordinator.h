@@ -37,6 +37,7 @@ class DatabaseLock;
 class FitTrigger;
 class HealthListener;
 class SweepMonitor;
+class UserActions;
 class WorkerGatewayService;
 class HttpServer;
 
@@ -112,7 +113,8 @@ class Coordinator {
   Coordinator() = default;
   // The steps of Start, in order. OpenStore takes the database's lock and opens the store
   // (with metrics_); StartBackgroundParts rebuilds the scheduler from the store and makes the
-  // fit trigger, adaptive controller and sweep monitor; MakeServices the two gRPC services;
+  // fit trigger, adaptive controller and sweep monitor; MakeServices the user actions (shared
+  // by the user API and the dashboard) and the two gRPC services;
   // StartSideListeners binds HTTP, metrics and health (whichever the options name);
   // StartGrpc binds `listen` and serves (NOT_SERVING until Start ends); StartTicker ticks once,
   // then every tick_ms in its thread.
@@ -136,6 +138,7 @@ class Coordinator {
   std::unique_ptr<FitTrigger> fit_trigger_;
   std::unique_ptr<AdaptiveController> adaptive_;
   std::unique_ptr<SweepMonitor> sweep_monitor_;
+  std::unique_ptr<UserActions> actions_;
   std::unique_ptr<CoordinatorService> user_service_;
   std::unique_ptr<WorkerGatewayService> worker_service_;
   std::unique_ptr<grpc::Server> grpc_server_;

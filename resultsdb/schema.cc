@@ -437,6 +437,18 @@ ALTER TABLE attempts ADD COLUMN preempt_reason TEXT;
 ALTER TABLE attempt_members ADD COLUMN slot_kind TEXT;
 ALTER TABLE attempt_members ADD COLUMN cores INTEGER;
 )sql",
+
+    // Version 9: tenants (docs/security.md, "What each scope may do"): who made each change
+    // (the acting credential of an event; NULL when the coordinator acted on its own), who
+    // created each study (NULL for studies stored before), and indexes for reading a sweep's,
+    // a run's and a credential's events.
+    R"sql(
+ALTER TABLE events ADD COLUMN actor TEXT;
+ALTER TABLE studies ADD COLUMN owner TEXT;
+CREATE INDEX events_by_sweep ON events(sweep_id, id);
+CREATE INDEX events_by_run ON events(run_id, id);
+CREATE INDEX events_by_actor ON events(actor, time_ms) WHERE actor IS NOT NULL;
+)sql",
 };
 
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);

@@ -1,9 +1,12 @@
 // CoordinatorService: the user API (xmod.v1.Coordinator, proto/xmod/v1/coordinator.proto)
 // over the store and the scheduler. Every RPC authenticates its caller (common/auth.h): reads
-// need the user or read scope, changes (SubmitSweep without dry_run, Cancel*, Retry*,
-// Resume*, CreateStudy, ProposeRuns with submit) the user scope; a read-scope call changes no
-// row of any table. Numeric request fields that size work are refused past their caps
-// (request_limits.h, QueryLimits, max_metric_points) with INVALID_ARGUMENT naming the field;
+// need the user, admin or read scope, changes (SubmitSweep without dry_run, Cancel*, Retry*,
+// Resume*, CreateStudy, ProposeRuns with submit) the user or admin scope, and a change to
+// existing work must be the caller's to make (ownership.h: its own or its groups' work, or an
+// admin's); a read-scope call, and a refused change, changes no row of any table. A
+// submission must stay within what the sharing config grants its user (CheckGrants:
+// priority, non-preemptible runs). Numeric request fields that size work are refused past their
+// caps (request_limits.h, QueryLimits, max_metric_points) with INVALID_ARGUMENT naming the field;
 // open WatchSweep streams and ProposeRuns fits running are bounded per credential and in all
 // (StreamLimits), past which a call is refused with RESOURCE_EXHAUSTED.
 // Thread-safe (gRPC calls handlers concurrently).
@@ -18,6 +21,7 @@
 #include "common/clock.h"
 #include "common/credentials.h"
 #include "coordinator/api/stream_caps.h"
+#include "coordinator/api/user_actions.h"
 #include "coordinator/metrics/coordinator_metrics.h"
 #include "coordinator/scheduling/scheduler.h"
 #include "coordinator/spec/sweep_expansion.h"
@@ -43,8 +47,9 @@ struct CoordinatorServiceOptions {
   // ProposeRuns fits running at once (submitted or not; a fit keeps a core busy): 2 per
   // credential, 4 in all.
   StreamLimits proposal_limits = {2, 4};
-  // CancelSweep also stops the sweep's running fit. May be null (no fits).
-  FitTrigger* fit_trigger = nullptr;
+  // The changes to existing work (cancel, retry, resume, studies), checked for ownership;
+  // shared with the dashboard's POST routes. Never null.
+  UserActions* actions = nullptr;
   // Serves ProposeRuns and ListDecisions. May be null: they answer UNAVAILABLE.
   AdaptiveController* adaptive = nullptr;
   // Stamps created studies. Never null.
@@ -114,6 +119,8 @@ class CoordinatorService final : public xmod::v1::Coordinator::Service {
                            xmod::v1::SelectPilotResponse* response) override;
   grpc::Status GetUsage(grpc::ServerContext* context, const xmod::v1::GetUsageRequest* request,
                         xmod::v1::GetUsageResponse* response) override;
+  grpc::Status ListEvents(grpc::ServerContext* context, const xmod::v1::ListEventsRequest* request,
+                          xmod::v1::ListEventsResponse* response) override;
 
  private:
   Store* const store_;
@@ -121,6 +128,7 @@ class CoordinatorService final : public xmod::v1::Coordinator::Service {
   ChangeFeed* const feed_;
   CoordinatorMetrics* const metrics_;
   const CoordinatorServiceOptions options_;
+  UserActions& actions_;
   StreamCaps watches_;
   StreamCaps proposals_;
   std::atomic<bool> stopping_{false};

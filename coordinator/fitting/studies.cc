@@ -144,10 +144,11 @@ absl::StatusOr<xmod::v1::StudySpec> ResolveStudy(Db& db, const xmod::v1::StudySp
 }
 
 absl::StatusOr<xmod::v1::Study> InsertStudy(Db& db, const xmod::v1::StudySpec& spec,
-                                            int max_bootstrap_samples, int64_t now_ms) {
+                                            const std::string& owner, int max_bootstrap_samples,
+                                            int64_t now_ms) {
   absl::StatusOr<xmod::v1::StudySpec> resolved = ResolveStudy(db, spec, max_bootstrap_samples);
   if (!resolved.ok()) return resolved.status();
-  return InsertStudyRows(db, *std::move(resolved), now_ms);
+  return InsertStudyRows(db, *std::move(resolved), owner, now_ms);
 }
 
 }  // namespace xmod

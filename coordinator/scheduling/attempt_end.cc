@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "coordinator/scheduling/scheduler.h"
+#include "coordinator/store/event_rows.h"
 #include "coordinator/store/store_writes.h"
 #include "glog/logging.h"
 #include "trainer_contract/exit_codes.h"

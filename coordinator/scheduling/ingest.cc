@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/confined_path.h"
 #include "coordinator/scheduling/scheduler.h"
+#include "coordinator/store/event_rows.h"
 #include "coordinator/store/store_reads.h"
 #include "coordinator/store/store_writes.h"
 #include "glog/logging.h"

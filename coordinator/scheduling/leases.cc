@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/store/event_rows.h"
 #include "coordinator/store/scheduler_rows.h"
 #include "coordinator/store/store_writes.h"
 

@@ -26,15 +26,18 @@ std::optional<double> NullIfZero(double value) {
 
 }  // namespace
 
-absl::StatusOr<int64_t> InsertSweep(Db& db, const xmod::v1::SweepSpec& spec, int64_t now_ms) {
+absl::StatusOr<int64_t> InsertSweep(Db& db, const xmod::v1::SweepSpec& spec,
+                                    const std::string& submitter, int64_t now_ms) {
   absl::StatusOr<Stmt> stmt = db.Prepare(
-      "INSERT INTO sweeps (name, description, spec, priority, created_ms) VALUES (?,?,?,?,?)");
+      "INSERT INTO sweeps (name, description, spec, priority, created_ms, submitter)"
+      " VALUES (?,?,?,?,?,?)");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, spec.name())
       .Bind(2, spec.description())
       .BindBlob(3, spec.SerializeAsString())
       .Bind(4, spec.priority())
-      .Bind(5, now_ms);
+      .Bind(5, now_ms)
+      .Bind(6, submitter);
   if (absl::Status s = stmt->Run(); !s.ok()) return s;
   return db.LastInsertRowId();
 }
@@ -44,7 +47,7 @@ absl::StatusOr<int64_t> InsertRun(Db& db, int64_t sweep_id, const xmod::v1::Run&
   absl::StatusOr<Stmt> stmt = db.Prepare(
       "INSERT INTO runs (sweep_id, label, name, arch, k, a, seq_len, backbone, moe, flop_budget,"
       " forward_flops_per_token, total_params, held_out, priority, state, max_attempts, spec,"
-      " created_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+      " created_ms, preemptible) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   if (!stmt.ok()) return stmt.status();
   const xmod::v1::ModelSpec& model = run.spec().model();
   std::string moe;
@@ -69,7 +72,8 @@ absl::StatusOr<int64_t> InsertRun(Db& db, int64_t sweep_id, const xmod::v1::Run&
       .Bind(15, RunState_Name(xmod::v1::QUEUED))
       .Bind(16, run.max_attempts())
       .BindBlob(17, run.spec().SerializeAsString())
-      .Bind(18, now_ms);
+      .Bind(18, now_ms)
+      .Bind(19, run.preemptible() ? 1 : 0);
   if (absl::Status s = stmt->Run(); !s.ok()) return s;
   return db.LastInsertRowId();
 }
@@ -300,16 +304,6 @@ absl::Status MarkSweepCancelled(Db& db, int64_t sweep_id) {
   absl::StatusOr<Stmt> stmt = db.Prepare("UPDATE sweeps SET cancelled = 1 WHERE id = ?");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, sweep_id);
-  return stmt->Run();
-}
-
-absl::Status InsertEvent(Db& db, int64_t now_ms, const std::string& kind, int64_t sweep_id,
-                         int64_t run_id, const std::string& text) {
-  absl::StatusOr<Stmt> stmt =
-      db.Prepare("INSERT INTO events (time_ms, kind, sweep_id, run_id, text) VALUES (?,?,?,?,?)");
-  if (!stmt.ok()) return stmt.status();
-  stmt->Bind(1, now_ms).Bind(2, kind).BindOptional(3, NullIfZero(sweep_id));
-  stmt->BindOptional(4, NullIfZero(run_id)).Bind(5, text);
   return stmt->Run();
 }
 

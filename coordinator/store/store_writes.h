@@ -20,14 +20,15 @@
 
 namespace xmod {
 
-// A new sweep row; returns its id.
-absl::StatusOr<int64_t> InsertSweep(Db& db, const xmod::v1::SweepSpec& spec, int64_t now_ms);
+// A new sweep row submitted by credential `submitter` ("" = anonymous); returns its id.
+absl::StatusOr<int64_t> InsertSweep(Db& db, const xmod::v1::SweepSpec& spec,
+                                    const std::string& submitter, int64_t now_ms);
 
 // A new run row in state QUEUED from an expanded run (sweep_id, label, name, spec,
-// priority, max_attempts, held_out, forward_flops_per_token, total_params are read from
-// `run`); returns its id. Column `a` is NULL for an architecture without anchors (A = 0 in
-// the spec), `moe` NULL unless the architecture is MOE; start, end and progress losses stay
-// NULL until they happen.
+// priority, max_attempts, held_out, forward_flops_per_token, total_params, preemptible are
+// read from `run`); returns its id. Column `a` is NULL for an architecture without anchors
+// (A = 0 in the spec), `moe` NULL unless the architecture is MOE; start, end and progress
+// losses stay NULL until they happen.
 absl::StatusOr<int64_t> InsertRun(Db& db, int64_t sweep_id, const xmod::v1::Run& run,
                                   int64_t now_ms);
 
@@ -112,10 +113,6 @@ inline constexpr char kOomExitsCounter[] = "oom_exits";      // trainers out of 
 inline constexpr char kPreemptionsCounterPrefix[] = "preemptions_";
 // Adds `delta` to counter `name` (created at 0).
 absl::Status AddToCounter(Db& db, const std::string& name, int64_t delta);
-
-// sweep_id or run_id 0: the event concerns none (stored NULL).
-absl::Status InsertEvent(Db& db, int64_t now_ms, const std::string& kind, int64_t sweep_id,
-                         int64_t run_id, const std::string& text);
 
 // A row of the fits table from `fit` (sweep_id, or study_id with sweep_id 0 for a study's
 // fit, created_unix_ms and the rest; `id` is ignored); returns its id. The owner that is not

@@ -142,8 +142,8 @@ TEST_F(SchedulerTest, FailuresRequeueWithBackoffUntilAttemptsRunOut) {
   const std::vector<int64_t> runs = Submit(/*max_attempts=*/3);
   const int64_t worker = RegisterWorker("w1");
   // Only the first run matters here: cancel the others.
-  ASSERT_TRUE(scheduler_->CancelRun(runs[1]).ok());
-  ASSERT_TRUE(scheduler_->CancelRun(runs[2]).ok());
+  ASSERT_TRUE(scheduler_->CancelRun(runs[1], kTestActor).ok());
+  ASSERT_TRUE(scheduler_->CancelRun(runs[2], kTestActor).ok());
   for (int attempt = 1; attempt <= 3; ++attempt) {
     auto a = Acquire(worker);
     ASSERT_TRUE(a.has_value()) << "attempt " << attempt;
@@ -184,7 +184,8 @@ TEST_F(SchedulerTest, FailuresRequeueWithBackoffUntilAttemptsRunOut) {
   ASSERT_EQ(beat.orders_size(), 1);
   EXPECT_EQ(beat.orders(0).action(), xmod::v1::KILL);
   // RetryFailed gives a fresh allowance.
-  absl::StatusOr<std::vector<int64_t>> retried = scheduler_->RetryFailed(Load(runs[0]).sweep_id());
+  absl::StatusOr<std::vector<int64_t>> retried =
+      scheduler_->RetryFailed(Load(runs[0]).sweep_id(), kTestActor);
   ASSERT_TRUE(retried.ok());
   EXPECT_EQ(retried->size(), 1u);
   auto again = Acquire(worker);
@@ -197,8 +198,8 @@ TEST_F(SchedulerTest, LostLeasesRequeueAtOnceWithoutUsingUpAttempts) {
   Restart();
   const std::vector<int64_t> runs = Submit(/*max_attempts=*/1);
   const int64_t worker = RegisterWorker("w1");
-  ASSERT_TRUE(scheduler_->CancelRun(runs[1]).ok());
-  ASSERT_TRUE(scheduler_->CancelRun(runs[2]).ok());
+  ASSERT_TRUE(scheduler_->CancelRun(runs[1], kTestActor).ok());
+  ASSERT_TRUE(scheduler_->CancelRun(runs[2], kTestActor).ok());
   for (int attempt = 1; attempt <= 3; ++attempt) {
     auto a = Acquire(worker);  // no backoff after a lost lease
     ASSERT_TRUE(a.has_value()) << "attempt " << attempt;
@@ -218,7 +219,7 @@ TEST_F(SchedulerTest, LostLeasesRequeueAtOnceWithoutUsingUpAttempts) {
   }
   for (const auto& a : Attempts(runs[0])) EXPECT_EQ(a.outcome(), "lost");
   // A worker re-registering without its attempt loses it the same way.
-  ASSERT_TRUE(scheduler_->ResumeRun(runs[0]).ok());
+  ASSERT_TRUE(scheduler_->ResumeRun(runs[0], kTestActor).ok());
   auto a = Acquire(worker);
   ASSERT_TRUE(a.has_value());
   EXPECT_EQ(RegisterWorker("w1"), worker);
@@ -388,22 +389,25 @@ TEST_F(SchedulerTest, RetryResumesFromTheLatestCheckpointAndAcksMetrics) {
   EXPECT_EQ(Load(a->run_id()).state(), xmod::v1::SUCCEEDED);
   EXPECT_EQ(Load(a->run_id()).error(), "");
   // A finished run cannot be cancelled or resumed.
-  EXPECT_EQ(scheduler_->CancelRun(a->run_id()).code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(scheduler_->ResumeRun(a->run_id()).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(scheduler_->CancelRun(a->run_id(), kTestActor).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(scheduler_->ResumeRun(a->run_id(), kTestActor).code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_F(SchedulerTest, CancelledRunGetsAStopOrder) {
   const std::vector<int64_t> runs = Submit();
   const int64_t worker = RegisterWorker("w1");
   auto a = Acquire(worker);
-  ASSERT_TRUE(scheduler_->CancelRun(a->run_id()).ok());
+  ASSERT_TRUE(scheduler_->CancelRun(a->run_id(), kTestActor).ok());
   EXPECT_EQ(Load(a->run_id()).state(), xmod::v1::CANCELLED);
   const xmod::v1::HeartbeatResponse beat = Beat(worker, *a);
   ASSERT_EQ(beat.orders_size(), 1);
   EXPECT_EQ(beat.orders(0).action(), xmod::v1::STOP);
   EXPECT_EQ(beat.orders(0).run_id(), a->run_id());
   // Resume is refused while the attempt is still stopping.
-  EXPECT_EQ(scheduler_->ResumeRun(a->run_id()).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(scheduler_->ResumeRun(a->run_id(), kTestActor).code(),
+            absl::StatusCode::kFailedPrecondition);
   xmod::v1::FinishRunRequest done;
   done.set_worker_id(worker);
   done.set_run_id(a->run_id());
@@ -412,10 +416,10 @@ TEST_F(SchedulerTest, CancelledRunGetsAStopOrder) {
   ASSERT_TRUE(scheduler_->FinishRun(done).ok());
   EXPECT_EQ(Attempts(a->run_id())[0].outcome(), "cancelled");
   EXPECT_EQ(Load(a->run_id()).state(), xmod::v1::CANCELLED);
-  ASSERT_TRUE(scheduler_->ResumeRun(a->run_id()).ok());
+  ASSERT_TRUE(scheduler_->ResumeRun(a->run_id(), kTestActor).ok());
   EXPECT_EQ(Load(a->run_id()).state(), xmod::v1::QUEUED);
   // Cancelling the sweep cancels every queued run.
-  ASSERT_TRUE(scheduler_->CancelSweep(Load(runs[0]).sweep_id()).ok());
+  ASSERT_TRUE(scheduler_->CancelSweep(Load(runs[0]).sweep_id(), kTestActor).ok());
   for (int64_t id : runs) EXPECT_EQ(Load(id).state(), xmod::v1::CANCELLED);
 }
 
@@ -534,8 +538,8 @@ TEST_F(SchedulerTest, FailuresThatWouldRecurAreNotRetried) {
 TEST_F(SchedulerTest, OutOfMemoryIsRetriedOnceThenFailsTheRun) {
   const std::vector<int64_t> runs = Submit(/*max_attempts=*/5);
   const int64_t worker = RegisterWorker("w1");
-  ASSERT_TRUE(scheduler_->CancelRun(runs[1]).ok());
-  ASSERT_TRUE(scheduler_->CancelRun(runs[2]).ok());
+  ASSERT_TRUE(scheduler_->CancelRun(runs[1], kTestActor).ok());
+  ASSERT_TRUE(scheduler_->CancelRun(runs[2], kTestActor).ok());
   std::optional<xmod::v1::Assignment> a = Acquire(worker);
   ASSERT_TRUE(a.has_value());
   ASSERT_TRUE(
@@ -629,7 +633,8 @@ TEST_F(SchedulerTest, AFailedCommitLeavesMemoryAsTheDatabaseHasIt) {
   // FinishRun and cancellation: refused, nothing changes.
   EXPECT_EQ(scheduler_->FinishRun(Finish(worker, *running, xmod::v1::OUTCOME_SUCCEEDED)).code(),
             absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(scheduler_->CancelRun(runs[2]).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(scheduler_->CancelRun(runs[2], kTestActor).code(),
+            absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(Load(runs[2]).state(), xmod::v1::QUEUED);
 
   // Space returns: the same calls go through, against the state they would have found.
@@ -642,7 +647,7 @@ TEST_F(SchedulerTest, AFailedCommitLeavesMemoryAsTheDatabaseHasIt) {
   ASSERT_TRUE(next.has_value());
   EXPECT_EQ(next->run_id(), runs[1]);
   EXPECT_EQ(next->attempt(), 1);
-  ASSERT_TRUE(scheduler_->CancelRun(runs[2]).ok());
+  ASSERT_TRUE(scheduler_->CancelRun(runs[2], kTestActor).ok());
   EXPECT_EQ(Load(runs[2]).state(), xmod::v1::CANCELLED);
 }
 

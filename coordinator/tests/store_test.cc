@@ -28,7 +28,7 @@ int64_t AddRun(Store& store) {
                   .WriteAndWait([&](Db& db) {
                     xmod::v1::SweepSpec spec;
                     spec.set_name("s");
-                    absl::StatusOr<int64_t> sweep = InsertSweep(db, spec, 1);
+                    absl::StatusOr<int64_t> sweep = InsertSweep(db, spec, "", 1);
                     if (!sweep.ok()) return sweep.status();
                     xmod::v1::Run run;
                     run.set_name("r");

@@ -6,6 +6,7 @@
 #include <grpcpp/client_context.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +23,9 @@
 #include "xmod/v1/worker.grpc.pb.h"
 
 namespace xmod {
+
+// The credential the tests name as the actor of the scheduler's user actions they call directly.
+inline const std::optional<std::string> kTestActor = std::string("tester");
 
 // A new empty directory under the test's temporary directory.
 std::string NewTestDir(const std::string& name);
@@ -43,6 +47,10 @@ xmod::v1::SweepSpec AdaptiveTinySweep(const std::string& dir);
 // an empty message).
 xmod::v1::Run StoredRun(Store& store, int64_t run_id);
 std::vector<xmod::v1::Attempt> StoredAttempts(Store& store, int64_t run_id);
+
+// Every row of every table (the event log too when `with_events`), one sorted text dump a
+// table, read after every write queued so far committed; a failed read fails the test.
+std::map<std::string, std::string> TableRows(Store& store, bool with_events);
 
 // A registration of worker `name` with `slots` one-core CPU slots, indexes 0 .. slots - 1.
 xmod::v1::RegisterRequest CpuWorker(const std::string& name, int slots);

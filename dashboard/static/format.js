@@ -48,6 +48,26 @@ const Xmod = (() => {
 
   const logout = () => fetch('/api/logout', {method: 'POST', credentials: 'same-origin'});
 
+  // POST `path`, a change (cancel, retry, resume); resolves to the parsed JSON answer, rejects
+  // with the server's {"error": ...} message (a 403 names the work's owner). The X-Xmod-Action
+  // header is what the server asks of a change made with the session cookie: a page of another
+  // site cannot send it.
+  async function post(path) {
+    const response = await fetch(path, {
+      method: 'POST',
+      headers: {'X-Xmod-Action': '1'},
+      credentials: 'same-origin',
+      cache: 'no-store',
+    });
+    const body = await response.json().catch(() => ({}));
+    if (!response.ok) {
+      const error = new Error(body.error || `${path}: HTTP ${response.status}`);
+      error.unauthenticated = response.status === 401;
+      throw error;
+    }
+    return body;
+  }
+
   // 1234567 -> "1.23M"; parameter and token counts.
   function count(n) {
     n = Number(n);
@@ -83,5 +103,5 @@ const Xmod = (() => {
     return n;
   }
 
-  return {api, session, login, logout, count, flops, loss, time, cell, node};
+  return {api, post, session, login, logout, count, flops, loss, time, cell, node};
 })();

@@ -129,6 +129,7 @@ const XmodRows = (() => {
                                 `at ${Xmod.flops(progress.live_delta_flops)} FLOPs`;
     Xmod.cell(tr, progress.tokens_per_second ? progress.tokens_per_second.toFixed(0) : '', 'num');
     renderEval(Xmod.cell(tr, ''), run);
+    XmodActions.runCell(tr, run);
     return tr;
   }
 
@@ -166,6 +167,7 @@ const XmodRows = (() => {
     Xmod.cell(tr, statText(group.live_delta, 4, true), 'num');
     Xmod.cell(tr, '');
     Xmod.cell(tr, '');
+    Xmod.cell(tr, '');  // actions are per run: open the group
     return tr;
   }
 

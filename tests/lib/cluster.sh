@@ -59,16 +59,19 @@ json_field() {
 }
 
 # use_credentials WORKER...: from here on the coordinator starts with a credentials file
-# (user "tester", read "viewer", and a worker credential for each WORKER name), each worker
-# sends its own token file, and xmodctl reads XMOD_TOKEN_FILE (the user's). Sets
-# CREDENTIALS_FILE and READ_TOKEN_FILE. Secrets go through files only, never argv.
+# (users "tester" and "other", admin "operator", read "viewer", and a worker credential for
+# each WORKER name), each worker sends its own token file, and xmodctl reads XMOD_TOKEN_FILE
+# (tester's). Sets CREDENTIALS_FILE, READ_TOKEN_FILE, OTHER_TOKEN_FILE and ADMIN_TOKEN_FILE
+# (their token files: $TEST_TMP/NAME.token). Secrets go through files only, never argv.
 use_credentials() {
   local entry secret
   CREDENTIALS_FILE=$TEST_TMP/credentials
   (
     umask 077
     : >"$CREDENTIALS_FILE"
-    for entry in user:tester read:viewer $(printf 'worker:%s ' "$@"); do
+    local workers=()
+    (($#)) && workers=($(printf 'worker:%s ' "$@"))
+    for entry in user:tester user:other admin:operator read:viewer "${workers[@]}"; do
       secret=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
       echo "${entry%%:*} ${entry#*:} $secret" >>"$CREDENTIALS_FILE"
       echo "$secret" >"$TEST_TMP/${entry#*:}.token"
@@ -76,6 +79,8 @@ use_credentials() {
   )
   export XMOD_TOKEN_FILE=$TEST_TMP/tester.token
   READ_TOKEN_FILE=$TEST_TMP/viewer.token
+  OTHER_TOKEN_FILE=$TEST_TMP/other.token
+  ADMIN_TOKEN_FILE=$TEST_TMP/operator.token
 }
 
 # start_coordinator [extra flags]: sets COORD_GRPC, COORD_HTTP, COORD_METRICS.

@@ -441,3 +441,17 @@ class Client:
         same fields."""
         request = sharing_pb2.GetUsageRequest(window_ms=int(window_s * 1000))
         return [to_dict(u) for u in self._call(self._stub.GetUsage, request).users]
+
+    def events(self, *, sweep_id=0, run_id=0, actor=None, limit=0, before_id=0):
+        """The coordinator's event log, newest first, as a DataFrame (one row an Event:
+        id, time_unix_ms, kind, sweep_id, run_id, text, actor — the credential that made the
+        change, "" for the anonymous caller, None where the coordinator acted on its
+        own): a sweep's events and its runs', one run's, or one actor's changes (actor=""
+        for the anonymous caller). One page of `limit` events (0 = 100, at most 1000); pass
+        the smallest id back as before_id for the page before it."""
+        request = pb.ListEventsRequest(sweep_id=int(sweep_id), run_id=int(run_id),
+                                       limit=int(limit), before_id=int(before_id))
+        if actor is not None:
+            request.actor = actor
+        response = self._call(self._stub.ListEvents, request)
+        return frames.messages_frame(response.events, types_pb2.Event)

@@ -304,6 +304,15 @@ void AddEventsCommand(CLI::App& app, State& s, Action* action) {
   events->add_option("--before_id", e.before_id, "The page before this event id");
 }
 
+void AddAdminCommands(CLI::App& app, State& s, Action* action) {
+  CLI::App* admin = app.add_subcommand("admin", "An operator's commands (admin credential)");
+  admin->require_subcommand(1);
+  CLI::App* backup =
+      Leaf(admin, "backup", "Online backup of the coordinator's database into FILE (checked)",
+           action, [&s](const Context& c) { return AdminBackup(c, s.file); });
+  backup->add_option("FILE", s.file, "The backup file to write (must not exist)")->required();
+}
+
 void AddReportCommand(CLI::App& app, State& s, Action* action) {
   ReportOptions& r = s.report;
   CLI::App* report =
@@ -364,6 +373,7 @@ void DefineXmodctl(CLI::App& app, State& s, Action* action) {
   AddPilotCommands(app, s, action);
   AddUsageCommand(app, s, action);
   AddEventsCommand(app, s, action);
+  AddAdminCommands(app, s, action);
   AddCompletionCommand(app, action);
 }
 

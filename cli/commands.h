@@ -82,6 +82,10 @@ absl::Status Usage(const Context& ctx, const std::string& window);
 // PREEMPT orders its attempts were given.
 Table RunSharingTable(const xmod::v1::GetRunResponse& response);
 
+// An operator's online backup of the coordinator's database into `file`, which must not exist
+// (admin_commands.cc; the Backup RPC, an admin credential).
+absl::Status AdminBackup(const Context& ctx, const std::string& file);
+
 // The event log (event_commands.cc; ListEvents): every change with the credential that made
 // it, newest first, filtered by sweep, run or actor, `limit` per page (0 = 100), from
 // `before_id` (0 = the newest).

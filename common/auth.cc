@@ -14,6 +14,8 @@ bool ScopeAllows(Scope scope, Access access) {
       return scope == Scope::kUser || scope == Scope::kAdmin;
     case Access::kWorker:
       return scope == Scope::kWorker;
+    case Access::kAdmin:
+      return scope == Scope::kAdmin;
   }
   return false;
 }
@@ -37,6 +39,7 @@ absl::StatusOr<Principal> Authorize(const CredentialSet& credentials,
 absl::Status CheckScope(const Principal& principal, Access access, absl::string_view method) {
   if (principal.anonymous || ScopeAllows(principal.scope, access)) return absl::OkStatus();
   const char* refused = access == Access::kWorker           ? "worker calls"
+                        : access == Access::kAdmin          ? "an operator's calls (admin only)"
                         : principal.scope == Scope::kWorker ? "user calls"
                                                             : "changes (read-only)";
   return absl::PermissionDeniedError(absl::StrCat(method, ": credential \"", principal.name,

@@ -5,6 +5,7 @@
 //   kWrite   Coordinator changes        user, admin (whose work a change may touch is
 //                                       coordinator/api/ownership.h's to decide)
 //   kWorker  every WorkerGateway call   worker
+//   kAdmin   operators' calls (Backup)  admin
 // Without configured credentials every caller is the anonymous principal and allowed.
 #ifndef XMOD_COMMON_AUTH_H_
 #define XMOD_COMMON_AUTH_H_
@@ -21,7 +22,7 @@
 
 namespace xmod {
 
-enum class Access { kRead, kWrite, kWorker };
+enum class Access { kRead, kWrite, kWorker, kAdmin };
 
 // The principal of "Bearer <token>" in `header`: UNAUTHENTICATED when the header is missing,
 // malformed or carries an unknown token; PERMISSION_DENIED naming `method` and the

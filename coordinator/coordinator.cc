@@ -6,6 +6,7 @@
 #include <grpcpp/server_builder.h>
 #include <signal.h>
 
+#include <filesystem>
 #include <map>
 
 #include "absl/strings/match.h"
@@ -147,6 +148,8 @@ void Coordinator::MakeServices() {
   user_options.actions = actions_.get();
   user_options.adaptive = adaptive_.get();
   user_options.clock = clock_;
+  user_options.backup_dir = std::filesystem::path(options_.db_path).parent_path().string();
+  if (user_options.backup_dir.empty()) user_options.backup_dir = ".";
   user_service_ = std::make_unique<CoordinatorService>(store_.get(), scheduler_.get(), &feed_,
                                                        metrics_.get(), user_options);
   WorkerGatewayOptions worker_options;
@@ -294,6 +297,13 @@ absl::Status RunCoordinator(const CoordinatorOptions& options) {
   LOG(INFO) << "xmod-coordinator: got signal " << signal;
   (*coordinator)->Shutdown();
   return absl::OkStatus();
+}
+
+absl::StatusOr<BackupInfo> RestoreFromBackup(const std::string& backup, const std::string& db_path,
+                                             Clock* clock) {
+  absl::StatusOr<std::unique_ptr<DatabaseLock>> lock = DatabaseLock::Acquire(db_path);
+  if (!lock.ok()) return lock.status();
+  return RestoreDatabase(backup, db_path, clock->NowMillis());
 }
 
 }  // namespace xmod

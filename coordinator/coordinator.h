@@ -27,6 +27,7 @@
 #include "coordinator/design/adaptive_controller.h"
 #include "coordinator/metrics/coordinator_metrics.h"
 #include "coordinator/scheduling/scheduler.h"
+#include "coordinator/store/backup.h"
 #include "coordinator/store/change_feed.h"
 #include "coordinator/store/store.h"
 
@@ -152,6 +153,13 @@ class Coordinator {
 
 // Starts a coordinator, waits for SIGTERM or SIGINT, shuts down gracefully. For main().
 absl::Status RunCoordinator(const CoordinatorOptions& options);
+
+// xmod-coordinator --restore_from (docs/operations.md, "Backup"): takes the database's lock
+// (FAILED_PRECONDITION naming the coordinator that holds it: stop it first), then restores
+// `backup` as `db_path` (store/backup.h: checked first; what was there moved aside, never
+// deleted). Serves nothing; returns what was restored.
+absl::StatusOr<BackupInfo> RestoreFromBackup(const std::string& backup, const std::string& db_path,
+                                             Clock* clock);
 
 }  // namespace xmod
 

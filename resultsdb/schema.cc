@@ -449,6 +449,12 @@ CREATE INDEX events_by_sweep ON events(sweep_id, id);
 CREATE INDEX events_by_run ON events(run_id, id);
 CREATE INDEX events_by_actor ON events(actor, time_ms) WHERE actor IS NOT NULL;
 )sql",
+
+    // Version 10: GPU use (docs/operations.md, "Monitoring"): the most device memory each
+    // attempt member held on one GPU, as its worker measured it with NVML (NULL: not measured).
+    R"sql(
+ALTER TABLE attempt_members ADD COLUMN peak_gpu_memory_bytes INTEGER;
+)sql",
 };
 
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);

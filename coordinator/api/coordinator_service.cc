@@ -37,7 +37,8 @@ CoordinatorService::CoordinatorService(Store* store, Scheduler* scheduler, Chang
       options_(std::move(options)),
       actions_(*options_.actions),
       watches_("WatchSweep", "open streams", options_.watch_limits),
-      proposals_("ProposeRuns", "fits running", options_.proposal_limits) {}
+      proposals_("ProposeRuns", "fits running", options_.proposal_limits),
+      backups_(store, options_.backup_dir, options_.clock) {}
 
 void CoordinatorService::Stop() {
   stopping_ = true;
@@ -361,6 +362,14 @@ grpc::Status CoordinatorService::ListEvents(ServerContext* context,
                                             xmod::v1::ListEventsResponse* response) {
   return Serve("ListEvents", Access::kRead, *options_.credentials, context, metrics_,
                [&] { return Answer(xmod::ListEvents(*store_, *request), response); });
+}
+
+// An operator's online backup (backups.h), streamed as it is read.
+grpc::Status CoordinatorService::Backup(ServerContext* context, const xmod::v1::BackupRequest*,
+                                        grpc::ServerWriter<xmod::v1::BackupChunk>* writer) {
+  return Serve("Backup", Access::kAdmin, *options_.credentials, context, metrics_, [&] {
+    return backups_.Stream(writer, [context] { return context->IsCancelled(); });
+  });
 }
 
 }  // namespace xmod

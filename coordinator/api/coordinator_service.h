@@ -20,6 +20,7 @@
 
 #include "common/clock.h"
 #include "common/credentials.h"
+#include "coordinator/api/backups.h"
 #include "coordinator/api/stream_caps.h"
 #include "coordinator/api/user_actions.h"
 #include "coordinator/metrics/coordinator_metrics.h"
@@ -52,8 +53,11 @@ struct CoordinatorServiceOptions {
   UserActions* actions = nullptr;
   // Serves ProposeRuns and ListDecisions. May be null: they answer UNAVAILABLE.
   AdaptiveController* adaptive = nullptr;
-  // Stamps created studies. Never null.
+  // Stamps created studies and backups. Never null.
   Clock* clock = Clock::Real();
+  // Where Backup writes its snapshot before streaming it (the database's folder); "" takes
+  // no backups.
+  std::string backup_dir;
 };
 
 class CoordinatorService final : public xmod::v1::Coordinator::Service {
@@ -121,6 +125,8 @@ class CoordinatorService final : public xmod::v1::Coordinator::Service {
                         xmod::v1::GetUsageResponse* response) override;
   grpc::Status ListEvents(grpc::ServerContext* context, const xmod::v1::ListEventsRequest* request,
                           xmod::v1::ListEventsResponse* response) override;
+  grpc::Status Backup(grpc::ServerContext* context, const xmod::v1::BackupRequest* request,
+                      grpc::ServerWriter<xmod::v1::BackupChunk>* writer) override;
 
  private:
   Store* const store_;
@@ -131,6 +137,7 @@ class CoordinatorService final : public xmod::v1::Coordinator::Service {
   UserActions& actions_;
   StreamCaps watches_;
   StreamCaps proposals_;
+  Backups backups_;
   std::atomic<bool> stopping_{false};
 };
 

@@ -47,6 +47,14 @@ absl::Status SetMemberSlotKind(Db& db, int64_t run_id, int attempt, int member,
       .Run();
 }
 
+absl::Status SetMemberGpuPeak(Db& db, int64_t run_id, int attempt, int member, int64_t bytes) {
+  absl::StatusOr<Stmt> stmt = db.Prepare(
+      "UPDATE attempt_members SET peak_gpu_memory_bytes = ?"
+      " WHERE run_id = ? AND attempt = ? AND member = ?");
+  if (!stmt.ok()) return stmt.status();
+  return stmt->Bind(1, bytes).Bind(2, run_id).Bind(3, attempt).Bind(4, member).Run();
+}
+
 absl::StatusOr<std::string> LoadSweepSubmitter(Db& db, int64_t sweep_id) {
   absl::StatusOr<Stmt> stmt = db.Prepare("SELECT submitter FROM sweeps WHERE id = ?");
   if (!stmt.ok()) return stmt.status();

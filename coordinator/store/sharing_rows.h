@@ -26,6 +26,9 @@ absl::Status SetPreemptReason(Db& db, int64_t run_id, int attempt, const std::st
 // CUDA) of one member.
 absl::Status SetMemberSlotKind(Db& db, int64_t run_id, int attempt, int member,
                                const std::string& slot_kind, int cores);
+// attempt_members.peak_gpu_memory_bytes of one member (schema version 10): the most device
+// memory it held on one GPU, as its worker measured it.
+absl::Status SetMemberGpuPeak(Db& db, int64_t run_id, int attempt, int member, int64_t bytes);
 
 // sweeps.submitter of `sweep_id` (NOT_FOUND when there is no such sweep).
 absl::StatusOr<std::string> LoadSweepSubmitter(Db& db, int64_t sweep_id);

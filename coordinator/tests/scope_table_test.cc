@@ -110,6 +110,8 @@ class ScopeTableTest : public testing::Test {
   using Call = std::function<grpc::Status(const std::string& token, int64_t worker_id)>;
   std::map<std::string, Call> Calls();
   grpc::Status Watch(const std::string& token);
+  // A backup streamed to its end (its bytes dropped).
+  grpc::Status Backup(const std::string& token);
 
   std::string dir_;
   std::unique_ptr<Coordinator> coordinator_;
@@ -122,6 +124,15 @@ class ScopeTableTest : public testing::Test {
   int64_t leased_run_ = 0;  // w1's attempt
   int attempt_ = 0;
 };
+
+grpc::Status ScopeTableTest::Backup(const std::string& token) {
+  std::unique_ptr<grpc::ClientContext> context = BearerContext(token);
+  auto stream = stub_->Backup(context.get(), xmod::v1::BackupRequest());
+  xmod::v1::BackupChunk chunk;
+  while (stream->Read(&chunk)) {
+  }
+  return stream->Finish();
+}
 
 grpc::Status ScopeTableTest::Watch(const std::string& token) {
   std::unique_ptr<grpc::ClientContext> context = BearerContext(token);
@@ -171,6 +182,7 @@ std::map<std::string, ScopeTableTest::Call> ScopeTableTest::Calls() {
   user("ListRuns", &C::ListRuns, of_sweep(xmod::v1::ListRunsRequest()));
   user("GetRun", &C::GetRun, of_run(xmod::v1::GetRunRequest()));
   calls["WatchSweep"] = [this](const std::string& token, int64_t) { return Watch(token); };
+  calls["Backup"] = [this](const std::string& token, int64_t) { return Backup(token); };
   user("GetMetrics", &C::GetMetrics, of_run(xmod::v1::GetMetricsRequest()));
   xmod::v1::QueryRequest query;
   query.set_sql("SELECT COUNT(*) FROM runs");

@@ -15,12 +15,6 @@
 namespace xmod {
 namespace {
 
-std::unique_ptr<Store> OpenStore(const std::string& path) {
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path, StoreOptions{});
-  EXPECT_TRUE(store.ok()) << store.status();
-  return store.ok() ? *std::move(store) : nullptr;
-}
-
 // One sweep with one run; returns the run id.
 int64_t AddRun(Store& store) {
   int64_t run_id = 0;

@@ -27,6 +27,12 @@ std::string NewTestDir(const std::string& name) {
   return dir;
 }
 
+std::unique_ptr<Store> OpenStore(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path, StoreOptions{});
+  EXPECT_TRUE(store.ok()) << store.status();
+  return store.ok() ? *std::move(store) : nullptr;
+}
+
 CoordinatorOptions LoopbackOptions(const std::string& dir) {
   CoordinatorOptions options;
   options.listen = "127.0.0.1:0";

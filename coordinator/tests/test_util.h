@@ -30,6 +30,10 @@ inline const std::optional<std::string> kTestActor = std::string("tester");
 // A new empty directory under the test's temporary directory.
 std::string NewTestDir(const std::string& name);
 
+// The store of the database at `path` with default options; a failed open fails the test and
+// gives nullptr.
+std::unique_ptr<Store> OpenStore(const std::string& path);
+
 // A coordinator's options for a test: gRPC and HTTP on free loopback ports, no metrics
 // listener, database and checkpoints in `dir`, no credentials.
 CoordinatorOptions LoopbackOptions(const std::string& dir);

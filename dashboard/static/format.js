@@ -78,6 +78,19 @@ const Xmod = (() => {
     return String(n);
   }
 
+  // 50331648 -> "48.0 MiB" (binary units, as GPU memory is quoted); '' for none.
+  function bytes(n) {
+    n = Number(n);
+    if (!n) return '';
+    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let unit = 0;
+    while (n >= 1024 && unit < units.length - 1) {
+      n /= 1024;
+      unit++;
+    }
+    return unit ? `${n.toFixed(1)} ${units[unit]}` : `${n} B`;
+  }
+
   // FLOPs in scientific notation: 1.5e10.
   const flops = v => (Number(v) ? Number(v).toExponential(2).replace('e+', 'e') : '');
   const loss = v => (v === undefined || v === null || !isFinite(v) ? '' : Number(v).toFixed(4));
@@ -103,5 +116,5 @@ const Xmod = (() => {
     return n;
   }
 
-  return {api, post, session, login, logout, count, flops, loss, time, cell, node};
+  return {api, post, session, login, logout, count, bytes, flops, loss, time, cell, node};
 })();

@@ -128,6 +128,8 @@ const XmodRows = (() => {
                                 live === undefined ? '' :
                                 `at ${Xmod.flops(progress.live_delta_flops)} FLOPs`;
     Xmod.cell(tr, progress.tokens_per_second ? progress.tokens_per_second.toFixed(0) : '', 'num');
+    const gpu = Xmod.cell(tr, Xmod.bytes(run.peak_gpu_memory_bytes), 'num');
+    if (run.gpu_seconds) gpu.title = `${Number(run.gpu_seconds).toFixed(0)} GPU-seconds`;
     renderEval(Xmod.cell(tr, ''), run);
     XmodActions.runCell(tr, run);
     return tr;
@@ -165,6 +167,7 @@ const XmodRows = (() => {
     Xmod.cell(tr, '');
     Xmod.cell(tr, statText(group.val_loss, 4), 'num').title = 'latest val loss of its seeds';
     Xmod.cell(tr, statText(group.live_delta, 4, true), 'num');
+    Xmod.cell(tr, '');
     Xmod.cell(tr, '');
     Xmod.cell(tr, '');
     Xmod.cell(tr, '');  // actions are per run: open the group

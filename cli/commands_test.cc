@@ -351,6 +351,12 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
     for (xmod::v1::StudyMember& m : *study->mutable_spec()->mutable_members()) {
       if (m.sweep_id() == 0) m.set_sweep_id(9);
     }
+    // As the coordinator resolves them (coordinator/fitting/studies.h): unset fit settings
+    // are the member sweeps' (here the B.4 sweeps' seed 7 and 200 refits).
+    if (!study->spec().has_seed()) study->mutable_spec()->set_seed(7);
+    if (!study->spec().has_bootstrap_samples()) {
+      study->mutable_spec()->set_bootstrap_samples(200);
+    }
     return grpc::Status::OK;
   }
 
@@ -818,6 +824,19 @@ TEST_F(CommandsTest, StudyCreateFromFlagsOrAFile) {
   EXPECT_EQ(sent.spec().bootstrap_samples(), 20);
   EXPECT_THAT(r.out, HasSubstr("Created study 3 (\"b4\") over 2 sweeps"));
   EXPECT_THAT(r.out, HasSubstr("9  paper-b4-nact  nact"));
+  EXPECT_THAT(r.out, HasSubstr("seed                   7  given\n"));
+  EXPECT_THAT(r.out, HasSubstr("bootstrap_samples     20  given\n"));
+
+  // The README's command: no fit settings sent, so the coordinator gives the member sweeps'
+  // and the command prints what the study will fit with.
+  r = Xmodctl(
+      {"study", "create", "b4", "--member", "kxl=1", "--member", "nact=2", "--member", "axk=3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(fake_.last_create_study().spec().has_seed());
+  EXPECT_FALSE(fake_.last_create_study().spec().has_bootstrap_samples());
+  EXPECT_THAT(r.out, HasSubstr("Fit settings of the study"));
+  EXPECT_THAT(r.out, HasSubstr("seed                   7  the member sweeps' fit plans\n"));
+  EXPECT_THAT(r.out, HasSubstr("bootstrap_samples    200  the member sweeps' fit plans\n"));
 
   const std::string file =
       WriteSpec("study.textpb", R"pb(name: "from-file"

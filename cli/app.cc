@@ -255,8 +255,12 @@ void AddStudyCommands(CLI::App& app, State& s, Action* action) {
                    "ROLE=SWEEP, ROLE kxl|nact|axk|design, SWEEP an id or name; repeatable")
       ->allow_extra_args(false);
   create->add_option("--description", o.description, "Free text");
-  create->add_option("--seed", o.seed, "DE / bootstrap seed of the study's fit");
-  create->add_option("--bootstrap_samples", o.bootstrap_samples, "Bootstrap refits (0 = none)");
+  create->add_option("--seed", o.seed,
+                     "DE / bootstrap seed of the study's fit (default: the file's, else the "
+                     "member sweeps' fit.seed)");
+  create->add_option("--bootstrap_samples", o.bootstrap_samples,
+                     "Bootstrap refits, 0 = none (default: the file's, else the member sweeps' "
+                     "fit.bootstrap_samples)");
   create->add_flag("--dry_run", o.dry_run,
                    "Validate and count the in-range observations only; store and cancel nothing");
   Leaf(study, "list", "List studies, newest first", action,

@@ -138,8 +138,8 @@ struct StudyCreateOptions {
   std::string name;
   std::string description;
   std::vector<std::string> members;
-  int64_t seed = -1;           // -1 = the file's (else 0)
-  int bootstrap_samples = -1;  // -1 = the file's (else 0)
+  int64_t seed = -1;           // -1 = the file's, else the member sweeps' (coordinator)
+  int bootstrap_samples = -1;  // -1 = the file's, else the member sweeps' (coordinator)
   bool dry_run = false;        // validate, resolve and count only
 };
 absl::Status StudyCreate(const Context& ctx, const StudyCreateOptions& options);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <map>
 #include <sstream>
 #include <tuple>
 
@@ -135,6 +136,14 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
       *response->mutable_run() = done;
       return grpc::Status::OK;
     }
+    if (request->run_id() == 5) {  // evaluated zero-shot at the end (GetMetrics below)
+      Run done = MakeRun(5, "xmod-cpu-d128-L256-K4-A1", xmod::v1::SUCCEEDED, 3e12, 3e12);
+      for (const char* task : {"gcide", "lambada"}) {
+        done.mutable_spec()->mutable_training()->add_eval_tasks()->set_task(task);
+      }
+      *response->mutable_run() = done;
+      return grpc::Status::OK;
+    }
     if (request->run_id() != 2) {
       return grpc::Status(grpc::StatusCode::NOT_FOUND,
                           absl::StrCat("run ", request->run_id(), " not found"));
@@ -149,6 +158,31 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
     auto* c = response->add_checkpoints();
     c->set_step(40);
     c->set_path("/ckpt/run2/step40.pt");
+    return grpc::Status::OK;
+  }
+
+  // Run 5's zero-shot metrics as the trainer reports them (model/eval/evaluate.h EvalMetrics):
+  // each series asked for that exists, with one point.
+  grpc::Status GetMetrics(grpc::ServerContext* context, const xmod::v1::GetMetricsRequest* request,
+                          xmod::v1::GetMetricsResponse* response) override {
+    Record(context);
+    const std::map<std::string, double> eval = {{"eval/gcide/acc", 0.4375},
+                                                {"eval/gcide/acc_stderr", 0.0222},
+                                                {"eval/gcide/acc_norm", 0.4375},
+                                                {"eval/gcide/acc_norm_stderr", 0.0222},
+                                                {"eval/gcide/n", 500},
+                                                {"eval/lambada/acc", 0.125},
+                                                {"eval/lambada/acc_stderr", 0.0331},
+                                                {"eval/lambada/ppl", 812.5},
+                                                {"eval/lambada/ppl_stderr", 97.25},
+                                                {"eval/lambada/n", 96}};
+    for (const std::string& name : request->names()) {
+      auto it = eval.find(name);
+      if (request->run_id() != 5 || it == eval.end()) continue;
+      xmod::v1::MetricSeries* series = response->add_series();
+      series->set_name(name);
+      series->add_points()->set_value(it->second);
+    }
     return grpc::Status::OK;
   }
 
@@ -316,6 +350,12 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
     *study->mutable_spec() = request->spec();
     for (xmod::v1::StudyMember& m : *study->mutable_spec()->mutable_members()) {
       if (m.sweep_id() == 0) m.set_sweep_id(9);
+    }
+    // As the coordinator resolves them (coordinator/fitting/studies.h): unset fit settings
+    // are the member sweeps' (here the B.4 sweeps' seed 7 and 200 refits).
+    if (!study->spec().has_seed()) study->mutable_spec()->set_seed(7);
+    if (!study->spec().has_bootstrap_samples()) {
+      study->mutable_spec()->set_bootstrap_samples(200);
     }
     return grpc::Status::OK;
   }
@@ -694,6 +734,23 @@ TEST_F(CommandsTest, RunShowSaysWhyASucceededRunEndedShortOfItsBudget) {
   EXPECT_THAT(failed.out, Not(HasSubstr("ended at step")));
 }
 
+// Each zero-shot metric with its standard error beside it ("-" where the harness reports
+// none: acc_norm and its error for LAMBADA, ppl for a multiple-choice task).
+TEST_F(CommandsTest, RunShowHasZeroShotResultsWithStandardErrors) {
+  Result r = Xmodctl({"run", "show", "5"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out,
+              HasSubstr("TASK       N     ACC  ACC_STDERR  ACC_NORM  ACC_NORM_STDERR    PPL  "
+                        "PPL_STDERR\n"
+                        "gcide    500  0.4375      0.0222    0.4375           0.0222      -  "
+                        "         -\n"
+                        "lambada   96   0.125      0.0331         -                -  812.5  "
+                        "     97.25\n"));
+  Result csv = Xmodctl({"run", "show", "5", "-o", "csv"});
+  EXPECT_THAT(csv.out, HasSubstr("task,n,acc,acc_stderr,acc_norm,acc_norm_stderr,ppl,ppl_stderr\n"
+                                 "gcide,500,0.4375,0.0222,0.4375,0.0222,,\n"));
+}
+
 TEST_F(CommandsTest, RunShowSaysWhyAQueuedRunWaits) {
   Result r = Xmodctl({"run", "show", "3"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -813,6 +870,19 @@ TEST_F(CommandsTest, StudyCreateFromFlagsOrAFile) {
   EXPECT_EQ(sent.spec().bootstrap_samples(), 20);
   EXPECT_THAT(r.out, HasSubstr("Created study 3 (\"b4\") over 2 sweeps"));
   EXPECT_THAT(r.out, HasSubstr("9  paper-b4-nact  nact"));
+  EXPECT_THAT(r.out, HasSubstr("seed                   7  given\n"));
+  EXPECT_THAT(r.out, HasSubstr("bootstrap_samples     20  given\n"));
+
+  // The README's command: no fit settings sent, so the coordinator gives the member sweeps'
+  // and the command prints what the study will fit with.
+  r = Xmodctl(
+      {"study", "create", "b4", "--member", "kxl=1", "--member", "nact=2", "--member", "axk=3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(fake_.last_create_study().spec().has_seed());
+  EXPECT_FALSE(fake_.last_create_study().spec().has_bootstrap_samples());
+  EXPECT_THAT(r.out, HasSubstr("Fit settings of the study"));
+  EXPECT_THAT(r.out, HasSubstr("seed                   7  the member sweeps' fit plans\n"));
+  EXPECT_THAT(r.out, HasSubstr("bootstrap_samples    200  the member sweeps' fit plans\n"));
 
   const std::string file =
       WriteSpec("study.textpb", R"pb(name: "from-file"

@@ -29,6 +29,7 @@ TEST(ExamplesTest, EveryBundledSpecExpands) {
       {"examples/demo.textpb", {6, 0}},
       {"examples/tiny.textpb", {4, 0}},
       {"examples/cpu_b4.textpb", {68, 0}},
+      {"examples/cpu_b3_pilot.textpb", {17, 0}},
       {"examples/paper/b3_pilot.textpb", {37, 0}},
       {"examples/paper/b4_kxl.textpb", {67, 6}},
       {"examples/paper/b4_nact.textpb", {53, 5}},

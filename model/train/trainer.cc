@@ -554,10 +554,7 @@ absl::Status Run::EvaluateTasks() {
       absl::Status status = Metric(name, value);
       if (!status.ok()) return status;
     }
-    LOG(INFO) << absl::StrFormat("%s: n %d, acc %.4f%s", task, result->n(), result->acc(),
-                                 result->has_ppl()
-                                     ? absl::StrFormat(", ppl %.3f", result->ppl())
-                                     : absl::StrFormat(", acc_norm %.4f", result->acc_norm()));
+    LOG(INFO) << EvalResultLine(*result);
   }
   return absl::OkStatus();
 }

@@ -12,7 +12,9 @@
 #     checkpoint on the other worker's container (started again after that), and every run of
 #     the sweep SUCCEEDS;
 #   - the coordinator's /metrics (published port) counts the runs succeeded, the dashboard
-#     answers, and the Prometheus container has scraped the coordinator and both workers.
+#     answers, and the Prometheus container has scraped the coordinator and both workers;
+#   - `podman kube play deploy/k8s/storage.yaml` makes its two claims as volumes (the kinds
+#     of coordinator.yaml and worker.yaml are not ones podman 4.3 plays).
 # Then the workers are stopped (they drain), then the rest; the containers, volumes and network
 # are removed. KEEP_TMP=1 keeps the logs. Prints its wall time.
 source "$(dirname "$0")/../lib/podman.sh"
@@ -33,6 +35,7 @@ teardown() {
   compose down -v -t 30
   podman volume rm -f "${project}_data" >/dev/null 2>&1
   podman network rm -f "${project}_default" >/dev/null 2>&1
+  podman volume rm -f xmod-checkpoints xmod-data >/dev/null 2>&1
   cleanup
 }
 trap teardown EXIT
@@ -164,5 +167,13 @@ for name in worker-1 worker-2; do
 done
 compose down -v -t 30 || fail "podman-compose down"
 echo "containers_test: workers drained and the cluster stopped in $((SECONDS - stop_at)) s"
+# --- the one kind of deploy/k8s that podman 4.3 plays: storage.yaml's claims, as volumes ------
+podman kube play "$SRC/deploy/k8s/storage.yaml" >/dev/null || fail "podman kube play storage.yaml"
+for claim in xmod-checkpoints xmod-data; do
+  podman volume exists "$claim" || fail "podman kube play storage.yaml made no volume $claim"
+done
+podman volume rm xmod-checkpoints xmod-data >/dev/null
+echo "containers_test: podman kube play deploy/k8s/storage.yaml made volumes xmod-checkpoints" \
+  "and xmod-data (its StatefulSet, DaemonSet and Service are kinds podman does not play)"
 echo "containers_test: PASS in $((SECONDS - start)) s (images:" \
   "$(podman images --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep xmod | paste -sd, -))"

@@ -62,7 +62,7 @@ if (($(date +%s) - made > 86400)); then
     --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
     --dpkgopt='path-include=/usr/share/doc/*/copyright' \
     bookworm "$work/base.tar"
-  podman import --quiet "$work/base.tar" "$BASE" >/dev/null
+  podman import --quiet --change 'LABEL io.xmod.image=true' "$work/base.tar" "$BASE" >/dev/null
   rm -f "$work/base.tar"
   report "$BASE" $((SECONDS - start))
 else
@@ -90,3 +90,5 @@ for image in "${images[@]}"; do
   fi
   report "$name" $((SECONDS - start))
 done
+# The images these replaced (each image built on the base carries its label), untagged now.
+podman image prune --force --filter label=io.xmod.image=true >/dev/null

@@ -110,8 +110,8 @@ started=$( (
   sed -n 's/.*command: \["\([^"]*\)".*/\1/p' "$SRC"/deploy/k8s/*.yaml
   echo xmod-train
 ) | sort -u)
-# The cpu image's build from source (its source-cpu stage) makes every one of them.
-build_flags=$(awk '/^FROM .* AS source-cpu$/ {on = 1; next} /^FROM / {on = 0} on' "$DOCKERFILE" |
+# The cpu image's build from source (its build-cpu stage) makes every one of them.
+build_flags=$(awk '/^FROM .* AS build-cpu$/ {on = 1; next} /^FROM / {on = 0} on' "$DOCKERFILE" |
   grep -o '\-D[A-Z_]*=[A-Za-z0-9]*' | tr '\n' ' ')
 # shellcheck disable=SC2086  # the flags are words
 cmake -S "$SRC" -B "$TMP/image-build" -G Ninja $build_flags >"$TMP/configure.log" 2>&1 ||
@@ -121,7 +121,7 @@ for binary in $started; do
   grep -qx "$binary" <<<"$targets" ||
     fail "an image starts $binary, but the build configured with $build_flags makes no bin/$binary"
 done
-echo "container: a build configured as the Dockerfile's source-cpu stage ($build_flags) makes" \
+echo "container: a build configured as the Dockerfile's build-cpu stage ($build_flags) makes" \
   "bin/$(echo $targets), which holds what the images start:" $started
 echo "container: the images themselves are built and run by deploy_images and deploy_containers"
 echo "deploy_files: PASS in $((SECONDS - start)) s"

@@ -5,8 +5,8 @@
 #                         localhost/xmod-prometheus from Debian's package (ctest: deploy_images,
 #                         the images deploy_containers runs)
 #   images_test.sh cuda   localhost/xmod:cuda from this build and GPU_BUILD_DIR (default
-#                         build/gpu, scripts/build-gpu.sh); built and checked, not trained on
-#                         (no GPU needed; .ci/run)
+#                         build/gpu, scripts/build-gpu.sh): built, checked, not trained on (no
+#                         GPU needed), then removed (3.6 GB; .ci/run)
 # Each xmod image runs as the user xmod (uid 10001), every binary in it answers --version, and
 # ldd finds every library of every binary and every LibTorch library in it, but the driver's
 # libcuda.so.1 (the NVIDIA container runtime adds it on GPU nodes); Prometheus runs as nobody
@@ -42,4 +42,5 @@ for image in "${images[@]}"; do
       "answer --version; ldd finds every library"
   fi
 done
+[[ ${1:-} != cuda ]] || podman rmi localhost/xmod:cuda >/dev/null
 echo "images_test: PASS in $((SECONDS - start)) s"

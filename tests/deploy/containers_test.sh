@@ -86,11 +86,12 @@ sweep=$("$XMODCTL" -o json sweep submit "$TEST_TMP/demo.textpb" |
   /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["sweep_id"])')
 runs=$(query "SELECT COUNT(*) FROM runs WHERE sweep_id = $sweep")
 submitted_at=$SECONDS
-# A running attempt with a checkpoint recorded: the run is mid-way, with a resume point.
+# A running attempt with exactly one checkpoint recorded (its first evaluation's, at 25% of
+# the budget; the next comes at 50%): mid-way, with a resume point and well before its end.
 pick_victim() {
   victim=$(query "SELECT a.run_id, a.worker FROM attempts a WHERE a.outcome = 'running'
-                  AND EXISTS (SELECT 1 FROM checkpoints c WHERE c.run_id = a.run_id
-                              AND c.attempt = a.attempt)
+                  AND (SELECT COUNT(*) FROM checkpoints c WHERE c.run_id = a.run_id
+                       AND c.attempt = a.attempt) = 1
                   ORDER BY a.run_id LIMIT 1")
   [[ -n $victim ]]
 }

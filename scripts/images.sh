@@ -77,7 +77,10 @@ for image in "${images[@]}"; do
     "${build[@]}" -t "$name" deploy/prometheus >/dev/null
   elif ((from_source)); then
     name=localhost/xmod:$image
-    "${build[@]}" --target "$image" -t "$name" -f deploy/docker/Dockerfile . >/dev/null
+    # BINARIES given although it is the default: buildah 1.28 skips the stages a FROM names
+    # through an argument's default value as unused.
+    "${build[@]}" --build-arg BINARIES=source --target "$image" -t "$name" \
+      -f deploy/docker/Dockerfile . >/dev/null
   else
     name=localhost/xmod:$image
     packages=$work/base-packages

@@ -38,7 +38,10 @@ for arg in "$@"; do
 done
 ((${#images[@]})) || images=(cpu prometheus)
 for tool in buildah podman mmdebstrap; do
-  command -v "$tool" >/dev/null || { echo "images: no $tool (scripts/setup.sh installs it)" >&2; exit 1; }
+  if ! command -v "$tool" >/dev/null; then
+    echo "images: no $tool (scripts/setup.sh installs it)" >&2
+    exit 1
+  fi
 done
 work=$BUILD_DIR/images
 mkdir -p "$work"

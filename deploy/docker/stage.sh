@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Lays out the files of one xmod image under DEST, as they go into it (deploy/docker/Dockerfile
 # copies DEST onto its base image's /):
-#   cpu   /usr/local/bin: every xmod binary of BUILD_DIR (default build/release) — xmod-coordinator,
-#         xmod-worker, xmod-train, xmodctl, xmod-eval, xmod-data, xmod-fit, xmod-design-sim;
+#   cpu   /usr/local/bin: every xmod binary of BUILD_DIR (default build/release) —
+#         xmod-coordinator, xmod-worker, xmod-train, xmodctl, xmod-eval, xmod-data, xmod-fit,
+#         xmod-design-sim;
 #         the dashboard's files in /usr/local/share/xmod/dashboard
 #   cuda  /usr/local/bin: xmod-worker of BUILD_DIR and xmod-train of GPU_BUILD_DIR (default
 #         build/gpu: CUDA and NCCL, scripts/build-gpu.sh)
@@ -45,7 +46,8 @@ fail() {
 }
 
 if [[ $kind == cpu ]]; then
-  binaries=("$build_dir"/bin/{xmod-coordinator,xmod-worker,xmod-train,xmodctl,xmod-eval,xmod-data,xmod-fit,xmod-design-sim})
+  binaries=("$build_dir"/bin/{xmod-coordinator,xmod-worker,xmod-train,xmodctl,xmod-eval}
+            "$build_dir"/bin/{xmod-data,xmod-fit,xmod-design-sim})
   data_packages=(libgrpc29 fontconfig-config fonts-dejavu-core)
   dlopened=()
 else
@@ -68,7 +70,7 @@ strip --strip-unneeded "$dest"/usr/local/bin/*
 found=$(for file in "${binaries[@]}" "${dlopened[@]}"; do ldd "$file" | sed "s#^#$file: #"; done)
 missing=$(grep "=> not found" <<<"$found" | grep -v "[[:space:]]libcuda\.so\.1 =>" || true)
 [[ -z $missing ]] || fail "ldd finds no file for:"$'\n'"$missing"
-mapfile -t libraries < <(awk '$3 == "=>" && $4 ~ /^\// {print $4}' <<<"$found" | sort -u |
+mapfile -t libraries < <(awk '$3 == "=>" && $4 ~ /^\// {print $4}' <<<"$found" |
   while read -r path; do echo "$(cd "${path%/*}" && pwd -P)/${path##*/}"; done | sort -u)
 
 # Debian's libraries and their packages. dpkg knows a library by one of its two paths (merged
@@ -77,7 +79,8 @@ declare -A owner
 while read -r package path; do
   owner[${path#/usr}]=$package
 done < <(printf '%s\n' "${libraries[@]}" | grep -v "^$site/" | sed 's#^/usr/lib/#/lib/#' |
-  sed 'p; s#^#/usr#' | xargs dpkg-query -S 2>/dev/null | sed -n 's#^\([^:,]*\)[^ ]* \(/.*\)$#\1 \2#p')
+  sed 'p; s#^#/usr#' | xargs dpkg-query -S 2>/dev/null |
+  sed -n 's#^\([^:,]*\)[^ ]* \(/.*\)$#\1 \2#p')
 torch_dirs=()
 for library in "${libraries[@]}" "${dlopened[@]}"; do
   if [[ $library == "$site"/* ]]; then

@@ -98,8 +98,9 @@ pick_victim() {
 wait_until 300 "a running attempt with a checkpoint" pick_victim
 IFS=, read -r victim_run victim_worker <<<"$victim"
 other_worker=worker-$((3 - ${victim_worker#worker-}))
-checkpoint=$(query "SELECT path FROM checkpoints WHERE run_id = $victim_run ORDER BY step DESC LIMIT 1")
-echo "containers_test: run $victim_run has checkpoint $checkpoint; killing $(container "$victim_worker")"
+checkpoint=$(query "SELECT path FROM checkpoints WHERE run_id = $victim_run ORDER BY step LIMIT 1")
+echo "containers_test: run $victim_run has checkpoint $checkpoint;" \
+  "killing $(container "$victim_worker")"
 podman kill -s KILL "$(container "$victim_worker")" >/dev/null
 podman wait "$(container "$victim_worker")" >/dev/null
 # Its lease expires (30 s) and the run waits for the other worker, which only the shared
@@ -136,7 +137,8 @@ IFS=, read -r _ last_worker last_outcome last_resumed <<<"$(tail -n 1 <<<"$attem
 echo "containers_test: all $runs runs of the demo sweep SUCCEEDED in $sweep_s s"
 
 # --- /metrics, the dashboard and Prometheus, through the published ports ----------------------
-metrics=$(curl -sf "http://127.0.0.1:$XMOD_METRICS_PORT/metrics") || fail "no /metrics on $XMOD_METRICS_PORT"
+metrics=$(curl -sf "http://127.0.0.1:$XMOD_METRICS_PORT/metrics") ||
+  fail "no /metrics on port $XMOD_METRICS_PORT"
 grep -qx "xmod_runs{state=\"SUCCEEDED\"} $runs" <<<"$metrics" ||
   fail "/metrics: $(grep '^xmod_runs{' <<<"$metrics")"
 curl -sf "http://127.0.0.1:$XMOD_HTTP_PORT/" >/dev/null || fail "no dashboard on $XMOD_HTTP_PORT"

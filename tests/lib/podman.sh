@@ -15,7 +15,8 @@ podman_fail() {
   exit 1
 }
 [[ $(id -u) == 0 ]] ||
-  podman_fail "the container tests run podman as root (bridge networks, published ports); uid $(id -u)"
+  podman_fail "the container tests run podman as root (bridge networks, published ports);" \
+    "this is uid $(id -u)"
 for tool in podman buildah podman-compose mmdebstrap runc netavark; do
   command -v "$tool" >/dev/null || [[ -x /usr/lib/podman/$tool ]] ||
     podman_fail "no $tool: scripts/setup.sh installs it"

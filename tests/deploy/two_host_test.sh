@@ -147,8 +147,8 @@ for row in db.execute(sys.argv[2]):
 PY
 }
 
-# wait_until SQL WANT SECONDS: until the query's output is WANT.
-wait_until() {
+# wait_query SQL WANT SECONDS: until the query's output is WANT.
+wait_query() {
   local deadline=$((SECONDS + $3)) got
   while true; do
     got=$(q "$1" 2>/dev/null || true)
@@ -165,7 +165,7 @@ sweep gang 1e9 2 1
 sweep single 1e9 1 0
 GANG=$(run_of gang)
 SINGLE=$(run_of single)
-wait_until "SELECT state FROM runs WHERE id IN ($GANG, $SINGLE) ORDER BY id" \
+wait_query "SELECT state FROM runs WHERE id IN ($GANG, $SINGLE) ORDER BY id" \
   "$(printf 'SUCCEEDED\nSUCCEEDED')" 90
 members=$(q "SELECT worker FROM attempts WHERE run_id = $GANG")
 [ "$members" = "a,b" ] || [ "$members" = "b,a" ] ||
@@ -189,12 +189,12 @@ PY
 # --- 2. Losing one host ends the gang; the run resumes on a fresh one. -------------------
 sweep long 1.6e10 2 1 25
 LONG=$(run_of long)
-wait_until "SELECT COUNT(*) > 0 FROM checkpoints WHERE run_id = $LONG AND attempt = 1" 1 90
-wait_until "SELECT state FROM runs WHERE id = $LONG" RUNNING 5
+wait_query "SELECT COUNT(*) > 0 FROM checkpoints WHERE run_id = $LONG AND attempt = 1" 1 90
+wait_query "SELECT state FROM runs WHERE id = $LONG" RUNNING 5
 pkill -9 -s "$SESSION_B" || fail "nothing to kill on host b"
 echo "two_host_test: killed host b (worker b and its trainer) at step" \
   "$(q "SELECT step FROM runs WHERE id = $LONG")"
-wait_until "SELECT outcome IN ('lost', 'failed') FROM attempts WHERE run_id = $LONG AND attempt = 1" \
+wait_query "SELECT outcome IN ('lost', 'failed') FROM attempts WHERE run_id = $LONG AND attempt = 1" \
   1 30
 # a's rank of the dead gang is stopped as well (by its collective failing or a KILL order).
 deadline=$((SECONDS + 30))
@@ -208,7 +208,7 @@ echo "two_host_test: attempt 1 ended on both hosts:" \
   fail "the run is not requeued while one worker is left"
 WORKER_FLAGS=("${ADVERTISE_B[@]}")
 start_worker_in b2 "${IN_B[@]}"
-wait_until "SELECT state FROM runs WHERE id = $LONG" SUCCEEDED 120
+wait_query "SELECT state FROM runs WHERE id = $LONG" SUCCEEDED 120
 attempt2=$(q "SELECT worker, resumed_from_step > 0, outcome FROM attempts
               WHERE run_id = $LONG AND attempt = 2")
 case "$attempt2" in

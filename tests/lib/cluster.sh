@@ -53,6 +53,17 @@ wait_for() {
   done
 }
 
+# wait_until SECONDS WHAT COMMAND...: retries COMMAND every 0.25 s until it succeeds; after
+# SECONDS, calls the test's own `fail` (which says why and shows its logs) with WHAT.
+wait_until() {
+  local limit=$1 what=$2 deadline=$((SECONDS + $1))
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || fail "waited ${limit} s for $what"
+    sleep 0.25
+  done
+}
+
 # json_field FILE KEY: a top-level number from a small JSON file.
 json_field() {
   /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"

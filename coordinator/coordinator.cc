@@ -99,8 +99,8 @@ absl::Status Coordinator::OpenStore() {
   metrics_ = std::make_unique<CoordinatorMetrics>();
   StoreOptions store_options = options_.store;
   CoordinatorMetrics* metrics = metrics_.get();
-  store_options.on_commit = [metrics](double seconds, int batch) {
-    metrics->ObserveCommit(seconds, batch);
+  store_options.on_commit = [metrics](double seconds, int batch, const absl::Status& status) {
+    metrics->ObserveCommit(seconds, batch, status);
   };
   absl::StatusOr<std::unique_ptr<DatabaseLock>> lock = DatabaseLock::Acquire(options_.db_path);
   if (!lock.ok()) return lock.status();

@@ -796,20 +796,22 @@ TEST_F(AgentTest, AMultiRankRunStartsOneChildPerRankAndReadsRankZero) {
   ASSERT_NE(rank1, nullptr);
 
   // Each rank: its slot's cores, its rank, the same spec, lease, resume point and
-  // rendezvous; events only from rank 0.
+  // rendezvous on loopback; events only from rank 0.
   const std::string spec_path = attempt_dir + "/spec.pb";
   const std::string rendezvous = attempt_dir + "/rdzv";
   const std::string deadline = std::to_string(kStartMono + 900);
-  EXPECT_THAT(rank0->options().argv,
-              ElementsAre("/opt/xmod/xmod-train", "--spec", spec_path, "--events_fd", "3",
-                          "--threads", "2", "--lease_deadline_ms", deadline, "--lease_fd", "4",
-                          "--resume", "/ckpt/step-5.pt", "--resume_sha256", "aa", "--resume_bytes",
-                          "0", "--rank", "0", "--world_size", "2", "--rendezvous", rendezvous));
-  EXPECT_THAT(rank1->options().argv,
-              ElementsAre("/opt/xmod/xmod-train", "--spec", spec_path, "--events_fd", "-1",
-                          "--threads", "3", "--lease_deadline_ms", deadline, "--lease_fd", "4",
-                          "--resume", "/ckpt/step-5.pt", "--resume_sha256", "aa", "--resume_bytes",
-                          "0", "--rank", "1", "--world_size", "2", "--rendezvous", rendezvous));
+  EXPECT_THAT(
+      rank0->options().argv,
+      ElementsAre("/opt/xmod/xmod-train", "--spec", spec_path, "--events_fd", "3", "--threads", "2",
+                  "--lease_deadline_ms", deadline, "--lease_fd", "4", "--resume", "/ckpt/step-5.pt",
+                  "--resume_sha256", "aa", "--resume_bytes", "0", "--rank", "0", "--world_size",
+                  "2", "--rendezvous", rendezvous, "--dist_host", "127.0.0.1"));
+  EXPECT_THAT(
+      rank1->options().argv,
+      ElementsAre("/opt/xmod/xmod-train", "--spec", spec_path, "--events_fd", "-1", "--threads",
+                  "3", "--lease_deadline_ms", deadline, "--lease_fd", "4", "--resume",
+                  "/ckpt/step-5.pt", "--resume_sha256", "aa", "--resume_bytes", "0", "--rank", "1",
+                  "--world_size", "2", "--rendezvous", rendezvous, "--dist_host", "127.0.0.1"));
   EXPECT_THAT(rank1->options().env,
               ::testing::Contains(std::pair<std::string, std::string>("OMP_NUM_THREADS", "3")));
   EXPECT_EQ(rank0->options().log_path, attempt_dir + "/train.log");

@@ -1,6 +1,7 @@
 // See coordinator_metrics.h.
 #include "coordinator/metrics/coordinator_metrics.h"
 
+#include "absl/time/clock.h"
 #include "common/build_metrics.h"
 #include "xmod/v1/types.pb.h"
 
@@ -35,6 +36,25 @@ CoordinatorMetrics::CoordinatorMetrics()
                       .Register(*registry_)
                       .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128,
                                                                        256, 1024, 4096})),
+      database_writable_(prometheus::BuildGauge()
+                             .Name("xmod_database_writable")
+                             .Help("1 while the database takes writes; 0 from a transaction it "
+                                   "could not commit (a full or failing volume: new work is "
+                                   "refused) until one commits again")
+                             .Register(*registry_)
+                             .Add({})),
+      database_unwritable_since_(prometheus::BuildGauge()
+                                     .Name("xmod_database_unwritable_since_seconds")
+                                     .Help("Unix time of the first failed commit while the "
+                                           "database cannot be written; 0 while it can")
+                                     .Register(*registry_)
+                                     .Add({})),
+      failed_commits_(prometheus::BuildCounter()
+                          .Name("xmod_database_failed_commits_total")
+                          .Help("Store transactions the database could not commit, by gRPC "
+                                "code of the cause (RESOURCE_EXHAUSTED: full; UNAVAILABLE: I/O "
+                                "error)")
+                          .Register(*registry_)),
       rpcs_(prometheus::BuildCounter()
                 .Name("xmod_rpc_requests_total")
                 .Help("gRPC requests handled, by method and status code")
@@ -70,6 +90,7 @@ CoordinatorMetrics::CoordinatorMetrics()
                                 "val/loss minus its dense reference's at the same FLOPs")
                           .Register(*registry_)) {
   AddBuildInfoGauge(*registry_);
+  database_writable_.Set(1);
   absl::MutexLock lock(&mu_);
   for (xmod::v1::RunState state : {xmod::v1::QUEUED, xmod::v1::RUNNING, xmod::v1::SUCCEEDED,
                                    xmod::v1::FAILED, xmod::v1::CANCELLED}) {
@@ -90,9 +111,19 @@ void CoordinatorMetrics::SetWorkersConnected(int workers) { workers_connected_.S
 
 void CoordinatorMetrics::AddMetricPoints(int points) { metric_points_.Increment(points); }
 
-void CoordinatorMetrics::ObserveCommit(double seconds, int batch_size) {
+void CoordinatorMetrics::ObserveCommit(double seconds, int batch_size, const absl::Status& status) {
   commit_seconds_.Observe(seconds);
   batch_size_.Observe(batch_size);
+  if (status.ok()) {
+    database_writable_.Set(1);
+    database_unwritable_since_.Set(0);
+    return;
+  }
+  failed_commits_.Add({{"code", absl::StatusCodeToString(status.code())}}).Increment();
+  if (database_unwritable_since_.Value() == 0) {
+    database_unwritable_since_.Set(absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
+  }
+  database_writable_.Set(0);
 }
 
 void CoordinatorMetrics::CountRpc(const std::string& method, const std::string& code) {

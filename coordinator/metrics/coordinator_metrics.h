@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
@@ -28,7 +29,11 @@ class CoordinatorMetrics {
   void SetRunCounts(const std::map<std::string, int>& counts);
   void SetWorkersConnected(int workers);
   void AddMetricPoints(int points);
-  void ObserveCommit(double seconds, int batch_size);
+  // One store transaction: its duration and size, and whether the database took it. A failed
+  // one (a full or failing volume) sets xmod_database_writable to 0 and
+  // xmod_database_unwritable_since_seconds to when the failures began; the next committed one
+  // sets them back.
+  void ObserveCommit(double seconds, int batch_size, const absl::Status& status);
   // One finished RPC: method name and gRPC code name ("OK", "INVALID_ARGUMENT", ...).
   void CountRpc(const std::string& method, const std::string& code);
   // Counts since the database was created: the scheduler adds the stored ones at startup.
@@ -49,6 +54,9 @@ class CoordinatorMetrics {
   prometheus::Counter& metric_points_;
   prometheus::Histogram& commit_seconds_;
   prometheus::Histogram& batch_size_;
+  prometheus::Gauge& database_writable_;
+  prometheus::Gauge& database_unwritable_since_;
+  prometheus::Family<prometheus::Counter>& failed_commits_;
   prometheus::Family<prometheus::Counter>& rpcs_;
   prometheus::Counter& leases_expired_;
   prometheus::Counter& oom_exits_;

@@ -9,6 +9,7 @@
 #include "coordinator/store/store_reads.h"
 #include "coordinator/store/store_writes.h"
 #include "coordinator/tests/test_util.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "trainer_contract/exit_codes.h"
 
@@ -649,6 +650,38 @@ TEST_F(SchedulerTest, AFailedCommitLeavesMemoryAsTheDatabaseHasIt) {
   EXPECT_EQ(next->attempt(), 1);
   ASSERT_TRUE(scheduler_->CancelRun(runs[2], kTestActor).ok());
   EXPECT_EQ(Load(runs[2]).state(), xmod::v1::CANCELLED);
+}
+
+TEST_F(SchedulerTest, HeartbeatsKeepLeasesAliveWhileTheDatabaseCannotBeWritten) {
+  Submit();
+  const int64_t worker = RegisterWorker("w1");
+  std::optional<xmod::v1::Assignment> running = Acquire(worker);
+  ASSERT_TRUE(running.has_value());
+  store_->TEST_FailCommits(absl::ResourceExhaustedError("database or disk is full"));
+  // Three lease TTLs of heartbeats while nothing can be stored: each answered, the lease
+  // renewed in memory, the run running.
+  for (int i = 0; i < 6; ++i) {
+    clock_.Advance(5000);
+    EXPECT_EQ(Beat(worker, *running).orders_size(), 0);
+    EXPECT_EQ(scheduler_->ExpireLeases(), 0);
+  }
+  // New work is refused naming the cause.
+  xmod::v1::SweepSpec spec = TinySweep(dir_);
+  absl::StatusOr<std::vector<xmod::v1::Run>> expanded = ExpandSweep(spec);
+  ASSERT_TRUE(expanded.ok());
+  absl::StatusOr<int64_t> refused = scheduler_->SubmitSweep(spec, &*expanded);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(refused.status().message()),
+              ::testing::AllOf(::testing::HasSubstr("cannot be written (database or disk is full)"),
+                               ::testing::HasSubstr("new work is refused until space returns")));
+
+  // Space returns: the run never stopped, and finishes as it would have.
+  store_->TEST_FailCommits(absl::OkStatus());
+  EXPECT_EQ(scheduler_->ExpireLeases(), 0);
+  EXPECT_EQ(Load(running->run_id()).state(), xmod::v1::RUNNING);
+  ASSERT_TRUE(scheduler_->FinishRun(Finish(worker, *running, xmod::v1::OUTCOME_SUCCEEDED)).ok());
+  EXPECT_EQ(Load(running->run_id()).state(), xmod::v1::SUCCEEDED);
+  EXPECT_EQ(Attempts(running->run_id()).size(), 1u);
 }
 
 TEST_F(SchedulerTest, AFullDiskIsResourceExhaustedAndWritesResumeWhenSpaceReturns) {

@@ -106,7 +106,7 @@ TEST(StoreTest, ConcurrentWritesAreBatchedAndDurable) {
   int commits = 0;
   int max_batch = 0;
   StoreOptions options;
-  options.on_commit = [&](double, int batch) {
+  options.on_commit = [&](double, int batch, const absl::Status&) {
     ++commits;
     max_batch = std::max(max_batch, batch);
   };

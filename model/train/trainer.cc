@@ -139,6 +139,8 @@ class Run {
   // Fails unless every rank holds the same parameters and buffers.
   absl::Status CheckRanksInSync();
   absl::Status WriteCheckpoint();
+  // WriteCheckpoint(), where a storage fault is logged and training goes on without it.
+  absl::Status CheckpointOrGoOn();
   absl::Status Metric(const std::string& name, double value) {
     return events_.Metric(state_.step, state_.tokens, state_.flops, name, value);
   }
@@ -185,6 +187,7 @@ class Run {
   int64_t last_progress_ms_ = -1;
   int64_t last_checkpoint_step_ = -1;
   std::string last_checkpoint_;
+  int64_t checkpoint_failures_ = 0;  // checkpoints a full or failing volume cost
 };
 
 absl::Status Run::Setup() {
@@ -601,6 +604,23 @@ absl::Status Run::WriteCheckpoint() {
   return absl::OkStatus();
 }
 
+absl::Status Run::CheckpointOrGoOn() {
+  absl::Status status = WriteCheckpoint();
+  // A full or failing checkpoint volume (ENOSPC, EIO: files.h) costs the checkpoint, not the
+  // run: nothing of it was kept (the file is written beside its path and renamed only when
+  // whole) or reported, so a resume starts from the last checkpoint that was, and the next
+  // checkpoint is tried on schedule. Anything else ends the run as before.
+  if (absl::IsResourceExhausted(status) || absl::IsUnavailable(status)) {
+    ++checkpoint_failures_;
+    LOG(WARNING) << "checkpoint at step " << state_.step << " not written, training goes on ("
+                 << checkpoint_failures_ << " failed so far; the last one written is "
+                 << (last_checkpoint_.empty() ? std::string("none") : last_checkpoint_)
+                 << "): " << status;
+    return absl::OkStatus();
+  }
+  return status;
+}
+
 absl::StatusOr<TrainerResult> Run::Train() {
   const auto begin = std::chrono::steady_clock::now();
   absl::Status status = Setup();
@@ -622,13 +642,13 @@ absl::StatusOr<TrainerResult> Run::Train() {
     if (!status.ok()) return status;
     const int every = training_.checkpoint_every_steps();
     if (eval_mark || (every > 0 && state_.step % every == 0)) {
-      status = WriteCheckpoint();
+      status = CheckpointOrGoOn();
       if (!status.ok()) return status;
     }
     absl::StatusOr<bool> stop = AnyStopRequested();
     if (!stop.ok()) return stop.status();
     if (*stop) {
-      status = WriteCheckpoint();
+      status = CheckpointOrGoOn();
       if (!status.ok()) return status;
       preempted = true;
       LOG(INFO) << "stopped at step " << state_.step << " on request";

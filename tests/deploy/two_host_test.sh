@@ -103,21 +103,7 @@ WORKER_FLAGS=("${ADVERTISE_B[@]}")
 start_worker_in b "${IN_B[@]}"
 SESSION_B=$LAST_SESSION
 
-# Learnable token shards (a successor rule with 10% noise), as the integration test's.
-/usr/bin/python3 - "$TEST_TMP" <<'PY'
-import random, struct, sys
-def shard(path, n, seed):
-    rng = random.Random(seed)
-    t, out = rng.randrange(61), []
-    for _ in range(n):
-        t = rng.randrange(61) if rng.randrange(10) == 0 else (5 * t + 3) % 61
-        out.append(t)
-    header = [20240520, 1, n] + [0] * 253
-    with open(path, "wb") as f:
-        f.write(struct.pack("<256i", *header) + struct.pack(f"<{n}H", *out))
-shard(f"{sys.argv[1]}/train_0.bin", 400000, 1)
-shard(f"{sys.argv[1]}/val_0.bin", 20000, 2)
-PY
+write_learnable_shards "$TEST_TMP"
 
 # sweep NAME BUDGET RANKS RANKS_PER_WORKER [CHECKPOINT_EVERY]: a one-run sweep spec file.
 sweep() {
@@ -135,27 +121,6 @@ data { train_glob: "$TEST_TMP/train_*.bin" val_glob: "$TEST_TMP/val_*.bin" }
 EOF
   "${IN_A[@]}" "$XMOD_BIN_DIR/xmodctl" sweep submit "$TEST_TMP/$1.textpb" >/dev/null ||
     fail "cannot submit $1"
-}
-
-# q SQL: rows of a read-only query on the coordinator's database, fields joined by '|'.
-q() {
-  /usr/bin/python3 - "$TEST_TMP/xmod.db" "$1" <<'PY'
-import sqlite3, sys
-db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True, timeout=10)
-for row in db.execute(sys.argv[2]):
-    print("|".join("" if v is None else str(v) for v in row))
-PY
-}
-
-# wait_query SQL WANT SECONDS: until the query's output is WANT.
-wait_query() {
-  local deadline=$((SECONDS + $3)) got
-  while true; do
-    got=$(q "$1" 2>/dev/null || true)
-    [ "$got" = "$2" ] && return 0
-    ((SECONDS > deadline)) && fail "waited $3 s for [$1] = [$2], have [$got]"
-    sleep 0.3
-  done
 }
 
 run_of() { q "SELECT r.id FROM runs r JOIN sweeps s ON s.id = r.sweep_id WHERE s.name = '$1'"; }

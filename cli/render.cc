@@ -274,8 +274,8 @@ Table RunSummaryTable(const xmod::v1::GetRunResponse& response) {
 Table AttemptsTable(const xmod::v1::GetRunResponse& response) {
   Table t;
   t.title = "Attempts";
-  t.columns = {"attempt", "worker",  "outcome",     "started",      "duration",
-               "exit",    "gpu mem", "gpu-seconds", "resumed_from", "error"};
+  t.columns = {"attempt", "worker",      "outcome",      "started",     "duration", "exit",
+               "gpu mem", "gpu-seconds", "resumed_from", "memory_plan", "error"};
   for (const auto& a : response.attempts()) {
     Cell duration = Cell::Null();
     if (a.started_unix_ms() > 0 && a.ended_unix_ms() >= a.started_unix_ms()) {
@@ -287,7 +287,7 @@ Table AttemptsTable(const xmod::v1::GetRunResponse& response) {
               a.peak_gpu_memory_bytes() > 0 ? Cell::Shown(FormatBytes(a.peak_gpu_memory_bytes()))
                                             : Cell::Null(),
               a.gpu_seconds() > 0 ? Cell::Num(a.gpu_seconds()) : Cell::Null(),
-              Cell::Int(a.resumed_from_step()), StrOrNull(a.error())});
+              Cell::Int(a.resumed_from_step()), StrOrNull(a.memory_plan()), StrOrNull(a.error())});
   }
   return t;
 }

@@ -455,6 +455,15 @@ CREATE INDEX events_by_actor ON events(actor, time_ms) WHERE actor IS NOT NULL;
     R"sql(
 ALTER TABLE attempt_members ADD COLUMN peak_gpu_memory_bytes INTEGER;
 )sql",
+
+    // Version 11: out of memory (docs/fault-tolerance.md, "Out of memory"): each run's
+    // out-of-memory failures since submission or its last resume, which choose the memory
+    // plan of its next attempt, and what that plan changed in each attempt's spec (NULL: the
+    // spec as submitted).
+    R"sql(
+ALTER TABLE runs ADD COLUMN oom_failures INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN memory_plan TEXT;
+)sql",
 };
 
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);

@@ -7,6 +7,42 @@
 
 namespace xmod {
 
+DatabaseWriteMetrics::DatabaseWriteMetrics(prometheus::Registry& registry)
+    : writable_(prometheus::BuildGauge()
+                    .Name("xmod_database_writable")
+                    .Help("1 while the database takes writes; 0 from a transaction it could not "
+                          "commit (a full or failing volume: new work is refused) until one "
+                          "commits again")
+                    .Register(registry)
+                    .Add({})),
+      unwritable_since_(prometheus::BuildGauge()
+                            .Name("xmod_database_unwritable_since_seconds")
+                            .Help("Unix time of the first failed commit while the database "
+                                  "cannot be written; 0 while it can")
+                            .Register(registry)
+                            .Add({})),
+      failed_commits_(prometheus::BuildCounter()
+                          .Name("xmod_database_failed_commits_total")
+                          .Help("Store transactions the database could not commit, by gRPC "
+                                "code of the cause (RESOURCE_EXHAUSTED: full; UNAVAILABLE: I/O "
+                                "error)")
+                          .Register(registry)) {
+  writable_.Set(1);
+}
+
+void DatabaseWriteMetrics::Observe(const absl::Status& status) {
+  if (status.ok()) {
+    writable_.Set(1);
+    unwritable_since_.Set(0);
+    return;
+  }
+  failed_commits_.Add({{"code", absl::StatusCodeToString(status.code())}}).Increment();
+  if (unwritable_since_.Value() == 0) {
+    unwritable_since_.Set(absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
+  }
+  writable_.Set(0);
+}
+
 CoordinatorMetrics::CoordinatorMetrics()
     : registry_(std::make_shared<prometheus::Registry>()),
       runs_(prometheus::BuildGauge()
@@ -36,25 +72,7 @@ CoordinatorMetrics::CoordinatorMetrics()
                       .Register(*registry_)
                       .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128,
                                                                        256, 1024, 4096})),
-      database_writable_(prometheus::BuildGauge()
-                             .Name("xmod_database_writable")
-                             .Help("1 while the database takes writes; 0 from a transaction it "
-                                   "could not commit (a full or failing volume: new work is "
-                                   "refused) until one commits again")
-                             .Register(*registry_)
-                             .Add({})),
-      database_unwritable_since_(prometheus::BuildGauge()
-                                     .Name("xmod_database_unwritable_since_seconds")
-                                     .Help("Unix time of the first failed commit while the "
-                                           "database cannot be written; 0 while it can")
-                                     .Register(*registry_)
-                                     .Add({})),
-      failed_commits_(prometheus::BuildCounter()
-                          .Name("xmod_database_failed_commits_total")
-                          .Help("Store transactions the database could not commit, by gRPC "
-                                "code of the cause (RESOURCE_EXHAUSTED: full; UNAVAILABLE: I/O "
-                                "error)")
-                          .Register(*registry_)),
+      database_(*registry_),
       rpcs_(prometheus::BuildCounter()
                 .Name("xmod_rpc_requests_total")
                 .Help("gRPC requests handled, by method and status code")
@@ -90,7 +108,6 @@ CoordinatorMetrics::CoordinatorMetrics()
                                 "val/loss minus its dense reference's at the same FLOPs")
                           .Register(*registry_)) {
   AddBuildInfoGauge(*registry_);
-  database_writable_.Set(1);
   absl::MutexLock lock(&mu_);
   for (xmod::v1::RunState state : {xmod::v1::QUEUED, xmod::v1::RUNNING, xmod::v1::SUCCEEDED,
                                    xmod::v1::FAILED, xmod::v1::CANCELLED}) {
@@ -114,16 +131,7 @@ void CoordinatorMetrics::AddMetricPoints(int points) { metric_points_.Increment(
 void CoordinatorMetrics::ObserveCommit(double seconds, int batch_size, const absl::Status& status) {
   commit_seconds_.Observe(seconds);
   batch_size_.Observe(batch_size);
-  if (status.ok()) {
-    database_writable_.Set(1);
-    database_unwritable_since_.Set(0);
-    return;
-  }
-  failed_commits_.Add({{"code", absl::StatusCodeToString(status.code())}}).Increment();
-  if (database_unwritable_since_.Value() == 0) {
-    database_unwritable_since_.Set(absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
-  }
-  database_writable_.Set(0);
+  database_.Observe(status);
 }
 
 void CoordinatorMetrics::CountRpc(const std::string& method, const std::string& code) {

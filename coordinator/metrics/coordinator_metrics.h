@@ -19,6 +19,21 @@
 
 namespace xmod {
 
+// Whether the database takes writes (Store's on_commit, each transaction's outcome):
+// xmod_database_writable, xmod_database_unwritable_since_seconds and
+// xmod_database_failed_commits_total{code}. Thread-compatible: the store's writer thread
+// alone calls Observe().
+class DatabaseWriteMetrics {
+ public:
+  explicit DatabaseWriteMetrics(prometheus::Registry& registry);
+  void Observe(const absl::Status& status);
+
+ private:
+  prometheus::Gauge& writable_;
+  prometheus::Gauge& unwritable_since_;
+  prometheus::Family<prometheus::Counter>& failed_commits_;
+};
+
 class CoordinatorMetrics {
  public:
   CoordinatorMetrics();
@@ -54,9 +69,7 @@ class CoordinatorMetrics {
   prometheus::Counter& metric_points_;
   prometheus::Histogram& commit_seconds_;
   prometheus::Histogram& batch_size_;
-  prometheus::Gauge& database_writable_;
-  prometheus::Gauge& database_unwritable_since_;
-  prometheus::Family<prometheus::Counter>& failed_commits_;
+  DatabaseWriteMetrics database_;
   prometheus::Family<prometheus::Counter>& rpcs_;
   prometheus::Counter& leases_expired_;
   prometheus::Counter& oom_exits_;

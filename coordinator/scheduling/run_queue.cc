@@ -242,6 +242,7 @@ absl::Status Scheduler::Requeue(const xmod::v1::Run& stored,
       u.run_id = run_id;
       u.state = xmod::v1::QUEUED;
       u.failures = 0;
+      u.oom_failures = 0;  // a resumed run starts from its submitted memory plan again
       u.not_before_ms = 0;
       u.error = "";
       u.finished_ms = 0;

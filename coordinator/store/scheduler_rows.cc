@@ -31,7 +31,7 @@ xmod::v1::RunState ParseRunState(const std::string& name) {
 absl::Status LoadLiveRuns(Db& db, std::vector<RunQueueEntry>* runs) {
   absl::StatusOr<Stmt> stmt = db.Prepare(
       "SELECT id, sweep_id, priority, state, attempts, failures, max_attempts, not_before_ms,"
-      " name, spec FROM runs WHERE state IN ('QUEUED','RUNNING') OR id IN"
+      " name, spec, oom_failures FROM runs WHERE state IN ('QUEUED','RUNNING') OR id IN"
       " (SELECT run_id FROM attempts WHERE ended_ms IS NULL) ORDER BY id");
   if (!stmt.ok()) return stmt.status();
   absl::Status read = ForEachRow(*stmt, [runs](const Stmt& s) {
@@ -46,6 +46,7 @@ absl::Status LoadLiveRuns(Db& db, std::vector<RunQueueEntry>* runs) {
     e.not_before_ms = s.Int(7);
     e.name = s.Text(8);
     e.spec.ParseFromString(s.Text(9));
+    e.oom_failures = static_cast<int>(s.Int(10));
   });
   if (!read.ok()) return read;
   for (RunQueueEntry& e : *runs) {

@@ -209,7 +209,7 @@ absl::StatusOr<std::vector<xmod::v1::Attempt>> LoadAttempts(Db& db, int64_t run_
   absl::StatusOr<Stmt> stmt = db.Prepare(
       "SELECT t.attempt, t.worker, t.started_ms, t.ended_ms, t.outcome, t.exit_code, t.error,"
       " t.resumed_from_step, MAX(g.peak_gpu_memory_bytes), SUM(" XMOD_GPU_SECONDS_OF_G_IN_T
-      ")"
+      "), t.memory_plan"
       " FROM attempts t LEFT JOIN attempt_members g ON g.run_id = t.run_id"
       " AND g.attempt = t.attempt WHERE t.run_id = ? GROUP BY t.attempt ORDER BY t.attempt");
   if (!stmt.ok()) return stmt.status();
@@ -230,6 +230,7 @@ absl::StatusOr<std::vector<xmod::v1::Attempt>> LoadAttempts(Db& db, int64_t run_
     a.set_resumed_from_step(stmt->Int(7));
     a.set_peak_gpu_memory_bytes(stmt->Int(8));
     a.set_gpu_seconds(stmt->Double(9));
+    a.set_memory_plan(stmt->Text(10));  // NULL: ""
   }
   return attempts;
 }

@@ -88,6 +88,7 @@ absl::Status UpdateRun(Db& db, const RunUpdate& u) {
   if (u.error) sets.push_back("error = ?");
   if (u.started_ms) sets.push_back("started_ms = ?");
   if (u.finished_ms) sets.push_back("finished_ms = ?");
+  if (u.oom_failures) sets.push_back("oom_failures = ?");
   if (sets.empty()) return absl::OkStatus();
   absl::StatusOr<Stmt> stmt =
       db.Prepare(absl::StrCat("UPDATE runs SET ", absl::StrJoin(sets, ", "), " WHERE id = ?"));
@@ -101,6 +102,7 @@ absl::Status UpdateRun(Db& db, const RunUpdate& u) {
   if (u.error) stmt->Bind(i++, *u.error);
   if (u.started_ms) stmt->BindOptional(i++, NullIfZero(*u.started_ms));
   if (u.finished_ms) stmt->BindOptional(i++, NullIfZero(*u.finished_ms));
+  if (u.oom_failures) stmt->Bind(i++, *u.oom_failures);
   stmt->Bind(i, u.run_id);
   return stmt->Run();
 }
@@ -138,7 +140,8 @@ absl::Status UpdateProgress(Db& db, int64_t run_id, const xmod::v1::Progress& p)
 absl::Status InsertAttempt(Db& db, const AttemptStart& a) {
   absl::StatusOr<Stmt> stmt = db.Prepare(
       "INSERT INTO attempts (run_id, attempt, worker_id, worker, slots, started_ms,"
-      " resumed_from_step, lease_expires_ms, rendezvous) VALUES (?,?,?,?,?,?,?,?,?)");
+      " resumed_from_step, lease_expires_ms, rendezvous, memory_plan)"
+      " VALUES (?,?,?,?,?,?,?,?,?,?)");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, a.run_id)
       .Bind(2, a.attempt)
@@ -148,7 +151,8 @@ absl::Status InsertAttempt(Db& db, const AttemptStart& a) {
       .Bind(6, a.started_ms)
       .Bind(7, a.resumed_from_step)
       .Bind(8, a.lease_expires_ms)
-      .BindTextOrNull(9, a.rendezvous);
+      .BindTextOrNull(9, a.rendezvous)
+      .BindTextOrNull(10, a.memory_plan);
   return stmt->Run();
 }
 

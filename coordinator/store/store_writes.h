@@ -44,6 +44,7 @@ struct RunUpdate {
   std::optional<std::string> error;
   std::optional<int64_t> started_ms;
   std::optional<int64_t> finished_ms;
+  std::optional<int> oom_failures;  // out-of-memory failures since submission or last resume
 };
 absl::Status UpdateRun(Db& db, const RunUpdate& update);
 
@@ -64,6 +65,9 @@ struct AttemptStart {
   int64_t resumed_from_step = 0;
   int64_t lease_expires_ms = 0;
   std::string rendezvous;  // a gang's TCPStore address; empty (stored NULL) otherwise
+  // What its memory plan changed in the spec (MemoryPlan::description); empty (stored NULL):
+  // the spec as submitted.
+  std::string memory_plan;
 };
 absl::Status InsertAttempt(Db& db, const AttemptStart& start);
 

@@ -536,25 +536,55 @@ TEST_F(SchedulerTest, FailuresThatWouldRecurAreNotRetried) {
   EXPECT_EQ(Load(crash->run_id()).state(), xmod::v1::QUEUED);
 }
 
-TEST_F(SchedulerTest, OutOfMemoryIsRetriedOnceThenFailsTheRun) {
-  const std::vector<int64_t> runs = Submit(/*max_attempts=*/5);
+TEST_F(SchedulerTest, OutOfMemoryWalksTheMemoryPlansThenFailsTheRun) {
+  // 128 tokens a step in windows of 64: activation checkpointing, then micro-batches of 64,
+  // then nothing smaller. max_attempts 2: smaller plans are not counted against it.
+  const std::vector<int64_t> runs = Submit(/*max_attempts=*/2);
   const int64_t worker = RegisterWorker("w1");
   ASSERT_TRUE(scheduler_->CancelRun(runs[1], kTestActor).ok());
   ASSERT_TRUE(scheduler_->CancelRun(runs[2], kTestActor).ok());
   std::optional<xmod::v1::Assignment> a = Acquire(worker);
   ASSERT_TRUE(a.has_value());
+  EXPECT_FALSE(a->spec().training().activation_checkpointing());
+  EXPECT_EQ(a->spec().training().micro_batch_tokens(), 0);
   ASSERT_TRUE(
       scheduler_->FinishRun(Finish(worker, *a, xmod::v1::OUTCOME_FAILED, kExitOutOfMemory)).ok());
   EXPECT_EQ(Load(runs[0]).state(), xmod::v1::QUEUED);
-  clock_.Advance(scheduler_->BackoffMillis(1));
-  a = Acquire(worker);
+
+  // Requeued at once, with activation checkpointing; the restarted coordinator agrees.
+  Restart();
+  const int64_t again = RegisterWorker("w1");
+  a = Acquire(again);
   ASSERT_TRUE(a.has_value());
   EXPECT_EQ(a->attempt(), 2);
+  EXPECT_TRUE(a->spec().training().activation_checkpointing());
+  EXPECT_EQ(a->spec().training().micro_batch_tokens(), 0);
+  EXPECT_EQ(a->spec().training().batch_tokens(), 128);
   ASSERT_TRUE(
-      scheduler_->FinishRun(Finish(worker, *a, xmod::v1::OUTCOME_FAILED, kExitOutOfMemory)).ok());
+      scheduler_->FinishRun(Finish(again, *a, xmod::v1::OUTCOME_FAILED, kExitOutOfMemory)).ok());
+
+  a = Acquire(again);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->attempt(), 3);
+  EXPECT_TRUE(a->spec().training().activation_checkpointing());
+  EXPECT_EQ(a->spec().training().micro_batch_tokens(), 64);
+  ASSERT_TRUE(
+      scheduler_->FinishRun(Finish(again, *a, xmod::v1::OUTCOME_FAILED, kExitOutOfMemory)).ok());
+
+  // Each attempt says what it ran with; the stored spec is as submitted.
+  const std::vector<xmod::v1::Attempt> attempts = Attempts(runs[0]);
+  ASSERT_EQ(attempts.size(), 3u);
+  EXPECT_EQ(attempts[0].memory_plan(), "");
+  EXPECT_EQ(attempts[1].memory_plan(), "activation checkpointing (after 1 out-of-memory failure)");
+  EXPECT_EQ(attempts[2].memory_plan(),
+            "activation checkpointing, micro-batches of 64 tokens (after 2 out-of-memory "
+            "failures)");
   const xmod::v1::Run run = Load(runs[0]);
-  EXPECT_EQ(run.state(), xmod::v1::FAILED);  // 2 of 5 attempts used
-  EXPECT_NE(run.error().find("out of memory"), std::string::npos) << run.error();
+  EXPECT_EQ(run.state(), xmod::v1::FAILED);
+  EXPECT_FALSE(run.spec().training().activation_checkpointing());
+  EXPECT_NE(run.error().find("out of memory 3 times, the last with the smallest memory plan"),
+            std::string::npos)
+      << run.error();
 }
 
 TEST_F(SchedulerTest, SuccessNeedsEveryProducedPointDurable) {

@@ -45,12 +45,13 @@ void OnSigterm(int) { g_stop.store(true); }
 
 // The exit code of a failed run, by the kind of failure (exit_codes.h). The trainer returns
 // INVALID_ARGUMENT for a bad spec or option, INTERNAL "... (diverged)" for a non-finite loss,
-// DATA_LOSS for a checkpoint or shard that fails verification, and LibTorch's or the C++
-// runtime's out-of-memory errors as text.
+// DATA_LOSS for a checkpoint or shard that fails verification, "out of memory at ..." for a
+// step that ran out (Run::OutOfMemory), and LibTorch's or the C++ runtime's out-of-memory
+// errors elsewhere as text. A full disk (RESOURCE_EXHAUSTED without those words) is not memory.
 int ExitCodeFor(const absl::Status& status) {
   const std::string message = absl::AsciiStrToLower(status.message());
   if (absl::StrContains(message, "out of memory") || absl::StrContains(message, "bad_alloc") ||
-      absl::IsResourceExhausted(status)) {
+      absl::StrContains(message, "can't allocate memory")) {
     return xmod::kExitOutOfMemory;
   }
   if (absl::IsInvalidArgument(status)) return xmod::kExitInvalidConfig;

@@ -8,11 +8,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
+#include <new>
 #include <optional>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/files.h"
@@ -138,6 +141,12 @@ class Run {
   absl::Status EvaluateTasks();
   // Fails unless every rank holds the same parameters and buffers.
   absl::Status CheckRanksInSync();
+  // Step() with LibTorch's and the allocator's out-of-memory errors turned into OutOfMemory().
+  absl::Status GuardedStep();
+  // RESOURCE_EXHAUSTED "out of memory at ..." naming this rank's micro-batch and whether
+  // activation checkpointing was on (the coordinator's memory plan reads the exit code; the
+  // attempt's error keeps this text).
+  absl::Status OutOfMemory(absl::string_view what) const;
   absl::Status WriteCheckpoint();
   // WriteCheckpoint(), where a storage fault is logged and training goes on without it.
   absl::Status CheckpointOrGoOn();
@@ -188,6 +197,10 @@ class Run {
   int64_t last_checkpoint_step_ = -1;
   std::string last_checkpoint_;
   int64_t checkpoint_failures_ = 0;  // checkpoints a full or failing volume cost
+  // Test fault (XMOD_TEST_OOM_ABOVE_MICRO_BATCH_TOKENS, 0 = off): a step whose micro-batch
+  // holds more tokens' activations than this runs out of memory, as a GPU would; activation
+  // checkpointing counts as holding half. Lets the memory plans be tested on CPU.
+  int64_t test_oom_above_tokens_ = 0;
 };
 
 absl::Status Run::Setup() {
@@ -198,6 +211,14 @@ absl::Status Run::Setup() {
   absl::StatusOr<ModelRuntimeOptions> runtime = RuntimeOptions();
   if (!runtime.ok()) return runtime.status();
   runtime_ = *runtime;
+  if (const char* oom = std::getenv("XMOD_TEST_OOM_ABOVE_MICRO_BATCH_TOKENS")) {
+    if (!absl::SimpleAtoi(oom, &test_oom_above_tokens_) || test_oom_above_tokens_ < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("XMOD_TEST_OOM_ABOVE_MICRO_BATCH_TOKENS: \"",
+                                                     oom, "\" is not a token count"));
+    }
+    LOG(WARNING) << "test fault: out of memory above micro-batches of " << test_oom_above_tokens_
+                 << " tokens (XMOD_TEST_OOM_ABOVE_MICRO_BATCH_TOKENS)";
+  }
   BuildModel();
   if (absl::Status s = RestoreCheckpoint(); !s.ok()) return s;
   if (absl::Status s = PrepareRanks(); !s.ok()) return s;
@@ -373,11 +394,42 @@ torch::Tensor Run::ToDevice(std::vector<int64_t>& tokens, int64_t rows) {
   return host.pin_memory().to(device_, /*non_blocking=*/true);
 }
 
+absl::Status Run::GuardedStep() {
+  try {
+    return Step();
+  } catch (const c10::OutOfMemoryError& e) {
+    return OutOfMemory(e.what_without_backtrace());
+  } catch (const std::bad_alloc& e) {
+    return OutOfMemory(absl::StrCat("std::bad_alloc: ", e.what()));
+  } catch (const c10::Error& e) {
+    // The CPU allocator's failure is a plain c10::Error.
+    const std::string what = e.what_without_backtrace();
+    if (absl::StrContains(what, "can't allocate memory")) return OutOfMemory(what);
+    throw;
+  }
+}
+
+absl::Status Run::OutOfMemory(absl::string_view what) const {
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "out of memory at a micro-batch of ", batch_.sequences_per_micro * training_.seq_len(),
+      " tokens per rank, activation checkpointing ",
+      runtime_.activation_checkpointing ? "on" : "off", ", on ", device_.str(), ": ", what));
+}
+
 absl::Status Run::Step() {
   const auto begin = std::chrono::steady_clock::now();
   const double multiplier = schedule_->Multiplier(state_.step);
   const double lr = training_.lr() * multiplier;
   const int64_t seq_len = training_.seq_len();
+  if (test_oom_above_tokens_ > 0) {
+    const int64_t held =
+        batch_.sequences_per_micro * seq_len / (runtime_.activation_checkpointing ? 2 : 1);
+    if (held > test_oom_above_tokens_) {
+      return OutOfMemory(absl::StrCat(
+          "a test fault: activations of ", held,
+          " tokens > XMOD_TEST_OOM_ABOVE_MICRO_BATCH_TOKENS=", test_oom_above_tokens_));
+    }
+  }
 
   // This rank's windows of the step: [rank n/W, (rank + 1) n/W) of the global n.
   loader_->Skip(static_cast<int>(rank_ * batch_.sequences_per_rank));
@@ -630,7 +682,7 @@ absl::StatusOr<TrainerResult> Run::Train() {
   auto mark_of = [&](int64_t step) { return step * marks / steps_; };
   bool preempted = false;
   while (state_.step < steps_) {
-    status = Step();
+    status = GuardedStep();
     if (!status.ok()) return status;
     const bool eval_mark = mark_of(state_.step) > mark_of(state_.step - 1);
     if (eval_mark) {

@@ -276,9 +276,11 @@ try {
     check(parseFloat(row.bar) === 100, `run ${row.cells[2]} progress bar full (${row.bar})`);
     check(row.progressTitle.includes('FLOPs'), `run ${row.cells[2]} progress read-out (${row.progressTitle})`);
     check(Number(row.cells[12]) > 0, `run ${row.cells[2]} shows a final val loss`);
+    // No GPU here: the GPU memory cell is empty (NVML measured nothing).
+    check(row.cells[15] === '', `run ${row.cells[2]} shows no GPU memory on CPU (${row.cells[15]})`);
     // training.eval_tasks (gcide): the accuracy with its standard error, as the harness's.
-    check(/^gcide 0\.\d{3} ± 0\.\d{3}$/.test(row.cells[15]),
-          `run ${row.cells[2]} shows its zero-shot accuracy ± standard error (${row.cells[15]})`);
+    check(/^gcide 0\.\d{3} ± 0\.\d{3}$/.test(row.cells[16]),
+          `run ${row.cells[2]} shows its zero-shot accuracy ± standard error (${row.cells[16]})`);
   }
   const phis = rows.map(r => r.cells[8]);
   check(

@@ -84,6 +84,23 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
     *response->add_runs() = dense;
     *response->add_runs() =
         MakeRun(request->dry_run() ? 0 : 2, "xmod-cpu-d128-L256-K4-A1", xmod::v1::QUEUED, 0, 3e12);
+    if (request->dry_run()) {  // the dense run measured on CPU, the sparse one not
+      xmod::v1::SweepForecast* f = response->mutable_forecast();
+      xmod::v1::RunForecast* measured = f->add_runs();
+      measured->set_name("dense-cpu-d128-L256");
+      measured->set_tokens(666667);
+      measured->set_tokens_per_second(2500);
+      measured->set_device("cpu");
+      measured->set_slot_hours(666667 / 2500.0 / 3600);
+      measured->set_source("median of 2 finished runs of the same model, cpu-d128 DENSE, L 256");
+      xmod::v1::RunForecast* unmeasured = f->add_runs();
+      unmeasured->set_name("xmod-cpu-d128-L256-K4-A1");
+      unmeasured->set_source("no finished run of cpu-d128 XMOD, L 256, auto to go by");
+      f->set_cpu_slot_hours(measured->slot_hours());
+      f->set_unmeasured_runs(1);
+      f->set_cpu_slots(2);
+      f->set_wall_seconds(666667 / 2500.0);
+    }
     return grpc::Status::OK;
   }
 
@@ -587,6 +604,13 @@ TEST_F(CommandsTest, SubmitJsonDryRun) {
   EXPECT_THAT(r.out, HasSubstr("TOKENS/N_ACT"));
   EXPECT_THAT(r.out, HasSubstr("667K"));
   EXPECT_THAT(r.out, HasSubstr("0.318"));
+  // The forecast, each figure with its source.
+  EXPECT_THAT(r.out, HasSubstr("Forecast: 0 GPU-hours and 0.0741 CPU slot-hours (1 of 2 runs "
+                               "with no finished run like them to go by); on the 0 GPU and 2 "
+                               "CPU slots heard from in the last 10 minutes, about 4m27s of "
+                               "wall time if it ran alone"));
+  EXPECT_THAT(r.out, HasSubstr("median of 2 finished runs of the same model, cpu-d128 DENSE"));
+  EXPECT_THAT(r.out, HasSubstr("no finished run of cpu-d128 XMOD, L 256, auto to go by"));
   EXPECT_EQ(fake_.last_authorization(), "");
 }
 

@@ -65,6 +65,10 @@ absl::Status SweepSubmit(const Context& ctx, const std::string& file, bool dry_r
                                         spec->name(), "\") with ", response->runs_size(), " runs");
   }
   out << Render(runs, ctx.format);
+  // The forecast goes with the table only: CSV stays one table (JSON carries it whole).
+  if (dry_run && ctx.format == OutputFormat::kTable) {
+    out << "\n" << Render(ForecastTable(response->forecast()), ctx.format);
+  }
   return absl::OkStatus();
 }
 

@@ -9,6 +9,7 @@
 #include "common/field_path.h"
 #include "coordinator/api/pilot_selection.h"
 #include "coordinator/api/service_util.h"
+#include "coordinator/api/sweep_forecast.h"
 #include "coordinator/api/usage_queries.h"
 #include "coordinator/api/user_queries.h"
 #include "coordinator/design/adaptive_controller.h"
@@ -70,10 +71,32 @@ grpc::Status CoordinatorService::SubmitSweep(ServerContext* context,
               scheduler_->SubmitSweep(request->spec(), &sweep->runs, caller.name);
           if (!id.ok()) return id.status();
           response->set_sweep_id(*id);
+        } else if (absl::Status s = Forecast(sweep->runs, response->mutable_forecast()); !s.ok()) {
+          return s;
         }
         for (xmod::v1::Run& run : sweep->runs) *response->add_runs() = std::move(run);
         return absl::OkStatus();
       });
+}
+
+absl::Status CoordinatorService::Forecast(const std::vector<xmod::v1::Run>& runs,
+                                          xmod::v1::SweepForecast* forecast) {
+  std::vector<ThroughputSample> measured;
+  SlotCounts slots;
+  absl::Status read = store_->Read([&](Db& db) {
+    absl::StatusOr<std::vector<ThroughputSample>> samples =
+        LoadThroughputSamples(db, kForecastSamples);
+    if (!samples.ok()) return samples.status();
+    measured = *std::move(samples);
+    absl::StatusOr<SlotCounts> counts =
+        LoadRecentSlots(db, options_.clock->NowMillis() - kForecastSlotsSeenMs);
+    if (!counts.ok()) return counts.status();
+    slots = *counts;
+    return absl::OkStatus();
+  });
+  if (!read.ok()) return read;
+  *forecast = ForecastSweep(runs, measured, slots);
+  return absl::OkStatus();
 }
 
 namespace {

@@ -129,6 +129,13 @@ class CoordinatorService final : public xmod::v1::Coordinator::Service {
                       grpc::ServerWriter<xmod::v1::BackupChunk>* writer) override;
 
  private:
+  // The most recent finished runs a forecast goes by, and how recently a worker must have
+  // been heard from for its slots to count.
+  static constexpr int kForecastSamples = 5000;
+  static constexpr int64_t kForecastSlotsSeenMs = 10 * 60 * 1000;
+  // A dry run's forecast of `runs` (sweep_forecast.h) from what the database holds.
+  absl::Status Forecast(const std::vector<xmod::v1::Run>& runs, xmod::v1::SweepForecast* forecast);
+
   Store* const store_;
   Scheduler* const scheduler_;
   ChangeFeed* const feed_;

@@ -39,6 +39,8 @@ TEST(ExamplesTest, EveryBundledSpecExpands) {
       {"examples/paper/table3_ablations.textpb", {6, 0}},
       {"examples/paper/table9_deep.textpb", {5, 0}},
       {"examples/adaptive_cpu.textpb", {156, 0}},  // the candidate space
+      {"examples/gpu/demo_gpu.textpb", {3, 0}},
+      {"examples/gpu/b4_165m.textpb", {18, 0}},
   };
   for (const auto& [path, want] : expected) {
     SCOPED_TRACE(path);

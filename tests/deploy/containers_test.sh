@@ -137,10 +137,14 @@ IFS=, read -r _ last_worker last_outcome last_resumed <<<"$(tail -n 1 <<<"$attem
 echo "containers_test: all $runs runs of the demo sweep SUCCEEDED in $sweep_s s"
 
 # --- /metrics, the dashboard and Prometheus, through the published ports ----------------------
-metrics=$(curl -sf "http://127.0.0.1:$XMOD_METRICS_PORT/metrics") ||
+# The run-count gauges follow the database on the coordinator's tick: wait for them.
+metrics_count_all() {
+  curl -sf "http://127.0.0.1:$XMOD_METRICS_PORT/metrics" |
+    grep -qx "xmod_runs{state=\"SUCCEEDED\"} $runs"
+}
+curl -sf "http://127.0.0.1:$XMOD_METRICS_PORT/metrics" >/dev/null ||
   fail "no /metrics on port $XMOD_METRICS_PORT"
-grep -qx "xmod_runs{state=\"SUCCEEDED\"} $runs" <<<"$metrics" ||
-  fail "/metrics: $(grep '^xmod_runs{' <<<"$metrics")"
+wait_until 30 "/metrics to count $runs runs SUCCEEDED" metrics_count_all
 curl -sf "http://127.0.0.1:$XMOD_HTTP_PORT/" >/dev/null || fail "no dashboard on $XMOD_HTTP_PORT"
 serving || fail "the health service no longer answers SERVING"
 scraped() {

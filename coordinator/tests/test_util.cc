@@ -139,6 +139,9 @@ std::unique_ptr<grpc::ClientContext> BearerContext(const std::string& token) {
   auto context = std::make_unique<grpc::ClientContext>();
   AttachBearerToken(token, context.get());
   context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  // A loaded machine may fail a new channel's first connect attempt: the call waits for the
+  // channel (within the deadline) rather than failing at once with UNAVAILABLE.
+  context->set_wait_for_ready(true);
   return context;
 }
 

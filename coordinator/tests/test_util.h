@@ -64,7 +64,8 @@ xmod::v1::RegisterRequest CpuWorker(const std::string& name, int slots);
 std::optional<xmod::v1::Assignment> AcquireNow(Scheduler& scheduler, int64_t worker,
                                                const std::vector<int32_t>& free_slots);
 
-// A client context that sends `token` as its bearer token, with a 30 s deadline.
+// A client context that sends `token` as its bearer token, with a 30 s deadline, waiting for
+// the channel to connect within it.
 std::unique_ptr<grpc::ClientContext> BearerContext(const std::string& token);
 
 // A started coordinator and clients of both its gRPC APIs over one loopback channel.

@@ -194,10 +194,12 @@ if [ "$C_WORKER" = w2 ]; then pkill -KILL -s "$SESSION_W2"; else pkill -KILL -s 
 FAILED_STEP=$(grep -o "checkpoint at step [0-9]* not written" \
   "$TEST_TMP/$C_WORKER/run-$RUN_C-a1/train.log" | head -1 | cut -d' ' -f4)
 wait_query "SELECT outcome != 'running' FROM attempts WHERE run_id = $RUN_C AND attempt = 1" 1 60
-RESUME_STEP=$(q "SELECT MAX(step) FROM checkpoints WHERE run_id = $RUN_C")
+# Attempt 1's newest recorded checkpoint: the next attempt (on the surviving worker, as soon
+# as the lease expires) resumes from it, and may write its own, to space other runs freed.
+RESUME_STEP=$(q "SELECT MAX(step) FROM checkpoints WHERE run_id = $RUN_C AND attempt = 1")
 ((FAILED_STEP > RESUME_STEP)) || fail "checkpoint step $FAILED_STEP failed, yet $RESUME_STEP is recorded"
-leftovers=$(find "$CKPT_VOL"/*/run-"$RUN_C" -name "*s$(printf %010d "$FAILED_STEP")*" \
-  -o -name '*.tmp*' | head -3)
+leftovers=$(find "$CKPT_VOL"/*/run-"$RUN_C" -name "ckpt-a1-s$(printf %010d "$FAILED_STEP")*" \
+  -o -name 'ckpt-a1-*.tmp*' | head -3)
 [ -z "$leftovers" ] || fail "the failed checkpoint write left $leftovers"
 echo "storage_faults_test: checkpoint step $FAILED_STEP failed, the trainer went on; killed" \
   "$C_WORKER; the newest recorded checkpoint is step $RESUME_STEP"
@@ -205,9 +207,9 @@ unfill "$CKPT_VOL"
 start_worker_in_session "${C_WORKER}b"
 wait_query "SELECT state FROM runs WHERE id IN ($RUN_C, $RUN_R) ORDER BY id" \
   "$(printf 'SUCCEEDED\nSUCCEEDED')" 240
-resumed=$(q "SELECT resumed_from_step FROM attempts WHERE run_id = $RUN_C ORDER BY attempt DESC LIMIT 1")
+resumed=$(q "SELECT resumed_from_step FROM attempts WHERE run_id = $RUN_C AND attempt = 2")
 [ "$resumed" = "$RESUME_STEP" ] ||
-  fail "the run resumed from step $resumed, not the last recorded checkpoint $RESUME_STEP"
+  fail "attempt 2 resumed from step $resumed, not attempt 1's last recorded checkpoint $RESUME_STEP"
 /usr/bin/python3 - "$DB_PATH" "$RUN_C" "$RUN_R" <<'PY' || fail "the resumed run's losses differ"
 import sqlite3, sys
 db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)

@@ -1,6 +1,7 @@
 // See run_throughput.h.
 #include "coordinator/store/run_throughput.h"
 
+#include "coordinator/store/row_loop.h"
 #include "xmod/v1/worker.pb.h"
 
 namespace xmod {
@@ -14,15 +15,13 @@ absl::StatusOr<std::vector<ThroughputSample>> LoadThroughputSamples(Db& db, int 
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, static_cast<int64_t>(limit));
   std::vector<ThroughputSample> samples;
-  while (true) {
-    absl::StatusOr<bool> row = stmt->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
+  absl::Status read = ForEachRow(*stmt, [&samples](const Stmt& s) {
     ThroughputSample& sample = samples.emplace_back();
-    sample.spec.ParseFromString(stmt->Text(0));
-    sample.tokens_per_second = stmt->Double(1);
-    sample.slot_kind = stmt->Text(2);
-  }
+    sample.spec.ParseFromString(s.Text(0));
+    sample.tokens_per_second = s.Double(1);
+    sample.slot_kind = s.Text(2);
+  });
+  if (!read.ok()) return read;
   return samples;
 }
 
@@ -31,16 +30,14 @@ absl::StatusOr<SlotCounts> LoadRecentSlots(Db& db, int64_t seen_since_ms) {
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, seen_since_ms);
   SlotCounts counts;
-  while (true) {
-    absl::StatusOr<bool> row = stmt->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
+  absl::Status read = ForEachRow(*stmt, [&counts](const Stmt& s) {
     xmod::v1::RegisterRequest registered;
-    if (!registered.ParseFromString(stmt->Text(0))) continue;
+    if (!registered.ParseFromString(s.Text(0))) return;
     for (const xmod::v1::Slot& slot : registered.slots()) {
       (slot.kind() == xmod::v1::CUDA ? counts.gpu : counts.cpu) += 1;
     }
-  }
+  });
+  if (!read.ok()) return read;
   return counts;
 }
 

@@ -5,21 +5,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "coordinator/store/row_loop.h"
 #include "coordinator/store/store_reads.h"
 
 namespace xmod {
 namespace {
-
-// Steps `stmt` through its rows, calling `row` on each.
-template <typename RowFn>
-absl::Status ForEachRow(Stmt& stmt, RowFn row) {
-  while (true) {
-    absl::StatusOr<bool> more = stmt.Step();
-    if (!more.ok()) return more.status();
-    if (!*more) return absl::OkStatus();
-    row(stmt);
-  }
-}
 
 xmod::v1::RunState ParseRunState(const std::string& name) {
   xmod::v1::RunState state = xmod::v1::RUN_STATE_UNSPECIFIED;

@@ -63,6 +63,9 @@ struct State {
   PilotSelectOptions pilot;
   // usage
   std::string usage_window = "24h";
+  // events
+  EventsOptions events;
+  std::string events_actor;
 };
 
 using Action = std::function<absl::Status(const Context&)>;
@@ -252,8 +255,12 @@ void AddStudyCommands(CLI::App& app, State& s, Action* action) {
                    "ROLE=SWEEP, ROLE kxl|nact|axk|design, SWEEP an id or name; repeatable")
       ->allow_extra_args(false);
   create->add_option("--description", o.description, "Free text");
-  create->add_option("--seed", o.seed, "DE / bootstrap seed of the study's fit");
-  create->add_option("--bootstrap_samples", o.bootstrap_samples, "Bootstrap refits (0 = none)");
+  create->add_option("--seed", o.seed,
+                     "DE / bootstrap seed of the study's fit (default: the file's, else the "
+                     "member sweeps' fit.seed)");
+  create->add_option("--bootstrap_samples", o.bootstrap_samples,
+                     "Bootstrap refits, 0 = none (default: the file's, else the member sweeps' "
+                     "fit.bootstrap_samples)");
   create->add_flag("--dry_run", o.dry_run,
                    "Validate and count the in-range observations only; store and cancel nothing");
   Leaf(study, "list", "List studies, newest first", action,
@@ -285,6 +292,29 @@ void AddUsageCommand(CLI::App& app, State& s, Action* action) {
            action, [&s](const Context& c) { return Usage(c, s.usage_window); });
   usage->add_option("--window", s.usage_window, "The window ending now: 24h, 90m, 168h ...")
       ->capture_default_str();
+}
+
+void AddEventsCommand(CLI::App& app, State& s, Action* action) {
+  EventsOptions& e = s.events;
+  CLI::App* events = Leaf(&app, "events", "The event log: who changed what (newest first)", action,
+                          [&s](const Context& c) { return Events(c, s.events); });
+  events->add_option("--sweep", e.sweep_id, "A sweep's events and its runs'");
+  events->add_option("--run", e.run_id, "A run's events");
+  events
+      ->add_option("--actor", s.events_actor,
+                   "Only changes made by this credential (\"\" = the anonymous caller)")
+      ->each([&e](const std::string& name) { e.actor = name; });
+  events->add_option("--limit", e.limit, "Events per page (0 = 100, at most 1000)");
+  events->add_option("--before_id", e.before_id, "The page before this event id");
+}
+
+void AddAdminCommands(CLI::App& app, State& s, Action* action) {
+  CLI::App* admin = app.add_subcommand("admin", "An operator's commands (admin credential)");
+  admin->require_subcommand(1);
+  CLI::App* backup =
+      Leaf(admin, "backup", "Online backup of the coordinator's database into FILE (checked)",
+           action, [&s](const Context& c) { return AdminBackup(c, s.file); });
+  backup->add_option("FILE", s.file, "The backup file to write (must not exist)")->required();
 }
 
 void AddReportCommand(CLI::App& app, State& s, Action* action) {
@@ -346,6 +376,8 @@ void DefineXmodctl(CLI::App& app, State& s, Action* action) {
   AddReportCommand(app, s, action);
   AddPilotCommands(app, s, action);
   AddUsageCommand(app, s, action);
+  AddEventsCommand(app, s, action);
+  AddAdminCommands(app, s, action);
   AddCompletionCommand(app, action);
 }
 

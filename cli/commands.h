@@ -7,11 +7,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "cli/client.h"
 #include "cli/format.h"
 #include "xmod/v1/coordinator.pb.h"
@@ -80,6 +82,30 @@ absl::Status Usage(const Context& ctx, const std::string& window);
 // PREEMPT orders its attempts were given.
 Table RunSharingTable(const xmod::v1::GetRunResponse& response);
 
+// An operator's online backup of the coordinator's database into `file`, which must not exist
+// (admin_commands.cc; the Backup RPC, an admin credential).
+absl::Status AdminBackup(const Context& ctx, const std::string& file);
+
+// The event log (event_commands.cc; ListEvents): every change with the credential that made
+// it, newest first, filtered by sweep, run or actor, `limit` per page (0 = 100), from
+// `before_id` (0 = the newest).
+struct EventsOptions {
+  int64_t sweep_id = 0;
+  int64_t run_id = 0;
+  std::optional<std::string> actor;  // "" = the anonymous caller
+  int limit = 0;
+  int64_t before_id = 0;
+};
+absl::Status Events(const Context& ctx, const EventsOptions& options);
+// Who made an event's change: its credential, "(anonymous)", or "coordinator".
+std::string ActorName(const xmod::v1::Event& event);
+// A table of events: time, kind, sweep, run, by (ActorName), text.
+Table EventsTable(const std::string& title,
+                  const google::protobuf::RepeatedPtrField<xmod::v1::Event>& events);
+// The newest `limit` events of a sweep (run_id 0) or of a run, for `sweep show` and `run show`.
+absl::StatusOr<Table> RecentEventsTable(CoordinatorClient& client, int64_t sweep_id, int64_t run_id,
+                                        int limit);
+
 // Scaling-law fit (paper Eq. 14) of a sweep, or of a study (`study`, its name, instead of
 // sweep_id; exactly one of them, else INVALID_ARGUMENT naming --study).
 struct PredictOptions {
@@ -112,8 +138,8 @@ struct StudyCreateOptions {
   std::string name;
   std::string description;
   std::vector<std::string> members;
-  int64_t seed = -1;           // -1 = the file's (else 0)
-  int bootstrap_samples = -1;  // -1 = the file's (else 0)
+  int64_t seed = -1;           // -1 = the file's, else the member sweeps' (coordinator)
+  int bootstrap_samples = -1;  // -1 = the file's, else the member sweeps' (coordinator)
   bool dry_run = false;        // validate, resolve and count only
 };
 absl::Status StudyCreate(const Context& ctx, const StudyCreateOptions& options);

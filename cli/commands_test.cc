@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <map>
 #include <sstream>
 #include <tuple>
 
@@ -83,6 +84,23 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
     *response->add_runs() = dense;
     *response->add_runs() =
         MakeRun(request->dry_run() ? 0 : 2, "xmod-cpu-d128-L256-K4-A1", xmod::v1::QUEUED, 0, 3e12);
+    if (request->dry_run()) {  // the dense run measured on CPU, the sparse one not
+      xmod::v1::SweepForecast* f = response->mutable_forecast();
+      xmod::v1::RunForecast* measured = f->add_runs();
+      measured->set_name("dense-cpu-d128-L256");
+      measured->set_tokens(666667);
+      measured->set_tokens_per_second(2500);
+      measured->set_device("cpu");
+      measured->set_slot_hours(666667 / 2500.0 / 3600);
+      measured->set_source("median of 2 finished runs of the same model, cpu-d128 DENSE, L 256");
+      xmod::v1::RunForecast* unmeasured = f->add_runs();
+      unmeasured->set_name("xmod-cpu-d128-L256-K4-A1");
+      unmeasured->set_source("no finished run of cpu-d128 XMOD, L 256, auto to go by");
+      f->set_cpu_slot_hours(measured->slot_hours());
+      f->set_unmeasured_runs(1);
+      f->set_cpu_slots(2);
+      f->set_wall_seconds(666667 / 2500.0);
+    }
     return grpc::Status::OK;
   }
 
@@ -135,6 +153,14 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
       *response->mutable_run() = done;
       return grpc::Status::OK;
     }
+    if (request->run_id() == 5) {  // evaluated zero-shot at the end (GetMetrics below)
+      Run done = MakeRun(5, "xmod-cpu-d128-L256-K4-A1", xmod::v1::SUCCEEDED, 3e12, 3e12);
+      for (const char* task : {"gcide", "lambada"}) {
+        done.mutable_spec()->mutable_training()->add_eval_tasks()->set_task(task);
+      }
+      *response->mutable_run() = done;
+      return grpc::Status::OK;
+    }
     if (request->run_id() != 2) {
       return grpc::Status(grpc::StatusCode::NOT_FOUND,
                           absl::StrCat("run ", request->run_id(), " not found"));
@@ -149,6 +175,31 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
     auto* c = response->add_checkpoints();
     c->set_step(40);
     c->set_path("/ckpt/run2/step40.pt");
+    return grpc::Status::OK;
+  }
+
+  // Run 5's zero-shot metrics as the trainer reports them (model/eval/evaluate.h EvalMetrics):
+  // each series asked for that exists, with one point.
+  grpc::Status GetMetrics(grpc::ServerContext* context, const xmod::v1::GetMetricsRequest* request,
+                          xmod::v1::GetMetricsResponse* response) override {
+    Record(context);
+    const std::map<std::string, double> eval = {{"eval/gcide/acc", 0.4375},
+                                                {"eval/gcide/acc_stderr", 0.0222},
+                                                {"eval/gcide/acc_norm", 0.4375},
+                                                {"eval/gcide/acc_norm_stderr", 0.0222},
+                                                {"eval/gcide/n", 500},
+                                                {"eval/lambada/acc", 0.125},
+                                                {"eval/lambada/acc_stderr", 0.0331},
+                                                {"eval/lambada/ppl", 812.5},
+                                                {"eval/lambada/ppl_stderr", 97.25},
+                                                {"eval/lambada/n", 96}};
+    for (const std::string& name : request->names()) {
+      auto it = eval.find(name);
+      if (request->run_id() != 5 || it == eval.end()) continue;
+      xmod::v1::MetricSeries* series = response->add_series();
+      series->set_name(name);
+      series->add_points()->set_value(it->second);
+    }
     return grpc::Status::OK;
   }
 
@@ -317,6 +368,12 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
     for (xmod::v1::StudyMember& m : *study->mutable_spec()->mutable_members()) {
       if (m.sweep_id() == 0) m.set_sweep_id(9);
     }
+    // As the coordinator resolves them (coordinator/fitting/studies.h): unset fit settings
+    // are the member sweeps' (here the B.4 sweeps' seed 7 and 200 refits).
+    if (!study->spec().has_seed()) study->mutable_spec()->set_seed(7);
+    if (!study->spec().has_bootstrap_samples()) {
+      study->mutable_spec()->set_bootstrap_samples(200);
+    }
     return grpc::Status::OK;
   }
 
@@ -335,6 +392,32 @@ class FakeCoordinator final : public xmod::v1::Coordinator::Service {
                            xmod::v1::ListStudiesResponse* response) override {
     Record(context);
     *response->add_studies() = B4Study();
+    return grpc::Status::OK;
+  }
+
+  // Run 2's history: submitted by alice, cancelled by the admin ops; a lost lease (the
+  // coordinator's own). Other runs and sweeps have none.
+  grpc::Status ListEvents(grpc::ServerContext* context, const xmod::v1::ListEventsRequest* request,
+                          xmod::v1::ListEventsResponse* response) override {
+    Record(context);
+    if (request->run_id() != 2 && request->sweep_id() != 7) return grpc::Status::OK;
+    const auto add = [&](int64_t id, const char* kind, const char* text, const char* actor) {
+      xmod::v1::Event* e = response->add_events();
+      e->set_id(id);
+      e->set_time_unix_ms(1700000000000 + id);
+      e->set_kind(kind);
+      e->set_sweep_id(7);
+      e->set_run_id(2);
+      e->set_text(text);
+      if (actor != nullptr) e->set_actor(actor);
+    };
+    add(3, "run_cancelled", "", "ops");
+    add(2, "attempt_lost", "lease expired on w1", nullptr);
+    add(1, "sweep_submitted", "demo: 3 runs", "alice");
+    if (request->limit() == 2) {
+      response->mutable_events()->DeleteSubrange(2, 1);
+      response->set_next_before_id(2);
+    }
     return grpc::Status::OK;
   }
 
@@ -521,6 +604,13 @@ TEST_F(CommandsTest, SubmitJsonDryRun) {
   EXPECT_THAT(r.out, HasSubstr("TOKENS/N_ACT"));
   EXPECT_THAT(r.out, HasSubstr("667K"));
   EXPECT_THAT(r.out, HasSubstr("0.318"));
+  // The forecast, each figure with its source.
+  EXPECT_THAT(r.out, HasSubstr("Forecast: 0 GPU-hours and 0.0741 CPU slot-hours (1 of 2 runs "
+                               "with no finished run like them to go by); on the 0 GPU and 2 "
+                               "CPU slots heard from in the last 10 minutes, about 4m27s of "
+                               "wall time if it ran alone"));
+  EXPECT_THAT(r.out, HasSubstr("median of 2 finished runs of the same model, cpu-d128 DENSE"));
+  EXPECT_THAT(r.out, HasSubstr("no finished run of cpu-d128 XMOD, L 256, auto to go by"));
   EXPECT_EQ(fake_.last_authorization(), "");
 }
 
@@ -637,6 +727,26 @@ TEST_F(CommandsTest, RunShowHasAttemptsAndCheckpoints) {
   EXPECT_EQ(missing.err, "xmodctl: run 99 not found\n");
 }
 
+TEST_F(CommandsTest, RunShowAndEventsSayWhoChangedWhat) {
+  Result r = Xmodctl({"run", "show", "2"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Events, newest first (3)"));
+  EXPECT_THAT(r.out, HasSubstr("run_cancelled"));
+  EXPECT_THAT(r.out, HasSubstr("ops"));
+  EXPECT_THAT(r.out, HasSubstr("coordinator"));  // the lost lease: no actor
+  Result page = Xmodctl({"events", "--run", "2", "--limit", "2"});
+  ASSERT_EQ(page.code, 0) << page.err;
+  EXPECT_THAT(page.out, HasSubstr("(next page: --before_id 2)"));
+  EXPECT_THAT(page.out, Not(HasSubstr("sweep_submitted")));
+  Result json = Xmodctl({"events", "--sweep", "7", "-o", "json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  xmod::v1::ListEventsResponse events;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &events).ok()) << json.out;
+  ASSERT_EQ(events.events_size(), 3);
+  EXPECT_EQ(events.events(2).actor(), "alice");
+  EXPECT_FALSE(events.events(1).has_actor());
+}
+
 TEST_F(CommandsTest, RunShowSaysWhyASucceededRunEndedShortOfItsBudget) {
   Result r = Xmodctl({"run", "show", "4"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -646,6 +756,23 @@ TEST_F(CommandsTest, RunShowSaysWhyASucceededRunEndedShortOfItsBudget) {
   // A run that spent its whole budget needs no note.
   Result failed = Xmodctl({"run", "show", "2"});
   EXPECT_THAT(failed.out, Not(HasSubstr("ended at step")));
+}
+
+// Each zero-shot metric with its standard error beside it ("-" where the harness reports
+// none: acc_norm and its error for LAMBADA, ppl for a multiple-choice task).
+TEST_F(CommandsTest, RunShowHasZeroShotResultsWithStandardErrors) {
+  Result r = Xmodctl({"run", "show", "5"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out,
+              HasSubstr("TASK       N     ACC  ACC_STDERR  ACC_NORM  ACC_NORM_STDERR    PPL  "
+                        "PPL_STDERR\n"
+                        "gcide    500  0.4375      0.0222    0.4375           0.0222      -  "
+                        "         -\n"
+                        "lambada   96   0.125      0.0331         -                -  812.5  "
+                        "     97.25\n"));
+  Result csv = Xmodctl({"run", "show", "5", "-o", "csv"});
+  EXPECT_THAT(csv.out, HasSubstr("task,n,acc,acc_stderr,acc_norm,acc_norm_stderr,ppl,ppl_stderr\n"
+                                 "gcide,500,0.4375,0.0222,0.4375,0.0222,,\n"));
 }
 
 TEST_F(CommandsTest, RunShowSaysWhyAQueuedRunWaits) {
@@ -767,6 +894,19 @@ TEST_F(CommandsTest, StudyCreateFromFlagsOrAFile) {
   EXPECT_EQ(sent.spec().bootstrap_samples(), 20);
   EXPECT_THAT(r.out, HasSubstr("Created study 3 (\"b4\") over 2 sweeps"));
   EXPECT_THAT(r.out, HasSubstr("9  paper-b4-nact  nact"));
+  EXPECT_THAT(r.out, HasSubstr("seed                   7  given\n"));
+  EXPECT_THAT(r.out, HasSubstr("bootstrap_samples     20  given\n"));
+
+  // The README's command: no fit settings sent, so the coordinator gives the member sweeps'
+  // and the command prints what the study will fit with.
+  r = Xmodctl(
+      {"study", "create", "b4", "--member", "kxl=1", "--member", "nact=2", "--member", "axk=3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(fake_.last_create_study().spec().has_seed());
+  EXPECT_FALSE(fake_.last_create_study().spec().has_bootstrap_samples());
+  EXPECT_THAT(r.out, HasSubstr("Fit settings of the study"));
+  EXPECT_THAT(r.out, HasSubstr("seed                   7  the member sweeps' fit plans\n"));
+  EXPECT_THAT(r.out, HasSubstr("bootstrap_samples    200  the member sweeps' fit plans\n"));
 
   const std::string file =
       WriteSpec("study.textpb", R"pb(name: "from-file"

@@ -170,6 +170,17 @@ std::string FormatParams(double params) {
   return Scaled(params, kLetters);
 }
 
+std::string FormatBytes(int64_t bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  return unit == 0 ? absl::StrCat(bytes, " B") : absl::StrFormat("%.1f %s", value, kUnits[unit]);
+}
+
 std::string FormatRate(double per_second) {
   static const char* const kLetters[4] = {"k", "M", "G", "T"};
   return Scaled(per_second, kLetters);

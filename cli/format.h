@@ -62,6 +62,8 @@ std::string FormatLoss(double loss, bool zero_is_missing = true);
 std::string FormatFlops(double flops);
 // 2.635e9 -> "2.64B"; 543e6 -> "543M"; 87300 -> "87.3K"; 512 -> "512".
 std::string FormatParams(double params);
+// 50331648 -> "48.0 MiB": a size in bytes in binary units, as GPU memory is quoted.
+std::string FormatBytes(int64_t bytes);
 // Same scale letters in lower case for rates: 12345 -> "12.3k".
 std::string FormatRate(double per_second);
 // General numbers: integers as such, others with up to 4 significant decimals.

@@ -39,7 +39,8 @@ class PilotCommandsTest : public testing::Test {
     xmod::v1::SubmitSweepRequest submit;
     *submit.mutable_spec() = TinyPilotSweep(dir_);
     xmod::v1::SubmitSweepResponse submitted;
-    ASSERT_TRUE(c_.user->SubmitSweep(BearerContext("").get(), submit, &submitted).ok());
+    const grpc::Status status = c_.user->SubmitSweep(BearerContext("").get(), submit, &submitted);
+    ASSERT_TRUE(status.ok()) << status.error_code() << ": " << status.error_message();
     sweep_ = absl::StrCat(submitted.sweep_id());
     // All but the last run finish, each with its own loss.
     absl::StatusOr<std::vector<int64_t>> finished = FinishRunsWithLoss(

@@ -227,6 +227,39 @@ Table PlannedRunsTable(const std::vector<Run>& runs) {
   return t;
 }
 
+namespace {
+
+std::string ForecastTitle(const xmod::v1::SweepForecast& f) {
+  std::string title = absl::StrCat("Forecast: ", FormatNumber(f.gpu_hours()), " GPU-hours and ",
+                                   FormatNumber(f.cpu_slot_hours()), " CPU slot-hours");
+  if (f.unmeasured_runs() > 0) {
+    absl::StrAppend(&title, " (", f.unmeasured_runs(), " of ", f.runs_size(),
+                    " runs with no finished run like them to go by)");
+  }
+  absl::StrAppend(&title, "; on the ", f.gpu_slots(), " GPU and ", f.cpu_slots(),
+                  " CPU slots heard from in the last 10 minutes, ");
+  absl::StrAppend(&title, f.wall_seconds() > 0
+                              ? absl::StrCat("about ", FormatDuration(f.wall_seconds()),
+                                             " of wall time if it ran alone")
+                              : std::string("wall time unknown (no slots of a kind it needs)"));
+  return title;
+}
+
+}  // namespace
+
+Table ForecastTable(const xmod::v1::SweepForecast& forecast) {
+  Table t;
+  t.title = ForecastTitle(forecast);
+  t.columns = {"run", "tokens", "tok/s", "device", "slot-hours", "from"};
+  for (const xmod::v1::RunForecast& r : forecast.runs()) {
+    t.AddRow({Cell::Str(r.name()), Cell::Num(r.tokens()),
+              r.tokens_per_second() > 0 ? Cell::Num(r.tokens_per_second()) : Cell::Null(),
+              StrOrNull(r.device()), r.slot_hours() > 0 ? Cell::Num(r.slot_hours()) : Cell::Null(),
+              Cell::Str(r.source())});
+  }
+  return t;
+}
+
 Table RunSummaryTable(const xmod::v1::GetRunResponse& response) {
   const Run& r = response.run();
   const auto& m = r.spec().model();
@@ -274,8 +307,8 @@ Table RunSummaryTable(const xmod::v1::GetRunResponse& response) {
 Table AttemptsTable(const xmod::v1::GetRunResponse& response) {
   Table t;
   t.title = "Attempts";
-  t.columns = {"attempt",  "worker", "outcome",      "started",
-               "duration", "exit",   "resumed_from", "error"};
+  t.columns = {"attempt", "worker",      "outcome",      "started",     "duration", "exit",
+               "gpu mem", "gpu-seconds", "resumed_from", "memory_plan", "error"};
   for (const auto& a : response.attempts()) {
     Cell duration = Cell::Null();
     if (a.started_unix_ms() > 0 && a.ended_unix_ms() >= a.started_unix_ms()) {
@@ -284,7 +317,10 @@ Table AttemptsTable(const xmod::v1::GetRunResponse& response) {
     }
     t.AddRow({Cell::Int(a.number()), StrOrNull(a.worker()), Cell::Str(a.outcome()),
               TimeCell(a.started_unix_ms()), duration, Cell::Int(a.exit_code()),
-              Cell::Int(a.resumed_from_step()), StrOrNull(a.error())});
+              a.peak_gpu_memory_bytes() > 0 ? Cell::Shown(FormatBytes(a.peak_gpu_memory_bytes()))
+                                            : Cell::Null(),
+              a.gpu_seconds() > 0 ? Cell::Num(a.gpu_seconds()) : Cell::Null(),
+              Cell::Int(a.resumed_from_step()), StrOrNull(a.memory_plan()), StrOrNull(a.error())});
   }
   return t;
 }

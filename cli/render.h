@@ -45,6 +45,9 @@ Table RunGroupsTable(const std::vector<xmod::v1::RunGroup>& groups);
 // tokens the budget buys (budget / (train_flops_multiplier x FLOPs/token)) and those tokens
 // per active-equivalent parameter (N_act, embeddings included).
 Table PlannedRunsTable(const std::vector<xmod::v1::Run>& runs);
+// A dry run's forecast (docs/operations.md, "Forecasts"): one row per run, its totals and wall
+// time in the title.
+Table ForecastTable(const xmod::v1::SweepForecast& forecast);
 // Key/value table of one run; "waiting" is why a queued run is not placed, where known.
 Table RunSummaryTable(const xmod::v1::GetRunResponse& response);
 Table AttemptsTable(const xmod::v1::GetRunResponse& response);

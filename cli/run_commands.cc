@@ -1,4 +1,5 @@
 // xmodctl runs list | run show | run resume | run cancel | metrics | query (see commands.h).
+#include <iterator>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -11,6 +12,9 @@ namespace {
 
 using xmod::v1::Coordinator;
 
+// Events `run show` lists, newest first (`xmodctl events --run ID` pages through the rest).
+constexpr int kRunShowEvents = 50;
+
 absl::Status PrintRun(const Context& ctx, const xmod::v1::Run& run) {
   if (ctx.format == OutputFormat::kJson) return PrintJson(*ctx.out, run);
   *ctx.out << Render(RunsTable({run}), ctx.format);
@@ -18,13 +22,18 @@ absl::Status PrintRun(const Context& ctx, const xmod::v1::Run& run) {
 }
 
 // The zero-shot results of a run whose spec lists training.eval_tasks: one row a task from
-// its eval/<task>/* metrics (the latest point of each; "-" until the run reports them).
+// its eval/<task>/* metrics (the latest point of each; "-" until the run reports them, and
+// for a standard error lm-evaluation-harness reports as N/A), each metric followed by its
+// standard error as the harness computes it (model/eval/stderr.h).
 absl::StatusOr<Table> EvalTable(CoordinatorClient& client, const xmod::v1::Run& run) {
   Table t;
-  t.title = "Zero-shot evaluation";
-  t.columns = {"task", "n", "acc", "acc_norm", "ppl"};
+  t.title =
+      "Zero-shot evaluation (*_stderr: standard errors as lm-evaluation-harness computes them)";
+  static constexpr const char* kFields[] = {
+      "n", "acc", "acc_stderr", "acc_norm", "acc_norm_stderr", "ppl", "ppl_stderr"};
+  t.columns = {"task"};
+  t.columns.insert(t.columns.end(), std::begin(kFields), std::end(kFields));
   const auto& tasks = run.spec().training().eval_tasks();
-  static constexpr const char* kFields[] = {"n", "acc", "acc_norm", "ppl"};
   xmod::v1::GetMetricsRequest request;
   request.set_run_id(run.id());
   request.set_max_points(100);
@@ -148,6 +157,9 @@ absl::Status RunShow(const Context& ctx, int64_t run_id) {
     if (!eval.ok()) return eval.status();
     sections.push_back(*std::move(eval));
   }
+  absl::StatusOr<Table> events = RecentEventsTable(*client, 0, run_id, kRunShowEvents);
+  if (!events.ok()) return events.status();
+  sections.push_back(*std::move(events));
   *ctx.out << RenderSections(sections, ctx.format);
   return absl::OkStatus();
 }

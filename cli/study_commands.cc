@@ -33,6 +33,22 @@ absl::StatusOr<xmod::v1::StudyMember> ParseMember(const std::string& text) {
   return member;
 }
 
+// The fit settings the coordinator resolved (StudySpec: seed, bootstrap_samples) and where
+// each came from: this command (a flag or the file) or the member sweeps' fit plans.
+Table FitSettingsTable(const xmod::v1::StudySpec& asked, const xmod::v1::Study& study) {
+  Table t;
+  t.title = "Fit settings of the study";
+  t.columns = {"setting", "value", "from"};
+  const auto from = [](bool given) {
+    return Cell::Str(given ? "given" : "the member sweeps' fit plans");
+  };
+  t.AddRow({Cell::Str("seed"), Cell::Int(static_cast<int64_t>(study.spec().seed())),
+            from(asked.has_seed())});
+  t.AddRow({Cell::Str("bootstrap_samples"), Cell::Int(study.spec().bootstrap_samples()),
+            from(asked.has_bootstrap_samples())});
+  return t;
+}
+
 }  // namespace
 
 absl::Status StudyCreate(const Context& ctx, const StudyCreateOptions& options) {
@@ -74,7 +90,7 @@ absl::Status StudyCreate(const Context& ctx, const StudyCreateOptions& options) 
         " trained by an earlier member",
         options.dry_run ? " (nothing stored)" : " in their place (cancelled)");
   }
-  *ctx.out << Render(members, ctx.format);
+  *ctx.out << RenderSections({members, FitSettingsTable(spec, *study)}, ctx.format);
   return absl::OkStatus();
 }
 

@@ -18,6 +18,9 @@ namespace {
 
 using xmod::v1::Coordinator;
 
+// Events `sweep show` lists, newest first (`xmodctl events --sweep ID` pages through the rest).
+constexpr int kSweepShowEvents = 20;
+
 // Reconnects of `sweep watch` after the coordinator went away (backoff 0.25 s .. 4 s,
 // about a minute in all).
 constexpr int kWatchReconnects = 18;
@@ -62,6 +65,10 @@ absl::Status SweepSubmit(const Context& ctx, const std::string& file, bool dry_r
                                         spec->name(), "\") with ", response->runs_size(), " runs");
   }
   out << Render(runs, ctx.format);
+  // The forecast goes with the table only: CSV stays one table (JSON carries it whole).
+  if (dry_run && ctx.format == OutputFormat::kTable) {
+    out << "\n" << Render(ForecastTable(response->forecast()), ctx.format);
+  }
   return absl::OkStatus();
 }
 
@@ -107,6 +114,9 @@ absl::Status SweepShow(const Context& ctx, int64_t sweep_id) {
                                    latest[0].title, ")");
     sections.insert(sections.end(), latest.begin(), latest.end());
   }
+  absl::StatusOr<Table> events = RecentEventsTable(*client, sweep_id, 0, kSweepShowEvents);
+  if (!events.ok()) return events.status();
+  sections.push_back(*std::move(events));
   *ctx.out << RenderSections(sections, ctx.format);
   return absl::OkStatus();
 }

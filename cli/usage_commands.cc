@@ -36,17 +36,24 @@ absl::Status Usage(const Context& ctx, const std::string& window) {
   Table table;
   table.title = absl::StrCat("Usage over the last ",
                              FormatDuration(static_cast<double>(response->window_ms()) / 1000));
-  table.columns = {"user",  "gpu slots", "cpu slots", "borrowed",  "weight",
-                   "share", "queued",    "running",   "gpu-hours", "core-hours"};
+  table.columns = {"user",    "gpu slots",  "cpu slots", "borrowed",       "weight",
+                   "share",   "queued",     "running",   "gpu-hours",      "core-hours",
+                   "changes", "to others'", "max prio",  "non-preemptible"};
   for (const xmod::v1::UserUsage& u : response->users()) {
     table.AddRow({Cell::Str(u.user().empty() ? "(anonymous)" : u.user()),
                   Slots(u.gpu_slots_in_use(), u.gpu_quota()),
                   Slots(u.cpu_slots_in_use(), u.cpu_quota()), Cell::Int(u.borrowed_slots()),
                   Cell::Num(u.weight()), Cell::Shown(FormatPercent(u.share())),
                   Cell::Int(u.queued_runs()), Cell::Int(u.running_runs()), Cell::Num(u.gpu_hours()),
-                  Cell::Num(u.core_hours())});
+                  Cell::Num(u.core_hours()), Cell::Int(u.changes()),
+                  Cell::Int(u.changes_to_others_work()),
+                  u.max_priority() < 0 ? Cell::Null() : Cell::Int(u.max_priority()),
+                  Cell::Str(u.allow_non_preemptible() ? "allowed" : "no")});
   }
-  *ctx.out << Render(table, ctx.format);
+  const Table changes =
+      EventsTable(absl::StrCat("Recent changes (the newest ", response->recent_changes_size(), ")"),
+                  response->recent_changes());
+  *ctx.out << RenderSections({table, changes}, ctx.format);
   return absl::OkStatus();
 }
 

@@ -1,5 +1,6 @@
 // The "Sharing" section of `xmodctl run show` (usage_commands.cc): the run's user, whether it
-// may be preempted, and one row per PREEMPT order with its reason.
+// may be preempted, and one row per PREEMPT order with its reason; and the event tables
+// (event_commands.cc): who made each change.
 #include <string>
 
 #include "cli/commands.h"
@@ -32,6 +33,24 @@ TEST(RunSharingTableTest, AnonymousAndNotPreemptibleRunsSaySo) {
   const Table table = RunSharingTable(response);
   EXPECT_EQ(table.title, "Sharing: user (anonymous), not preemptible");
   EXPECT_TRUE(table.rows.empty());
+}
+
+TEST(EventsTableTest, NamesTheActorAnonymousOrTheCoordinator) {
+  xmod::v1::ListEventsResponse response;
+  for (const char* actor : {"alice", "", "none"}) {
+    xmod::v1::Event* e = response.add_events();
+    e->set_kind("run_cancelled");
+    e->set_run_id(3);
+    if (std::string(actor) != "none") e->set_actor(actor);
+  }
+  const Table table = EventsTable("Events", response.events());
+  ASSERT_EQ(table.rows.size(), 3u);
+  EXPECT_EQ(table.columns[4], "by");
+  EXPECT_EQ(table.rows[0][4].text, "alice");
+  EXPECT_EQ(table.rows[1][4].text, "(anonymous)");
+  EXPECT_EQ(table.rows[2][4].text, "coordinator");
+  EXPECT_EQ(table.rows[0][2].text, "-");  // no sweep
+  EXPECT_EQ(table.rows[0][3].text, "3");
 }
 
 }  // namespace

@@ -9,11 +9,13 @@ namespace xmod {
 bool ScopeAllows(Scope scope, Access access) {
   switch (access) {
     case Access::kRead:
-      return scope == Scope::kUser || scope == Scope::kRead;
+      return scope == Scope::kUser || scope == Scope::kAdmin || scope == Scope::kRead;
     case Access::kWrite:
-      return scope == Scope::kUser;
+      return scope == Scope::kUser || scope == Scope::kAdmin;
     case Access::kWorker:
       return scope == Scope::kWorker;
+    case Access::kAdmin:
+      return scope == Scope::kAdmin;
   }
   return false;
 }
@@ -30,15 +32,19 @@ absl::StatusOr<Principal> Authorize(const CredentialSet& credentials,
   std::optional<Principal> principal =
       credentials.Authenticate(absl::string_view(*header).substr(kBearer.size()));
   if (!principal.has_value()) return absl::UnauthenticatedError("unknown bearer token");
-  if (!ScopeAllows(principal->scope, access)) {
-    return absl::PermissionDeniedError(
-        absl::StrCat(method, ": credential \"", principal->name, "\" has scope ",
-                     ScopeName(principal->scope), ", which does not allow ",
-                     access == Access::kWorker  ? "worker calls"
-                     : access == Access::kWrite ? "changes (read-only)"
-                                                : "user calls"));
-  }
+  if (absl::Status s = CheckScope(*principal, access, method); !s.ok()) return s;
   return *principal;
+}
+
+absl::Status CheckScope(const Principal& principal, Access access, absl::string_view method) {
+  if (principal.anonymous || ScopeAllows(principal.scope, access)) return absl::OkStatus();
+  const char* refused = access == Access::kWorker           ? "worker calls"
+                        : access == Access::kAdmin          ? "an operator's calls (admin only)"
+                        : principal.scope == Scope::kWorker ? "user calls"
+                                                            : "changes (read-only)";
+  return absl::PermissionDeniedError(absl::StrCat(method, ": credential \"", principal.name,
+                                                  "\" has scope ", ScopeName(principal.scope),
+                                                  ", which does not allow ", refused));
 }
 
 absl::StatusOr<Principal> Authorize(const CredentialSet& credentials,

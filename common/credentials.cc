@@ -50,6 +50,8 @@ const char* ScopeName(Scope scope) {
       return "read";
     case Scope::kWorker:
       return "worker";
+    case Scope::kAdmin:
+      return "admin";
   }
   return "?";
 }
@@ -58,6 +60,7 @@ absl::StatusOr<CredentialSet> CredentialSet::Parse(absl::string_view text,
                                                    absl::string_view source) {
   CredentialSet set;
   std::set<std::pair<Scope, std::string>> names;
+  std::set<std::string> owner_names;  // of user and admin credentials
   std::set<std::array<uint8_t, 32>> digests;
   int line_number = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
@@ -78,8 +81,10 @@ absl::StatusOr<CredentialSet> CredentialSet::Parse(absl::string_view text,
       entry.principal.scope = Scope::kRead;
     } else if (fields[0] == "worker") {
       entry.principal.scope = Scope::kWorker;
+    } else if (fields[0] == "admin") {
+      entry.principal.scope = Scope::kAdmin;
     } else {
-      return bad(absl::StrCat("unknown scope \"", fields[0], "\" (user, read or worker)"));
+      return bad(absl::StrCat("unknown scope \"", fields[0], "\" (user, admin, read or worker)"));
     }
     if (!ValidName(fields[1])) return bad("NAME must be [A-Za-z0-9._@-]+");
     entry.principal.name = std::string(fields[1]);
@@ -102,6 +107,13 @@ absl::StatusOr<CredentialSet> CredentialSet::Parse(absl::string_view text,
     }
     if (!names.insert({entry.principal.scope, entry.principal.name}).second) {
       return bad(absl::StrCat("a second ", fields[0], " credential named \"", fields[1], "\""));
+    }
+    const bool owns_work =
+        entry.principal.scope == Scope::kUser || entry.principal.scope == Scope::kAdmin;
+    if (owns_work && !owner_names.insert(entry.principal.name).second) {
+      return bad(absl::StrCat("\"", fields[1],
+                              "\" names both a user and an admin credential (a name owns the work "
+                              "it submits, whichever of the two submitted it)"));
     }
     if (!digests.insert(entry.digest).second) return bad("this secret is already used");
     set.entries_.push_back(std::move(entry));

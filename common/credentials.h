@@ -3,13 +3,16 @@
 // File format (docs/security.md), one credential per line, '#' starts a comment:
 //   SCOPE NAME SECRET
 // SCOPE is one of
-//   user    the whole Coordinator API (xmodctl, the dashboard)
+//   user    the Coordinator API: every read, submissions, and changes to its own work (the
+//           sweeps it submitted, their runs and decisions, its studies) or its groups'
+//   admin   what `user` may, and changes to anyone's work (an operator)
 //   read    the Coordinator API's reads only (Get*, List*, Watch*, Query, fits, Plan)
 //   worker  the WorkerGateway API only, bound to NAME: the worker must register under NAME and
 //           may report only for its own attempts
-// NAME is [A-Za-z0-9._@-]+, unique within its scope. SECRET is either the bearer token itself
-// (at least 16 characters) or "sha256:" and the 64 hex digits of the token's SHA-256, so the
-// coordinator's file need not hold usable secrets. Every secret must be distinct.
+// NAME is [A-Za-z0-9._@-]+, unique within its scope; a user and an admin credential never share a
+// name (a name owns work, whichever of the two scopes submitted it). SECRET is either the bearer
+// token itself (at least 16 characters) or "sha256:" and the 64 hex digits of the token's SHA-256,
+// so the coordinator's file need not hold usable secrets. Every secret must be distinct.
 //
 // Matching hashes the presented token once and compares it with every entry's digest in
 // constant time (CRYPTO_memcmp), without an early exit, so neither the position of a match nor
@@ -30,9 +33,9 @@
 
 namespace xmod {
 
-enum class Scope { kUser, kRead, kWorker };
+enum class Scope { kUser, kRead, kWorker, kAdmin };
 
-// "user", "read", "worker".
+// "user", "read", "worker", "admin".
 const char* ScopeName(Scope scope);
 
 // The caller of a request. `anonymous` when the server has no credentials configured: then

@@ -20,12 +20,13 @@ constexpr char kFile[] =
     "user alice alice-secret-0123456789\n"
     "read viewer viewer-secret-0123456789   # dashboards\n"
     "\n"
-    "worker w1 w1-secret-0123456789abcdef\n";
+    "worker w1 w1-secret-0123456789abcdef\n"
+    "admin ops ops-secret-0123456789abcd\n";
 
 TEST(CredentialsTest, MapsEachSecretToItsPrincipal) {
   absl::StatusOr<CredentialSet> set = CredentialSet::Parse(kFile, "creds");
   ASSERT_TRUE(set.ok()) << set.status();
-  EXPECT_EQ(set->size(), 3u);
+  EXPECT_EQ(set->size(), 4u);
   std::optional<Principal> p = set->Authenticate("w1-secret-0123456789abcdef");
   ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->scope, Scope::kWorker);
@@ -34,6 +35,10 @@ TEST(CredentialsTest, MapsEachSecretToItsPrincipal) {
   p = set->Authenticate("viewer-secret-0123456789");
   ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->scope, Scope::kRead);
+  p = set->Authenticate("ops-secret-0123456789abcd");
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->scope, Scope::kAdmin);
+  EXPECT_STREQ(ScopeName(p->scope), "admin");
   EXPECT_FALSE(set->Authenticate("alice-secret-012345678").has_value());  // a prefix
   EXPECT_FALSE(set->Authenticate("").has_value());
 }
@@ -52,7 +57,9 @@ TEST(CredentialsTest, BadLinesNameTheLineNeverTheSecret) {
     const char* message;
   } cases[] = {
       {"user alice\n", "creds:1: expected \"SCOPE NAME SECRET\""},
-      {"\nadmin a 0123456789abcdefgh\n", "creds:2: unknown scope \"admin\""},
+      {"\nroot a 0123456789abcdefgh\n", "creds:2: unknown scope \"root\""},
+      {"user a 0123456789abcdefgh\nadmin a 0123456789abcdefgX\n",
+       "creds:2: \"a\" names both a user and an admin credential"},
       {"user a/b 0123456789abcdefgh\n", "creds:1: NAME must be"},
       {"user a short\n", "creds:1: the secret is shorter than 16 characters"},
       {"user a sha256:abc\n", "creds:1: a sha256: secret needs 64 hex digits"},
@@ -84,6 +91,11 @@ TEST(AuthTest, ScopesAllowOnlyTheirCalls) {
   EXPECT_EQ(call("viewer-secret-0123456789", Access::kRead), absl::StatusCode::kOk);
   EXPECT_EQ(call("viewer-secret-0123456789", Access::kWrite), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(call("w1-secret-0123456789abcdef", Access::kWorker), absl::StatusCode::kOk);
+  // An admin may what a user may, and nothing a worker may.
+  EXPECT_EQ(call("ops-secret-0123456789abcd", Access::kWrite), absl::StatusCode::kOk);
+  EXPECT_EQ(call("ops-secret-0123456789abcd", Access::kRead), absl::StatusCode::kOk);
+  EXPECT_EQ(call("ops-secret-0123456789abcd", Access::kWorker),
+            absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(call("w1-secret-0123456789abcdef", Access::kRead), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(call("nope-nope-nope-nope", Access::kRead), absl::StatusCode::kUnauthenticated);
   EXPECT_EQ(Authorize(*set, std::nullopt, Access::kRead, "M").status().code(),

@@ -13,16 +13,31 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 
 namespace xmod {
 namespace {
 
+// The status of a failed call on `path`, coded by errno: NOT_FOUND for a missing file,
+// RESOURCE_EXHAUSTED for a full disk or quota (so that callers can tell "free space, then
+// retry" from a fault), UNAVAILABLE for an I/O error, INTERNAL for the rest.
 absl::Status ErrnoStatus(absl::string_view what, const std::string& path) {
   int err = errno;
   std::string message = absl::StrCat(what, " ", path, ": ", std::strerror(err));
-  return err == ENOENT ? absl::NotFoundError(message) : absl::InternalError(message);
+  switch (err) {
+    case ENOENT:
+      return absl::NotFoundError(message);
+    case ENOSPC:
+    case EDQUOT:
+      return absl::ResourceExhaustedError(message);
+    case EIO:
+      return absl::UnavailableError(message);
+    default:
+      return absl::InternalError(message);
+  }
 }
 
 std::string HexDigest(const unsigned char* digest, unsigned int size) {
@@ -124,35 +139,75 @@ absl::StatusOr<std::string> ReadSmallFile(const std::string& path, int64_t max_b
   return contents;
 }
 
-absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents) {
-  const std::string temp = TempName(path);
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus("cannot create", temp);
-  const char* data = contents.data();
-  size_t left = contents.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, data, left);
+namespace {
+
+// Writes all `size` bytes at `data` to `fd` (the file `path`), retrying short writes.
+absl::Status WriteAll(int fd, const char* data, size_t size, const std::string& path) {
+  while (size > 0) {
+    ssize_t n = ::write(fd, data, size);
     if (n < 0) {
       if (errno == EINTR) continue;
-      absl::Status status = ErrnoStatus("cannot write", temp);
-      ::close(fd);
-      ::unlink(temp.c_str());
-      return status;
+      return ErrnoStatus("cannot write", path);
     }
     data += n;
-    left -= static_cast<size_t>(n);
+    size -= static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    absl::Status status = ErrnoStatus("cannot sync", temp);
-    ::unlink(temp.c_str());
-    return status;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::Open(const std::string& path) {
+  std::string temp = TempName(path);
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus("cannot create", temp);
+  return std::unique_ptr<AtomicFileWriter>(new AtomicFileWriter(path, std::move(temp), fd));
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(temp_.c_str());
+}
+
+absl::Status AtomicFileWriter::Append(absl::string_view bytes) {
+  if (fd_ < 0) return absl::FailedPreconditionError(absl::StrCat(temp_, " is closed"));
+  return WriteAll(fd_, bytes.data(), bytes.size(), temp_);
+}
+
+absl::Status AtomicFileWriter::Commit() {
+  if (fd_ < 0) return absl::FailedPreconditionError(absl::StrCat(temp_, " is closed"));
+  absl::Status status = ::fsync(fd_) == 0 ? absl::OkStatus() : ErrnoStatus("cannot sync", temp_);
+  if (::close(fd_) != 0 && status.ok()) status = ErrnoStatus("cannot close", temp_);
+  fd_ = -1;
+  if (status.ok() && ::rename(temp_.c_str(), path_.c_str()) != 0) {
+    status = ErrnoStatus("cannot rename onto", path_);
   }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    absl::Status status = ErrnoStatus("cannot rename onto", path);
-    ::unlink(temp.c_str());
-    return status;
+  if (!status.ok()) return status;
+  committed_ = true;
+  return SyncParent(path_);
+}
+
+absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents) {
+  absl::StatusOr<std::unique_ptr<AtomicFileWriter>> writer = AtomicFileWriter::Open(path);
+  if (!writer.ok()) return writer.status();
+  if (absl::Status s = (*writer)->Append(contents); !s.ok()) return s;
+  return (*writer)->Commit();
+}
+
+absl::Status CopyFileAtomic(const std::string& from, const std::string& to) {
+  int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return ErrnoStatus("cannot open", from);
+  absl::Cleanup close_in = [in] { ::close(in); };
+  absl::StatusOr<std::unique_ptr<AtomicFileWriter>> writer = AtomicFileWriter::Open(to);
+  if (!writer.ok()) return writer.status();
+  std::vector<char> buffer(1 << 20);
+  while (true) {
+    const ssize_t n = ::read(in, buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus("cannot read", from);
+    if (n == 0) return (*writer)->Commit();
+    if (absl::Status s = (*writer)->Append(absl::string_view(buffer.data(), n)); !s.ok()) return s;
   }
-  return SyncParent(path);
 }
 
 std::string Sha256Hex(absl::string_view bytes) {

@@ -6,6 +6,7 @@
 #include <grpcpp/server_builder.h>
 #include <signal.h>
 
+#include <filesystem>
 #include <map>
 
 #include "absl/strings/match.h"
@@ -15,6 +16,7 @@
 #include "coordinator/api/coordinator_service.h"
 #include "coordinator/api/http_server.h"
 #include "coordinator/api/standard_services.h"
+#include "coordinator/api/user_actions.h"
 #include "coordinator/api/worker_gateway_service.h"
 #include "coordinator/design/sweep_monitor.h"
 #include "coordinator/fitting/fit_trigger.h"
@@ -97,8 +99,8 @@ absl::Status Coordinator::OpenStore() {
   metrics_ = std::make_unique<CoordinatorMetrics>();
   StoreOptions store_options = options_.store;
   CoordinatorMetrics* metrics = metrics_.get();
-  store_options.on_commit = [metrics](double seconds, int batch) {
-    metrics->ObserveCommit(seconds, batch);
+  store_options.on_commit = [metrics](double seconds, int batch, const absl::Status& status) {
+    metrics->ObserveCommit(seconds, batch, status);
   };
   absl::StatusOr<std::unique_ptr<DatabaseLock>> lock = DatabaseLock::Acquire(options_.db_path);
   if (!lock.ok()) return lock.status();
@@ -135,6 +137,7 @@ absl::Status Coordinator::StartBackgroundParts() {
 }
 
 void Coordinator::MakeServices() {
+  actions_ = std::make_unique<UserActions>(store_.get(), scheduler_.get(), fit_trigger_.get());
   CoordinatorServiceOptions user_options;
   user_options.credentials = options_.credentials;
   user_options.check_data_paths = options_.check_data_paths;
@@ -142,9 +145,11 @@ void Coordinator::MakeServices() {
   user_options.watch_limits = options_.watch_streams;
   user_options.data_roots = options_.data_roots;
   user_options.spec_limits.max_ensemble_size = options_.adaptive.max_ensemble_size;
-  user_options.fit_trigger = fit_trigger_.get();
+  user_options.actions = actions_.get();
   user_options.adaptive = adaptive_.get();
   user_options.clock = clock_;
+  user_options.backup_dir = std::filesystem::path(options_.db_path).parent_path().string();
+  if (user_options.backup_dir.empty()) user_options.backup_dir = ".";
   user_service_ = std::make_unique<CoordinatorService>(store_.get(), scheduler_.get(), &feed_,
                                                        metrics_.get(), user_options);
   WorkerGatewayOptions worker_options;
@@ -164,6 +169,7 @@ absl::Status Coordinator::StartSideListeners() {
     http.sessions = options_.sessions;
     http.clock = clock_;
     http.feed = &feed_;
+    http.actions = actions_.get();
     absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start(store_.get(), http);
     if (!server.ok()) return server.status();
     http_server_ = *std::move(server);
@@ -291,6 +297,13 @@ absl::Status RunCoordinator(const CoordinatorOptions& options) {
   LOG(INFO) << "xmod-coordinator: got signal " << signal;
   (*coordinator)->Shutdown();
   return absl::OkStatus();
+}
+
+absl::StatusOr<BackupInfo> RestoreFromBackup(const std::string& backup, const std::string& db_path,
+                                             Clock* clock) {
+  absl::StatusOr<std::unique_ptr<DatabaseLock>> lock = DatabaseLock::Acquire(db_path);
+  if (!lock.ok()) return lock.status();
+  return RestoreDatabase(backup, db_path, clock->NowMillis());
 }
 
 }  // namespace xmod

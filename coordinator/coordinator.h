@@ -27,6 +27,7 @@
 #include "coordinator/design/adaptive_controller.h"
 #include "coordinator/metrics/coordinator_metrics.h"
 #include "coordinator/scheduling/scheduler.h"
+#include "coordinator/store/backup.h"
 #include "coordinator/store/change_feed.h"
 #include "coordinator/store/store.h"
 
@@ -37,6 +38,7 @@ class DatabaseLock;
 class FitTrigger;
 class HealthListener;
 class SweepMonitor;
+class UserActions;
 class WorkerGatewayService;
 class HttpServer;
 
@@ -112,7 +114,8 @@ class Coordinator {
   Coordinator() = default;
   // The steps of Start, in order. OpenStore takes the database's lock and opens the store
   // (with metrics_); StartBackgroundParts rebuilds the scheduler from the store and makes the
-  // fit trigger, adaptive controller and sweep monitor; MakeServices the two gRPC services;
+  // fit trigger, adaptive controller and sweep monitor; MakeServices the user actions (shared
+  // by the user API and the dashboard) and the two gRPC services;
   // StartSideListeners binds HTTP, metrics and health (whichever the options name);
   // StartGrpc binds `listen` and serves (NOT_SERVING until Start ends); StartTicker ticks once,
   // then every tick_ms in its thread.
@@ -136,6 +139,7 @@ class Coordinator {
   std::unique_ptr<FitTrigger> fit_trigger_;
   std::unique_ptr<AdaptiveController> adaptive_;
   std::unique_ptr<SweepMonitor> sweep_monitor_;
+  std::unique_ptr<UserActions> actions_;
   std::unique_ptr<CoordinatorService> user_service_;
   std::unique_ptr<WorkerGatewayService> worker_service_;
   std::unique_ptr<grpc::Server> grpc_server_;
@@ -149,6 +153,13 @@ class Coordinator {
 
 // Starts a coordinator, waits for SIGTERM or SIGINT, shuts down gracefully. For main().
 absl::Status RunCoordinator(const CoordinatorOptions& options);
+
+// xmod-coordinator --restore_from (docs/operations.md, "Backup"): takes the database's lock
+// (FAILED_PRECONDITION naming the coordinator that holds it: stop it first), then restores
+// `backup` as `db_path` (store/backup.h: checked first; what was there moved aside, never
+// deleted). Serves nothing; returns what was restored.
+absl::StatusOr<BackupInfo> RestoreFromBackup(const std::string& backup, const std::string& db_path,
+                                             Clock* clock);
 
 }  // namespace xmod
 

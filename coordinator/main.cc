@@ -23,7 +23,8 @@ struct Flags {
   xmod::CoordinatorOptions options;
   std::string credentials_file;
   std::string sharing_config;
-  std::string token;  // --token, removed: refused when given
+  std::string token;         // --token, removed: refused when given
+  std::string restore_from;  // restore this backup as --db, then exit
 };
 
 // --listen, --db, --checkpoint_root and the credential and TLS flags.
@@ -33,6 +34,10 @@ void AddServerFlags(CLI::App& app, Flags* flags) {
                  "gRPC address host:port for users (xmodctl) and workers; port 0 picks a free "
                  "port");
   app.add_option("--db", options.db_path, "SQLite database file (WAL mode); created if missing");
+  app.add_option("--restore_from", flags->restore_from,
+                 "restore this backup (xmodctl admin backup) as --db and exit, serving nothing: "
+                 "it is checked first, and the database it replaces is moved aside to "
+                 "<db>.before-restore-<unix ms>, never deleted; the coordinator must be stopped");
   app.add_option("--checkpoint_root", options.checkpoint_root,
                  "directory, shared with every worker, under which each run gets "
                  "sweep-<S>/run-<R>/ for its checkpoints");
@@ -174,6 +179,18 @@ int main(int argc, char** argv) {
   if (absl::Status s = FinishFlags(&flags); !s.ok()) {
     std::cerr << s.message() << "\n";
     return 2;
+  }
+  if (!flags.restore_from.empty()) {
+    absl::StatusOr<xmod::BackupInfo> restored =
+        xmod::RestoreFromBackup(flags.restore_from, flags.options.db_path, xmod::Clock::Real());
+    if (!restored.ok()) {
+      std::cerr << "--restore_from: " << restored.status().message() << "\n";
+      return 1;
+    }
+    std::cout << "restored " << flags.restore_from << " as " << flags.options.db_path << " ("
+              << restored->bytes << " bytes, sha256 " << restored->sha256 << ", schema version "
+              << restored->schema_version << "); start the coordinator on it\n";
+    return 0;
   }
   absl::Status status = xmod::RunCoordinator(flags.options);
   if (!status.ok()) {

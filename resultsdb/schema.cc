@@ -437,6 +437,33 @@ ALTER TABLE attempts ADD COLUMN preempt_reason TEXT;
 ALTER TABLE attempt_members ADD COLUMN slot_kind TEXT;
 ALTER TABLE attempt_members ADD COLUMN cores INTEGER;
 )sql",
+
+    // Version 9: tenants (docs/security.md, "What each scope may do"): who made each change
+    // (the acting credential of an event; NULL when the coordinator acted on its own), who
+    // created each study (NULL for studies stored before), and indexes for reading a sweep's,
+    // a run's and a credential's events.
+    R"sql(
+ALTER TABLE events ADD COLUMN actor TEXT;
+ALTER TABLE studies ADD COLUMN owner TEXT;
+CREATE INDEX events_by_sweep ON events(sweep_id, id);
+CREATE INDEX events_by_run ON events(run_id, id);
+CREATE INDEX events_by_actor ON events(actor, time_ms) WHERE actor IS NOT NULL;
+)sql",
+
+    // Version 10: GPU use (docs/operations.md, "Monitoring"): the most device memory each
+    // attempt member held on one GPU, as its worker measured it with NVML (NULL: not measured).
+    R"sql(
+ALTER TABLE attempt_members ADD COLUMN peak_gpu_memory_bytes INTEGER;
+)sql",
+
+    // Version 11: out of memory (docs/fault-tolerance.md, "Out of memory"): each run's
+    // out-of-memory failures since submission or its last resume, which choose the memory
+    // plan of its next attempt, and what that plan changed in each attempt's spec (NULL: the
+    // spec as submitted).
+    R"sql(
+ALTER TABLE runs ADD COLUMN oom_failures INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN memory_plan TEXT;
+)sql",
 };
 
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);

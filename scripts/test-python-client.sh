@@ -51,7 +51,8 @@ use_credentials w1 w2
 start_coordinator
 start_worker w1 --train_bin="$trainer"
 start_worker w2 --train_bin="$trainer"
-export READ_TOKEN_FILE XMOD_HTTP_ADDR="127.0.0.1:$COORD_HTTP" XMOD_PYCLIENT_CLUSTER=1
+export READ_TOKEN_FILE OTHER_TOKEN_FILE ADMIN_TOKEN_FILE XMOD_HTTP_ADDR="127.0.0.1:$COORD_HTTP" \
+  XMOD_PYCLIENT_CLUSTER=1
 cd "$SRC/clients/python"
 status=0
 "$VENV/bin/python" -m pytest -p no:cacheprovider "$@" tests || status=$?

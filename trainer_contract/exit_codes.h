@@ -10,7 +10,9 @@
 //                                          worker's binary may not match; another may)
 //   3     kExitInvalidConfig never           the run spec or options are invalid
 //   4     kExitDiverged     never            the loss became NaN / infinite
-//   5     kExitOutOfMemory  retry once       host or device memory ran out
+//   5     kExitOutOfMemory  less memory      host or device memory ran out: requeued with the
+//                                          next memory plan (activation checkpointing, then
+//                                          halved micro-batches); FAILED past the last
 //   6     kExitDataLoss     retry            a checkpoint or data shard failed verification
 //   7     kExitLeaseExpired requeue          stopped because the attempt's lease lapsed
 //   75    kExitPreempted    requeue          stopped by SIGTERM after a checkpoint (EX_TEMPFAIL)
@@ -33,10 +35,10 @@ inline constexpr int kExitPreempted = 75;
 
 // What the coordinator does with a failed attempt that exited with a code.
 enum class ExitRetry {
-  kRetry,      // requeue with backoff, counting one failure
-  kRetryOnce,  // as kRetry the first time; a second such failure fails the run
-  kNever,      // fail the run at once: a retry would fail the same way
-  kRequeue,    // requeue at once without counting a failure
+  kRetry,       // requeue with backoff, counting one failure
+  kLessMemory,  // requeue with the next memory plan; FAIL when there is none
+  kNever,       // fail the run at once: a retry would fail the same way
+  kRequeue,     // requeue at once without counting a failure
 };
 
 constexpr ExitRetry RetryPolicyOf(int exit_code) {
@@ -45,7 +47,7 @@ constexpr ExitRetry RetryPolicyOf(int exit_code) {
     case kExitDiverged:
       return ExitRetry::kNever;
     case kExitOutOfMemory:
-      return ExitRetry::kRetryOnce;
+      return ExitRetry::kLessMemory;
     case kExitLeaseExpired:
     case kExitPreempted:
       return ExitRetry::kRequeue;

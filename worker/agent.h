@@ -86,6 +86,7 @@
 #include "common/clock.h"
 #include "worker/device_discovery.h"
 #include "worker/gateway_client.h"
+#include "worker/gpu_monitor.h"
 #include "worker/launch_plan.h"
 #include "worker/metric_relay.h"
 #include "worker/process_supervisor.h"
@@ -118,6 +119,9 @@ struct AgentOptions {
   int events_fd = 3;         // descriptor number of the event pipe in the child
   int control_fd = 4;        // descriptor number of the lease control channel
   MetricRelayOptions relay;  // spill_dir "" = <work_dir>/spill
+  // GPU telemetry: measures each attempt on CUDA slots (its peak memory goes into its
+  // FinishRun). Null: none (no GPU, no NVML). Must outlive the agent.
+  GpuMonitor* gpu_monitor = nullptr;
 };
 
 class Agent {
@@ -193,6 +197,9 @@ class Agent {
   // lease lapses at `lease_deadline_ms` (monotonic); reports PREEMPTED (no slots, draining)
   // or FAILED (could not start) itself when that is impossible (agent_start.cc).
   void StartAttempt(const v1::Assignment& assignment, int64_t lease_deadline_ms);
+  // Has the GPU monitor (if any) follow attempt `key`, running as `pid` on `slots`, when
+  // they are CUDA slots.
+  void TrackGpus(AttemptKey key, const std::vector<int32_t>& slots, int pid);
   // Marks busy the slots of the assignment's ranks: the assigned ones that are free here,
   // topped up with other free slots. An error, reserving nothing, when the worker drains or
   // has too few free.

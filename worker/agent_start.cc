@@ -114,6 +114,7 @@ void Agent::StartAttempt(const v1::Assignment& assignment, int64_t lease_deadlin
   }
   LogStarted(assignment, plan, *slots, (*child)->pid());
   if (metrics_ != nullptr) metrics_->children_started.Increment();
+  TrackGpus(key, *slots, (*child)->pid());
   relay_.Open(key);
   AddAttempt(assignment, plan, *std::move(child), *std::move(slots), lease_deadline_ms);
 }
@@ -160,6 +161,15 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> Agent::StartRanks(
     started.push_back(*std::move(child));
   }
   return std::make_unique<RankGroup>(std::move(started));
+}
+
+void Agent::TrackGpus(AttemptKey key, const std::vector<int32_t>& slots, int pid) {
+  if (options_.gpu_monitor == nullptr) return;
+  std::vector<int> gpus;
+  for (int32_t slot : slots) {
+    if (slots_[slot].kind() == v1::CUDA) gpus.push_back(slots_[slot].device());
+  }
+  if (!gpus.empty()) options_.gpu_monitor->Track(key, std::move(gpus), {pid});
 }
 
 void Agent::AddAttempt(const v1::Assignment& assignment, const LaunchPlan& plan,

@@ -201,6 +201,10 @@ v1::FinishRunRequest Agent::FinishRequest(Attempt* attempt, const ExitStatus& ex
   } else {
     finish.set_error(decided.error);
   }
+  if (options_.gpu_monitor != nullptr) {
+    const int64_t peak = options_.gpu_monitor->Untrack(attempt->key);
+    if (peak > 0) finish.set_peak_gpu_memory_bytes(peak);
+  }
   return finish;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/files.h"
 #include "common/metric_limits.h"
 #include "common/poll.h"
@@ -17,6 +18,7 @@
 #include "trainer_contract/exit_codes.h"
 #include "worker/fake_gateway.h"
 #include "worker/fake_process.h"
+#include "worker/gpu_monitor.h"
 
 namespace xmod {
 namespace {
@@ -155,6 +157,47 @@ TEST_F(AgentTest, RunsAChildAndReportsSuccessAfterItsMetrics) {
   auto points = gateway_.Points({11, 2});
   ASSERT_EQ(points.size(), 7u);
   EXPECT_EQ(points.back().step(), 7);
+}
+
+// A run on a CUDA slot is measured by the GPU monitor: the most memory NVML saw its trainer
+// hold on its GPU goes into its FinishRun; a run on a CPU slot reports none.
+TEST_F(AgentTest, ARunOnAGpuReportsItsPeakGpuMemory) {
+  const std::string state = dir_ + "/nvml_state";
+  setenv("FAKE_NVML_STATE", state.c_str(), 1);
+  absl::StatusOr<std::unique_ptr<GpuTelemetry>> telemetry = GpuTelemetry::Load(XMOD_FAKE_NVML);
+  ASSERT_TRUE(telemetry.ok()) << telemetry.status();
+  prometheus::Registry registry;
+  GpuMonitor monitor(*std::move(telemetry), registry, absl::ZeroDuration());
+  v1::Slot gpu;
+  gpu.set_index(0);
+  gpu.set_kind(v1::CUDA);
+  gpu.set_device(3);  // NVML's GPU 3
+  gpu.set_cores(2);
+  probe_ = FixedDeviceProbe({gpu, CpuSlot(1, 2)});
+  options_.gpu_monitor = &monitor;
+  StartAgent();
+  gateway_.QueueAssignment(MakeAssignment(21, 1, 0));
+  std::shared_ptr<FakeChild> child = launcher_.WaitForChild(0);
+  ASSERT_NE(child, nullptr);
+  std::string gpus;
+  for (int i = 0; i < 4; ++i) {
+    absl::StrAppend(&gpus, "gpu ", i, " 50 ", i == 3 ? 9000 : 100, " 80000 - 40 NVIDIA H200\n");
+  }
+  ASSERT_TRUE(WriteFileAtomic(state, absl::StrCat(gpus, "proc 3 ", child->pid(), " 6000\n")).ok());
+  ASSERT_TRUE(monitor.SampleOnce().ok());
+  ASSERT_TRUE(WriteFileAtomic(state, absl::StrCat(gpus, "proc 3 ", child->pid(), " 2000\n")).ok());
+  ASSERT_TRUE(monitor.SampleOnce().ok());
+  child->Exit(0);
+  ASSERT_TRUE(gateway_.WaitForFinishes(1));
+  EXPECT_EQ(gateway_.Finishes()[0].peak_gpu_memory_bytes(), 6000);
+
+  gateway_.QueueAssignment(MakeAssignment(22, 1, 1));  // the CPU slot
+  child = launcher_.WaitForChild(1);
+  ASSERT_NE(child, nullptr);
+  ASSERT_TRUE(monitor.SampleOnce().ok());
+  child->Exit(0);
+  ASSERT_TRUE(gateway_.WaitForFinishes(2));
+  EXPECT_EQ(gateway_.Finishes()[1].peak_gpu_memory_bytes(), 0);
 }
 
 TEST_F(AgentTest, AFailingChildIsReportedWithItsStderr) {
@@ -753,20 +796,22 @@ TEST_F(AgentTest, AMultiRankRunStartsOneChildPerRankAndReadsRankZero) {
   ASSERT_NE(rank1, nullptr);
 
   // Each rank: its slot's cores, its rank, the same spec, lease, resume point and
-  // rendezvous; events only from rank 0.
+  // rendezvous on loopback; events only from rank 0.
   const std::string spec_path = attempt_dir + "/spec.pb";
   const std::string rendezvous = attempt_dir + "/rdzv";
   const std::string deadline = std::to_string(kStartMono + 900);
-  EXPECT_THAT(rank0->options().argv,
-              ElementsAre("/opt/xmod/xmod-train", "--spec", spec_path, "--events_fd", "3",
-                          "--threads", "2", "--lease_deadline_ms", deadline, "--lease_fd", "4",
-                          "--resume", "/ckpt/step-5.pt", "--resume_sha256", "aa", "--resume_bytes",
-                          "0", "--rank", "0", "--world_size", "2", "--rendezvous", rendezvous));
-  EXPECT_THAT(rank1->options().argv,
-              ElementsAre("/opt/xmod/xmod-train", "--spec", spec_path, "--events_fd", "-1",
-                          "--threads", "3", "--lease_deadline_ms", deadline, "--lease_fd", "4",
-                          "--resume", "/ckpt/step-5.pt", "--resume_sha256", "aa", "--resume_bytes",
-                          "0", "--rank", "1", "--world_size", "2", "--rendezvous", rendezvous));
+  EXPECT_THAT(
+      rank0->options().argv,
+      ElementsAre("/opt/xmod/xmod-train", "--spec", spec_path, "--events_fd", "3", "--threads", "2",
+                  "--lease_deadline_ms", deadline, "--lease_fd", "4", "--resume", "/ckpt/step-5.pt",
+                  "--resume_sha256", "aa", "--resume_bytes", "0", "--rank", "0", "--world_size",
+                  "2", "--rendezvous", rendezvous, "--dist_host", "127.0.0.1"));
+  EXPECT_THAT(
+      rank1->options().argv,
+      ElementsAre("/opt/xmod/xmod-train", "--spec", spec_path, "--events_fd", "-1", "--threads",
+                  "3", "--lease_deadline_ms", deadline, "--lease_fd", "4", "--resume",
+                  "/ckpt/step-5.pt", "--resume_sha256", "aa", "--resume_bytes", "0", "--rank", "1",
+                  "--world_size", "2", "--rendezvous", rendezvous, "--dist_host", "127.0.0.1"));
   EXPECT_THAT(rank1->options().env,
               ::testing::Contains(std::pair<std::string, std::string>("OMP_NUM_THREADS", "3")));
   EXPECT_EQ(rank0->options().log_path, attempt_dir + "/train.log");

@@ -107,7 +107,13 @@ LaunchPlan PlanLaunch(const LaunchInputs& inputs) {
     shared.world_size = plan.world_size;
     shared.rendezvous = plan.rendezvous;
   }
-  if (gang) shared.dist_host = assignment.gang().host();  // where the other members reach it
+  // A gang's members reach this host at its advertised address; ranks on this worker alone
+  // meet on loopback, whatever the hostname resolves to (a sandbox may drop other traffic).
+  if (gang) {
+    shared.dist_host = assignment.gang().host();
+  } else if (ranks > 1) {
+    shared.dist_host = "127.0.0.1";
+  }
   for (int rank = 0; rank < ranks; ++rank) {
     plan.ranks.push_back(PlanRank(inputs, plan, shared, rank));
   }

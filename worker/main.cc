@@ -48,6 +48,19 @@ void AddRunFlags(CLI::App& app, xmod::WorkerOptions& options, RawFlags& raw) {
                  "threads per slot (0: all cores divided by the slots)");
   app.add_flag("--gpus,!--nogpus", options.use_gpus,
                "offer CUDA GPUs found by nvidia-smi (--gpus=false: CPU slots only)");
+  app.add_option("--nvml_library", options.nvml_library,
+                 "NVML, loaded at run time for GPU telemetry on /metrics and each run's peak GPU "
+                 "memory; when it cannot be loaded (no NVIDIA driver) there is none");
+  app.add_option("--gpu_sample_ms", options.gpu_sample_ms,
+                 "how often GPU telemetry is sampled (0: never)");
+  app.add_option("--metric_memory_points", options.metric_memory_points,
+                 "unacknowledged metric points held in memory per attempt before the rest is "
+                 "spilled to <work_dir>/spill")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--metric_overflow_points", options.metric_overflow_points,
+                 "when a spill file cannot be written (a full disk), points held in memory "
+                 "beyond --metric_memory_points before the attempt is stopped (FAILED, retried)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--metrics_listen", options.metrics_listen,
                  "host:port for the Prometheus /metrics endpoint (port 0: any free port; empty: "
                  "none)");

@@ -57,7 +57,20 @@ void MetricRelay::Open(AttemptKey key) {
 }
 
 int64_t MetricRelay::AddMetric(AttemptKey key, const v1::MetricPoint& point) {
-  absl::MutexLock lock(&mu_);
+  int64_t seq = 0;
+  std::string overflow;  // why the attempt must stop, when this point overflowed its buffer
+  std::function<void(AttemptKey, const std::string&)> callback;
+  {
+    absl::MutexLock lock(&mu_);
+    seq = AddMetricLocked(key, point, &overflow);
+    callback = on_stale_;
+  }
+  if (!overflow.empty() && callback) callback(key, overflow);
+  return seq;
+}
+
+int64_t MetricRelay::AddMetricLocked(AttemptKey key, const v1::MetricPoint& point,
+                                     std::string* overflow) {
   auto it = streams_.find(key);
   if (it == streams_.end() || it->second.stale) return 0;
   Stream& stream = it->second;
@@ -70,6 +83,10 @@ int64_t MetricRelay::AddMetric(AttemptKey key, const v1::MetricPoint& point) {
                  << " (later ones are counted in xmod_worker_metric_points_dropped_total)";
     }
     if (metrics_ != nullptr) metrics_->points_dropped_name_too_long.Increment();
+    return 0;
+  }
+  if (!stream.refusal.empty() || OverflowsLocked(key, stream, overflow)) {
+    if (metrics_ != nullptr) metrics_->points_dropped_buffer_full.Increment();
     return 0;
   }
   const int64_t seq = ++stream.last_seq;
@@ -93,10 +110,27 @@ int64_t MetricRelay::AddMetric(AttemptKey key, const v1::MetricPoint& point) {
   return seq;
 }
 
+bool MetricRelay::OverflowsLocked(AttemptKey key, Stream& stream, std::string* overflow) {
+  const int64_t bound = options_.max_memory_points + options_.max_overflow_points;
+  if (!stream.spill_failed || static_cast<int64_t>(stream.points.size()) < bound) return false;
+  stream.refusal = absl::StrCat(
+      "the metric buffer is full: the spill file could not be written (", stream.spill_error,
+      ") and ", stream.points.size(),
+      " unacknowledged points wait in memory, the bound; the "
+      "attempt stops here so that no point it reported is lost, and is retried from its latest "
+      "checkpoint");
+  LOG(ERROR) << "run " << key.run_id << " attempt " << key.attempt << ": " << stream.refusal;
+  ApplyRefusalLocked(stream);
+  ++generation_;
+  *overflow = stream.refusal;  // the callback runs once the lock is released
+  return true;
+}
+
 void MetricRelay::AddCheckpoint(AttemptKey key, v1::ReportCheckpointRequest checkpoint) {
   absl::MutexLock lock(&mu_);
   auto it = streams_.find(key);
-  if (it == streams_.end() || it->second.stale) return;
+  // After an overflow the checkpoint's points are incomplete: it must not be a resume point.
+  if (it == streams_.end() || it->second.stale || !it->second.refusal.empty()) return;
   checkpoint.set_run_id(key.run_id);
   checkpoint.set_attempt(key.attempt);
   it->second.checkpoints.push_back({it->second.last_seq, std::move(checkpoint)});

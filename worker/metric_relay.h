@@ -28,8 +28,14 @@
 // <spill_dir>/run-<R>-a<A>.spill (a SpillFile, spill_file.h; fdatasync'ed after each
 // append), and read back in order as
 // acknowledgements make room. The file is deleted once every point in it is acknowledged,
-// and when the attempt is closed or turns stale. If a spill write fails, the attempt's points
-// stay in memory (logged): memory grows rather than a point being lost.
+// and when the attempt is closed or turns stale. If a spill write fails (a full or failing
+// disk), the attempt's points stay in memory (logged), up to max_overflow_points more; the
+// next point past that bound ends the attempt rather than drop a point the trainer reported
+// or let memory grow without bound: that point and every later one (and any later
+// checkpoint, whose points would be incomplete) are dropped and counted
+// (reason="buffer_full"), the callback stops the child, and its FinishRun goes out FAILED
+// saying so ("the metric buffer is full: ...") once the points it holds are delivered — the
+// coordinator retries from the latest checkpoint reported before, whose points are durable.
 //
 // Across restarts: Keep() (the worker's last act when it stops, docs/fault-tolerance.md)
 // writes what each attempt with a queued FinishRun still has to deliver: its unacknowledged
@@ -89,6 +95,9 @@ struct MetricRelayOptions {
   int64_t max_backoff_ms = 10'000;   // cap of the doubling delay
   // Unacknowledged points kept in memory per attempt; the rest wait in its spill file.
   int64_t max_memory_points = 50'000;
+  // When the spill file cannot be written (a full or failing disk), the points held in memory
+  // past max_memory_points, at most; past that the attempt is stopped (header comment).
+  int64_t max_overflow_points = 50'000;
   // Folder of the spill files; "" = no spilling (memory unbounded).
   std::string spill_dir;
 };
@@ -106,9 +115,10 @@ class MetricRelay {
 
   // The worker id sent with every call (from RegisterResponse).
   void set_worker_id(int64_t worker_id);
-  // Called (from the pumping thread, without the lock) when the relay stops relaying an
-  // attempt's reports: it turned stale (`refusal` empty), or the coordinator refused one of
-  // its metric reports for good (`refusal` says what and why). Either way its child must stop.
+  // Called (without the lock) when the relay stops taking an attempt's reports: it turned
+  // stale (`refusal` empty), the coordinator refused one of its metric reports for good, or
+  // its buffer overflowed (`refusal` says what and why; the points it holds are still
+  // delivered). Either way its child must stop.
   void set_stale_callback(std::function<void(AttemptKey, const std::string& refusal)> callback);
 
   // Starts relaying for `key`; seq restarts at 1. Re-opening an open attempt is a no-op.
@@ -187,13 +197,15 @@ class MetricRelay {
     std::deque<v1::MetricPoint> points;
     std::unique_ptr<SpillFile> spill;  // null while nothing is spilled
     bool spill_failed = false;         // a spill write failed: memory only from then on
+    std::string spill_error;           // why, for the overflow's message
     int64_t lost = 0;                  // points an unreadable spill file lost (not in last_seq)
     std::deque<PendingCheckpoint> checkpoints;
     std::set<std::string> refused_checkpoints;  // paths the coordinator refused for good
     int64_t next_try_ms = 0;
     int64_t backoff_ms = 0;
     bool stale = false;
-    // Why the coordinator refused a metric report for good ("" if it did not); stale then.
+    // Why the attempt's metrics are incomplete ("" while they are not): the coordinator
+    // refused a metric report for good (stale then), or the buffer overflowed.
     std::string refusal;
     // Since when every answer of the coordinator was an error to retry (unset: the last one
     // made progress, or the coordinator could not be reached).
@@ -238,6 +250,14 @@ class MetricRelay {
   // Forgets the stream and its files.
   void CloseLocked(std::map<AttemptKey, Stream>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Appends to the spill file, creating it; false (logged) when that fails.
+  // AddMetric under the lock; `*overflow` gets the reason when this point overflowed the
+  // attempt's buffer (its callback is then the caller's to run, unlocked).
+  int64_t AddMetricLocked(AttemptKey key, const v1::MetricPoint& point, std::string* overflow)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether the attempt's buffer is past max_memory_points + max_overflow_points with its
+  // spill file failed; the first time, records why (stream.refusal, `*overflow`).
+  bool OverflowsLocked(AttemptKey key, Stream& stream, std::string* overflow)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool SpillLocked(AttemptKey key, Stream& stream, int64_t seq, const v1::MetricPoint& point)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves spilled points back into memory while there is room (all of them with `all`), and

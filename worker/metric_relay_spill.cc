@@ -149,6 +149,7 @@ bool MetricRelay::SpillLocked(AttemptKey key, Stream& stream, int64_t seq,
     if (!file.ok()) {
       LOG(ERROR) << "run " << key.run_id << " attempt " << key.attempt << ": " << file.status()
                  << "; its points stay in memory";
+      stream.spill_error = std::string(file.status().message());
       return false;
     }
     stream.spill = *std::move(file);
@@ -156,6 +157,7 @@ bool MetricRelay::SpillLocked(AttemptKey key, Stream& stream, int64_t seq,
   if (absl::Status s = stream.spill->Append(seq, point, /*durable=*/true); !s.ok()) {
     LOG(ERROR) << "run " << key.run_id << " attempt " << key.attempt << ": spilling: " << s
                << "; its points stay in memory";
+    stream.spill_error = std::string(s.message());
     return false;
   }
   return true;

@@ -413,6 +413,63 @@ TEST_F(SpillingRelayTest, AnOutageLongerThanTheMemoryBoundLosesNothing) {
   EXPECT_EQ(SpillFiles(), 0u);  // deleted once every point in it was acknowledged
 }
 
+// A spill volume that is full: the spill file's path leads to /dev/full, where every write
+// fails with ENOSPC. Points past the memory bound stay in memory up to max_overflow_points
+// more; the next one stops the attempt, and every point it reported is still delivered.
+TEST_F(SpillingRelayTest, AFullSpillVolumeHoldsPointsInMemoryUpToABoundThenEndsTheAttempt) {
+  options_.max_overflow_points = 4;
+  prometheus::Registry registry;
+  WorkerMetrics metrics(registry);
+  MetricRelay relay(&gateway_, &clock_, options_, &metrics);
+  relay.set_worker_id(7);
+  std::vector<std::string> stops;
+  relay.set_stale_callback([&](AttemptKey, const std::string& why) { stops.push_back(why); });
+  std::filesystem::create_symlink("/dev/full", options_.spill_dir + "/run-5-a1.spill");
+  relay.Open(key_);
+  gateway_.FailNextMetricCalls(1'000'000);  // the coordinator is away: points pile up
+  for (int step = 1; step <= 12; ++step) EXPECT_EQ(relay.AddMetric(key_, Point(step)), step);
+  EXPECT_EQ(relay.memory_points(), 12u);  // 8, and 4 that could not be spilled
+  EXPECT_TRUE(stops.empty());
+  v1::ReportCheckpointRequest before;
+  before.set_step(12);
+  before.set_path("/ckpt/step-12.pt");
+  relay.AddCheckpoint(key_, before);
+
+  // Point 13 is past the bound: it and everything after is dropped, the attempt must stop.
+  EXPECT_EQ(relay.AddMetric(key_, Point(13)), 0);
+  ASSERT_EQ(stops.size(), 1u);
+  EXPECT_THAT(stops[0], ::testing::HasSubstr("the metric buffer is full"));
+  EXPECT_THAT(stops[0], ::testing::HasSubstr("No space left on device"));
+  EXPECT_EQ(relay.AddMetric(key_, Point(14)), 0);
+  v1::ReportCheckpointRequest after;
+  after.set_step(14);
+  after.set_path("/ckpt/step-14.pt");
+  relay.AddCheckpoint(key_, after);  // its points are incomplete: never a resume point
+  EXPECT_EQ(stops.size(), 1u);
+  EXPECT_FALSE(relay.stale(key_));  // what it holds is still delivered
+  v1::FinishRunRequest finish;
+  finish.set_outcome(v1::OUTCOME_FAILED);  // the worker killed it
+  relay.Finish(key_, finish);
+
+  gateway_.FailNextMetricCalls(0);  // the coordinator is back
+  int calls = 0;
+  while (!relay.open_attempts().empty()) {
+    relay.Pump();
+    clock_.Advance(1000);
+    ASSERT_LT(++calls, 100) << "the attempt never closes";
+  }
+  const std::vector<v1::MetricPoint> stored = gateway_.Points(key_);
+  ASSERT_EQ(stored.size(), 12u);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(stored[i].step(), i + 1);
+  ASSERT_EQ(gateway_.Checkpoints().size(), 1u);
+  EXPECT_EQ(gateway_.Checkpoints()[0].step(), 12);
+  const v1::FinishRunRequest sent = gateway_.Finishes().back();
+  EXPECT_EQ(sent.outcome(), v1::OUTCOME_FAILED);
+  EXPECT_EQ(sent.error(), stops[0]);
+  EXPECT_EQ(sent.last_seq(), 12);
+  EXPECT_EQ(metrics.points_dropped_buffer_full.Value(), 2);
+}
+
 TEST_F(SpillingRelayTest, TheSpillFileGoesOnceAcknowledgedAndComesBackWhenNeeded) {
   MetricRelay relay(&gateway_, &clock_, options_);
   relay.Open(key_);

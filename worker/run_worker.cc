@@ -19,6 +19,7 @@
 #include "worker/agent.h"
 #include "worker/device_discovery.h"
 #include "worker/gateway_client.h"
+#include "worker/gpu_monitor.h"
 #include "worker/process_supervisor.h"
 #include "worker/worker_metrics.h"
 
@@ -52,6 +53,8 @@ absl::StatusOr<AgentOptions> AgentOptionsFrom(const WorkerOptions& options) {
   agent_options.stall_timeout_ms = options.stall_timeout_ms;
   agent_options.train_env = options.train_env;
   agent_options.advertise_host = options.advertise_host;
+  agent_options.relay.max_memory_points = options.metric_memory_points;
+  agent_options.relay.max_overflow_points = options.metric_overflow_points;
   if (options.rendezvous_ports.empty()) return agent_options;
   const std::vector<std::string> range = absl::StrSplit(options.rendezvous_ports, '-');
   int32_t first = 0;
@@ -100,6 +103,22 @@ void ForwardSignals(const sigset_t& signals, const std::atomic<bool>& done, Agen
   }
 }
 
+// GPU telemetry when the worker offers GPUs and NVML loads; null (logged) otherwise.
+std::unique_ptr<GpuMonitor> StartGpuMonitor(const WorkerOptions& options,
+                                            prometheus::Registry& registry) {
+  if (!options.use_gpus || options.gpu_sample_ms <= 0) return nullptr;
+  absl::StatusOr<std::unique_ptr<GpuTelemetry>> telemetry =
+      GpuTelemetry::Load(options.nvml_library);
+  if (!telemetry.ok()) {
+    LOG(INFO) << "no GPU telemetry: " << telemetry.status().message();
+    return nullptr;
+  }
+  LOG(INFO) << "GPU telemetry from " << options.nvml_library << " every " << options.gpu_sample_ms
+            << " ms";
+  return std::make_unique<GpuMonitor>(*std::move(telemetry), registry,
+                                      absl::Milliseconds(options.gpu_sample_ms));
+}
+
 }  // namespace
 
 absl::Status RunWorker(const WorkerOptions& options) {
@@ -134,6 +153,8 @@ absl::Status RunWorker(const WorkerOptions& options) {
       NewChannel(options.coordinator, options.tls);
   if (!channel.ok()) return channel.status();
   std::unique_ptr<GatewayClient> gateway = NewGrpcGatewayClient(*channel, options.token);
+  std::unique_ptr<GpuMonitor> gpu_monitor = StartGpuMonitor(options, *registry);
+  agent_options->gpu_monitor = gpu_monitor.get();
   Agent agent(*agent_options, gateway.get(), launcher.get(), &probe, Clock::Real(), &metrics);
 
   std::atomic<bool> done{false};

@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "common/metrics_endpoint.h"
 #include "common/transport.h"
+#include "worker/gpu_telemetry.h"
 
 namespace xmod {
 
@@ -28,8 +29,16 @@ struct WorkerOptions {
   std::string work_dir = "xmod-work";          // per-attempt folders
   std::string train_bin;                       // xmod-train ("" = next to this binary)
   int cpu_slots = 1;
-  int cores_per_slot = 0;      // 0 = cores / cpu_slots
-  bool use_gpus = true;        // probe nvidia-smi
+  int cores_per_slot = 0;  // 0 = cores / cpu_slots
+  bool use_gpus = true;    // probe nvidia-smi
+  // NVML for GPU telemetry (loaded at run time; none found: no telemetry) and how often it is
+  // sampled (worker/gpu_monitor.h).
+  std::string nvml_library = GpuTelemetry::kDefaultLibrary;
+  int64_t gpu_sample_ms = 5'000;
+  // The metric relay's in-memory bounds (worker/metric_relay.h): points per attempt before
+  // spilling, and beyond that when the spill file cannot be written.
+  int64_t metric_memory_points = 50'000;
+  int64_t metric_overflow_points = 50'000;
   std::string metrics_listen;  // "host:port" for /metrics ("" = none)
   std::string ports_file;      // writes {"metrics":P} once listening
   // HTTPS and a bearer token for /metrics.

@@ -18,7 +18,8 @@ prometheus::Family<prometheus::Counter>& DroppedFamily(prometheus::Registry& reg
       .Help(
           "Metric points never delivered, by reason (name_too_long: the name is past the "
           "coordinator's limit; refused: buffered when the coordinator refused a report of "
-          "the attempt for good).")
+          "the attempt for good; buffer_full: past the in-memory bound of an attempt whose "
+          "spill file could not be written).")
       .Register(registry);
 }
 
@@ -44,6 +45,7 @@ WorkerMetrics::WorkerMetrics(prometheus::Registry& registry)
                          .Add({})),
       points_dropped_name_too_long(DroppedFamily(registry).Add({{"reason", "name_too_long"}})),
       points_dropped_refused(DroppedFamily(registry).Add({{"reason", "refused"}})),
+      points_dropped_buffer_full(DroppedFamily(registry).Add({{"reason", "buffer_full"}})),
       children_started(prometheus::BuildCounter()
                            .Name("xmod_worker_children_started_total")
                            .Help("xmod-train children started.")

@@ -4,10 +4,12 @@
 //   xmod_worker_metric_points_relayed_total        points the coordinator acknowledged
 //   xmod_worker_metric_buffer_points               points waiting for acknowledgement
 //   xmod_worker_metric_spilled_points              of those, points waiting in spill files
-//   xmod_worker_metric_points_dropped_total{reason="name_too_long"|"refused"}
+//   xmod_worker_metric_points_dropped_total{reason="name_too_long"|"refused"|"buffer_full"}
 //                                                  points never delivered: a name past the
-//                                                  coordinator's limit, or buffered when the
-//                                                  coordinator refused a report for good
+//                                                  coordinator's limit, buffered when the
+//                                                  coordinator refused a report for good, or
+//                                                  past the in-memory bound of an attempt
+//                                                  whose spill file could not be written
 //   xmod_worker_children_stalled_total             children killed for making no step progress
 //   xmod_worker_children_started_total             xmod-train children started
 //   xmod_worker_children_failed_total              children that ended with FAILED
@@ -33,6 +35,7 @@ class WorkerMetrics {
   prometheus::Gauge& spilled_points;
   prometheus::Counter& points_dropped_name_too_long;
   prometheus::Counter& points_dropped_refused;
+  prometheus::Counter& points_dropped_buffer_full;
   prometheus::Counter& children_started;
   prometheus::Counter& children_failed;
   prometheus::Counter& children_stalled;

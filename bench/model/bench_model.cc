@@ -40,6 +40,7 @@
 #include "absl/strings/str_join.h"
 #include "bench/model/bench_subject.h"
 #include "model/attention_backend.h"
+#include "model/train/heap.h"
 #include "model/train/threads.h"
 
 namespace xmod {
@@ -332,6 +333,7 @@ int PrintPlans(const BenchOptions& o) {
 }
 
 int Main(int argc, char** argv) {
+  KeepFreedMemoryInProcess();  // as xmod-train
   BenchOptions o;
   bool json = false;
   CLI::App app{"X-MoD vs Dense training-step benchmark"};

@@ -90,21 +90,44 @@ std::vector<double> LinearTicks(double lo, double hi) {
   return ticks;
 }
 
-// Powers of two over at most ten octaves (K, A), else powers of ten; linear ticks when the
-// range holds fewer than two such powers.
+}  // namespace
+
 std::vector<double> LogTicks(double lo, double hi) {
-  const double base = hi / lo <= 1024 ? 2 : 10;
-  const double step = std::max(1.0, std::ceil(std::log(hi / lo) / std::log(base) / 10));
   std::vector<double> ticks;
-  const double first = std::ceil(std::log(lo) / std::log(base) - 1e-9);
-  for (double e = first; std::pow(base, e) <= hi * (1 + 1e-9); e += step) {
-    ticks.push_back(std::pow(base, e));
+  if (hi <= 1024 && hi / lo <= 1024) {  // counts such as K and A: powers of two
+    const double step = std::max(1.0, std::ceil(std::log2(hi / lo) / 10));
+    for (double e = std::ceil(std::log2(lo) - 1e-9); std::exp2(e) <= hi * (1 + 1e-9); e += step) {
+      ticks.push_back(std::exp2(e));
+    }
+  } else {  // powers of ten, or 1, 2 and 5 times them within about a decade
+    const double step = std::max(1.0, std::ceil(std::log10(hi / lo) / 10));
+    const std::vector<double> mantissas =
+        hi / lo >= 100 ? std::vector<double>{1} : std::vector<double>{1, 2, 5};
+    for (double e = std::floor(std::log10(lo)); std::pow(10.0, e) <= hi * (1 + 1e-9); e += step) {
+      for (double m : mantissas) {
+        const double v = m * std::pow(10.0, e);
+        if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) ticks.push_back(v);
+      }
+    }
   }
   if (ticks.size() < 2) return LinearTicks(lo, hi);
   return ticks;
 }
 
-std::string TickLabel(double v) { return absl::StrFormat("%.6g", v); }
+std::string TickLabel(double v) {
+  static constexpr struct {
+    double scale;
+    const char* suffix;
+  } kSi[] = {{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}};
+  if (std::fabs(v) >= 1e4) {
+    for (const auto& si : kSi) {
+      if (std::fabs(v) >= si.scale) return absl::StrFormat("%g%s", v / si.scale, si.suffix);
+    }
+  }
+  return absl::StrFormat("%.6g", v);
+}
+
+namespace {
 
 void SetColor(cairo_t* cr, const Color& c) { cairo_set_source_rgb(cr, c.r, c.g, c.b); }
 

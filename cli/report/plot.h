@@ -1,9 +1,9 @@
 // A small chart library over cairo for `xmodctl report`: a Chart (title, two axes, series,
 // legend) is drawn by one function onto either a PNG image surface or an SVG surface, so both
 // files show the same picture. Axes are linear or logarithmic with ticks at round values
-// (1-2-5 steps; powers of two or ten on a log axis); each series is a colour with markers
-// (measured points) or a line (law curves, y = x). Values that are not finite, or not > 0 on
-// a log axis, are left out of the drawing.
+// (1-2-5 steps; powers of two, or 1-2-5 times powers of ten, on a log axis); each series is a
+// colour with markers (measured points) or a line (law curves, y = x). Values that are not finite,
+// or not > 0 on a log axis, are left out of the drawing.
 //
 // Layout (pixels for PNG, points for SVG):
 //
@@ -69,6 +69,15 @@ struct Chart {
 };
 
 enum class ImageFormat { kPng, kSvg };
+
+// The ticks of a log axis over [lo, hi] (0 < lo < hi): powers of two for small counts
+// (hi <= 1024, as K and A; every n-th over more than ten octaves); otherwise powers of ten,
+// and 1, 2 and 5 times them when the range spans less than two decades (total parameters);
+// linear ticks when fewer than two of those fall inside.
+std::vector<double> LogTicks(double lo, double hi);
+
+// A tick's text: "%.6g", and from 10,000 up with an SI suffix ("5M", "1.5G").
+std::string TickLabel(double v);
 
 // Draws `chart` into the file `path` (created or replaced). INVALID_ARGUMENT naming the
 // series when its x and y differ in length, or when no point of any series can be drawn;

@@ -153,5 +153,19 @@ TEST(PlotTest, UnwritablePathIsNamed) {
   }
 }
 
+// Log axes: K and A by powers of two; total parameters (the pilot figure's x axis, millions
+// to billions) by round decimal values, labelled with SI suffixes rather than "4.1943e+06".
+TEST(PlotTest, LogTicksAreRoundAndReadable) {
+  EXPECT_EQ(LogTicks(1.5, 20), (std::vector<double>{2, 4, 8, 16}));
+  EXPECT_EQ(LogTicks(2.55e6, 12.8e6), (std::vector<double>{5e6, 1e7}));
+  EXPECT_EQ(LogTicks(4e8, 6e9), (std::vector<double>{5e8, 1e9, 2e9, 5e9}));
+  EXPECT_EQ(LogTicks(1e3, 1e9), (std::vector<double>{1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9}));
+  EXPECT_EQ(TickLabel(5e6), "5M");
+  EXPECT_EQ(TickLabel(2.5e9), "2.5G");
+  EXPECT_EQ(TickLabel(16), "16");
+  EXPECT_EQ(TickLabel(0.015), "0.015");
+  EXPECT_EQ(TickLabel(1e4), "10k");
+}
+
 }  // namespace
 }  // namespace xmod::report

@@ -9,6 +9,7 @@
 #include "common/field_path.h"
 #include "coordinator/api/pilot_selection.h"
 #include "coordinator/api/service_util.h"
+#include "coordinator/api/sweep_forecast.h"
 #include "coordinator/api/usage_queries.h"
 #include "coordinator/api/user_queries.h"
 #include "coordinator/design/adaptive_controller.h"
@@ -35,8 +36,10 @@ CoordinatorService::CoordinatorService(Store* store, Scheduler* scheduler, Chang
       feed_(feed),
       metrics_(metrics),
       options_(std::move(options)),
+      actions_(*options_.actions),
       watches_("WatchSweep", "open streams", options_.watch_limits),
-      proposals_("ProposeRuns", "fits running", options_.proposal_limits) {}
+      proposals_("ProposeRuns", "fits running", options_.proposal_limits),
+      backups_(store, options_.backup_dir, options_.clock) {}
 
 void CoordinatorService::Stop() {
   stopping_ = true;
@@ -49,6 +52,12 @@ grpc::Status CoordinatorService::SubmitSweep(ServerContext* context,
   return Serve(
       "SubmitSweep", request->dry_run() ? Access::kRead : Access::kWrite, *options_.credentials,
       context, metrics_, [&](const Principal& caller) -> absl::Status {
+        // What the sharing config grants the caller, before anything is looked up.
+        if (absl::Status s = scheduling::CheckGrants(request->spec(), caller.name,
+                                                     scheduler_->options().sharing);
+            !s.ok()) {
+          return s;
+        }
         ExpansionOptions expansion;
         expansion.check_data_paths = options_.check_data_paths;
         expansion.data_roots = options_.data_roots;
@@ -62,10 +71,32 @@ grpc::Status CoordinatorService::SubmitSweep(ServerContext* context,
               scheduler_->SubmitSweep(request->spec(), &sweep->runs, caller.name);
           if (!id.ok()) return id.status();
           response->set_sweep_id(*id);
+        } else if (absl::Status s = Forecast(sweep->runs, response->mutable_forecast()); !s.ok()) {
+          return s;
         }
         for (xmod::v1::Run& run : sweep->runs) *response->add_runs() = std::move(run);
         return absl::OkStatus();
       });
+}
+
+absl::Status CoordinatorService::Forecast(const std::vector<xmod::v1::Run>& runs,
+                                          xmod::v1::SweepForecast* forecast) {
+  std::vector<ThroughputSample> measured;
+  SlotCounts slots;
+  absl::Status read = store_->Read([&](Db& db) {
+    absl::StatusOr<std::vector<ThroughputSample>> samples =
+        LoadThroughputSamples(db, kForecastSamples);
+    if (!samples.ok()) return samples.status();
+    measured = *std::move(samples);
+    absl::StatusOr<SlotCounts> counts =
+        LoadRecentSlots(db, options_.clock->NowMillis() - kForecastSlotsSeenMs);
+    if (!counts.ok()) return counts.status();
+    slots = *counts;
+    return absl::OkStatus();
+  });
+  if (!read.ok()) return read;
+  *forecast = ForecastSweep(runs, measured, slots);
+  return absl::OkStatus();
 }
 
 namespace {
@@ -97,26 +128,20 @@ grpc::Status CoordinatorService::ListSweeps(ServerContext* context,
 grpc::Status CoordinatorService::CancelSweep(ServerContext* context,
                                              const xmod::v1::CancelSweepRequest* request,
                                              xmod::v1::Sweep* response) {
-  return Serve("CancelSweep", Access::kWrite, *options_.credentials, context, metrics_, [&] {
-    xmod::v1::GetSweepRequest sweep;
-    sweep.set_sweep_id(request->sweep_id());
-    if (absl::Status s = xmod::GetSweep(*store_, sweep).status(); !s.ok()) return s;
-    if (absl::Status s = scheduler_->CancelSweep(request->sweep_id()); !s.ok()) return s;
-    if (options_.fit_trigger != nullptr) options_.fit_trigger->CancelFit(request->sweep_id());
-    return Answer(xmod::GetSweep(*store_, sweep), response);
-  });
+  return Serve("CancelSweep", Access::kWrite, *options_.credentials, context, metrics_,
+               [&](const Principal& caller) {
+                 return Answer(actions_.CancelSweep("CancelSweep", caller, request->sweep_id()),
+                               response);
+               });
 }
 
 grpc::Status CoordinatorService::RetryFailed(ServerContext* context,
                                              const xmod::v1::RetryFailedRequest* request,
                                              xmod::v1::RetryFailedResponse* response) {
   return Serve("RetryFailed", Access::kWrite, *options_.credentials, context, metrics_,
-               [&]() -> absl::Status {
-                 absl::StatusOr<std::vector<int64_t>> ids =
-                     scheduler_->RetryFailed(request->sweep_id());
-                 if (!ids.ok()) return ids.status();
-                 for (int64_t id : *ids) response->add_run_ids(id);
-                 return absl::OkStatus();
+               [&](const Principal& caller) {
+                 return Answer(actions_.RetryFailed("RetryFailed", caller, request->sweep_id()),
+                               response);
                });
 }
 
@@ -139,36 +164,24 @@ grpc::Status CoordinatorService::GetRun(ServerContext* context,
   });
 }
 
-namespace {
-
-// ResumeRun's and CancelRun's answer: the run as it is now.
-absl::Status ReadRun(Store& store, int64_t run_id, xmod::v1::Run* out) {
-  xmod::v1::GetRunRequest request;
-  request.set_run_id(run_id);
-  absl::StatusOr<xmod::v1::GetRunResponse> run = xmod::GetRun(store, request);
-  if (!run.ok()) return run.status();
-  *out = std::move(*run->mutable_run());
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 grpc::Status CoordinatorService::ResumeRun(ServerContext* context,
                                            const xmod::v1::ResumeRunRequest* request,
                                            xmod::v1::Run* response) {
-  return Serve("ResumeRun", Access::kWrite, *options_.credentials, context, metrics_, [&] {
-    if (absl::Status s = scheduler_->ResumeRun(request->run_id()); !s.ok()) return s;
-    return ReadRun(*store_, request->run_id(), response);
-  });
+  return Serve("ResumeRun", Access::kWrite, *options_.credentials, context, metrics_,
+               [&](const Principal& caller) {
+                 return Answer(actions_.ResumeRun("ResumeRun", caller, request->run_id()),
+                               response);
+               });
 }
 
 grpc::Status CoordinatorService::CancelRun(ServerContext* context,
                                            const xmod::v1::CancelRunRequest* request,
                                            xmod::v1::Run* response) {
-  return Serve("CancelRun", Access::kWrite, *options_.credentials, context, metrics_, [&] {
-    if (absl::Status s = scheduler_->CancelRun(request->run_id()); !s.ok()) return s;
-    return ReadRun(*store_, request->run_id(), response);
-  });
+  return Serve("CancelRun", Access::kWrite, *options_.credentials, context, metrics_,
+               [&](const Principal& caller) {
+                 return Answer(actions_.CancelRun("CancelRun", caller, request->run_id()),
+                               response);
+               });
 }
 
 grpc::Status CoordinatorService::WatchSweep(ServerContext* context,
@@ -278,51 +291,19 @@ grpc::Status CoordinatorService::Plan(ServerContext* context, const xmod::v1::Pl
       });
 }
 
-// Studies (studies.h). A new study is fitted at the fit trigger's next poll. A member's run
-// that an earlier member trains too is linked to that run and cancelled (study_sharing.h); a
-// dry run only counts.
+// Studies (studies.h; user_actions.h). A new study is fitted at the fit trigger's next poll.
+// A member's run that an earlier member trains too is linked to that run and cancelled
+// (study_sharing.h); a dry run only counts.
 grpc::Status CoordinatorService::CreateStudy(ServerContext* context,
                                              const xmod::v1::CreateStudyRequest* request,
                                              xmod::v1::Study* response) {
-  return Serve("CreateStudy", Access::kWrite, *options_.credentials, context, metrics_, [&] {
-    const int64_t now_ms = options_.clock->NowMillis();
-    const int max_bootstrap = options_.spec_limits.max_bootstrap_samples;
-    StudySharing sharing;
-    const auto count = [&](Db& db, const xmod::v1::StudySpec& spec, int64_t study_id) {
-      absl::StatusOr<StudySharing> planned = PlanSharedRuns(db, spec, study_id);
-      if (!planned.ok()) return planned.status();
-      sharing = *std::move(planned);
-      response->set_listed_observations(sharing.listed_observations);
-      response->set_in_range_observations(sharing.in_range_observations);
-      response->set_shared_runs(static_cast<int>(sharing.links.size()));
-      return absl::OkStatus();
-    };
-    if (request->dry_run()) {
-      return store_->Read([&](Db& db) -> absl::Status {
-        absl::StatusOr<xmod::v1::StudySpec> spec = ResolveStudy(db, request->spec(), max_bootstrap);
-        if (!spec.ok()) return spec.status();
-        *response->mutable_spec() = *std::move(spec);
-        return count(db, response->spec(), 0);
-      });
-    }
-    absl::Status created = store_->WriteAndWait([&](Db& db) -> absl::Status {
-      absl::StatusOr<xmod::v1::Study> study =
-          InsertStudy(db, request->spec(), max_bootstrap, now_ms);
-      if (!study.ok()) return study.status();
-      *response = *std::move(study);
-      if (absl::Status s = count(db, response->spec(), response->id()); !s.ok()) return s;
-      return StoreSharedRuns(db, sharing.links, now_ms);
-    });
-    if (!created.ok()) return created;
-    for (const SharedRunRow& link : sharing.links) {
-      // A run a worker took meanwhile is stopped; one that ended meanwhile stays as it is.
-      if (absl::Status s = scheduler_->CancelRun(link.run_id); !s.ok()) {
-        LOG(WARNING) << "study " << response->id() << ": run " << link.run_id
-                     << " (shared with run " << link.trained_run_id << "): " << s;
-      }
-    }
-    return absl::OkStatus();
-  });
+  return Serve("CreateStudy", request->dry_run() ? Access::kRead : Access::kWrite,
+               *options_.credentials, context, metrics_, [&](const Principal& caller) {
+                 return Answer(actions_.CreateStudy("CreateStudy", caller, *request,
+                                                    options_.spec_limits.max_bootstrap_samples,
+                                                    options_.clock->NowMillis()),
+                               response);
+               });
 }
 
 grpc::Status CoordinatorService::GetStudy(ServerContext* context,
@@ -348,12 +329,21 @@ grpc::Status CoordinatorService::ProposeRuns(ServerContext* context,
         if (options_.adaptive == nullptr) {
           return absl::UnavailableError("this coordinator makes no design decisions");
         }
+        // Runs go into the sweep only when it is the caller's to change: checked before the
+        // fit, which takes a core for as long as its ensemble does.
+        if (request->submit()) {
+          if (absl::Status s = actions_.CheckSweep("ProposeRuns", caller, request->sweep_id());
+              !s.ok()) {
+            return s;
+          }
+        }
         // Each fit is a core's work for as long as its ensemble takes: capped, and
         // stopped when the caller goes away.
         absl::StatusOr<std::unique_ptr<StreamCaps::Place>> place = proposals_.Open(caller);
         if (!place.ok()) return place.status();
-        absl::StatusOr<xmod::v1::DesignDecision> decision =
-            options_.adaptive->Propose(*request, [context] { return context->IsCancelled(); });
+        absl::StatusOr<xmod::v1::DesignDecision> decision = options_.adaptive->Propose(
+            *request, [context] { return context->IsCancelled(); },
+            request->submit() ? ActorOf(caller) : std::nullopt);
         if (!decision.ok()) return decision.status();
         *response = *std::move(decision);
         return absl::OkStatus();
@@ -387,6 +377,21 @@ grpc::Status CoordinatorService::GetUsage(ServerContext* context,
     return Answer(xmod::GetUsage(*store_, scheduler_->options().sharing, *request,
                                  options_.clock->NowMillis()),
                   response);
+  });
+}
+
+grpc::Status CoordinatorService::ListEvents(ServerContext* context,
+                                            const xmod::v1::ListEventsRequest* request,
+                                            xmod::v1::ListEventsResponse* response) {
+  return Serve("ListEvents", Access::kRead, *options_.credentials, context, metrics_,
+               [&] { return Answer(xmod::ListEvents(*store_, *request), response); });
+}
+
+// An operator's online backup (backups.h), streamed as it is read.
+grpc::Status CoordinatorService::Backup(ServerContext* context, const xmod::v1::BackupRequest*,
+                                        grpc::ServerWriter<xmod::v1::BackupChunk>* writer) {
+  return Serve("Backup", Access::kAdmin, *options_.credentials, context, metrics_, [&] {
+    return backups_.Stream(writer, [context] { return context->IsCancelled(); });
   });
 }
 

@@ -1,9 +1,12 @@
 // CoordinatorService: the user API (xmod.v1.Coordinator, proto/xmod/v1/coordinator.proto)
 // over the store and the scheduler. Every RPC authenticates its caller (common/auth.h): reads
-// need the user or read scope, changes (SubmitSweep without dry_run, Cancel*, Retry*,
-// Resume*, CreateStudy, ProposeRuns with submit) the user scope; a read-scope call changes no
-// row of any table. Numeric request fields that size work are refused past their caps
-// (request_limits.h, QueryLimits, max_metric_points) with INVALID_ARGUMENT naming the field;
+// need the user, admin or read scope, changes (SubmitSweep without dry_run, Cancel*, Retry*,
+// Resume*, CreateStudy, ProposeRuns with submit) the user or admin scope, and a change to
+// existing work must be the caller's to make (ownership.h: its own or its groups' work, or an
+// admin's); a read-scope call, and a refused change, changes no row of any table. A
+// submission must stay within what the sharing config grants its user (CheckGrants:
+// priority, non-preemptible runs). Numeric request fields that size work are refused past their
+// caps (request_limits.h, QueryLimits, max_metric_points) with INVALID_ARGUMENT naming the field;
 // open WatchSweep streams and ProposeRuns fits running are bounded per credential and in all
 // (StreamLimits), past which a call is refused with RESOURCE_EXHAUSTED.
 // Thread-safe (gRPC calls handlers concurrently).
@@ -17,7 +20,9 @@
 
 #include "common/clock.h"
 #include "common/credentials.h"
+#include "coordinator/api/backups.h"
 #include "coordinator/api/stream_caps.h"
+#include "coordinator/api/user_actions.h"
 #include "coordinator/metrics/coordinator_metrics.h"
 #include "coordinator/scheduling/scheduler.h"
 #include "coordinator/spec/sweep_expansion.h"
@@ -43,12 +48,16 @@ struct CoordinatorServiceOptions {
   // ProposeRuns fits running at once (submitted or not; a fit keeps a core busy): 2 per
   // credential, 4 in all.
   StreamLimits proposal_limits = {2, 4};
-  // CancelSweep also stops the sweep's running fit. May be null (no fits).
-  FitTrigger* fit_trigger = nullptr;
+  // The changes to existing work (cancel, retry, resume, studies), checked for ownership;
+  // shared with the dashboard's POST routes. Never null.
+  UserActions* actions = nullptr;
   // Serves ProposeRuns and ListDecisions. May be null: they answer UNAVAILABLE.
   AdaptiveController* adaptive = nullptr;
-  // Stamps created studies. Never null.
+  // Stamps created studies and backups. Never null.
   Clock* clock = Clock::Real();
+  // Where Backup writes its snapshot before streaming it (the database's folder); "" takes
+  // no backups.
+  std::string backup_dir;
 };
 
 class CoordinatorService final : public xmod::v1::Coordinator::Service {
@@ -114,15 +123,28 @@ class CoordinatorService final : public xmod::v1::Coordinator::Service {
                            xmod::v1::SelectPilotResponse* response) override;
   grpc::Status GetUsage(grpc::ServerContext* context, const xmod::v1::GetUsageRequest* request,
                         xmod::v1::GetUsageResponse* response) override;
+  grpc::Status ListEvents(grpc::ServerContext* context, const xmod::v1::ListEventsRequest* request,
+                          xmod::v1::ListEventsResponse* response) override;
+  grpc::Status Backup(grpc::ServerContext* context, const xmod::v1::BackupRequest* request,
+                      grpc::ServerWriter<xmod::v1::BackupChunk>* writer) override;
 
  private:
+  // The most recent finished runs a forecast goes by, and how recently a worker must have
+  // been heard from for its slots to count.
+  static constexpr int kForecastSamples = 5000;
+  static constexpr int64_t kForecastSlotsSeenMs = 10 * 60 * 1000;
+  // A dry run's forecast of `runs` (sweep_forecast.h) from what the database holds.
+  absl::Status Forecast(const std::vector<xmod::v1::Run>& runs, xmod::v1::SweepForecast* forecast);
+
   Store* const store_;
   Scheduler* const scheduler_;
   ChangeFeed* const feed_;
   CoordinatorMetrics* const metrics_;
   const CoordinatorServiceOptions options_;
+  UserActions& actions_;
   StreamCaps watches_;
   StreamCaps proposals_;
+  Backups backups_;
   std::atomic<bool> stopping_{false};
 };
 

@@ -10,13 +10,11 @@
 #include "xmod/v1/http_api.pb.h"
 
 namespace xmod {
-namespace {
 
-// The caller of a request: a bearer token, else the session cookie.
-absl::StatusOr<Principal> Caller(const HttpContext& context, const httplib::Request& request,
-                                 const char* route) {
+absl::StatusOr<Principal> ApiCaller(const HttpContext& context, const httplib::Request& request,
+                                    Access access, absl::string_view route) {
   if (request.has_header("Authorization")) {
-    return Authorize(*context.credentials, request.get_header_value("Authorization"), Access::kRead,
+    return Authorize(*context.credentials, request.get_header_value("Authorization"), access,
                      route);
   }
   if (context.credentials->empty()) return *context.credentials->Authenticate("");
@@ -26,10 +24,9 @@ absl::StatusOr<Principal> Caller(const HttpContext& context, const httplib::Requ
   if (!principal.has_value()) {
     return absl::UnauthenticatedError("log in first (POST /api/login) or send a bearer token");
   }
+  if (absl::Status s = CheckScope(*principal, access, route); !s.ok()) return s;
   return *principal;
 }
-
-}  // namespace
 
 httplib::Server::HandlerResponse CheckApiCaller(const HttpContext& context,
                                                 const httplib::Request& request,
@@ -39,7 +36,7 @@ httplib::Server::HandlerResponse CheckApiCaller(const HttpContext& context,
       path == "/api/logout") {
     return httplib::Server::HandlerResponse::Unhandled;
   }
-  absl::StatusOr<Principal> principal = Caller(context, request, "GET /api/");
+  absl::StatusOr<Principal> principal = ApiCaller(context, request, Access::kRead, "GET /api/");
   if (principal.ok()) return httplib::Server::HandlerResponse::Unhandled;
   SendError(principal.status(), response);
   return httplib::Server::HandlerResponse::Handled;
@@ -80,7 +77,8 @@ void PostLogout(const HttpContext& context, const httplib::Request& request,
 
 void GetSession(const HttpContext& context, const httplib::Request& request,
                 httplib::Response& response) {
-  absl::StatusOr<Principal> principal = Caller(context, request, "GET /api/session");
+  absl::StatusOr<Principal> principal =
+      ApiCaller(context, request, Access::kRead, "GET /api/session");
   xmod::v1::HttpSessionResponse session;
   session.set_authenticated(principal.ok());
   session.set_required(!context.credentials->empty());

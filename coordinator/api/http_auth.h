@@ -11,9 +11,18 @@
 
 #include <httplib.h>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/auth.h"
 #include "coordinator/api/http_routes.h"
 
 namespace xmod {
+
+// The caller of an /api/ request — its bearer token, else its session cookie (anonymous
+// without credentials) — when its scope allows `access`: UNAUTHENTICATED without a known one,
+// PERMISSION_DENIED naming `route` for a scope that does not allow `access`.
+absl::StatusOr<Principal> ApiCaller(const HttpContext& context, const httplib::Request& request,
+                                    Access access, absl::string_view route);
 
 // Runs before routing: lets the sign-in routes and everything outside /api/ through, and
 // answers any other /api/ request of a caller without a user or read credential (401 without

@@ -31,22 +31,11 @@ int HttpStatusOf(absl::StatusCode code) {
       return 403;
     case absl::StatusCode::kResourceExhausted:
       return 429;
+    case absl::StatusCode::kUnavailable:
+      return 503;
     default:
       return 500;
   }
-}
-
-// The answer of a read: its message, or its error.
-template <typename T>
-void SendAnswer(const absl::StatusOr<T>& answer, httplib::Response& response) {
-  answer.ok() ? SendJson(*answer, response) : SendError(answer.status(), response);
-}
-
-// The {id} of a route's path (its first group); 0 when it is out of range.
-int64_t IdOf(const httplib::Request& request) {
-  int64_t id = 0;
-  if (!absl::SimpleAtoi(request.matches[1].str(), &id)) return 0;
-  return id;
 }
 
 // Appends each comma-separated entry of query parameter `name` to `out` as parsed by `parse`;
@@ -150,7 +139,7 @@ absl::Status ParseIntParam(const httplib::Request& request, const char* name, Se
 // created) and order=desc; page_size, page_token, limit; group=replicates.
 absl::StatusOr<xmod::v1::ListRunsRequest> ParseRuns(const httplib::Request& request) {
   xmod::v1::ListRunsRequest out;
-  out.set_sweep_id(IdOf(request));
+  out.set_sweep_id(PathId(request));
   xmod::v1::RunFilters* f = out.mutable_filters();
   google::protobuf::RepeatedField<int> states, archs;
   for (absl::Status s : {
@@ -197,7 +186,7 @@ absl::StatusOr<xmod::v1::ListRunsRequest> ParseRuns(const httplib::Request& requ
 // max_points (0 or absent = the default).
 absl::StatusOr<xmod::v1::GetMetricsRequest> ParseMetrics(const httplib::Request& request) {
   xmod::v1::GetMetricsRequest out;
-  out.set_run_id(IdOf(request));
+  out.set_run_id(PathId(request));
   if (request.has_param("names")) {
     for (absl::string_view name :
          absl::StrSplit(request.get_param_value("names"), ',', absl::SkipEmpty())) {
@@ -215,6 +204,12 @@ absl::StatusOr<xmod::v1::GetMetricsRequest> ParseMetrics(const httplib::Request&
 }
 
 }  // namespace
+
+int64_t PathId(const httplib::Request& request) {
+  int64_t id = 0;
+  if (!absl::SimpleAtoi(request.matches[1].str(), &id)) return 0;
+  return id;
+}
 
 void SendJson(const google::protobuf::Message& message, httplib::Response& response) {
   absl::StatusOr<std::string> json = ProtoJson(message, JsonLayout::kLine);
@@ -249,7 +244,7 @@ void GetSweepRuns(const HttpContext& context, const httplib::Request& request,
 void GetSweepDecisions(const HttpContext& context, const httplib::Request& request,
                        httplib::Response& response) {
   xmod::v1::ListDecisionsRequest decisions;
-  decisions.set_sweep_id(IdOf(request));
+  decisions.set_sweep_id(PathId(request));
   SendAnswer(ListDecisions(*context.store, decisions), response);
 }
 
@@ -266,7 +261,7 @@ void GetRunMetrics(const HttpContext& context, const httplib::Request& request,
 void GetSweepFit(const HttpContext& context, const httplib::Request& request,
                  httplib::Response& response) {
   xmod::v1::GetFitRequest fit;
-  fit.set_sweep_id(IdOf(request));
+  fit.set_sweep_id(PathId(request));
   SendAnswer(LatestUsableFit(*context.store, fit), response);
 }
 
@@ -277,14 +272,14 @@ void GetSweepRecommendation(const HttpContext& context, const httplib::Request& 
     SendError(recommend.status(), response);
     return;
   }
-  recommend->set_sweep_id(IdOf(request));
+  recommend->set_sweep_id(PathId(request));
   SendAnswer(RecommendWithLatestFit(*context.store, *recommend), response);
 }
 
 void GetSweepPilot(const HttpContext& context, const httplib::Request& request,
                    httplib::Response& response) {
   xmod::v1::SelectPilotRequest pilot;
-  pilot.set_sweep_id(IdOf(request));
+  pilot.set_sweep_id(PathId(request));
   SendAnswer(SelectPilot(*context.store, pilot), response);
 }
 

@@ -10,8 +10,10 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "common/credentials.h"
 #include "coordinator/api/http_sessions.h"
 #include "coordinator/store/change_feed.h"
@@ -19,6 +21,8 @@
 #include "google/protobuf/message.h"
 
 namespace xmod {
+
+class UserActions;
 
 // What every handler may use; owned by the HttpServer, which outlives its handlers.
 struct HttpContext {
@@ -28,7 +32,8 @@ struct HttpContext {
   const std::atomic<bool>* stopping = nullptr;  // the server is stopping: streams end
   const CredentialSet* credentials = nullptr;   // empty = everyone may read
   HttpSessions* sessions = nullptr;
-  bool secure = false;  // served over HTTPS: the session cookie is Secure
+  bool secure = false;             // served over HTTPS: the session cookie is Secure
+  UserActions* actions = nullptr;  // the POST routes' changes (http_actions.h); null: none
 };
 
 using HttpHandler = void (*)(const HttpContext& context, const httplib::Request& request,
@@ -37,8 +42,17 @@ using HttpHandler = void (*)(const HttpContext& context, const httplib::Request&
 // `message` as the response body (common/proto_json.h, one line); 500 when it cannot print.
 void SendJson(const google::protobuf::Message& message, httplib::Response& response);
 // {"error": status.message()} with the HTTP status of status.code(): 404 for NOT_FOUND and
-// FAILED_PRECONDITION, 400, 401, 403, 429, else 500.
+// FAILED_PRECONDITION, 400, 401, 403, 429, 503 for UNAVAILABLE, else 500.
 void SendError(const absl::Status& status, httplib::Response& response);
+
+// The answer of a read or a change: its message, or its error.
+template <typename T>
+void SendAnswer(const absl::StatusOr<T>& answer, httplib::Response& response) {
+  answer.ok() ? SendJson(*answer, response) : SendError(answer.status(), response);
+}
+
+// The {id} of a route's path (its first group); 0 when it is out of range.
+int64_t PathId(const httplib::Request& request);
 
 // GET /api/sweeps, /api/sweeps/{id}/runs, /api/sweeps/{id}/decisions.
 void GetSweeps(const HttpContext& context, const httplib::Request& request,

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "coordinator/api/http_actions.h"
 #include "coordinator/api/http_auth.h"
 #include "coordinator/api/http_events.h"
 #include "coordinator/api/http_routes.h"
@@ -39,6 +40,12 @@ constexpr RouteEntry kRoutes[] = {
     {Method::kGet, "/api/studies", GetStudies},
     {Method::kGet, R"(/api/studies/([A-Za-z0-9_.-]+))", GetStudyByName},
     {Method::kGet, R"(/api/studies/([A-Za-z0-9_.-]+)/fit)", GetStudyFit},
+    {Method::kGet, R"(/api/sweeps/(\d+)/history)", GetSweepHistory},
+    {Method::kGet, R"(/api/runs/(\d+)/history)", GetRunHistory},
+    {Method::kPost, R"(/api/sweeps/(\d+)/cancel)", PostCancelSweep},
+    {Method::kPost, R"(/api/sweeps/(\d+)/retry)", PostRetrySweep},
+    {Method::kPost, R"(/api/runs/(\d+)/cancel)", PostCancelRun},
+    {Method::kPost, R"(/api/runs/(\d+)/resume)", PostResumeRun},
 };
 
 }  // namespace
@@ -46,9 +53,9 @@ constexpr RouteEntry kRoutes[] = {
 HttpServer::HttpServer(Store* store, const HttpServerOptions& options)
     : sessions_(options.sessions, options.clock),
       credentials_(options.credentials),
-      context_(std::make_unique<HttpContext>(HttpContext{store, options.feed, &event_streams_,
-                                                         &stopping_, credentials_.get(), &sessions_,
-                                                         !options.tls_cert_file.empty()})) {}
+      context_(std::make_unique<HttpContext>(
+          HttpContext{store, options.feed, &event_streams_, &stopping_, credentials_.get(),
+                      &sessions_, !options.tls_cert_file.empty(), options.actions})) {}
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(Store* store,
                                                               const HttpServerOptions& options) {

@@ -16,6 +16,12 @@
 //   GET /api/studies                                   ListStudiesResponse
 //   GET /api/studies/{name}                            Study
 //   GET /api/studies/{name}/fit                        Fit, as GetFit with study
+//   GET /api/sweeps/{id}/history, /api/runs/{id}/history?limit=&before_id=
+//                                                      ListEventsResponse (http_actions.h)
+//   POST /api/sweeps/{id}/cancel, /api/sweeps/{id}/retry, /api/runs/{id}/cancel,
+//        /api/runs/{id}/resume                         the changes, as the gRPC calls make them
+//                                                      (http_actions.h: ownership, the
+//                                                      X-Xmod-Action header)
 //   GET /api/session                                   {"authenticated","required","name","scope"}
 //   POST /api/login   (body: the token, text/plain)    sets the session cookie (http_sessions.h;
 //                                                      429 past a sign-in limit)
@@ -24,7 +30,8 @@
 // function as its gRPC method (user_queries.h, fit_queries.h). Every body is JSON in the
 // project's one API shape (common/proto_json.h: proto field names, defaults printed), the
 // same document xmodctl -o json prints for the message; the sign-in and error documents are
-// http_api.proto's. With credentials, the other /api/ routes need a user or read credential:
+// http_api.proto's. With credentials, the other /api/ routes need a user, admin or read
+// credential (the changes a user or admin one):
 // "Authorization: Bearer <token>" or the session cookie of a login (401 without, 403 for a
 // worker credential); a token in the URL is never accepted. With a certificate and key the
 // server speaks HTTPS only (and the cookie is Secure).
@@ -52,6 +59,7 @@ class Server;
 namespace xmod {
 
 struct HttpContext;
+class UserActions;
 
 struct HttpServerOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free one
@@ -61,8 +69,9 @@ struct HttpServerOptions {
   std::shared_ptr<const CredentialSet> credentials = std::make_shared<CredentialSet>();
   std::string tls_cert_file;  // PEM; with tls_key_file: HTTPS
   std::string tls_key_file;
-  SessionLimits sessions;        // dashboard sign-ins (http_sessions.h)
-  Clock* clock = Clock::Real();  // session lifetimes and sign-in rates; never null
+  SessionLimits sessions;          // dashboard sign-ins (http_sessions.h)
+  Clock* clock = Clock::Real();    // session lifetimes and sign-in rates; never null
+  UserActions* actions = nullptr;  // the POST routes' changes; null: they answer 503
 };
 
 class HttpServer {

@@ -6,14 +6,16 @@
 #include "coordinator/api/run_listing.h"
 #include "coordinator/spec/request_limits.h"
 #include "coordinator/store/design_store.h"
+#include "coordinator/store/event_rows.h"
 #include "coordinator/store/store_reads.h"
 #include "coordinator/store/study_rows.h"
 
 namespace xmod {
 namespace {
 
-// Decisions listed when a request asks for none (limit 0).
+// Decisions and events listed when a request asks for none (limit 0).
 constexpr int kDefaultDecisionsListed = 100;
+constexpr int kDefaultEventsListed = 100;
 
 // A response whose repeated field (`field`'s) holds `items`.
 template <typename Response, typename T, typename Field>
@@ -119,6 +121,29 @@ absl::StatusOr<xmod::v1::WatchSweepEvent> ReadSweepEvent(Store& store, int64_t s
     for (xmod::v1::Run& r : *runs) *out.add_runs() = std::move(r);
     return out;
   });
+}
+
+absl::StatusOr<xmod::v1::ListEventsResponse> ListEvents(
+    Store& store, const xmod::v1::ListEventsRequest& request) {
+  if (absl::Status s = CheckLimits(request); !s.ok()) return s;
+  EventQuery query;
+  query.sweep_id = request.sweep_id();
+  query.run_id = request.run_id();
+  if (request.has_actor()) query.actor = request.actor();
+  query.before_id = request.before_id();
+  const int limit = request.limit() == 0 ? kDefaultEventsListed : request.limit();
+  query.limit = limit + 1;  // one more tells whether another page follows
+  absl::StatusOr<std::vector<xmod::v1::Event>> events =
+      store.ReadValue([&](Db& db) { return LoadEvents(db, query); });
+  if (!events.ok()) return events.status();
+  xmod::v1::ListEventsResponse out;
+  for (size_t i = 0; i < events->size() && static_cast<int>(i) < limit; ++i) {
+    *out.add_events() = std::move((*events)[i]);
+  }
+  if (static_cast<int>(events->size()) > limit) {
+    out.set_next_before_id(out.events(limit - 1).id());
+  }
+  return out;
 }
 
 }  // namespace xmod

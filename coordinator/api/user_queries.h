@@ -56,6 +56,11 @@ absl::StatusOr<xmod::v1::Study> GetStudy(Store& store, const xmod::v1::GetStudyR
 absl::StatusOr<xmod::v1::ListStudiesResponse> ListStudies(
     Store& store, const xmod::v1::ListStudiesRequest& request);
 
+// The event log, newest first (limit 0 = 100), filtered by the request's sweep, run and actor,
+// and the before_id of the next page (0 on the last one).
+absl::StatusOr<xmod::v1::ListEventsResponse> ListEvents(Store& store,
+                                                        const xmod::v1::ListEventsRequest& request);
+
 // WatchSweep's events: the sweep, and the runs named in `run_ids` (all runs when null).
 absl::StatusOr<xmod::v1::WatchSweepEvent> ReadSweepEvent(Store& store, int64_t sweep_id,
                                                          const std::vector<int64_t>* run_ids);

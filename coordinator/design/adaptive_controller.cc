@@ -19,6 +19,7 @@
 #include "coordinator/spec/request_limits.h"
 #include "coordinator/store/design_rows.h"
 #include "coordinator/store/design_store.h"
+#include "coordinator/store/event_rows.h"
 #include "glog/logging.h"
 
 namespace xmod {
@@ -282,7 +283,8 @@ void AdaptiveController::PollOnce() {
 }
 
 absl::StatusOr<xmod::v1::DesignDecision> AdaptiveController::Propose(
-    const xmod::v1::ProposeRunsRequest& request, const std::function<bool()>& caller_gone) {
+    const xmod::v1::ProposeRunsRequest& request, const std::function<bool()>& caller_gone,
+    const std::optional<std::string>& actor) {
   if (shutting_down_) return Interrupted(nullptr);
   if (request.sweep_id() <= 0) {
     return InvalidField("sweep_id", request.study().empty()
@@ -306,7 +308,7 @@ absl::StatusOr<xmod::v1::DesignDecision> AdaptiveController::Propose(
       !s.ok()) {
     return s;
   }
-  return DecideProposal(request, caller_gone);
+  return DecideProposal(request, caller_gone, actor);
 }
 
 absl::Status AdaptiveController::Interrupted(const std::function<bool()>& caller_gone) const {
@@ -355,14 +357,17 @@ absl::StatusOr<xmod::v1::DesignDecision> AdaptiveController::DecideDesignStep(in
     decision.set_stop_reason(
         "no proposal can be queued: the runs proposed already ended without success");
   }
-  if (absl::Status s = StoreDecision(sweep_id, &*queued, &decision); !s.ok()) return s;
+  if (absl::Status s = StoreDecision(sweep_id, &*queued, &decision, std::nullopt); !s.ok()) {
+    return s;
+  }
   RecordDesignStep(decision, signature, queued->runs.size());
   LogDecision(decision, queued->runs.size());
   return decision;
 }
 
 absl::StatusOr<xmod::v1::DesignDecision> AdaptiveController::DecideProposal(
-    const xmod::v1::ProposeRunsRequest& ask, const std::function<bool()>& caller_gone) {
+    const xmod::v1::ProposeRunsRequest& ask, const std::function<bool()>& caller_gone,
+    const std::optional<std::string>& actor) {
   const int64_t sweep_id = ask.sweep_id();
   std::optional<SweepGuard> guard;
   if (ask.submit()) guard.emplace(this, sweep_id);
@@ -391,7 +396,7 @@ absl::StatusOr<xmod::v1::DesignDecision> AdaptiveController::DecideProposal(
     if (decisions_ok_ != nullptr) decisions_ok_->Increment();
     return decision;  // a look, not a step of the design: nothing is stored
   }
-  if (absl::Status s = StoreDecision(sweep_id, &*queued, &decision); !s.ok()) return s;
+  if (absl::Status s = StoreDecision(sweep_id, &*queued, &decision, actor); !s.ok()) return s;
   if (decisions_ok_ != nullptr) decisions_ok_->Increment();
   LogDecision(decision, queued->runs.size());
   return decision;
@@ -410,17 +415,30 @@ absl::StatusOr<fitter::Decision> AdaptiveController::Fit(int64_t sweep_id,
 }
 
 absl::Status AdaptiveController::StoreDecision(int64_t sweep_id, QueuedRuns* queued,
-                                               xmod::v1::DesignDecision* decision) {
+                                               xmod::v1::DesignDecision* decision,
+                                               const std::optional<std::string>& actor) {
+  const int64_t now = clock_->NowMillis();
+  // The decision's row, and for a user's proposal its event.
+  const auto insert = [&](Db& db) -> absl::Status {
+    absl::StatusOr<int64_t> id = InsertDecision(db, decision);
+    if (!id.ok() || !actor.has_value()) return id.status();
+    return InsertEvent(db, now, "proposal_submitted", sweep_id, 0,
+                       absl::StrCat("decision ", *id, ": ", queued->runs.size(), " runs queued"),
+                       actor);
+  };
   absl::Status stored;
   if (queued->runs.empty()) {
-    stored = store_->WriteAndWait([&](Db& db) { return InsertDecision(db, decision).status(); });
+    stored = store_->WriteAndWait(insert);
   } else {
-    stored = scheduler_->AddRuns(sweep_id, &queued->runs, [&](Db& db) {
-      for (const auto& [proposal, run] : queued->proposals) {
-        decision->mutable_proposals(proposal)->set_run_id(queued->runs[run].id());
-      }
-      return InsertDecision(db, decision).status();
-    });
+    stored = scheduler_->AddRuns(
+        sweep_id, &queued->runs,
+        [&](Db& db) {
+          for (const auto& [proposal, run] : queued->proposals) {
+            decision->mutable_proposals(proposal)->set_run_id(queued->runs[run].id());
+          }
+          return insert(db);
+        },
+        actor);
   }
   // A stop with nothing in flight is the sweep's end: its watchers must read the sweep again.
   if (stored.ok()) feed_->Publish(sweep_id, 0);

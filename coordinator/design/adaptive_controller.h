@@ -41,6 +41,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -94,9 +95,12 @@ class AdaptiveController {
   // (targets[i].backbone, count, bootstrap_samples past its limit, ...) or the spec field it
   // inherits. `caller_gone` (may be empty) is polled while it fits: once it returns true the
   // fit stops, CANCELLED; UNAVAILABLE during and after Shutdown(). Either stores nothing.
+  // A submitted decision is stored with a "proposal_submitted" event whose actor is `actor`
+  // (the credential that asked; whether it may change the sweep is the caller's to check).
   absl::StatusOr<xmod::v1::DesignDecision> Propose(
       const xmod::v1::ProposeRunsRequest& request,
-      const std::function<bool()>& caller_gone = nullptr);
+      const std::function<bool()>& caller_gone = nullptr,
+      const std::optional<std::string>& actor = std::nullopt);
 
   // Blocks until every adaptive sweep's counts have been decided on. For tests.
   void WaitIdle();
@@ -120,16 +124,18 @@ class AdaptiveController {
   // A ProposeRuns decision (see Propose); with ask.submit(), under the sweep's guard from
   // the read to the write.
   absl::StatusOr<xmod::v1::DesignDecision> DecideProposal(const xmod::v1::ProposeRunsRequest& ask,
-                                                          const std::function<bool()>& caller_gone);
+                                                          const std::function<bool()>& caller_gone,
+                                                          const std::optional<std::string>& actor);
   // fitter::Decide of `config` over `state`, stopping once `caller_gone` returns true or the
   // controller shuts down (see Interrupted).
   absl::StatusOr<fitter::Decision> Fit(int64_t sweep_id, const fitter::AdaptiveConfig& config,
                                        const fitter::DesignState& state,
                                        const std::function<bool()>& caller_gone);
   // Stores `decision` and queues `queued`'s runs in one transaction, setting the run ids of
-  // the proposals they train.
+  // the proposals they train; `actor` (nullopt: the controller's own decision) is the events'.
   absl::Status StoreDecision(int64_t sweep_id, QueuedRuns* queued,
-                             xmod::v1::DesignDecision* decision);
+                             xmod::v1::DesignDecision* decision,
+                             const std::optional<std::string>& actor);
   // After a design step: the counts it decided on (`signature` plus the runs it queued),
   // whether it stopped, and the sweep's metrics.
   void RecordDesignStep(const xmod::v1::DesignDecision& decision, std::vector<int64_t> signature,

@@ -61,8 +61,8 @@ bool LabelsNameRoles(const xmod::v1::SweepSpec& spec) {
   return false;
 }
 
-// Resolves and checks members[i] in place.
-absl::Status ResolveMember(Db& db, int i, xmod::v1::StudyMember* member) {
+// Resolves and checks members[i] in place; `fit` is its sweep's FitPlan.
+absl::Status ResolveMember(Db& db, int i, xmod::v1::StudyMember* member, xmod::v1::FitPlan* fit) {
   const std::string field = absl::StrCat("members[", i, "]");
   if (!IsRole(member->role())) {
     return absl::InvalidArgumentError(
@@ -91,10 +91,48 @@ absl::Status ResolveMember(Db& db, int i, xmod::v1::StudyMember* member) {
                                                    member->sweep_name(), "'"));
   }
   member->set_sweep_name(sweep->spec().name());
+  *fit = sweep->spec().fit();
   if (member->role() == kDesignRole && !LabelsNameRoles(sweep->spec())) {
     return absl::InvalidArgumentError(absl::StrCat(
         field, ".role: sweep ", member->sweep_id(),
         " has no grid labelled kxl, nact or axk for role 'design'; give the sweep's role"));
+  }
+  return absl::OkStatus();
+}
+
+// The value of an unset fit setting (`field`): the one every member's FitPlan has
+// (`value_of` reads it). INVALID_ARGUMENT naming the field and two members that disagree.
+template <typename T>
+absl::StatusOr<T> MembersSetting(const std::string& field, const xmod::v1::StudySpec& spec,
+                                 const std::vector<xmod::v1::FitPlan>& fits,
+                                 T (xmod::v1::FitPlan::*value_of)() const) {
+  const auto describe = [&](size_t i) {
+    return absl::StrCat("members[", i, "] sweep ", spec.members(i).sweep_id(), " ('",
+                        spec.members(i).sweep_name(), "'): ", (fits[i].*value_of)());
+  };
+  for (size_t i = 1; i < fits.size(); ++i) {
+    if ((fits[i].*value_of)() != (fits[0].*value_of)()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": not given, and the member sweeps' fit.", field, " differ (",
+                       describe(0), ", ", describe(i), "); give the study's ", field));
+    }
+  }
+  return (fits[0].*value_of)();
+}
+
+// Sets the spec's unset seed and bootstrap_samples to the members' (MembersSetting).
+absl::Status InheritFitSettings(const std::vector<xmod::v1::FitPlan>& fits,
+                                xmod::v1::StudySpec* spec) {
+  if (!spec->has_seed()) {
+    absl::StatusOr<uint64_t> seed = MembersSetting("seed", *spec, fits, &xmod::v1::FitPlan::seed);
+    if (!seed.ok()) return seed.status();
+    spec->set_seed(*seed);
+  }
+  if (!spec->has_bootstrap_samples()) {
+    absl::StatusOr<int32_t> samples =
+        MembersSetting("bootstrap_samples", *spec, fits, &xmod::v1::FitPlan::bootstrap_samples);
+    if (!samples.ok()) return samples.status();
+    spec->set_bootstrap_samples(*samples);
   }
   return absl::OkStatus();
 }
@@ -125,9 +163,10 @@ absl::StatusOr<xmod::v1::StudySpec> ResolveStudy(Db& db, const xmod::v1::StudySp
   }
   xmod::v1::StudySpec resolved = spec;
   std::map<int64_t, int> position;  // sweep id -> member index
+  std::vector<xmod::v1::FitPlan> fits(resolved.members_size());
   for (int i = 0; i < resolved.members_size(); ++i) {
     xmod::v1::StudyMember* member = resolved.mutable_members(i);
-    if (absl::Status s = ResolveMember(db, i, member); !s.ok()) return s;
+    if (absl::Status s = ResolveMember(db, i, member, &fits[i]); !s.ok()) return s;
     auto [it, inserted] = position.emplace(member->sweep_id(), i);
     if (!inserted) {
       return absl::InvalidArgumentError(absl::StrCat("members[", i, "].sweep_id: sweep ",
@@ -135,6 +174,8 @@ absl::StatusOr<xmod::v1::StudySpec> ResolveStudy(Db& db, const xmod::v1::StudySp
                                                      it->second, "]"));
     }
   }
+  // Inherited values passed the same limit when their sweeps were submitted.
+  if (absl::Status s = InheritFitSettings(fits, &resolved); !s.ok()) return s;
   absl::StatusOr<xmod::v1::Study> taken = LoadStudy(db, spec.name());
   if (taken.ok()) {
     return absl::AlreadyExistsError(absl::StrCat("name: study '", spec.name(), "' already exists"));
@@ -144,10 +185,11 @@ absl::StatusOr<xmod::v1::StudySpec> ResolveStudy(Db& db, const xmod::v1::StudySp
 }
 
 absl::StatusOr<xmod::v1::Study> InsertStudy(Db& db, const xmod::v1::StudySpec& spec,
-                                            int max_bootstrap_samples, int64_t now_ms) {
+                                            const std::string& owner, int max_bootstrap_samples,
+                                            int64_t now_ms) {
   absl::StatusOr<xmod::v1::StudySpec> resolved = ResolveStudy(db, spec, max_bootstrap_samples);
   if (!resolved.ok()) return resolved.status();
-  return InsertStudyRows(db, *std::move(resolved), now_ms);
+  return InsertStudyRows(db, *std::move(resolved), owner, now_ms);
 }
 
 }  // namespace xmod

@@ -28,12 +28,15 @@ inline constexpr absl::string_view kDesignRole = "design";
 std::optional<fitter::SweepRole> MemberRole(absl::string_view role);
 
 // Validates `spec`, resolves each member's sweep (sweep_id, or the one sweep named
-// sweep_name; both are set in the stored spec) and inserts the study. INVALID_ARGUMENT naming
-// the field path ("name", "members[1].role", "bootstrap_samples", ...); NOT_FOUND for an
-// unknown sweep; ALREADY_EXISTS for a taken name. Nothing is stored on error when run in its
-// own Store::Write closure (each closure rolls back alone).
+// sweep_name; both are set in the stored spec), fills in an unset seed or bootstrap_samples
+// from the member sweeps' FitPlans and inserts the study. INVALID_ARGUMENT naming the field
+// path ("name", "members[1].role", "bootstrap_samples", ...), also for an unset setting the
+// members' FitPlans disagree on; NOT_FOUND for an unknown sweep; ALREADY_EXISTS for a taken
+// name. Nothing is stored on error when run in its own Store::Write closure (each closure
+// rolls back alone). `owner` is the creating credential.
 absl::StatusOr<xmod::v1::Study> InsertStudy(Db& db, const xmod::v1::StudySpec& spec,
-                                            int max_bootstrap_samples, int64_t now_ms);
+                                            const std::string& owner, int max_bootstrap_samples,
+                                            int64_t now_ms);
 // InsertStudy's validation and resolution alone: the spec it would store; nothing is written.
 absl::StatusOr<xmod::v1::StudySpec> ResolveStudy(Db& db, const xmod::v1::StudySpec& spec,
                                                  int max_bootstrap_samples);

@@ -16,8 +16,13 @@ bool Trainable(const xmod::v1::Run& run) {
   return run.state() != xmod::v1::FAILED && run.state() != xmod::v1::CANCELLED;
 }
 
-bool NotStarted(const xmod::v1::Run& run) {
-  return run.state() == xmod::v1::QUEUED && run.attempts() == 0;
+// Whether `later` is further along than `earlier`, its twin: succeeded while the other has
+// not, else more training FLOPs done. On a tie the earlier member's run is kept.
+bool FurtherAlong(const xmod::v1::Run& later, const xmod::v1::Run& earlier) {
+  const auto standing = [](const xmod::v1::Run& run) {
+    return std::make_pair(run.state() == xmod::v1::SUCCEEDED, run.progress().flops());
+  };
+  return standing(later) > standing(earlier);
 }
 
 // An observation of the law in range: an X-MoD run with K >= 2 its FitPlan does not hold out.
@@ -46,12 +51,14 @@ absl::StatusOr<StudySharing> PlanSharedRuns(Db& db, const xmod::v1::StudySpec& s
   for (const SharedRunRow& row : *linked) already.insert(row.run_id);
 
   StudySharing out;
-  std::map<std::string, int64_t> earlier;  // configuration -> run of an earlier member
-  std::set<std::string> observed;          // configurations of in-range X-MoD runs
+  std::map<std::string, xmod::v1::Run> earlier;  // configuration -> the run kept so far
+  std::set<std::string> observed;                // configurations of in-range X-MoD runs
   for (int64_t sweep_id : sweep_ids) {
     absl::StatusOr<std::vector<xmod::v1::Run>> runs = LoadRuns(db, RunFilter{.sweep_id = sweep_id});
     if (!runs.ok()) return runs.status();
-    std::vector<std::pair<std::string, int64_t>> trainable;  // this member's, added after it
+    // This member's runs that earlier members' runs of the same configuration give way to, or
+    // that none lists: the ones later members are matched against. Added after the member.
+    std::vector<std::pair<std::string, xmod::v1::Run>> kept;
     for (const xmod::v1::Run& run : *runs) {
       std::string identity = RunIdentity(run.spec());
       if (Trainable(run) && InRangeObservation(run)) {
@@ -60,14 +67,23 @@ absl::StatusOr<StudySharing> PlanSharedRuns(Db& db, const xmod::v1::StudySpec& s
         unseeded.mutable_training()->clear_seed();
         observed.insert(RunIdentity(unseeded));
       }
-      auto it = earlier.find(identity);
-      if (it != earlier.end() && NotStarted(run) && !already.count(run.id())) {
-        out.links.push_back({run.id(), sweep_id, it->second, study_id});
-      } else if (Trainable(run)) {
-        trainable.push_back({std::move(identity), run.id()});
+      if (!Trainable(run) || already.count(run.id()) > 0) continue;
+      auto twin = earlier.find(identity);
+      if (twin == earlier.end()) {
+        kept.emplace_back(std::move(identity), run);
+      } else if (run.state() == xmod::v1::SUCCEEDED &&
+                 twin->second.state() == xmod::v1::SUCCEEDED) {
+        // Both trained already: nothing is saved; the fit counts the configuration once.
+      } else if (FurtherAlong(run, twin->second)) {
+        // The earlier member's twin gives way: it is cancelled and this run trains for both.
+        out.links.push_back({twin->second.id(), twin->second.sweep_id(), run.id(), study_id});
+        kept.emplace_back(std::move(identity), run);
+      } else {
+        out.links.push_back({run.id(), sweep_id, twin->second.id(), study_id});
       }
     }
-    for (auto& [identity, run_id] : trainable) earlier.emplace(std::move(identity), run_id);
+    for (auto& [identity, run] : kept)
+      earlier.insert_or_assign(std::move(identity), std::move(run));
   }
   out.in_range_observations = static_cast<int>(observed.size());
   return out;

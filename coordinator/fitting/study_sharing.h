@@ -1,10 +1,12 @@
 // Runs the member sweeps of a study share (paper Appendix B.4; docs/paper-fidelity.md, "B.4 as
 // a study"): a configuration two member sweeps list — the same model, training (budget and
-// seed included) and data — is trained once. At creation the study links each later member's
-// run of a configuration an earlier member also lists to that earlier run (store/
-// shared_run_rows.h) when it has not started, and the caller cancels it; the study's fit then
-// reads the trained run in the later member's place too, so the run carries both members'
-// roles (fitter/shared_runs.h merges it into one observation). Functions taking a Db run
+// seed included) and data — is trained once. At creation the study links the two runs of such
+// a configuration (store/shared_run_rows.h) while at least one can still give way: the one
+// further along is kept — a succeeded run, else the one with more training FLOPs done, the
+// earlier member's on a tie — and the other is linked to it and cancelled by the caller
+// (stopped if it was running; "linked to run N of sweep S"). Two succeeded twins stay as they
+// are. The study's fit then reads the kept run in both members' places, so it carries both
+// members' roles (fitter/shared_runs.h merges it into one observation). Functions taking a Db run
 // inside a Store::Read or Store::Write closure.
 #ifndef XMOD_COORDINATOR_FITTING_STUDY_SHARING_H_
 #define XMOD_COORDINATOR_FITTING_STUDY_SHARING_H_
@@ -28,9 +30,9 @@ std::string RunIdentity(const xmod::v1::RunSpec& spec);
 
 // What sharing does to a study's members.
 struct StudySharing {
-  // Every QUEUED run of a member that no attempt has started and whose configuration an
-  // earlier member lists in a run not FAILED or CANCELLED, linked to the earliest such run
-  // (study_id as given); runs linked already (by another study) are left out.
+  // For every configuration two members list in runs not FAILED or CANCELLED (and not linked
+  // already, by another study), the run that gives way linked to the one kept (header
+  // comment; study_id as given).
   std::vector<SharedRunRow> links;
   int listed_observations = 0;    // members' in-range X-MoD runs not FAILED or CANCELLED
   int in_range_observations = 0;  // ... each configuration once, replicates of other seeds

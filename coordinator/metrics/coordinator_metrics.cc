@@ -1,10 +1,47 @@
 // See coordinator_metrics.h.
 #include "coordinator/metrics/coordinator_metrics.h"
 
+#include "absl/time/clock.h"
 #include "common/build_metrics.h"
 #include "xmod/v1/types.pb.h"
 
 namespace xmod {
+
+DatabaseWriteMetrics::DatabaseWriteMetrics(prometheus::Registry& registry)
+    : writable_(prometheus::BuildGauge()
+                    .Name("xmod_database_writable")
+                    .Help("1 while the database takes writes; 0 from a transaction it could not "
+                          "commit (a full or failing volume: new work is refused) until one "
+                          "commits again")
+                    .Register(registry)
+                    .Add({})),
+      unwritable_since_(prometheus::BuildGauge()
+                            .Name("xmod_database_unwritable_since_seconds")
+                            .Help("Unix time of the first failed commit while the database "
+                                  "cannot be written; 0 while it can")
+                            .Register(registry)
+                            .Add({})),
+      failed_commits_(prometheus::BuildCounter()
+                          .Name("xmod_database_failed_commits_total")
+                          .Help("Store transactions the database could not commit, by gRPC "
+                                "code of the cause (RESOURCE_EXHAUSTED: full; UNAVAILABLE: I/O "
+                                "error)")
+                          .Register(registry)) {
+  writable_.Set(1);
+}
+
+void DatabaseWriteMetrics::Observe(const absl::Status& status) {
+  if (status.ok()) {
+    writable_.Set(1);
+    unwritable_since_.Set(0);
+    return;
+  }
+  failed_commits_.Add({{"code", absl::StatusCodeToString(status.code())}}).Increment();
+  if (unwritable_since_.Value() == 0) {
+    unwritable_since_.Set(absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
+  }
+  writable_.Set(0);
+}
 
 CoordinatorMetrics::CoordinatorMetrics()
     : registry_(std::make_shared<prometheus::Registry>()),
@@ -35,6 +72,7 @@ CoordinatorMetrics::CoordinatorMetrics()
                       .Register(*registry_)
                       .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128,
                                                                        256, 1024, 4096})),
+      database_(*registry_),
       rpcs_(prometheus::BuildCounter()
                 .Name("xmod_rpc_requests_total")
                 .Help("gRPC requests handled, by method and status code")
@@ -90,9 +128,10 @@ void CoordinatorMetrics::SetWorkersConnected(int workers) { workers_connected_.S
 
 void CoordinatorMetrics::AddMetricPoints(int points) { metric_points_.Increment(points); }
 
-void CoordinatorMetrics::ObserveCommit(double seconds, int batch_size) {
+void CoordinatorMetrics::ObserveCommit(double seconds, int batch_size, const absl::Status& status) {
   commit_seconds_.Observe(seconds);
   batch_size_.Observe(batch_size);
+  database_.Observe(status);
 }
 
 void CoordinatorMetrics::CountRpc(const std::string& method, const std::string& code) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
@@ -17,6 +18,21 @@
 #include "prometheus/registry.h"
 
 namespace xmod {
+
+// Whether the database takes writes (Store's on_commit, each transaction's outcome):
+// xmod_database_writable, xmod_database_unwritable_since_seconds and
+// xmod_database_failed_commits_total{code}. Thread-compatible: the store's writer thread
+// alone calls Observe().
+class DatabaseWriteMetrics {
+ public:
+  explicit DatabaseWriteMetrics(prometheus::Registry& registry);
+  void Observe(const absl::Status& status);
+
+ private:
+  prometheus::Gauge& writable_;
+  prometheus::Gauge& unwritable_since_;
+  prometheus::Family<prometheus::Counter>& failed_commits_;
+};
 
 class CoordinatorMetrics {
  public:
@@ -28,7 +44,11 @@ class CoordinatorMetrics {
   void SetRunCounts(const std::map<std::string, int>& counts);
   void SetWorkersConnected(int workers);
   void AddMetricPoints(int points);
-  void ObserveCommit(double seconds, int batch_size);
+  // One store transaction: its duration and size, and whether the database took it. A failed
+  // one (a full or failing volume) sets xmod_database_writable to 0 and
+  // xmod_database_unwritable_since_seconds to when the failures began; the next committed one
+  // sets them back.
+  void ObserveCommit(double seconds, int batch_size, const absl::Status& status);
   // One finished RPC: method name and gRPC code name ("OK", "INVALID_ARGUMENT", ...).
   void CountRpc(const std::string& method, const std::string& code);
   // Counts since the database was created: the scheduler adds the stored ones at startup.
@@ -49,6 +69,7 @@ class CoordinatorMetrics {
   prometheus::Counter& metric_points_;
   prometheus::Histogram& commit_seconds_;
   prometheus::Histogram& batch_size_;
+  DatabaseWriteMetrics database_;
   prometheus::Family<prometheus::Counter>& rpcs_;
   prometheus::Counter& leases_expired_;
   prometheus::Counter& oom_exits_;

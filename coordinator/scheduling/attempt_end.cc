@@ -6,6 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "coordinator/scheduling/scheduler.h"
+#include "coordinator/store/event_rows.h"
+#include "coordinator/store/sharing_rows.h"
 #include "coordinator/store/store_writes.h"
 #include "glog/logging.h"
 #include "trainer_contract/exit_codes.h"
@@ -121,6 +123,11 @@ absl::Status Scheduler::FinishRun(const xmod::v1::FinishRunRequest& request) {
                      &change);
     if (out_of_memory) {
       writes.push_back([](Db& db) { return AddToCounter(db, kOomExitsCounter, 1); });
+    }
+    if (request.peak_gpu_memory_bytes() > 0) {
+      writes.push_back([key, index, bytes = request.peak_gpu_memory_bytes()](Db& db) {
+        return SetMemberGpuPeak(db, key.first, key.second, static_cast<int>(index), bytes);
+      });
     }
     status = CommitLocked(std::move(writes), change);
   }

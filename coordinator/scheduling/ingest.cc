@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/confined_path.h"
 #include "coordinator/scheduling/scheduler.h"
+#include "coordinator/store/event_rows.h"
 #include "coordinator/store/store_reads.h"
 #include "coordinator/store/store_writes.h"
 #include "glog/logging.h"
@@ -82,6 +83,12 @@ absl::StatusOr<xmod::v1::RegisterResponse> Scheduler::Register(
 }
 
 namespace {
+
+// The failure of a write the database could not take (a full or failing volume: Store),
+// as opposed to one the request itself caused.
+bool IsStorageFault(const absl::Status& status) {
+  return absl::IsResourceExhausted(status) || absl::IsUnavailable(status);
+}
 
 void AddOrder(xmod::v1::HeartbeatResponse* response, const xmod::v1::RunningAttempt& running,
               xmod::v1::OrderAction action) {
@@ -217,7 +224,16 @@ absl::StatusOr<xmod::v1::HeartbeatResponse> Scheduler::Heartbeat(
     }
   }
   if (!committed) status = done.get();
-  if (!status.ok()) return status;
+  if (!status.ok()) {
+    // A database that cannot be written (a full or failing volume) fails the worker's
+    // heartbeat row and renewals, not its running attempts: the leases are renewed in memory
+    // (a restarted coordinator gives every open attempt a TTL of grace anyway), their metric
+    // points wait in the worker's spill, and the next committed heartbeat stores the lease.
+    // Ending orphaned attempts (committed above) stays refused until it can be stored.
+    if (committed || !IsStorageFault(status)) return status;
+    LOG_EVERY_N(WARNING, 100) << "worker " << worker_id
+                              << ": heartbeat renewed in memory only: " << status;
+  }
   {
     absl::MutexLock lock(&mu_);
     ApplyHeartbeatLocked(worker_id, mono, work);

@@ -5,6 +5,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/scheduling/memory_plan.h"
+#include "coordinator/store/event_rows.h"
 #include "coordinator/store/scheduler_rows.h"
 #include "coordinator/store/store_writes.h"
 
@@ -61,6 +63,10 @@ xmod::v1::Assignment BaseAssignment(int64_t run_id, const RunEntry& run,
   base.mutable_spec()->set_run_id(run_id);
   base.mutable_spec()->set_attempt(run.attempts);
   base.mutable_spec()->set_checkpoint_dir(checkpoint_dir);
+  // After out-of-memory failures, the rung of the memory ladder they reached.
+  if (std::optional<MemoryPlan> plan = MemoryPlanAfter(run.spec.training(), run.oom_failures)) {
+    ApplyMemoryPlan(*plan, base.mutable_spec()->mutable_training());
+  }
   if (run.latest_checkpoint) {
     *base.mutable_resume() = ResumePointOf(*run.latest_checkpoint);
     if (run.previous_checkpoint) *base.add_fallbacks() = ResumePointOf(*run.previous_checkpoint);
@@ -107,8 +113,8 @@ Lease GrantLease(std::map<int64_t, WorkerEntry>& workers, const Placement& place
   return lease;
 }
 
-Store::WriteFn StartAttemptWrite(int64_t sweep_id, int64_t run_id, const Lease& lease,
-                                 int64_t resumed_from_step, int64_t now,
+Store::WriteFn StartAttemptWrite(int64_t sweep_id, int64_t run_id, const RunEntry& run,
+                                 const Lease& lease, int64_t resumed_from_step, int64_t now,
                                  const SchedulerOptions& options) {
   const bool gang = lease.attempt.members.size() > 1;
   AttemptStart start;
@@ -118,6 +124,9 @@ Store::WriteFn StartAttemptWrite(int64_t sweep_id, int64_t run_id, const Lease& 
   start.resumed_from_step = resumed_from_step;
   start.lease_expires_ms = now + (gang ? options.gang_start_timeout_ms : options.lease_ttl_ms);
   start.rendezvous = lease.attempt.rendezvous;
+  if (std::optional<MemoryPlan> plan = MemoryPlanAfter(run.spec.training(), run.oom_failures)) {
+    start.memory_plan = plan->description;
+  }
   return [start, members = MemberRows(lease.attempt), sweep_id](Db& db) {
     if (absl::Status s = InsertAttemptWithMembers(db, start, members); !s.ok()) return s;
     RunUpdate u;
@@ -131,8 +140,8 @@ Store::WriteFn StartAttemptWrite(int64_t sweep_id, int64_t run_id, const Lease& 
         absl::StrCat(
             "attempt ", start.attempt, " on ", JoinedMemberNames(members),
             start.rendezvous.empty() ? "" : absl::StrCat(" (gang, ", start.rendezvous, ")"),
-            start.resumed_from_step > 0 ? absl::StrCat(" from step ", start.resumed_from_step)
-                                        : ""));
+            start.resumed_from_step > 0 ? absl::StrCat(" from step ", start.resumed_from_step) : "",
+            start.memory_plan.empty() ? "" : absl::StrCat(", with ", start.memory_plan)));
   };
 }
 

@@ -24,8 +24,8 @@ namespace xmod::scheduling {
 std::set<std::string> HeldRendezvous(const LiveState& live);
 
 // The assignment every member's part starts from: run `run_id`'s next attempt
-// (run.attempts, already counted), its spec with `checkpoint_dir`, and its resume point and
-// fallback.
+// (run.attempts, already counted), its spec with `checkpoint_dir` and the memory plan its
+// out-of-memory failures reached (memory_plan.h), and its resume point and fallback.
 xmod::v1::Assignment BaseAssignment(int64_t run_id, const RunEntry& run,
                                     const std::string& checkpoint_dir);
 
@@ -43,11 +43,11 @@ Lease GrantLease(std::map<int64_t, WorkerEntry>& workers, const Placement& place
                  const xmod::v1::Assignment& base, int world, int64_t mono, int64_t arrived,
                  const SchedulerOptions& options);
 
-// The database writes that start the attempt `lease` of run `run_id` in sweep `sweep_id`
-// (its row and members, the run RUNNING, an "attempt_started" event). `now` is the wall
-// clock.
-Store::WriteFn StartAttemptWrite(int64_t sweep_id, int64_t run_id, const Lease& lease,
-                                 int64_t resumed_from_step, int64_t now,
+// The database writes that start the attempt `lease` of `run` (id `run_id`, in sweep
+// `sweep_id`): its row and members with the memory plan it runs with, the run RUNNING, an
+// "attempt_started" event. `now` is the wall clock.
+Store::WriteFn StartAttemptWrite(int64_t sweep_id, int64_t run_id, const RunEntry& run,
+                                 const Lease& lease, int64_t resumed_from_step, int64_t now,
                                  const SchedulerOptions& options);
 
 // A gang part placed for `worker_id` that it has not taken yet: marks it taken (its lease

@@ -95,29 +95,31 @@ class Preemptor {
     return std::max(0, it->second.Of(kind) - *quota);
   }
 
-  // Why attempt `a` may make room for `run`: "priority", "quota", or "" (it may not).
+  // Why attempt `a` may make room for `run`: "priority", "quota", or "" (it may not). Slots
+  // borrowed beyond a quota are taken back whatever the borrower's `preemptible` says.
   std::string Cause(const RunningAttempt& a, const QueuedRun& run, int borrowed) const {
-    if (!a.preemptible || now_ms_ - a.started_ms < policy_.min_run_ms) return "";
+    if (now_ms_ - a.started_ms < policy_.min_run_ms) return "";
     if (a.user != run.user && borrowed >= TotalSlots(a)) return "quota";
-    if (a.priority < run.priority) return "priority";
+    if (a.preemptible && a.priority < run.priority) return "priority";
     return "";
   }
 
-  // The attempts that may make room for `run`, in victim order: borrowed first, then
-  // lowest priority, then most recently checkpointed or started, then newest attempt.
+  // The attempts that may make room for `run`, in victim order: borrowed first (preemptible
+  // ones first), then lowest priority, then most recently checkpointed or started, then
+  // newest attempt.
   std::vector<size_t> EligibleInOrder(const QueuedRun& run) const {
-    std::vector<std::tuple<bool, int, int64_t, int, size_t>> eligible;
+    std::vector<std::tuple<bool, bool, int, int64_t, int, size_t>> eligible;
     for (size_t i = 0; i < running_.size(); ++i) {
       const RunningAttempt& a = running_[i];
       if (stopping_[i]) continue;
       const std::string cause = Cause(a, run, Borrowed(a.user, a.kind));
       if (cause.empty()) continue;
       const int64_t fresh = std::max(a.checkpointed_ms, a.started_ms);
-      eligible.emplace_back(cause != "quota", a.priority, -fresh, -a.key.second, i);
+      eligible.emplace_back(cause != "quota", !a.preemptible, a.priority, -fresh, -a.key.second, i);
     }
     std::sort(eligible.begin(), eligible.end());
     std::vector<size_t> order;
-    for (const auto& e : eligible) order.push_back(std::get<4>(e));
+    for (const auto& e : eligible) order.push_back(std::get<5>(e));
     return order;
   }
 
@@ -150,7 +152,7 @@ class Preemptor {
   PreemptOrder Order(size_t i, const QueuedRun& run) const {
     const RunningAttempt& a = running_[i];
     const int borrowed = Borrowed(a.user, a.kind);
-    PreemptOrder order{a.key, Cause(a, run, borrowed), ""};
+    PreemptOrder order{a.key, Cause(a, run, borrowed), "", run.user};
     const std::string claimant =
         absl::StrCat("run ", run.run_id, " (priority ", run.priority, ", user \"", run.user, "\")");
     if (order.cause == "quota") {

@@ -4,17 +4,20 @@
 // The queue is scanned in ShareOrder's order (share_order.h). A run that fits the slots free
 // now (counting slots of attempts already ordered to stop, and less the slots of runs
 // ahead of it that fit or got victims) claims them. A run that does not fit, and is not
-// borrowing, may displace attempts that are
-//   - preemptible (the run's `preemptible` is not false), not already ordered, and at least
-//     SharingPolicy::min_run_ms old (hysteresis: a run just started or just resumed is left
-//     alone), and
-//   - of lower priority ("priority"), or, whatever their priority, of another user holding
-//     slots of that kind beyond its quota, up to those borrowed slots ("quota").
+// borrowing, may displace attempts that are not already ordered and at least
+// SharingPolicy::min_run_ms old (hysteresis: a run just started or just resumed is left
+// alone), and are
+//   - of another user holding slots of that kind beyond its quota, up to those borrowed
+//     slots, whatever their priority and whatever their `preemptible` says ("quota": a run
+//     beyond its user's quota only borrows, so borrowing can never keep slots from a user
+//     within quota), or
+//   - preemptible (the run's `preemptible` is not false) and of lower priority ("priority").
 // Equal priorities never preempt each other except to take back borrowed slots. Victims are
-// ordered borrowed first, then lowest priority, then most recently checkpointed (or started:
-// the least work lost), then newest attempt; on each worker with enough slots the fewest
-// victims from the front of that order that free the slots are taken, and the worker (for a
-// gang, the `members` workers) needing the fewest victims wins. A gang victim is stopped as
+// ordered borrowed first (preemptible ones before the others), then lowest priority, then
+// most recently checkpointed (or started: the least work lost), then newest attempt; on each
+// worker with enough slots the fewest victims from the front of that order that free the
+// slots are taken, and the worker (for a gang, the `members` workers) needing the fewest
+// victims wins. A gang victim is stopped as
 // a whole and frees its slots on every member's worker.
 #ifndef XMOD_COORDINATOR_SCHEDULING_PREEMPTION_H_
 #define XMOD_COORDINATOR_SCHEDULING_PREEMPTION_H_
@@ -55,10 +58,12 @@ struct WorkerRoom {
 
 struct PreemptOrder {
   AttemptKey key;
-  std::string cause;   // "priority" or "quota"
-  std::string reason;  // for the event and `xmodctl run show`
+  std::string cause;          // "priority" or "quota"
+  std::string reason;         // for the event and `xmodctl run show`
+  std::string claimant_user;  // the user of the run it makes room for: the event's actor
   bool operator==(const PreemptOrder& other) const {
-    return key == other.key && cause == other.cause && reason == other.reason;
+    return key == other.key && cause == other.cause && reason == other.reason &&
+           claimant_user == other.claimant_user;
   }
 };
 

@@ -46,6 +46,7 @@ void RestoreRuns(const std::vector<RunQueueEntry>& rows,
     run.state = e.state;
     run.attempts = e.attempts;
     run.failures = e.failures;
+    run.oom_failures = e.oom_failures;
     run.max_attempts = e.max_attempts;
     run.not_before_ms = clock.mono + std::max<int64_t>(0, e.not_before_ms - clock.now);
     run.name = e.name;

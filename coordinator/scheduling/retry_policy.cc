@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/scheduling/memory_plan.h"
 #include "glog/logging.h"
 #include "trainer_contract/exit_codes.h"
 #include "trainer_contract/outcome.h"
@@ -22,7 +23,8 @@ std::string FailedRunError(const RunEntry& run, const std::string& outcome, Retr
     return absl::StrCat(event_text, " (", run.lost, " leases lost: not requeued again)");
   }
   if (exit_code == kExitOutOfMemory) {
-    return absl::StrCat(event_text, " (out of memory again: not retried)");
+    return absl::StrCat(event_text, " (out of memory ", run.oom_failures,
+                        " times, the last with the smallest memory plan: not retried)");
   }
   return absl::StrCat(event_text, " (not retried: a retry would fail the same way)");
 }
@@ -45,9 +47,12 @@ Retry RetryOfFailure(RunEntry& run, int exit_code) {
   switch (RetryPolicyOf(exit_code)) {
     case ExitRetry::kNever:
       return Retry::kNever;
-    case ExitRetry::kRetryOnce:
+    case ExitRetry::kLessMemory:
+      // A smaller plan is a different configuration, not a repeat: requeued at once and not
+      // counted against max_attempts; the ladder is finite (memory_plan.h).
       run.oom_failures += 1;
-      return run.oom_failures > 1 ? Retry::kNever : Retry::kFailure;
+      return MemoryPlanAfter(run.spec.training(), run.oom_failures) ? Retry::kRequeue
+                                                                    : Retry::kNever;
     case ExitRetry::kRequeue:
       return Retry::kRequeue;
     case ExitRetry::kRetry:
@@ -95,6 +100,10 @@ RunVerdict JudgeRun(RunEntry& run, int64_t run_id, const std::string& outcome, R
     u.state = xmod::v1::CANCELLED;
     u.finished_ms = now;
     return verdict;
+  }
+  if (exit_code == kExitOutOfMemory && outcome == "failed") {
+    u.oom_failures = run.oom_failures;  // chooses the next attempt's memory plan
+    u.error = event_text;
   }
   const bool failure = retry != Retry::kRequeue;
   if (failure) {

@@ -32,7 +32,8 @@ int64_t BackoffMillis(int failures, const SchedulerOptions& options);
 absl::StatusOr<std::string> OutcomeName(xmod::v1::Outcome outcome);
 
 // The retry policy of a FAILED outcome with `exit_code` for `run`; counts an out-of-memory
-// failure on the run.
+// failure on the run, which is requeued with its next memory plan (memory_plan.h) while the
+// ladder has one.
 Retry RetryOfFailure(RunEntry& run, int exit_code);
 // The retry of attempt `key` lost with its lease: a requeue that is not a failure, until the
 // run lost options.max_lost_attempts leases. Counts the loss on the run (saved in `change`).

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "coordinator/scheduling/scheduler.h"
 #include "coordinator/store/design_store.h"
+#include "coordinator/store/event_rows.h"
 #include "coordinator/store/scheduler_rows.h"
 #include "coordinator/store/sharing_rows.h"
 #include "coordinator/store/store_reads.h"
@@ -28,9 +29,6 @@ absl::Status InsertRuns(Db& db, int64_t sweep_id, std::vector<xmod::v1::Run>* ru
     run.set_id(*run_id);
     run.set_sweep_id(sweep_id);
     run.set_created_unix_ms(now);
-    if (!run.preemptible()) {
-      if (absl::Status s = MarkNotPreemptible(db, *run_id); !s.ok()) return s;
-    }
   }
   return absl::OkStatus();
 }
@@ -49,13 +47,14 @@ absl::StatusOr<int64_t> Scheduler::SubmitSweep(const xmod::v1::SweepSpec& spec,
   const int64_t now = clock_->NowMillis();
   int64_t sweep_id = 0;
   absl::Status status = store_->WriteAndWait([&](Db& db) {
-    absl::StatusOr<int64_t> id = InsertSweep(db, spec, now);
+    absl::StatusOr<int64_t> id = InsertSweep(db, spec, submitter, now);
     if (!id.ok()) return id.status();
     sweep_id = *id;
-    if (absl::Status s = SetSweepSubmitter(db, sweep_id, submitter); !s.ok()) return s;
     if (absl::Status s = InsertRuns(db, sweep_id, runs, now); !s.ok()) return s;
-    return InsertEvent(db, now, "sweep_submitted", sweep_id, 0,
-                       absl::StrCat(spec.name(), ": ", runs->size(), " runs"));
+    return InsertEvent(
+        db, now, "sweep_submitted", sweep_id, 0,
+        absl::StrCat(spec.name(), ": ", runs->size(), " runs, priority ", spec.priority()),
+        submitter);
   });
   if (!status.ok()) return status;
   QueueStored(sweep_id, *runs, submitter);
@@ -63,7 +62,7 @@ absl::StatusOr<int64_t> Scheduler::SubmitSweep(const xmod::v1::SweepSpec& spec,
 }
 
 absl::Status Scheduler::AddRuns(int64_t sweep_id, std::vector<xmod::v1::Run>* runs,
-                                Store::WriteFn also) {
+                                Store::WriteFn also, const std::optional<std::string>& actor) {
   const int64_t now = clock_->NowMillis();
   std::string submitter;
   absl::Status status = store_->WriteAndWait([&](Db& db) {
@@ -73,7 +72,8 @@ absl::Status Scheduler::AddRuns(int64_t sweep_id, std::vector<xmod::v1::Run>* ru
     submitter = *std::move(owner);
     if (absl::Status s = InsertRuns(db, sweep_id, runs, now); !s.ok()) return s;
     if (absl::Status s = also(db); !s.ok()) return s;
-    return InsertEvent(db, now, "runs_added", sweep_id, 0, absl::StrCat(runs->size(), " runs"));
+    return InsertEvent(db, now, "runs_added", sweep_id, 0, absl::StrCat(runs->size(), " runs"),
+                       actor);
   });
   if (!status.ok()) return status;
   QueueStored(sweep_id, *runs, submitter);
@@ -99,14 +99,19 @@ void Scheduler::QueueStored(int64_t sweep_id, const std::vector<xmod::v1::Run>& 
   for (const xmod::v1::Run& r : runs) feed_->Publish(sweep_id, r.id());
 }
 
-absl::Status Scheduler::CancelRun(int64_t run_id) { return EndRunByUser(run_id, std::nullopt); }
+absl::Status Scheduler::CancelRun(int64_t run_id, const std::optional<std::string>& actor,
+                                  const std::string& reason) {
+  return EndRunByUser(run_id, std::nullopt, actor, reason);
+}
 
 absl::Status Scheduler::StopEarly(int64_t run_id, double flops, double live_delta,
                                   const std::string& reason) {
-  return EndRunByUser(run_id, Censoring{flops, live_delta, reason});
+  return EndRunByUser(run_id, Censoring{flops, live_delta, reason}, std::nullopt, reason);
 }
 
-absl::Status Scheduler::EndRunByUser(int64_t run_id, std::optional<Censoring> censoring) {
+absl::Status Scheduler::EndRunByUser(int64_t run_id, std::optional<Censoring> censoring,
+                                     const std::optional<std::string>& actor,
+                                     const std::string& reason) {
   absl::StatusOr<xmod::v1::Run> stored = absl::NotFoundError("");
   if (absl::Status s = store_->Read([&](Db& db) {
         stored = LoadRun(db, run_id);
@@ -134,14 +139,14 @@ absl::Status Scheduler::EndRunByUser(int64_t run_id, std::optional<Censoring> ce
     const int64_t sweep_id = run.sweep_id;
     if (run.current_attempt == 0) live_.runs.erase(it);  // else kept until its attempt ends
     std::vector<Store::WriteFn> writes;
-    writes.push_back([run_id, sweep_id, now, censoring](Db& db) {
+    writes.push_back([run_id, sweep_id, now, censoring, actor, reason](Db& db) {
       RunUpdate u;
       u.run_id = run_id;
       u.state = xmod::v1::CANCELLED;
       u.finished_ms = now;
-      if (censoring) u.error = censoring->reason;
+      if (!reason.empty()) u.error = reason;
       if (absl::Status s = UpdateRun(db, u); !s.ok()) return s;
-      if (!censoring) return InsertEvent(db, now, "run_cancelled", sweep_id, run_id, "");
+      if (!censoring) return InsertEvent(db, now, "run_cancelled", sweep_id, run_id, reason, actor);
       if (absl::Status s = InsertCensoredRun(db, run_id, censoring->flops, censoring->live_delta,
                                              censoring->reason, now);
           !s.ok()) {
@@ -155,7 +160,7 @@ absl::Status Scheduler::EndRunByUser(int64_t run_id, std::optional<Censoring> ce
   return status;
 }
 
-absl::Status Scheduler::CancelSweep(int64_t sweep_id) {
+absl::Status Scheduler::CancelSweep(int64_t sweep_id, const std::optional<std::string>& actor) {
   const int64_t now = clock_->NowMillis();
   std::vector<Store::WriteFn> writes;
   std::vector<Touched> touched;
@@ -184,10 +189,10 @@ absl::Status Scheduler::CancelSweep(int64_t sweep_id) {
       });
       it = run.current_attempt == 0 ? live_.runs.erase(it) : std::next(it);
     }
-    writes.push_back([sweep_id, now, n = touched.size()](Db& db) {
+    writes.push_back([sweep_id, now, n = touched.size(), actor](Db& db) {
       if (absl::Status s = MarkSweepCancelled(db, sweep_id); !s.ok()) return s;
       return InsertEvent(db, now, "sweep_cancelled", sweep_id, 0,
-                         absl::StrCat(n, " runs cancelled"));
+                         absl::StrCat(n, " runs cancelled"), actor);
     });
     status = CommitLocked(std::move(writes), change);
   }
@@ -199,7 +204,7 @@ absl::Status Scheduler::CancelSweep(int64_t sweep_id) {
 
 absl::Status Scheduler::Requeue(const xmod::v1::Run& stored,
                                 std::optional<ResumeCheckpoint> checkpoint, const std::string& user,
-                                bool preemptible) {
+                                bool preemptible, const std::optional<std::string>& actor) {
   const int64_t run_id = stored.id();
   if (stored.state() != xmod::v1::FAILED && stored.state() != xmod::v1::CANCELLED) {
     return absl::FailedPreconditionError(
@@ -232,16 +237,17 @@ absl::Status Scheduler::Requeue(const xmod::v1::Run& stored,
     run.preemptible = preemptible;
     EnqueueLocked(run_id, run);
     std::vector<Store::WriteFn> writes;
-    writes.push_back([run_id, sweep_id = stored.sweep_id(), now](Db& db) {
+    writes.push_back([run_id, sweep_id = stored.sweep_id(), now, actor](Db& db) {
       RunUpdate u;
       u.run_id = run_id;
       u.state = xmod::v1::QUEUED;
       u.failures = 0;
+      u.oom_failures = 0;  // a resumed run starts from its submitted memory plan again
       u.not_before_ms = 0;
       u.error = "";
       u.finished_ms = 0;
       if (absl::Status s = UpdateRun(db, u); !s.ok()) return s;
-      return InsertEvent(db, now, "run_resumed", sweep_id, run_id, "");
+      return InsertEvent(db, now, "run_resumed", sweep_id, run_id, "", actor);
     });
     status = CommitLocked(std::move(writes), change);
   }
@@ -249,7 +255,7 @@ absl::Status Scheduler::Requeue(const xmod::v1::Run& stored,
   return status;
 }
 
-absl::Status Scheduler::ResumeRun(int64_t run_id) {
+absl::Status Scheduler::ResumeRun(int64_t run_id, const std::optional<std::string>& actor) {
   xmod::v1::Run stored;
   std::optional<xmod::v1::Checkpoint> checkpoint;
   RunSharingRow sharing;
@@ -270,10 +276,11 @@ absl::Status Scheduler::ResumeRun(int64_t run_id) {
   }
   std::optional<ResumeCheckpoint> resume;
   if (checkpoint) resume = ResumeCheckpointOf(*checkpoint);
-  return Requeue(stored, resume, sharing.submitter, sharing.preemptible);
+  return Requeue(stored, resume, sharing.submitter, sharing.preemptible, actor);
 }
 
-absl::StatusOr<std::vector<int64_t>> Scheduler::RetryFailed(int64_t sweep_id) {
+absl::StatusOr<std::vector<int64_t>> Scheduler::RetryFailed(
+    int64_t sweep_id, const std::optional<std::string>& actor) {
   std::vector<xmod::v1::Run> failed;
   if (absl::Status s = store_->Read([&](Db& db) {
         if (absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, sweep_id); !sweep.ok()) {
@@ -292,12 +299,20 @@ absl::StatusOr<std::vector<int64_t>> Scheduler::RetryFailed(int64_t sweep_id) {
   }
   std::vector<int64_t> ids;
   for (const xmod::v1::Run& run : failed) {
-    absl::Status s = ResumeRun(run.id());
+    absl::Status s = ResumeRun(run.id(), actor);
     if (s.ok()) {
       ids.push_back(run.id());
     } else if (!absl::IsFailedPrecondition(s)) {
       return s;
     }
+  }
+  const int64_t now = clock_->NowMillis();
+  if (absl::Status s = store_->WriteAndWait([&](Db& db) {
+        return InsertEvent(db, now, "sweep_retried", sweep_id, 0,
+                           absl::StrCat(ids.size(), " failed runs requeued"), actor);
+      });
+      !s.ok()) {
+    return s;
   }
   return ids;
 }

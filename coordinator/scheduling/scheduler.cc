@@ -114,7 +114,7 @@ absl::StatusOr<std::vector<xmod::v1::Assignment>> Scheduler::LeaseLocked(const P
   const int64_t resumed_from = run.latest_checkpoint ? run.latest_checkpoint->step : 0;
   std::vector<Store::WriteFn> writes;
   writes.push_back(
-      scheduling::StartAttemptWrite(*sweep_id, run_id, lease, resumed_from, now, options_));
+      scheduling::StartAttemptWrite(*sweep_id, run_id, run, lease, resumed_from, now, options_));
   writes.push_back(SlotKindWriteLocked({run_id, run.attempts}, lease.attempt));
   if (absl::Status s = CommitLocked(std::move(writes), change); !s.ok()) return s;
   return std::move(lease.parts);

@@ -120,6 +120,10 @@ class Scheduler {
                                                            const SchedulerOptions& options);
 
   // --- User actions -------------------------------------------------------------------
+  // Whose work a caller may change is the API's to check (coordinator/api/ownership.h); here
+  // `actor` is the credential that made the change, stored with its event ("" = anonymous;
+  // nullopt: the coordinator acted on its own, e.g. an adaptive design).
+  //
   // Stores a sweep submitted by credential `submitter` ("" = anonymous) and its expanded
   // runs in one transaction and queues the runs; fills in the run ids. Returns the sweep id.
   absl::StatusOr<int64_t> SubmitSweep(const xmod::v1::SweepSpec& spec,
@@ -129,21 +133,26 @@ class Scheduler {
   // `also` (e.g. the design decision that proposed them; it sees the runs' ids); fills in
   // the run ids. FAILED_PRECONDITION when the sweep was cancelled, NOT_FOUND when it does
   // not exist; then nothing is stored.
-  absl::Status AddRuns(int64_t sweep_id, std::vector<xmod::v1::Run>* runs, Store::WriteFn also);
+  absl::Status AddRuns(int64_t sweep_id, std::vector<xmod::v1::Run>* runs, Store::WriteFn also,
+                       const std::optional<std::string>& actor);
   // QUEUED -> CANCELLED at once; RUNNING -> CANCELLED with a STOP order to its worker.
   // Cancelling a cancelled run is a no-op; a SUCCEEDED or FAILED run is FAILED_PRECONDITION.
-  absl::Status CancelRun(int64_t run_id);
+  // A non-empty `reason` (why it is not trained, e.g. "linked to run 4 of sweep 1") is kept
+  // as the run's error and its event's text.
+  absl::Status CancelRun(int64_t run_id, const std::optional<std::string>& actor,
+                         const std::string& reason = "");
   // Early stopping (EarlyStopping): CancelRun, plus the run's censored_runs row (the live
   // Δ `live_delta` at `flops` and the reason) and a "run_stopped_early" event.
   absl::Status StopEarly(int64_t run_id, double flops, double live_delta,
                          const std::string& reason);
   // Cancels every queued or running run of the sweep and marks the sweep cancelled.
-  absl::Status CancelSweep(int64_t sweep_id);
+  absl::Status CancelSweep(int64_t sweep_id, const std::optional<std::string>& actor);
   // FAILED or CANCELLED -> QUEUED with a fresh allowance of attempts; the next attempt
   // resumes from the latest checkpoint. FAILED_PRECONDITION for other states.
-  absl::Status ResumeRun(int64_t run_id);
-  // ResumeRun for every FAILED run of a sweep; returns their ids.
-  absl::StatusOr<std::vector<int64_t>> RetryFailed(int64_t sweep_id);
+  absl::Status ResumeRun(int64_t run_id, const std::optional<std::string>& actor);
+  // ResumeRun for every FAILED run of a sweep, and a "sweep_retried" event; returns their ids.
+  absl::StatusOr<std::vector<int64_t>> RetryFailed(int64_t sweep_id,
+                                                   const std::optional<std::string>& actor);
 
   // --- Worker API ---------------------------------------------------------------------
   absl::StatusOr<xmod::v1::RegisterResponse> Register(const xmod::v1::RegisterRequest& request);
@@ -273,12 +282,15 @@ class Scheduler {
   // Queues runs just stored for `sweep_id`, submitted by `user`, and tells watchers.
   void QueueStored(int64_t sweep_id, const std::vector<xmod::v1::Run>& runs,
                    const std::string& user);
-  // CancelRun, or StopEarly with `censoring`.
-  absl::Status EndRunByUser(int64_t run_id, std::optional<Censoring> censoring);
-  // Requeues a terminal run loaded from the database (ResumeRun / RetryFailed) for `user`.
+  // CancelRun by `actor` for `reason`, or StopEarly (no actor) with `censoring`.
+  absl::Status EndRunByUser(int64_t run_id, std::optional<Censoring> censoring,
+                            const std::optional<std::string>& actor, const std::string& reason);
+  // Requeues a terminal run loaded from the database (ResumeRun / RetryFailed) for `user`,
+  // at the request of `actor`.
   absl::Status Requeue(const xmod::v1::Run& run,
                        std::optional<scheduling::ResumeCheckpoint> checkpoint,
-                       const std::string& user, bool preemptible);
+                       const std::string& user, bool preemptible,
+                       const std::optional<std::string>& actor);
 
   // Heartbeat: renews the leases of the listed attempts the worker still holds, orders
   // KILL for the others and STOP for cancelled runs, and notes member 0's progress.

@@ -6,6 +6,7 @@
 
 #include "coordinator/scheduling/preemption.h"
 #include "coordinator/scheduling/scheduler.h"
+#include "coordinator/store/event_rows.h"
 #include "coordinator/store/sharing_rows.h"
 #include "coordinator/store/store_writes.h"
 #include "glog/logging.h"
@@ -151,7 +152,8 @@ int Scheduler::Preempt() {
             !s.ok()) {
           return s;
         }
-        return InsertEvent(db, now, "run_preempt_ordered", sweep_id, order.key.first, order.reason);
+        return InsertEvent(db, now, "run_preempt_ordered", sweep_id, order.key.first, order.reason,
+                           order.claimant_user);
       });
     }
     status = CommitLocked(std::move(writes), change);

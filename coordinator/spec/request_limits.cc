@@ -37,4 +37,13 @@ absl::Status CheckLimits(const xmod::v1::RecommendRequest& request) {
   return CheckRange("as", request.as_size(), 0, kMaxRecommendOptions);
 }
 
+absl::Status CheckLimits(const xmod::v1::ListEventsRequest& request) {
+  if (absl::Status s = CheckRange("limit", request.limit(), 0, kMaxEventsListed); !s.ok()) {
+    return s;
+  }
+  if (request.sweep_id() < 0) return InvalidField("sweep_id", "must be >= 0 (0 = every sweep)");
+  if (request.run_id() < 0) return InvalidField("run_id", "must be >= 0 (0 = every run)");
+  return CheckRange("before_id", request.before_id(), 0, INT64_MAX);
+}
+
 }  // namespace xmod

@@ -19,6 +19,7 @@ namespace xmod {
 inline constexpr int kMaxProposals = 100;         // ProposeRuns.count, adaptive.max_in_flight
 inline constexpr int kMaxDesignTargets = 100;     // ProposeRuns.targets
 inline constexpr int kMaxDecisionsListed = 1000;  // ListDecisions.limit
+inline constexpr int kMaxEventsListed = 1000;     // ListEvents.limit
 inline constexpr int kMaxPredictPoints = 10000;   // Predict.points
 inline constexpr int kMaxRecommendOptions = 100;  // Recommend.ks, Recommend.as (each)
 inline constexpr int kMaxMetricNames = 256;       // GetMetrics.names
@@ -35,6 +36,7 @@ absl::Status CheckLimits(const xmod::v1::GetMetricsRequest& request, int max_poi
 absl::Status CheckLimits(const xmod::v1::ListRunsRequest& request);
 absl::Status CheckLimits(const xmod::v1::PredictRequest& request);
 absl::Status CheckLimits(const xmod::v1::RecommendRequest& request);
+absl::Status CheckLimits(const xmod::v1::ListEventsRequest& request);
 
 }  // namespace xmod
 

@@ -5,21 +5,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "coordinator/store/row_loop.h"
 #include "coordinator/store/store_reads.h"
 
 namespace xmod {
 namespace {
-
-// Steps `stmt` through its rows, calling `row` on each.
-template <typename RowFn>
-absl::Status ForEachRow(Stmt& stmt, RowFn row) {
-  while (true) {
-    absl::StatusOr<bool> more = stmt.Step();
-    if (!more.ok()) return more.status();
-    if (!*more) return absl::OkStatus();
-    row(stmt);
-  }
-}
 
 xmod::v1::RunState ParseRunState(const std::string& name) {
   xmod::v1::RunState state = xmod::v1::RUN_STATE_UNSPECIFIED;
@@ -31,7 +21,7 @@ xmod::v1::RunState ParseRunState(const std::string& name) {
 absl::Status LoadLiveRuns(Db& db, std::vector<RunQueueEntry>* runs) {
   absl::StatusOr<Stmt> stmt = db.Prepare(
       "SELECT id, sweep_id, priority, state, attempts, failures, max_attempts, not_before_ms,"
-      " name, spec FROM runs WHERE state IN ('QUEUED','RUNNING') OR id IN"
+      " name, spec, oom_failures FROM runs WHERE state IN ('QUEUED','RUNNING') OR id IN"
       " (SELECT run_id FROM attempts WHERE ended_ms IS NULL) ORDER BY id");
   if (!stmt.ok()) return stmt.status();
   absl::Status read = ForEachRow(*stmt, [runs](const Stmt& s) {
@@ -46,6 +36,7 @@ absl::Status LoadLiveRuns(Db& db, std::vector<RunQueueEntry>* runs) {
     e.not_before_ms = s.Int(7);
     e.name = s.Text(8);
     e.spec.ParseFromString(s.Text(9));
+    e.oom_failures = static_cast<int>(s.Int(10));
   });
   if (!read.ok()) return read;
   for (RunQueueEntry& e : *runs) {

@@ -64,6 +64,7 @@ struct RunQueueEntry {
   int64_t not_before_ms = 0;
   std::string name;
   xmod::v1::RunSpec spec;
+  int oom_failures = 0;
   std::optional<xmod::v1::Checkpoint> latest_checkpoint;
 };
 struct WorkerRow {

@@ -26,18 +26,6 @@ constexpr const char* kLiveRuns =
 
 }  // namespace
 
-absl::Status SetSweepSubmitter(Db& db, int64_t sweep_id, const std::string& submitter) {
-  absl::StatusOr<Stmt> stmt = db.Prepare("UPDATE sweeps SET submitter = ? WHERE id = ?");
-  if (!stmt.ok()) return stmt.status();
-  return stmt->Bind(1, submitter).Bind(2, sweep_id).Run();
-}
-
-absl::Status MarkNotPreemptible(Db& db, int64_t run_id) {
-  absl::StatusOr<Stmt> stmt = db.Prepare("UPDATE runs SET preemptible = 0 WHERE id = ?");
-  if (!stmt.ok()) return stmt.status();
-  return stmt->Bind(1, run_id).Run();
-}
-
 absl::Status SetPreemptReason(Db& db, int64_t run_id, int attempt, const std::string& reason) {
   absl::StatusOr<Stmt> stmt =
       db.Prepare("UPDATE attempts SET preempt_reason = ? WHERE run_id = ? AND attempt = ?");
@@ -59,6 +47,14 @@ absl::Status SetMemberSlotKind(Db& db, int64_t run_id, int attempt, int member,
       .Run();
 }
 
+absl::Status SetMemberGpuPeak(Db& db, int64_t run_id, int attempt, int member, int64_t bytes) {
+  absl::StatusOr<Stmt> stmt = db.Prepare(
+      "UPDATE attempt_members SET peak_gpu_memory_bytes = ?"
+      " WHERE run_id = ? AND attempt = ? AND member = ?");
+  if (!stmt.ok()) return stmt.status();
+  return stmt->Bind(1, bytes).Bind(2, run_id).Bind(3, attempt).Bind(4, member).Run();
+}
+
 absl::StatusOr<std::string> LoadSweepSubmitter(Db& db, int64_t sweep_id) {
   absl::StatusOr<Stmt> stmt = db.Prepare("SELECT submitter FROM sweeps WHERE id = ?");
   if (!stmt.ok()) return stmt.status();
@@ -66,6 +62,17 @@ absl::StatusOr<std::string> LoadSweepSubmitter(Db& db, int64_t sweep_id) {
   if (!found.ok()) return found.status();
   if (!*found) return absl::NotFoundError(absl::StrCat("sweep ", sweep_id, " not found"));
   return stmt->Text(0);
+}
+
+absl::StatusOr<RunOwnerRow> LoadRunOwner(Db& db, int64_t run_id) {
+  absl::StatusOr<Stmt> stmt = db.Prepare(
+      "SELECT r.sweep_id, s.submitter FROM runs r JOIN sweeps s ON s.id = r.sweep_id"
+      " WHERE r.id = ?");
+  if (!stmt.ok()) return stmt.status();
+  absl::StatusOr<bool> found = stmt->Bind(1, run_id).Step();
+  if (!found.ok()) return found.status();
+  if (!*found) return absl::NotFoundError(absl::StrCat("run ", run_id, " not found"));
+  return RunOwnerRow{stmt->Int(0), stmt->Text(1)};
 }
 
 absl::StatusOr<RunSharingRow> LoadRunSharing(Db& db, int64_t run_id) {

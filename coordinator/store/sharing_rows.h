@@ -1,5 +1,6 @@
 // The rows of a cluster shared by a lab (schema version 8; docs/operations.md, "Sharing a
-// cluster"): who submitted a sweep, runs that must not be preempted, the PREEMPT order an
+// cluster"; sweeps.submitter and runs.preemptible are written with their rows by
+// store_writes.h): who submitted a sweep, runs that must not be preempted, the PREEMPT order an
 // open attempt is under, the slot kind and cores of each attempt member, and the usage
 // accounting of `xmodctl usage` read back from them. Run inside Store::Read / Store::Write;
 // errors are INTERNAL (sqlite).
@@ -18,10 +19,6 @@
 
 namespace xmod {
 
-// sweeps.submitter of `sweep_id`: the credential name ("" = anonymous).
-absl::Status SetSweepSubmitter(Db& db, int64_t sweep_id, const std::string& submitter);
-// runs.preemptible = 0 for `run_id` (GridSpec / SweepSpec preemptible: false).
-absl::Status MarkNotPreemptible(Db& db, int64_t run_id);
 // attempts.preempt_reason of open attempt (`run_id`, `attempt`): the coordinator ordered it
 // preempted for `reason`.
 absl::Status SetPreemptReason(Db& db, int64_t run_id, int attempt, const std::string& reason);
@@ -29,9 +26,18 @@ absl::Status SetPreemptReason(Db& db, int64_t run_id, int attempt, const std::st
 // CUDA) of one member.
 absl::Status SetMemberSlotKind(Db& db, int64_t run_id, int attempt, int member,
                                const std::string& slot_kind, int cores);
+// attempt_members.peak_gpu_memory_bytes of one member (schema version 10): the most device
+// memory it held on one GPU, as its worker measured it.
+absl::Status SetMemberGpuPeak(Db& db, int64_t run_id, int attempt, int member, int64_t bytes);
 
 // sweeps.submitter of `sweep_id` (NOT_FOUND when there is no such sweep).
 absl::StatusOr<std::string> LoadSweepSubmitter(Db& db, int64_t sweep_id);
+// The sweep of `run_id` and its submitter (NOT_FOUND when there is no such run).
+struct RunOwnerRow {
+  int64_t sweep_id = 0;
+  std::string submitter;
+};
+absl::StatusOr<RunOwnerRow> LoadRunOwner(Db& db, int64_t run_id);
 
 // A run's sharing facts, and the PREEMPT orders its attempts were given (events
 // "run_preempt_ordered", oldest first).

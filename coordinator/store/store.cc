@@ -10,6 +10,21 @@
 #include "resultsdb/schema.h"
 
 namespace xmod {
+namespace {
+
+// A failed transaction's status for its callers: the same code, naming the database file,
+// SQLite's cause and what the coordinator does until the volume recovers.
+absl::Status DescribeWriteFault(const std::string& path, const absl::Status& cause) {
+  const char* until = absl::IsResourceExhausted(cause) ? "space returns on its volume"
+                                                       : "its volume can be written again";
+  return absl::Status(cause.code(),
+                      absl::StrCat("the database ", path, " cannot be written (", cause.message(),
+                                   "): nothing of this request was stored; new work is refused "
+                                   "until ",
+                                   until, ", while reads and running runs go on"));
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
                                                    const StoreOptions& options) {
@@ -107,12 +122,14 @@ void Store::CommitBatch(std::vector<PendingWrite>& batch) {
     txn = injected.ok() ? db.Exec("COMMIT") : injected;
   }
   if (!txn.ok()) {
-    LOG(ERROR) << "store: transaction of " << batch.size() << " writes failed: " << txn;
+    LOG_EVERY_N(ERROR, 100) << "store: transaction of " << batch.size()
+                            << " writes failed: " << txn;
     if (sqlite3_get_autocommit(db.raw()) == 0) db.Exec("ROLLBACK").IgnoreError();
+    txn = DescribeWriteFault(path_, txn);
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (options_.on_commit) options_.on_commit(seconds, static_cast<int>(batch.size()));
+  if (options_.on_commit) options_.on_commit(seconds, static_cast<int>(batch.size()), txn);
   for (size_t i = 0; i < batch.size(); ++i) {
     batch[i].done.set_value(txn.ok() ? results[i] : txn);
   }

@@ -40,8 +40,10 @@ struct StoreOptions {
   // Read-only connections of Read() at most; a reader waits up to reader_wait_ms for one.
   int max_readers = 16;
   int reader_wait_ms = 10000;
-  // Called by the writer thread after each commit with its duration and closure count.
-  std::function<void(double seconds, int batch_size)> on_commit;
+  // Called by the writer thread after each transaction with its duration, closure count and
+  // outcome: OK once committed, else the storage fault every write of it failed with (see
+  // Write()). The coordinator's /metrics say from these whether the database can be written.
+  std::function<void(double seconds, int batch_size, const absl::Status& status)> on_commit;
 };
 
 // Server-side ceilings of a user's SQL query, whatever the client asks for. Memory per query
@@ -88,8 +90,9 @@ class Store {
   // Enqueues `fn` to run on the writer thread inside a transaction. The future yields fn's
   // status once the transaction committed (or the commit's error). After Close(),
   // UNAVAILABLE at once. A full disk or database fails the write with RESOURCE_EXHAUSTED
-  // (an I/O error with UNAVAILABLE) and nothing of it is stored; the writer keeps going, so
-  // writes succeed again once space returns.
+  // (an I/O error with UNAVAILABLE), naming the database file and SQLite's cause, and
+  // nothing of it is stored; the writer keeps going, so writes succeed again once space
+  // returns, without a restart.
   std::future<absl::Status> Write(WriteFn fn);
   // Write() and wait.
   absl::Status WriteAndWait(WriteFn fn) { return Write(std::move(fn)).get(); }

@@ -12,6 +12,13 @@ namespace xmod {
 
 using xmod::v1::RunState;
 
+// GPU-seconds of attempt member `g` of attempt `t` (their SQL aliases in both reads below): its
+// slots if they are CUDA ones, times the attempt's time (an open attempt up to now).
+#define XMOD_GPU_SECONDS_OF_G_IN_T                                                       \
+  "CASE WHEN g.slot_kind = 'cuda' THEN json_array_length(g.slots) * (COALESCE("          \
+  "t.ended_ms, CAST(strftime('%s', 'now') AS INTEGER) * 1000) - t.started_ms) / 1000.0 " \
+  "ELSE 0 END"
+
 const char* const kRunColumns =
     "r.id, r.sweep_id, r.label, r.name, r.spec, r.state, r.attempts, r.max_attempts, r.step,"
     " r.tokens, r.flops_done, r.flop_budget, r.train_loss, r.val_loss, r.tokens_per_second,"
@@ -24,7 +31,11 @@ const char* const kRunColumns =
     " EXISTS (SELECT 1 FROM censored_runs c WHERE c.run_id = r.id), r.preemptible,"
     " (SELECT COUNT(*) FROM attempts p WHERE p.run_id = r.id AND p.preempt_reason IS NOT NULL),"
     " (SELECT p.preempt_reason FROM attempts p WHERE p.run_id = r.id"
-    " AND p.preempt_reason IS NOT NULL ORDER BY p.attempt DESC LIMIT 1)";
+    " AND p.preempt_reason IS NOT NULL ORDER BY p.attempt DESC LIMIT 1),"
+    " (SELECT MAX(g.peak_gpu_memory_bytes) FROM attempt_members g WHERE g.run_id = r.id),"
+    " (SELECT SUM(" XMOD_GPU_SECONDS_OF_G_IN_T
+    ") FROM attempt_members g JOIN attempts t"
+    "   ON t.run_id = g.run_id AND t.attempt = g.attempt WHERE g.run_id = r.id)";
 
 namespace {
 
@@ -72,6 +83,8 @@ xmod::v1::Run RunFromRow(const Stmt& s) {
   run.set_preemptible(s.Int(27) != 0);
   run.set_preemptions(static_cast<int>(s.Int(28)));
   if (!s.IsNull(29)) run.set_last_preemption(s.Text(29));
+  run.set_peak_gpu_memory_bytes(s.Int(30));  // NULL: 0, not measured
+  run.set_gpu_seconds(s.Double(31));
   return run;
 }
 
@@ -194,8 +207,11 @@ absl::StatusOr<std::vector<xmod::v1::Sweep>> LoadSweeps(Db& db, int limit) {
 
 absl::StatusOr<std::vector<xmod::v1::Attempt>> LoadAttempts(Db& db, int64_t run_id) {
   absl::StatusOr<Stmt> stmt = db.Prepare(
-      "SELECT attempt, worker, started_ms, ended_ms, outcome, exit_code, error,"
-      " resumed_from_step FROM attempts WHERE run_id = ? ORDER BY attempt");
+      "SELECT t.attempt, t.worker, t.started_ms, t.ended_ms, t.outcome, t.exit_code, t.error,"
+      " t.resumed_from_step, MAX(g.peak_gpu_memory_bytes), SUM(" XMOD_GPU_SECONDS_OF_G_IN_T
+      "), t.memory_plan"
+      " FROM attempts t LEFT JOIN attempt_members g ON g.run_id = t.run_id"
+      " AND g.attempt = t.attempt WHERE t.run_id = ? GROUP BY t.attempt ORDER BY t.attempt");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, run_id);
   std::vector<xmod::v1::Attempt> attempts;
@@ -212,6 +228,9 @@ absl::StatusOr<std::vector<xmod::v1::Attempt>> LoadAttempts(Db& db, int64_t run_
     a.set_exit_code(static_cast<int>(stmt->Int(5)));
     a.set_error(stmt->Text(6));
     a.set_resumed_from_step(stmt->Int(7));
+    a.set_peak_gpu_memory_bytes(stmt->Int(8));
+    a.set_gpu_seconds(stmt->Double(9));
+    a.set_memory_plan(stmt->Text(10));  // NULL: ""
   }
   return attempts;
 }

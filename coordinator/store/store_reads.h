@@ -27,7 +27,7 @@ struct RunFilter {
 // The columns of a Run over `runs r` (kRunColumnCount of them, in RunFromRow's order), for
 // reads that select runs with their own WHERE and ORDER BY (run_pages.h).
 extern const char* const kRunColumns;
-inline constexpr int kRunColumnCount = 30;
+inline constexpr int kRunColumnCount = 32;
 xmod::v1::Run RunFromRow(const Stmt& s);
 
 absl::StatusOr<xmod::v1::Run> LoadRun(Db& db, int64_t run_id);

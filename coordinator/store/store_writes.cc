@@ -26,15 +26,18 @@ std::optional<double> NullIfZero(double value) {
 
 }  // namespace
 
-absl::StatusOr<int64_t> InsertSweep(Db& db, const xmod::v1::SweepSpec& spec, int64_t now_ms) {
+absl::StatusOr<int64_t> InsertSweep(Db& db, const xmod::v1::SweepSpec& spec,
+                                    const std::string& submitter, int64_t now_ms) {
   absl::StatusOr<Stmt> stmt = db.Prepare(
-      "INSERT INTO sweeps (name, description, spec, priority, created_ms) VALUES (?,?,?,?,?)");
+      "INSERT INTO sweeps (name, description, spec, priority, created_ms, submitter)"
+      " VALUES (?,?,?,?,?,?)");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, spec.name())
       .Bind(2, spec.description())
       .BindBlob(3, spec.SerializeAsString())
       .Bind(4, spec.priority())
-      .Bind(5, now_ms);
+      .Bind(5, now_ms)
+      .Bind(6, submitter);
   if (absl::Status s = stmt->Run(); !s.ok()) return s;
   return db.LastInsertRowId();
 }
@@ -44,7 +47,7 @@ absl::StatusOr<int64_t> InsertRun(Db& db, int64_t sweep_id, const xmod::v1::Run&
   absl::StatusOr<Stmt> stmt = db.Prepare(
       "INSERT INTO runs (sweep_id, label, name, arch, k, a, seq_len, backbone, moe, flop_budget,"
       " forward_flops_per_token, total_params, held_out, priority, state, max_attempts, spec,"
-      " created_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+      " created_ms, preemptible) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   if (!stmt.ok()) return stmt.status();
   const xmod::v1::ModelSpec& model = run.spec().model();
   std::string moe;
@@ -69,7 +72,8 @@ absl::StatusOr<int64_t> InsertRun(Db& db, int64_t sweep_id, const xmod::v1::Run&
       .Bind(15, RunState_Name(xmod::v1::QUEUED))
       .Bind(16, run.max_attempts())
       .BindBlob(17, run.spec().SerializeAsString())
-      .Bind(18, now_ms);
+      .Bind(18, now_ms)
+      .Bind(19, run.preemptible() ? 1 : 0);
   if (absl::Status s = stmt->Run(); !s.ok()) return s;
   return db.LastInsertRowId();
 }
@@ -84,6 +88,7 @@ absl::Status UpdateRun(Db& db, const RunUpdate& u) {
   if (u.error) sets.push_back("error = ?");
   if (u.started_ms) sets.push_back("started_ms = ?");
   if (u.finished_ms) sets.push_back("finished_ms = ?");
+  if (u.oom_failures) sets.push_back("oom_failures = ?");
   if (sets.empty()) return absl::OkStatus();
   absl::StatusOr<Stmt> stmt =
       db.Prepare(absl::StrCat("UPDATE runs SET ", absl::StrJoin(sets, ", "), " WHERE id = ?"));
@@ -97,6 +102,7 @@ absl::Status UpdateRun(Db& db, const RunUpdate& u) {
   if (u.error) stmt->Bind(i++, *u.error);
   if (u.started_ms) stmt->BindOptional(i++, NullIfZero(*u.started_ms));
   if (u.finished_ms) stmt->BindOptional(i++, NullIfZero(*u.finished_ms));
+  if (u.oom_failures) stmt->Bind(i++, *u.oom_failures);
   stmt->Bind(i, u.run_id);
   return stmt->Run();
 }
@@ -134,7 +140,8 @@ absl::Status UpdateProgress(Db& db, int64_t run_id, const xmod::v1::Progress& p)
 absl::Status InsertAttempt(Db& db, const AttemptStart& a) {
   absl::StatusOr<Stmt> stmt = db.Prepare(
       "INSERT INTO attempts (run_id, attempt, worker_id, worker, slots, started_ms,"
-      " resumed_from_step, lease_expires_ms, rendezvous) VALUES (?,?,?,?,?,?,?,?,?)");
+      " resumed_from_step, lease_expires_ms, rendezvous, memory_plan)"
+      " VALUES (?,?,?,?,?,?,?,?,?,?)");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, a.run_id)
       .Bind(2, a.attempt)
@@ -144,7 +151,8 @@ absl::Status InsertAttempt(Db& db, const AttemptStart& a) {
       .Bind(6, a.started_ms)
       .Bind(7, a.resumed_from_step)
       .Bind(8, a.lease_expires_ms)
-      .BindTextOrNull(9, a.rendezvous);
+      .BindTextOrNull(9, a.rendezvous)
+      .BindTextOrNull(10, a.memory_plan);
   return stmt->Run();
 }
 
@@ -300,16 +308,6 @@ absl::Status MarkSweepCancelled(Db& db, int64_t sweep_id) {
   absl::StatusOr<Stmt> stmt = db.Prepare("UPDATE sweeps SET cancelled = 1 WHERE id = ?");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, sweep_id);
-  return stmt->Run();
-}
-
-absl::Status InsertEvent(Db& db, int64_t now_ms, const std::string& kind, int64_t sweep_id,
-                         int64_t run_id, const std::string& text) {
-  absl::StatusOr<Stmt> stmt =
-      db.Prepare("INSERT INTO events (time_ms, kind, sweep_id, run_id, text) VALUES (?,?,?,?,?)");
-  if (!stmt.ok()) return stmt.status();
-  stmt->Bind(1, now_ms).Bind(2, kind).BindOptional(3, NullIfZero(sweep_id));
-  stmt->BindOptional(4, NullIfZero(run_id)).Bind(5, text);
   return stmt->Run();
 }
 

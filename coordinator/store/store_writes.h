@@ -20,14 +20,15 @@
 
 namespace xmod {
 
-// A new sweep row; returns its id.
-absl::StatusOr<int64_t> InsertSweep(Db& db, const xmod::v1::SweepSpec& spec, int64_t now_ms);
+// A new sweep row submitted by credential `submitter` ("" = anonymous); returns its id.
+absl::StatusOr<int64_t> InsertSweep(Db& db, const xmod::v1::SweepSpec& spec,
+                                    const std::string& submitter, int64_t now_ms);
 
 // A new run row in state QUEUED from an expanded run (sweep_id, label, name, spec,
-// priority, max_attempts, held_out, forward_flops_per_token, total_params are read from
-// `run`); returns its id. Column `a` is NULL for an architecture without anchors (A = 0 in
-// the spec), `moe` NULL unless the architecture is MOE; start, end and progress losses stay
-// NULL until they happen.
+// priority, max_attempts, held_out, forward_flops_per_token, total_params, preemptible are
+// read from `run`); returns its id. Column `a` is NULL for an architecture without anchors
+// (A = 0 in the spec), `moe` NULL unless the architecture is MOE; start, end and progress
+// losses stay NULL until they happen.
 absl::StatusOr<int64_t> InsertRun(Db& db, int64_t sweep_id, const xmod::v1::Run& run,
                                   int64_t now_ms);
 
@@ -43,6 +44,7 @@ struct RunUpdate {
   std::optional<std::string> error;
   std::optional<int64_t> started_ms;
   std::optional<int64_t> finished_ms;
+  std::optional<int> oom_failures;  // out-of-memory failures since submission or last resume
 };
 absl::Status UpdateRun(Db& db, const RunUpdate& update);
 
@@ -63,6 +65,9 @@ struct AttemptStart {
   int64_t resumed_from_step = 0;
   int64_t lease_expires_ms = 0;
   std::string rendezvous;  // a gang's TCPStore address; empty (stored NULL) otherwise
+  // What its memory plan changed in the spec (MemoryPlan::description); empty (stored NULL):
+  // the spec as submitted.
+  std::string memory_plan;
 };
 absl::Status InsertAttempt(Db& db, const AttemptStart& start);
 
@@ -112,10 +117,6 @@ inline constexpr char kOomExitsCounter[] = "oom_exits";      // trainers out of 
 inline constexpr char kPreemptionsCounterPrefix[] = "preemptions_";
 // Adds `delta` to counter `name` (created at 0).
 absl::Status AddToCounter(Db& db, const std::string& name, int64_t delta);
-
-// sweep_id or run_id 0: the event concerns none (stored NULL).
-absl::Status InsertEvent(Db& db, int64_t now_ms, const std::string& kind, int64_t sweep_id,
-                         int64_t run_id, const std::string& text);
 
 // A row of the fits table from `fit` (sweep_id, or study_id with sweep_id 0 for a study's
 // fit, created_unix_ms and the rest; `id` is ignored); returns its id. The owner that is not

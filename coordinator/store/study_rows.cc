@@ -16,6 +16,7 @@ absl::StatusOr<xmod::v1::Study> StudyFromRow(Stmt& stmt) {
     return absl::InternalError(absl::StrCat("study ", study.id(), ": stored spec is unreadable"));
   }
   study.set_created_unix_ms(stmt.Int(2));
+  if (!stmt.IsNull(3)) study.set_owner(stmt.Text(3));
   return study;
 }
 
@@ -23,7 +24,7 @@ absl::StatusOr<xmod::v1::Study> StudyFromRow(Stmt& stmt) {
 absl::StatusOr<std::vector<xmod::v1::Study>> SelectStudies(Db& db, absl::string_view where,
                                                            const std::function<void(Stmt&)>& bind) {
   absl::StatusOr<Stmt> stmt =
-      db.Prepare(absl::StrCat("SELECT id, spec, created_ms FROM studies ", where));
+      db.Prepare(absl::StrCat("SELECT id, spec, created_ms, owner FROM studies ", where));
   if (!stmt.ok()) return stmt.status();
   bind(*stmt);
   std::vector<xmod::v1::Study> out;
@@ -53,15 +54,18 @@ absl::StatusOr<std::vector<int64_t>> SweepIdsNamed(Db& db, absl::string_view nam
   }
 }
 
-absl::StatusOr<xmod::v1::Study> InsertStudyRows(Db& db, xmod::v1::StudySpec spec, int64_t now_ms) {
+absl::StatusOr<xmod::v1::Study> InsertStudyRows(Db& db, xmod::v1::StudySpec spec,
+                                                const std::string& owner, int64_t now_ms) {
   absl::StatusOr<Stmt> insert =
-      db.Prepare("INSERT INTO studies (name, spec, created_ms) VALUES (?, ?, ?)");
+      db.Prepare("INSERT INTO studies (name, spec, created_ms, owner) VALUES (?, ?, ?, ?)");
   if (!insert.ok()) return insert.status();
   insert->Bind(1, spec.name()).BindBlob(2, spec.SerializeAsString()).Bind(3, now_ms);
+  insert->Bind(4, owner);
   if (absl::Status s = insert->Run(); !s.ok()) return s;
   xmod::v1::Study study;
   study.set_id(db.LastInsertRowId());
   study.set_created_unix_ms(now_ms);
+  study.set_owner(owner);
   for (int i = 0; i < spec.members_size(); ++i) {
     absl::StatusOr<Stmt> member = db.Prepare(
         "INSERT INTO study_members (study_id, position, sweep_id, role) VALUES (?, ?, ?, ?)");

@@ -5,6 +5,7 @@
 #define XMOD_COORDINATOR_STORE_STUDY_ROWS_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -17,9 +18,11 @@ namespace xmod {
 // The ids of the sweeps named `name`, ascending (names need not be unique).
 absl::StatusOr<std::vector<int64_t>> SweepIdsNamed(Db& db, absl::string_view name);
 
-// Stores a validated study — `spec` with every member's sweep_id resolved — and one
-// study_members row per member, in order. Returns the study with its new id.
-absl::StatusOr<xmod::v1::Study> InsertStudyRows(Db& db, xmod::v1::StudySpec spec, int64_t now_ms);
+// Stores a validated study — `spec` with every member's sweep_id resolved — created by
+// credential `owner` ("" = anonymous), and one study_members row per member, in order.
+// Returns the study with its new id.
+absl::StatusOr<xmod::v1::Study> InsertStudyRows(Db& db, xmod::v1::StudySpec spec,
+                                                const std::string& owner, int64_t now_ms);
 
 // NOT_FOUND "study 'NAME' not found".
 absl::StatusOr<xmod::v1::Study> LoadStudy(Db& db, absl::string_view name);

@@ -245,7 +245,7 @@ TEST_F(DesignTest, ProposeRunsStoresOnlyWhatItSubmits) {
   EXPECT_EQ(Decisions(sweep_id + 100, 10).status().code(), absl::StatusCode::kNotFound);
 
   // A cancelled sweep takes no more runs, and stores no decision that says it did.
-  ASSERT_TRUE(scheduler_->CancelSweep(sweep_id).ok());
+  ASSERT_TRUE(scheduler_->CancelSweep(sweep_id, kTestActor).ok());
   EXPECT_EQ(controller.Propose(ask).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(Decisions(sweep_id, 10)->size(), 1u);
 }
@@ -271,7 +271,7 @@ TEST_F(DesignTest, ProposalsUnderAStudysFitComeFromTheNamedMemberSweep) {
     m->set_role(sweep == first ? "kxl" : "axk");
   }
   absl::Status stored = store_->WriteAndWait(
-      [&](Db& db) { return InsertStudy(db, study, 100, clock_.NowMillis()).status(); });
+      [&](Db& db) { return InsertStudy(db, study, "", 100, clock_.NowMillis()).status(); });
   ASSERT_TRUE(stored.ok()) << stored;
   AdaptiveController controller(store_.get(), scheduler_.get(), &feed_, &clock_, nullptr);
   xmod::v1::ProposeRunsRequest ask;

@@ -29,6 +29,7 @@ TEST(ExamplesTest, EveryBundledSpecExpands) {
       {"examples/demo.textpb", {6, 0}},
       {"examples/tiny.textpb", {4, 0}},
       {"examples/cpu_b4.textpb", {68, 0}},
+      {"examples/cpu_b3_pilot.textpb", {17, 0}},
       {"examples/paper/b3_pilot.textpb", {37, 0}},
       {"examples/paper/b4_kxl.textpb", {67, 6}},
       {"examples/paper/b4_nact.textpb", {53, 5}},
@@ -38,6 +39,8 @@ TEST(ExamplesTest, EveryBundledSpecExpands) {
       {"examples/paper/table3_ablations.textpb", {6, 0}},
       {"examples/paper/table9_deep.textpb", {5, 0}},
       {"examples/adaptive_cpu.textpb", {156, 0}},  // the candidate space
+      {"examples/gpu/demo_gpu.textpb", {3, 0}},
+      {"examples/gpu/b4_165m.textpb", {18, 0}},
   };
   for (const auto& [path, want] : expected) {
     SCOPED_TRACE(path);

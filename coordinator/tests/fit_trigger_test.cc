@@ -62,7 +62,7 @@ int64_t AddSweep(Store& store, const xmod::v1::SweepSpec& spec,
   int64_t sweep_id = 0;
   ids->clear();
   absl::Status s = store.WriteAndWait([&](Db& db) -> absl::Status {
-    absl::StatusOr<int64_t> sweep = InsertSweep(db, spec, 1000);
+    absl::StatusOr<int64_t> sweep = InsertSweep(db, spec, "", 1000);
     if (!sweep.ok()) return sweep.status();
     sweep_id = *sweep;
     for (const fitter::RunCurve& curve : runs) {
@@ -497,7 +497,7 @@ TEST_F(FitTriggerTest, AStudyFitsItsMemberSweepsBySweepAndRefitsAsTheyComplete) 
   const auto create = [&](const std::string& name) {
     study.set_name(name);
     absl::Status created = store_->WriteAndWait(
-        [&](Db& db) { return InsertStudy(db, study, 100, clock_.NowMillis()).status(); });
+        [&](Db& db) { return InsertStudy(db, study, "", 100, clock_.NowMillis()).status(); });
     ASSERT_TRUE(created.ok()) << created;
   };
   create("b4");

@@ -49,43 +49,9 @@ constexpr char kReader[] = "viewer-secret-0123456789";
 constexpr char kAuditor[] = "auditor-secret-0123456789";
 constexpr char kWorker[] = "w1-secret-0123456789abcdef";
 
-// Every row of every table but the event log, one sorted text dump per table.
+// Every row of every table but the event log.
 std::map<std::string, std::string> TableDumps(Store& store) {
-  // Earlier writes are committed once a write queued after them is.
-  EXPECT_TRUE(store.WriteAndWait([](Db&) { return absl::OkStatus(); }).ok());
-  std::map<std::string, std::string> out;
-  absl::Status read = store.Read([&](Db& db) {
-    std::vector<std::string> tables;
-    absl::StatusOr<Stmt> names =
-        db.Prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'events'");
-    if (!names.ok()) return names.status();
-    while (true) {
-      absl::StatusOr<bool> row = names->Step();
-      if (!row.ok()) return row.status();
-      if (!*row) break;
-      tables.push_back(names->Text(0));
-    }
-    for (const std::string& table : tables) {
-      absl::StatusOr<Stmt> rows = db.Prepare(absl::StrCat("SELECT * FROM \"", table, "\""));
-      if (!rows.ok()) return rows.status();
-      std::vector<std::string> lines;
-      while (true) {
-        absl::StatusOr<bool> row = rows->Step();
-        if (!row.ok()) return row.status();
-        if (!*row) break;
-        std::string line;
-        for (int c = 0; c < rows->ColumnCount(); ++c) {
-          absl::StrAppend(&line, rows->IsNull(c) ? "NULL" : rows->Text(c), "\x1f");
-        }
-        lines.push_back(std::move(line));
-      }
-      std::sort(lines.begin(), lines.end());
-      for (const std::string& line : lines) absl::StrAppend(&out[table], line, "\n");
-    }
-    return absl::OkStatus();
-  });
-  EXPECT_TRUE(read.ok()) << read;
-  return out;
+  return TableRows(store, /*with_events=*/false);
 }
 
 class ReadScopeTest : public testing::Test {

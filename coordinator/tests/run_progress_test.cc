@@ -40,7 +40,7 @@ TEST(RunProgressTest, SucceededRunAtTheLastWholeStepReadsOneAndRunningRunItsShar
   std::vector<int64_t> ids;
   ASSERT_TRUE((*store)
                   ->WriteAndWait([&](Db& db) {
-                    absl::StatusOr<int64_t> sweep = InsertSweep(db, TinySweep(dir), 1);
+                    absl::StatusOr<int64_t> sweep = InsertSweep(db, TinySweep(dir), "", 1);
                     if (!sweep.ok()) return sweep.status();
                     for (int64_t steps : {399, 133}) {
                       absl::StatusOr<int64_t> id = InsertRun(db, *sweep, planned, 1);

@@ -9,6 +9,7 @@
 #include "coordinator/store/store_reads.h"
 #include "coordinator/store/store_writes.h"
 #include "coordinator/tests/test_util.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "trainer_contract/exit_codes.h"
 
@@ -142,8 +143,8 @@ TEST_F(SchedulerTest, FailuresRequeueWithBackoffUntilAttemptsRunOut) {
   const std::vector<int64_t> runs = Submit(/*max_attempts=*/3);
   const int64_t worker = RegisterWorker("w1");
   // Only the first run matters here: cancel the others.
-  ASSERT_TRUE(scheduler_->CancelRun(runs[1]).ok());
-  ASSERT_TRUE(scheduler_->CancelRun(runs[2]).ok());
+  ASSERT_TRUE(scheduler_->CancelRun(runs[1], kTestActor).ok());
+  ASSERT_TRUE(scheduler_->CancelRun(runs[2], kTestActor).ok());
   for (int attempt = 1; attempt <= 3; ++attempt) {
     auto a = Acquire(worker);
     ASSERT_TRUE(a.has_value()) << "attempt " << attempt;
@@ -184,7 +185,8 @@ TEST_F(SchedulerTest, FailuresRequeueWithBackoffUntilAttemptsRunOut) {
   ASSERT_EQ(beat.orders_size(), 1);
   EXPECT_EQ(beat.orders(0).action(), xmod::v1::KILL);
   // RetryFailed gives a fresh allowance.
-  absl::StatusOr<std::vector<int64_t>> retried = scheduler_->RetryFailed(Load(runs[0]).sweep_id());
+  absl::StatusOr<std::vector<int64_t>> retried =
+      scheduler_->RetryFailed(Load(runs[0]).sweep_id(), kTestActor);
   ASSERT_TRUE(retried.ok());
   EXPECT_EQ(retried->size(), 1u);
   auto again = Acquire(worker);
@@ -197,8 +199,8 @@ TEST_F(SchedulerTest, LostLeasesRequeueAtOnceWithoutUsingUpAttempts) {
   Restart();
   const std::vector<int64_t> runs = Submit(/*max_attempts=*/1);
   const int64_t worker = RegisterWorker("w1");
-  ASSERT_TRUE(scheduler_->CancelRun(runs[1]).ok());
-  ASSERT_TRUE(scheduler_->CancelRun(runs[2]).ok());
+  ASSERT_TRUE(scheduler_->CancelRun(runs[1], kTestActor).ok());
+  ASSERT_TRUE(scheduler_->CancelRun(runs[2], kTestActor).ok());
   for (int attempt = 1; attempt <= 3; ++attempt) {
     auto a = Acquire(worker);  // no backoff after a lost lease
     ASSERT_TRUE(a.has_value()) << "attempt " << attempt;
@@ -218,7 +220,7 @@ TEST_F(SchedulerTest, LostLeasesRequeueAtOnceWithoutUsingUpAttempts) {
   }
   for (const auto& a : Attempts(runs[0])) EXPECT_EQ(a.outcome(), "lost");
   // A worker re-registering without its attempt loses it the same way.
-  ASSERT_TRUE(scheduler_->ResumeRun(runs[0]).ok());
+  ASSERT_TRUE(scheduler_->ResumeRun(runs[0], kTestActor).ok());
   auto a = Acquire(worker);
   ASSERT_TRUE(a.has_value());
   EXPECT_EQ(RegisterWorker("w1"), worker);
@@ -388,22 +390,25 @@ TEST_F(SchedulerTest, RetryResumesFromTheLatestCheckpointAndAcksMetrics) {
   EXPECT_EQ(Load(a->run_id()).state(), xmod::v1::SUCCEEDED);
   EXPECT_EQ(Load(a->run_id()).error(), "");
   // A finished run cannot be cancelled or resumed.
-  EXPECT_EQ(scheduler_->CancelRun(a->run_id()).code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(scheduler_->ResumeRun(a->run_id()).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(scheduler_->CancelRun(a->run_id(), kTestActor).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(scheduler_->ResumeRun(a->run_id(), kTestActor).code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_F(SchedulerTest, CancelledRunGetsAStopOrder) {
   const std::vector<int64_t> runs = Submit();
   const int64_t worker = RegisterWorker("w1");
   auto a = Acquire(worker);
-  ASSERT_TRUE(scheduler_->CancelRun(a->run_id()).ok());
+  ASSERT_TRUE(scheduler_->CancelRun(a->run_id(), kTestActor).ok());
   EXPECT_EQ(Load(a->run_id()).state(), xmod::v1::CANCELLED);
   const xmod::v1::HeartbeatResponse beat = Beat(worker, *a);
   ASSERT_EQ(beat.orders_size(), 1);
   EXPECT_EQ(beat.orders(0).action(), xmod::v1::STOP);
   EXPECT_EQ(beat.orders(0).run_id(), a->run_id());
   // Resume is refused while the attempt is still stopping.
-  EXPECT_EQ(scheduler_->ResumeRun(a->run_id()).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(scheduler_->ResumeRun(a->run_id(), kTestActor).code(),
+            absl::StatusCode::kFailedPrecondition);
   xmod::v1::FinishRunRequest done;
   done.set_worker_id(worker);
   done.set_run_id(a->run_id());
@@ -412,10 +417,10 @@ TEST_F(SchedulerTest, CancelledRunGetsAStopOrder) {
   ASSERT_TRUE(scheduler_->FinishRun(done).ok());
   EXPECT_EQ(Attempts(a->run_id())[0].outcome(), "cancelled");
   EXPECT_EQ(Load(a->run_id()).state(), xmod::v1::CANCELLED);
-  ASSERT_TRUE(scheduler_->ResumeRun(a->run_id()).ok());
+  ASSERT_TRUE(scheduler_->ResumeRun(a->run_id(), kTestActor).ok());
   EXPECT_EQ(Load(a->run_id()).state(), xmod::v1::QUEUED);
   // Cancelling the sweep cancels every queued run.
-  ASSERT_TRUE(scheduler_->CancelSweep(Load(runs[0]).sweep_id()).ok());
+  ASSERT_TRUE(scheduler_->CancelSweep(Load(runs[0]).sweep_id(), kTestActor).ok());
   for (int64_t id : runs) EXPECT_EQ(Load(id).state(), xmod::v1::CANCELLED);
 }
 
@@ -531,25 +536,55 @@ TEST_F(SchedulerTest, FailuresThatWouldRecurAreNotRetried) {
   EXPECT_EQ(Load(crash->run_id()).state(), xmod::v1::QUEUED);
 }
 
-TEST_F(SchedulerTest, OutOfMemoryIsRetriedOnceThenFailsTheRun) {
-  const std::vector<int64_t> runs = Submit(/*max_attempts=*/5);
+TEST_F(SchedulerTest, OutOfMemoryWalksTheMemoryPlansThenFailsTheRun) {
+  // 128 tokens a step in windows of 64: activation checkpointing, then micro-batches of 64,
+  // then nothing smaller. max_attempts 2: smaller plans are not counted against it.
+  const std::vector<int64_t> runs = Submit(/*max_attempts=*/2);
   const int64_t worker = RegisterWorker("w1");
-  ASSERT_TRUE(scheduler_->CancelRun(runs[1]).ok());
-  ASSERT_TRUE(scheduler_->CancelRun(runs[2]).ok());
+  ASSERT_TRUE(scheduler_->CancelRun(runs[1], kTestActor).ok());
+  ASSERT_TRUE(scheduler_->CancelRun(runs[2], kTestActor).ok());
   std::optional<xmod::v1::Assignment> a = Acquire(worker);
   ASSERT_TRUE(a.has_value());
+  EXPECT_FALSE(a->spec().training().activation_checkpointing());
+  EXPECT_EQ(a->spec().training().micro_batch_tokens(), 0);
   ASSERT_TRUE(
       scheduler_->FinishRun(Finish(worker, *a, xmod::v1::OUTCOME_FAILED, kExitOutOfMemory)).ok());
   EXPECT_EQ(Load(runs[0]).state(), xmod::v1::QUEUED);
-  clock_.Advance(scheduler_->BackoffMillis(1));
-  a = Acquire(worker);
+
+  // Requeued at once, with activation checkpointing; the restarted coordinator agrees.
+  Restart();
+  const int64_t again = RegisterWorker("w1");
+  a = Acquire(again);
   ASSERT_TRUE(a.has_value());
   EXPECT_EQ(a->attempt(), 2);
+  EXPECT_TRUE(a->spec().training().activation_checkpointing());
+  EXPECT_EQ(a->spec().training().micro_batch_tokens(), 0);
+  EXPECT_EQ(a->spec().training().batch_tokens(), 128);
   ASSERT_TRUE(
-      scheduler_->FinishRun(Finish(worker, *a, xmod::v1::OUTCOME_FAILED, kExitOutOfMemory)).ok());
+      scheduler_->FinishRun(Finish(again, *a, xmod::v1::OUTCOME_FAILED, kExitOutOfMemory)).ok());
+
+  a = Acquire(again);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->attempt(), 3);
+  EXPECT_TRUE(a->spec().training().activation_checkpointing());
+  EXPECT_EQ(a->spec().training().micro_batch_tokens(), 64);
+  ASSERT_TRUE(
+      scheduler_->FinishRun(Finish(again, *a, xmod::v1::OUTCOME_FAILED, kExitOutOfMemory)).ok());
+
+  // Each attempt says what it ran with; the stored spec is as submitted.
+  const std::vector<xmod::v1::Attempt> attempts = Attempts(runs[0]);
+  ASSERT_EQ(attempts.size(), 3u);
+  EXPECT_EQ(attempts[0].memory_plan(), "");
+  EXPECT_EQ(attempts[1].memory_plan(), "activation checkpointing (after 1 out-of-memory failure)");
+  EXPECT_EQ(attempts[2].memory_plan(),
+            "activation checkpointing, micro-batches of 64 tokens (after 2 out-of-memory "
+            "failures)");
   const xmod::v1::Run run = Load(runs[0]);
-  EXPECT_EQ(run.state(), xmod::v1::FAILED);  // 2 of 5 attempts used
-  EXPECT_NE(run.error().find("out of memory"), std::string::npos) << run.error();
+  EXPECT_EQ(run.state(), xmod::v1::FAILED);
+  EXPECT_FALSE(run.spec().training().activation_checkpointing());
+  EXPECT_NE(run.error().find("out of memory 3 times, the last with the smallest memory plan"),
+            std::string::npos)
+      << run.error();
 }
 
 TEST_F(SchedulerTest, SuccessNeedsEveryProducedPointDurable) {
@@ -629,7 +664,8 @@ TEST_F(SchedulerTest, AFailedCommitLeavesMemoryAsTheDatabaseHasIt) {
   // FinishRun and cancellation: refused, nothing changes.
   EXPECT_EQ(scheduler_->FinishRun(Finish(worker, *running, xmod::v1::OUTCOME_SUCCEEDED)).code(),
             absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(scheduler_->CancelRun(runs[2]).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(scheduler_->CancelRun(runs[2], kTestActor).code(),
+            absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(Load(runs[2]).state(), xmod::v1::QUEUED);
 
   // Space returns: the same calls go through, against the state they would have found.
@@ -642,8 +678,40 @@ TEST_F(SchedulerTest, AFailedCommitLeavesMemoryAsTheDatabaseHasIt) {
   ASSERT_TRUE(next.has_value());
   EXPECT_EQ(next->run_id(), runs[1]);
   EXPECT_EQ(next->attempt(), 1);
-  ASSERT_TRUE(scheduler_->CancelRun(runs[2]).ok());
+  ASSERT_TRUE(scheduler_->CancelRun(runs[2], kTestActor).ok());
   EXPECT_EQ(Load(runs[2]).state(), xmod::v1::CANCELLED);
+}
+
+TEST_F(SchedulerTest, HeartbeatsKeepLeasesAliveWhileTheDatabaseCannotBeWritten) {
+  Submit();
+  const int64_t worker = RegisterWorker("w1");
+  std::optional<xmod::v1::Assignment> running = Acquire(worker);
+  ASSERT_TRUE(running.has_value());
+  store_->TEST_FailCommits(absl::ResourceExhaustedError("database or disk is full"));
+  // Three lease TTLs of heartbeats while nothing can be stored: each answered, the lease
+  // renewed in memory, the run running.
+  for (int i = 0; i < 6; ++i) {
+    clock_.Advance(5000);
+    EXPECT_EQ(Beat(worker, *running).orders_size(), 0);
+    EXPECT_EQ(scheduler_->ExpireLeases(), 0);
+  }
+  // New work is refused naming the cause.
+  xmod::v1::SweepSpec spec = TinySweep(dir_);
+  absl::StatusOr<std::vector<xmod::v1::Run>> expanded = ExpandSweep(spec);
+  ASSERT_TRUE(expanded.ok());
+  absl::StatusOr<int64_t> refused = scheduler_->SubmitSweep(spec, &*expanded);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(refused.status().message()),
+              ::testing::AllOf(::testing::HasSubstr("cannot be written (database or disk is full)"),
+                               ::testing::HasSubstr("new work is refused until space returns")));
+
+  // Space returns: the run never stopped, and finishes as it would have.
+  store_->TEST_FailCommits(absl::OkStatus());
+  EXPECT_EQ(scheduler_->ExpireLeases(), 0);
+  EXPECT_EQ(Load(running->run_id()).state(), xmod::v1::RUNNING);
+  ASSERT_TRUE(scheduler_->FinishRun(Finish(worker, *running, xmod::v1::OUTCOME_SUCCEEDED)).ok());
+  EXPECT_EQ(Load(running->run_id()).state(), xmod::v1::SUCCEEDED);
+  EXPECT_EQ(Attempts(running->run_id()).size(), 1u);
 }
 
 TEST_F(SchedulerTest, AFullDiskIsResourceExhaustedAndWritesResumeWhenSpaceReturns) {

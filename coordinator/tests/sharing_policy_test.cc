@@ -64,6 +64,11 @@ TEST(SharingConfigTest, RefusalsNameTheField) {
       {R"(users { name: "a" weight: inf })", "users[0].weight"},
       {R"(default_weight: -1)", "default_weight"},
       {R"(min_run_ms: -5)", "min_run_ms"},
+      {R"(groups { name: "" members: "a" })", "groups[0].name"},
+      {R"(groups { name: "g" })", "groups[0].members"},
+      {R"(groups { name: "g" members: "a" members: "a b" })", "groups[0].members[1]"},
+      {R"(groups { name: "g" members: "a" members: "a" })", "groups[0].members[1]"},
+      {R"(groups { name: "g" members: "a" } groups { name: "g" members: "b" })", "groups[1].name"},
   };
   for (const Case& c : cases) {
     xmod::v1::SharingConfig config;
@@ -91,6 +96,32 @@ TEST(SharingConfigTest, LoadsQuotasWeightsAndDefaults) {
   EXPECT_EQ(policy->For("carol").weight, 0.5);  // not named
   EXPECT_EQ(policy->min_run_ms, 250);
   EXPECT_EQ(LoadSharingPolicy("")->users.size(), 0u);
+}
+
+TEST(SharingConfigTest, LoadsCeilingsAndGroups) {
+  const std::string path = ::testing::TempDir() + "/ceilings.txtpb";
+  ASSERT_TRUE(WriteFileAtomic(path,
+                              "users { name: \"alice\" max_priority: 9 }\n"
+                              "users { name: \"bob\" allow_non_preemptible: true }\n"
+                              "default_max_priority: 2\ndefault_allow_non_preemptible: false\n"
+                              "groups { name: \"nlp\" members: \"alice\" members: \"bob\" }\n"
+                              "groups { name: \"ops\" members: \"carol\" }\n")
+                  .ok());
+  absl::StatusOr<SharingPolicy> policy = LoadSharingPolicy(path);
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  EXPECT_EQ(policy->For("alice").max_priority, 9);
+  EXPECT_FALSE(policy->For("alice").allow_non_preemptible);  // unset: the default
+  EXPECT_EQ(policy->For("bob").max_priority, 2);             // unset: the default
+  EXPECT_TRUE(policy->For("bob").allow_non_preemptible);
+  EXPECT_EQ(policy->For("dave").max_priority, 2);  // not named
+  EXPECT_FALSE(policy->For("dave").allow_non_preemptible);
+  EXPECT_EQ(policy->SharedGroup("alice", "bob"), "nlp");
+  EXPECT_EQ(policy->SharedGroup("alice", "carol"), "");
+  EXPECT_EQ(policy->SharedGroup("dave", "bob"), "");
+  // Without a file: no ceilings, non-preemptible runs allowed, no groups.
+  absl::StatusOr<SharingPolicy> open = LoadSharingPolicy("");
+  EXPECT_FALSE(open->For("anyone").max_priority.has_value());
+  EXPECT_TRUE(open->For("anyone").allow_non_preemptible);
 }
 
 TEST(SharingConfigTest, ParseErrorsNameFileAndLine) {
@@ -235,6 +266,23 @@ TEST(PreemptionTest, OwnersTakeBackBorrowedSlotsAtEqualPriority) {
   EXPECT_NE(orders[0].reason.find("beyond its quota of 1"), std::string::npos) << orders[0].reason;
   // A user's own runs are never taken back for its quota.
   EXPECT_EQ(Victims(Plan({Queued(10, "a")}, running, FullWorkers(3), Quotas(1, 2))), "");
+}
+
+TEST(PreemptionTest, BorrowedSlotsComeBackWhateverPreemptibleSays) {
+  // a (quota 1) holds three slots of non-preemptible runs: two are borrowed.
+  std::vector<RunningAttempt> running = {Running(1, "a", 0, 1), Running(2, "a", 0, 2),
+                                         Running(3, "a", 0, 3)};
+  for (RunningAttempt& a : running) a.preemptible = false;
+  running[1].started_ms = kNow - 50000;
+  running[2].started_ms = kNow - 40000;  // the newest: the least work lost
+  EXPECT_EQ(Victims(Plan({Queued(10, "b"), Queued(11, "b"), Queued(12, "b")}, running,
+                         FullWorkers(3), Quotas(1, 2))),
+            "3:quota 2:quota");
+  // Among a borrower's runs the preemptible ones go first.
+  running[0].preemptible = true;
+  EXPECT_EQ(Victims(Plan({Queued(10, "b")}, running, FullWorkers(3), Quotas(1, 2))), "1:quota");
+  // A higher priority alone still never displaces a non-preemptible run within its quota.
+  EXPECT_EQ(Victims(Plan({Queued(10, "b", 9)}, {running[1]}, FullWorkers(1), Quotas(1, 2))), "");
 }
 
 TEST(PreemptionTest, BorrowersNeverPreempt) {

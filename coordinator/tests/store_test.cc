@@ -15,12 +15,6 @@
 namespace xmod {
 namespace {
 
-std::unique_ptr<Store> OpenStore(const std::string& path) {
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path, StoreOptions{});
-  EXPECT_TRUE(store.ok()) << store.status();
-  return store.ok() ? *std::move(store) : nullptr;
-}
-
 // One sweep with one run; returns the run id.
 int64_t AddRun(Store& store) {
   int64_t run_id = 0;
@@ -28,7 +22,7 @@ int64_t AddRun(Store& store) {
                   .WriteAndWait([&](Db& db) {
                     xmod::v1::SweepSpec spec;
                     spec.set_name("s");
-                    absl::StatusOr<int64_t> sweep = InsertSweep(db, spec, 1);
+                    absl::StatusOr<int64_t> sweep = InsertSweep(db, spec, "", 1);
                     if (!sweep.ok()) return sweep.status();
                     xmod::v1::Run run;
                     run.set_name("r");
@@ -112,7 +106,7 @@ TEST(StoreTest, ConcurrentWritesAreBatchedAndDurable) {
   int commits = 0;
   int max_batch = 0;
   StoreOptions options;
-  options.on_commit = [&](double, int batch) {
+  options.on_commit = [&](double, int batch, const absl::Status&) {
     ++commits;
     max_batch = std::max(max_batch, batch);
   };

@@ -1,7 +1,7 @@
 // A configuration two member sweeps of a study list is trained once (coordinator/fitting/
-// study_sharing.h): creating the study through the gRPC API cancels the later member's
-// unstarted run of it and links it to the earlier member's run, and the study's fit reads the
-// trained run in both members' places.
+// study_sharing.h): creating the study through the gRPC API keeps the run further along (the
+// earlier member's when neither started), cancels its twin with the reason "linked to run N of
+// sweep S" and links it, and the study's fit reads the kept run in both members' places.
 #include "coordinator/fitting/study_sharing.h"
 
 #include <cstdlib>
@@ -37,6 +37,21 @@ std::vector<xmod::v1::Run> ListedRuns(xmod::v1::Coordinator::Stub& user, int64_t
   return {response.runs().begin(), response.runs().end()};
 }
 
+// TinySweep as study member b: X-MoD only, K = 2 and 4 at A = 1 (TinySweep's, the same
+// budget and seed) and A = 2.
+xmod::v1::SweepSpec SweepB(const std::string& dir) {
+  xmod::v1::SweepSpec spec = TinySweep(dir);
+  spec.set_name("tiny-b");
+  xmod::v1::GridSpec* grid = spec.mutable_grids(0);
+  grid->clear_archs();
+  grid->add_archs(xmod::v1::XMOD);
+  grid->clear_ks();
+  grid->add_ks(2);
+  grid->add_ks(4);
+  grid->add_as(2);
+  return spec;
+}
+
 // The runs of `sweep_id` (one L and backbone) by configuration.
 std::map<std::string, xmod::v1::Run> RunsOf(xmod::v1::Coordinator::Stub& user, int64_t sweep_id) {
   std::map<std::string, xmod::v1::Run> out;
@@ -54,14 +69,7 @@ TEST(StudySharingTest, CreatingAStudyTrainsEachSharedConfigurationOnce) {
   *submit.mutable_spec() = TinySweep(dir);
   xmod::v1::SubmitSweepResponse a;
   ASSERT_TRUE(user.SubmitSweep(BearerContext("").get(), submit, &a).ok());
-  submit.mutable_spec()->set_name("tiny-b");
-  xmod::v1::GridSpec* grid = submit.mutable_spec()->mutable_grids(0);
-  grid->clear_archs();
-  grid->add_archs(xmod::v1::XMOD);
-  grid->clear_ks();
-  grid->add_ks(2);
-  grid->add_ks(4);
-  grid->add_as(2);
+  *submit.mutable_spec() = SweepB(dir);
   xmod::v1::SubmitSweepResponse b;
   grpc::Status status = user.SubmitSweep(BearerContext("").get(), submit, &b);
   ASSERT_TRUE(status.ok()) << status.error_message();
@@ -143,6 +151,82 @@ TEST(StudySharingTest, CreatingAStudyTrainsEachSharedConfigurationOnce) {
   status = user.CreateStudy(BearerContext("").get(), create, &study);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(RunsOf(user, b.sweep_id()).at("K2A2").state(), xmod::v1::QUEUED);
+}
+
+// A twin already training when the study is created: the run further along is kept whichever
+// member it belongs to, and the other is cancelled saying which run it is linked to — in its
+// run (error), and in the event log with the study's creator as actor.
+TEST(StudySharingTest, TheTwinFurtherAlongIsKeptAndTheOtherSaysWhy) {
+  const std::string dir = NewTestDir("started");
+  absl::StatusOr<LoopbackCoordinator> c = StartLoopbackCoordinator(LoopbackOptions(dir));
+  ASSERT_TRUE(c.ok()) << c.status();
+  xmod::v1::Coordinator::Stub& user = *c->user;
+  // Sweep b (K2A1, K4A1, K2A2, K4A2) is submitted first; a worker starts its K2A1 run and
+  // reports training FLOPs. Sweep a (DENSE, K2A1, K4A1) is queued after it.
+  xmod::v1::SubmitSweepRequest submit;
+  *submit.mutable_spec() = SweepB(dir);
+  xmod::v1::SubmitSweepResponse b;
+  ASSERT_TRUE(user.SubmitSweep(BearerContext("").get(), submit, &b).ok());
+  xmod::v1::RegisterResponse registered;
+  ASSERT_TRUE(c->worker->Register(BearerContext("").get(), CpuWorker("w1", 1), &registered).ok());
+  xmod::v1::AcquireRunRequest acquire;
+  acquire.set_worker_id(registered.worker_id());
+  acquire.add_free_slots(0);
+  xmod::v1::AcquireRunResponse leased;
+  ASSERT_TRUE(c->worker->AcquireRun(BearerContext("").get(), acquire, &leased).ok());
+  ASSERT_TRUE(leased.has_assignment());
+  const int64_t started = leased.assignment().run_id();
+  ASSERT_EQ(started, RunsOf(user, b.sweep_id()).at("K2A1").id());  // FIFO: b's first run
+  xmod::v1::ReportMetricsRequest report;
+  report.set_worker_id(registered.worker_id());
+  report.set_run_id(started);
+  report.set_attempt(leased.assignment().attempt());
+  report.set_first_seq(1);
+  xmod::v1::MetricPoint* point = report.add_points();
+  point->set_step(5);
+  point->set_tokens(640);
+  point->set_flops(2e9);
+  point->set_name("train/loss");
+  point->set_value(4.2);
+  xmod::v1::ReportMetricsResponse acked;
+  ASSERT_TRUE(c->worker->ReportMetrics(BearerContext("").get(), report, &acked).ok());
+  *submit.mutable_spec() = TinySweep(dir);
+  xmod::v1::SubmitSweepResponse a;
+  ASSERT_TRUE(user.SubmitSweep(BearerContext("").get(), submit, &a).ok());
+
+  // The study lists a first: its K2A1 run is behind b's and gives way; its K4A1 run (neither
+  // started) is kept and b's is cancelled, as before.
+  xmod::v1::CreateStudyRequest create;
+  create.mutable_spec()->set_name("started");
+  create.mutable_spec()->add_members()->set_sweep_id(a.sweep_id());
+  create.mutable_spec()->mutable_members(0)->set_role("kxl");
+  create.mutable_spec()->add_members()->set_sweep_id(b.sweep_id());
+  create.mutable_spec()->mutable_members(1)->set_role("axk");
+  xmod::v1::Study study;
+  grpc::Status status = user.CreateStudy(BearerContext("").get(), create, &study);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(study.shared_runs(), 2);
+  const std::map<std::string, xmod::v1::Run> runs_a = RunsOf(user, a.sweep_id());
+  const std::map<std::string, xmod::v1::Run> runs_b = RunsOf(user, b.sweep_id());
+  EXPECT_EQ(runs_b.at("K2A1").state(), xmod::v1::RUNNING);
+  EXPECT_EQ(runs_a.at("K2A1").state(), xmod::v1::CANCELLED);
+  EXPECT_EQ(runs_a.at("K2A1").error(), absl::StrCat("linked to run ", started, " of sweep ",
+                                                    b.sweep_id(), " (study started)"));
+  EXPECT_EQ(runs_a.at("K4A1").state(), xmod::v1::QUEUED);
+  EXPECT_EQ(runs_b.at("K4A1").state(), xmod::v1::CANCELLED);
+  EXPECT_EQ(runs_b.at("K4A1").error(),
+            absl::StrCat("linked to run ", runs_a.at("K4A1").id(), " of sweep ", a.sweep_id(),
+                         " (study started)"));
+  // The event log says so, for both.
+  xmod::v1::ListEventsRequest events_of;
+  events_of.set_run_id(runs_a.at("K2A1").id());
+  xmod::v1::ListEventsResponse events;
+  ASSERT_TRUE(user.ListEvents(BearerContext("").get(), events_of, &events).ok());
+  ASSERT_EQ(events.events_size(), 2);  // newest first
+  EXPECT_EQ(events.events(0).kind(), "run_cancelled");
+  EXPECT_EQ(events.events(1).kind(), "run_linked");
+  EXPECT_EQ(events.events(1).text(), runs_a.at("K2A1").error());
+  EXPECT_EQ(events.events(1).actor(), "");  // the anonymous caller
 }
 
 // The bundled B.4 study (examples/paper/b4_study.textpb) over its three submitted sweeps:

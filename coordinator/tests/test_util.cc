@@ -3,11 +3,14 @@
 
 #include <grpcpp/create_channel.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/auth.h"
 #include "common/credentials.h"
 #include "coordinator/store/store_reads.h"
@@ -22,6 +25,12 @@ std::string NewTestDir(const std::string& name) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
+}
+
+std::unique_ptr<Store> OpenStore(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path, StoreOptions{});
+  EXPECT_TRUE(store.ok()) << store.status();
+  return store.ok() ? *std::move(store) : nullptr;
 }
 
 CoordinatorOptions LoopbackOptions(const std::string& dir) {
@@ -130,6 +139,9 @@ std::unique_ptr<grpc::ClientContext> BearerContext(const std::string& token) {
   auto context = std::make_unique<grpc::ClientContext>();
   AttachBearerToken(token, context.get());
   context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  // A loaded machine may fail a new channel's first connect attempt: the call waits for the
+  // channel (within the deadline) rather than failing at once with UNAVAILABLE.
+  context->set_wait_for_ready(true);
   return context;
 }
 
@@ -149,6 +161,50 @@ absl::StatusOr<LoopbackCoordinator> StartLoopbackCoordinator(CoordinatorOptions 
   c.user = xmod::v1::Coordinator::NewStub(channel);
   c.worker = xmod::v1::WorkerGateway::NewStub(channel);
   return c;
+}
+
+namespace {
+
+// Each row `sql` selects, its cells separated by \x1f (NULL as "NULL"), sorted.
+absl::StatusOr<std::vector<std::string>> SortedRows(Db& db, const std::string& sql) {
+  absl::StatusOr<Stmt> rows = db.Prepare(sql);
+  if (!rows.ok()) return rows.status();
+  std::vector<std::string> lines;
+  while (true) {
+    absl::StatusOr<bool> row = rows->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    std::vector<std::string> cells;
+    for (int c = 0; c < rows->ColumnCount(); ++c) {
+      cells.push_back(rows->IsNull(c) ? "NULL" : rows->Text(c));
+    }
+    lines.push_back(absl::StrJoin(cells, "\x1f"));
+  }
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> TableRows(Store& store, bool with_events) {
+  // Earlier writes are committed once a write queued after them is.
+  EXPECT_TRUE(store.WriteAndWait([](Db&) { return absl::OkStatus(); }).ok());
+  std::map<std::string, std::string> out;
+  absl::Status read = store.Read([&](Db& db) {
+    absl::StatusOr<std::vector<std::string>> tables =
+        SortedRows(db, "SELECT name FROM sqlite_master WHERE type = 'table'");
+    if (!tables.ok()) return tables.status();
+    for (const std::string& table : *tables) {
+      if (!with_events && table == "events") continue;
+      absl::StatusOr<std::vector<std::string>> rows =
+          SortedRows(db, absl::StrCat("SELECT * FROM \"", table, "\""));
+      if (!rows.ok()) return rows.status();
+      for (const std::string& line : *rows) absl::StrAppend(&out[table], line, "\n");
+    }
+    return absl::OkStatus();
+  });
+  EXPECT_TRUE(read.ok()) << read;
+  return out;
 }
 
 }  // namespace xmod

@@ -6,6 +6,7 @@
 #include <grpcpp/client_context.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,8 +24,15 @@
 
 namespace xmod {
 
+// The credential the tests name as the actor of the scheduler's user actions they call directly.
+inline const std::optional<std::string> kTestActor = std::string("tester");
+
 // A new empty directory under the test's temporary directory.
 std::string NewTestDir(const std::string& name);
+
+// The store of the database at `path` with default options; a failed open fails the test and
+// gives nullptr.
+std::unique_ptr<Store> OpenStore(const std::string& path);
 
 // A coordinator's options for a test: gRPC and HTTP on free loopback ports, no metrics
 // listener, database and checkpoints in `dir`, no credentials.
@@ -44,6 +52,10 @@ xmod::v1::SweepSpec AdaptiveTinySweep(const std::string& dir);
 xmod::v1::Run StoredRun(Store& store, int64_t run_id);
 std::vector<xmod::v1::Attempt> StoredAttempts(Store& store, int64_t run_id);
 
+// Every row of every table (the event log too when `with_events`), one sorted text dump a
+// table, read after every write queued so far committed; a failed read fails the test.
+std::map<std::string, std::string> TableRows(Store& store, bool with_events);
+
 // A registration of worker `name` with `slots` one-core CPU slots, indexes 0 .. slots - 1.
 xmod::v1::RegisterRequest CpuWorker(const std::string& name, int slots);
 
@@ -52,7 +64,8 @@ xmod::v1::RegisterRequest CpuWorker(const std::string& name, int slots);
 std::optional<xmod::v1::Assignment> AcquireNow(Scheduler& scheduler, int64_t worker,
                                                const std::vector<int32_t>& free_slots);
 
-// A client context that sends `token` as its bearer token, with a 30 s deadline.
+// A client context that sends `token` as its bearer token, with a 30 s deadline, waiting for
+// the channel to connect within it.
 std::unique_ptr<grpc::ClientContext> BearerContext(const std::string& token);
 
 // A started coordinator and clients of both its gRPC APIs over one loopback channel.

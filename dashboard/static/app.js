@@ -266,10 +266,12 @@ async function refresh() {
     if (study) await renderStudy(study);
     if (sweep) {
       renderSweepHeader(sweep);
+      XmodActions.renderSweep(sweep);
       await XmodRuns.show(Number(sweep.id));
       renderCurves();  // the page's cached series: cheap, and new points of running runs
       await XmodFit.update(sweep, state.runs);
       await XmodDesign.update(sweep);
+      await XmodActions.renderHistory(Number(sweep.id));
     }
     status.textContent = `updated ${new Date().toLocaleTimeString()}`;
     status.classList.remove('failing');
@@ -299,6 +301,7 @@ function showLogin(message) {
 }
 function showApp(session) {
   loggedIn = true;
+  XmodActions.setSession(session);
   document.getElementById('login').hidden = true;
   document.getElementById('app').hidden = false;
   document.getElementById('logout').hidden = !session.required;
@@ -314,9 +317,16 @@ document.getElementById('login').addEventListener('submit', async event => {
   }
   await start();
 });
+// Signing out starts the page afresh: nothing of the session (its streams, its polling, the
+// buttons its scope allowed) outlives it, and the next sign-in may be another credential's.
+// The page asks nothing more of the session before it ends (else the requests still going
+// would meet a 401).
 document.getElementById('logout').addEventListener('click', async () => {
+  loggedIn = false;  // the polling loop stops
+  await XmodRuns.stop();
+  await (inFlight || Promise.resolve()).catch(() => {});
   await Xmod.logout();
-  showLogin();
+  location.reload();
 });
 
 // One refresh at a time: the loop's next one starts REFRESH_MS after the previous ended;
@@ -355,6 +365,8 @@ for (const input of document.querySelectorAll('input[name=series]')) {
   });
 }
 XmodRows.init({lastValue});
+// A change made from the page shows at once: the runs' page and the sweep are read again.
+XmodActions.init({changed: () => XmodRuns.reload().then(refreshOnce)});
 XmodRuns.init({render: renderPage, patch: patchRuns, counts: renderCounts});
 for (const th of document.querySelectorAll('#runs th[data-sort]')) {
   th.addEventListener('click', () => XmodRuns.sortBy(th.dataset.sort));

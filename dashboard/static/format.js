@@ -48,6 +48,26 @@ const Xmod = (() => {
 
   const logout = () => fetch('/api/logout', {method: 'POST', credentials: 'same-origin'});
 
+  // POST `path`, a change (cancel, retry, resume); resolves to the parsed JSON answer, rejects
+  // with the server's {"error": ...} message (a 403 names the work's owner). The X-Xmod-Action
+  // header is what the server asks of a change made with the session cookie: a page of another
+  // site cannot send it.
+  async function post(path) {
+    const response = await fetch(path, {
+      method: 'POST',
+      headers: {'X-Xmod-Action': '1'},
+      credentials: 'same-origin',
+      cache: 'no-store',
+    });
+    const body = await response.json().catch(() => ({}));
+    if (!response.ok) {
+      const error = new Error(body.error || `${path}: HTTP ${response.status}`);
+      error.unauthenticated = response.status === 401;
+      throw error;
+    }
+    return body;
+  }
+
   // 1234567 -> "1.23M"; parameter and token counts.
   function count(n) {
     n = Number(n);
@@ -56,6 +76,19 @@ const Xmod = (() => {
     if (n >= 1e6) return (n / 1e6).toFixed(2) + 'M';
     if (n >= 1e3) return (n / 1e3).toFixed(1) + 'K';
     return String(n);
+  }
+
+  // 50331648 -> "48.0 MiB" (binary units, as GPU memory is quoted); '' for none.
+  function bytes(n) {
+    n = Number(n);
+    if (!n) return '';
+    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let unit = 0;
+    while (n >= 1024 && unit < units.length - 1) {
+      n /= 1024;
+      unit++;
+    }
+    return unit ? `${n.toFixed(1)} ${units[unit]}` : `${n} B`;
   }
 
   // FLOPs in scientific notation: 1.5e10.
@@ -83,5 +116,5 @@ const Xmod = (() => {
     return n;
   }
 
-  return {api, session, login, logout, count, flops, loss, time, cell, node};
+  return {api, post, session, login, logout, count, bytes, flops, loss, time, cell, node};
 })();

@@ -31,27 +31,39 @@ const XmodRows = (() => {
         undefined;
   }
 
-  // The zero-shot tasks of a run's spec (training.eval_tasks) and their metric names.
+  // The zero-shot tasks of a run's spec (training.eval_tasks) and their metric names: each
+  // metric and its standard error (eval/<task>/<metric>_stderr, as lm-evaluation-harness
+  // computes it; absent where the harness reports none).
+  const EVAL_METRICS = ['acc', 'acc_norm', 'ppl'];
   function evalTasks(run) {
     return (run.spec.training.eval_tasks || []).map(t => t.task);
   }
   function evalSeries(run) {
-    return evalTasks(run).flatMap(
-        task => ['acc', 'acc_norm', 'ppl', 'n'].map(field => `eval/${task}/${field}`));
+    const fields = EVAL_METRICS.flatMap(m => [m, `${m}_stderr`]).concat(['n']);
+    return evalTasks(run).flatMap(task => fields.map(field => `eval/${task}/${field}`));
   }
 
-  // "task acc" per zero-shot task once the run reported it; the title adds acc_norm / ppl, n.
+  // "0.438 ± 0.022": a metric of a task with its standard error when there is one.
+  function withStderr(id, task, metric, digits) {
+    const value = lastValue(id, `eval/${task}/${metric}`);
+    if (value === undefined) return undefined;
+    const se = lastValue(id, `eval/${task}/${metric}_stderr`);
+    return value.toFixed(digits) + (se === undefined ? '' : ` ± ${se.toFixed(digits)}`);
+  }
+
+  // "task acc ± se" per zero-shot task once the run reported it; the title adds acc_norm or
+  // ppl (± se) and n.
   function renderEval(cell, run) {
     const id = Number(run.id);
     for (const task of evalTasks(run)) {
-      const acc = lastValue(id, `eval/${task}/acc`);
+      const acc = withStderr(id, task, 'acc', 3);
       if (acc === undefined) continue;
-      const norm = lastValue(id, `eval/${task}/acc_norm`);
-      const ppl = lastValue(id, `eval/${task}/ppl`);
-      const item = cell.appendChild(Xmod.node('div', '', `${task} ${acc.toFixed(3)}`));
+      const norm = withStderr(id, task, 'acc_norm', 3);
+      const ppl = withStderr(id, task, 'ppl', 2);
+      const item = cell.appendChild(Xmod.node('div', '', `${task} ${acc}`));
       item.title = [
-        norm === undefined ? '' : `acc_norm ${norm.toFixed(3)}`,
-        ppl === undefined ? '' : `ppl ${ppl.toFixed(2)}`,
+        norm === undefined ? '' : `acc_norm ${norm}`,
+        ppl === undefined ? '' : `ppl ${ppl}`,
         `n ${lastValue(id, `eval/${task}/n`)}`,
       ].filter(Boolean).join(', ');
     }
@@ -128,7 +140,10 @@ const XmodRows = (() => {
                                 live === undefined ? '' :
                                 `at ${Xmod.flops(progress.live_delta_flops)} FLOPs`;
     Xmod.cell(tr, progress.tokens_per_second ? progress.tokens_per_second.toFixed(0) : '', 'num');
+    const gpu = Xmod.cell(tr, Xmod.bytes(run.peak_gpu_memory_bytes), 'num');
+    if (run.gpu_seconds) gpu.title = `${Number(run.gpu_seconds).toFixed(0)} GPU-seconds`;
     renderEval(Xmod.cell(tr, ''), run);
+    XmodActions.runCell(tr, run);
     return tr;
   }
 
@@ -166,6 +181,8 @@ const XmodRows = (() => {
     Xmod.cell(tr, statText(group.live_delta, 4, true), 'num');
     Xmod.cell(tr, '');
     Xmod.cell(tr, '');
+    Xmod.cell(tr, '');
+    Xmod.cell(tr, '');  // actions are per run: open the group
     return tr;
   }
 

@@ -198,5 +198,21 @@ const XmodRuns = (() => {
     hooks = renderHooks;
   }
 
-  return {init, show, sortBy, filter, group, next, previous, toggle, seeds, FILTERS};
+  // Reads the current page again now (after a change made from the page).
+  function reload() {
+    return q.sweepId === null ? Promise.resolve() : load();
+  }
+
+  // Ends the event stream and any pending reload (before signing out); resolves once a page
+  // being read has arrived.
+  function stop() {
+    if (source) source.close();
+    source = null;
+    clearTimeout(reloadTimer);
+    reloadTimer = null;
+    return loading || Promise.resolve();
+  }
+
+  return {init, show, reload, stop, sortBy, filter, group, next, previous, toggle, seeds,
+          FILTERS};
 })();

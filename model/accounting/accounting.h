@@ -31,8 +31,9 @@ struct Backbone {
 };
 
 // Preset names: "165M", "298M", "556M", "936M", "1.65B" (paper Table 4, vocabulary 50,257),
-// the CPU-sweep presets "cpu-d64", "cpu-d96", "cpu-d128", "cpu-d192", "cpu-d256" (8 layers,
-// vocabulary 2048) and "tiny-test" (d 32, 6 layers, vocabulary 256) for unit tests.
+// the CPU-sweep presets "cpu-d64", "cpu-d96", "cpu-d128", "cpu-d192", "cpu-d256" and
+// "cpu-d96-t4" (cpu-d96 with Table 4's attention proportions; 8 layers, vocabulary 2048) and
+// "tiny-test" (d 32, 6 layers, vocabulary 256) for unit tests.
 std::vector<std::string> BackbonePresetNames();
 
 // The preset named by spec.name with every non-zero field of `spec` applied on top; with no

@@ -37,8 +37,12 @@ struct Preset {
   bool qk_norm;
 };
 
-// Paper Table 4 (556M and 1.65B follow Qwen3-0.6B / -1.7B), then the CPU presets.
-constexpr std::array<Preset, 11> kPresets = {{
+// Paper Table 4 (556M and 1.65B follow Qwen3-0.6B / -1.7B), then the CPU presets. The
+// cpu-dN presets give attention a query width of d (about a quarter of a layer's weights);
+// cpu-d96-t4 is cpu-d96 with Table 4's attention proportions instead (query heads x head_dim
+// = 2d, key/value = d, as 165M's 16 x 64 and 8 x 64 at d = 512: 40% of a layer), for the
+// CPU-scale B.3 pilot, where total parameters decide (examples/cpu_b3_pilot.textpb).
+constexpr std::array<Preset, 12> kPresets = {{
     {"165M", 512, 64, 28, 16, 8, 1536, kGpt2Vocab, kQwen3RopeTheta, kQwen3QkNorm},
     {"298M", 768, 64, 28, 16, 8, 2304, kGpt2Vocab, kQwen3RopeTheta, kQwen3QkNorm},
     {"556M", 1024, 128, 28, 16, 8, 3072, kGpt2Vocab, kQwen3RopeTheta, kQwen3QkNorm},
@@ -46,6 +50,7 @@ constexpr std::array<Preset, 11> kPresets = {{
     {"1.65B", 2048, 128, 28, 16, 8, 6144, kGpt2Vocab, kQwen3RopeTheta, kQwen3QkNorm},
     {"cpu-d64", 64, 16, 8, 4, 2, 192, kCpuVocab, kRopeTheta, false},
     {"cpu-d96", 96, 16, 8, 6, 2, 288, kCpuVocab, kRopeTheta, false},
+    {"cpu-d96-t4", 96, 16, 8, 12, 6, 288, kCpuVocab, kRopeTheta, false},
     {"cpu-d128", 128, 32, 8, 4, 2, 384, kCpuVocab, kRopeTheta, false},
     {"cpu-d192", 192, 32, 8, 6, 2, 576, kCpuVocab, kRopeTheta, false},
     {"cpu-d256", 256, 32, 8, 8, 4, 768, kCpuVocab, kRopeTheta, false},

@@ -25,7 +25,8 @@ TEST(BackbonesTest, RopeThetaAndQkNormFollowQwen3ForThePaperBackbones) {
     EXPECT_EQ(Resolve(name)->rope_theta, 1e6) << name;
     EXPECT_TRUE(Resolve(name)->qk_norm) << name;
   }
-  for (const char* name : {"cpu-d64", "cpu-d96", "cpu-d128", "cpu-d192", "cpu-d256", "tiny-test"}) {
+  for (const char* name :
+       {"cpu-d64", "cpu-d96", "cpu-d96-t4", "cpu-d128", "cpu-d192", "cpu-d256", "tiny-test"}) {
     EXPECT_EQ(Resolve(name)->rope_theta, 1e4) << name;
     EXPECT_FALSE(Resolve(name)->qk_norm) << name;
   }
@@ -73,9 +74,15 @@ TEST(BackbonesTest, CpuPresets) {
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->vocab_size, 256);
   EXPECT_EQ(b->n_layers, 6);
+  // cpu-d96 with 165M's attention proportions: query width 2d, key/value width d.
+  b = Resolve("cpu-d96-t4");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->n_heads * b->head_dim, 2 * b->d_model);
+  EXPECT_EQ(b->n_kv_heads * b->head_dim, b->d_model);
+  EXPECT_EQ(b->ffn_dim, Resolve("cpu-d96")->ffn_dim);
   // Every listed preset resolves.
   const std::vector<std::string> names = BackbonePresetNames();
-  EXPECT_EQ(names.size(), 11u);
+  EXPECT_EQ(names.size(), 12u);
   for (const std::string& name : names) EXPECT_TRUE(Resolve(name).ok()) << name;
 }
 

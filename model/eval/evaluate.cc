@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -50,7 +51,8 @@ absl::StatusOr<std::vector<ContinuationScore>> ScoreChoices(
 
 absl::StatusOr<xmod::v1::EvalTaskResult> EvaluateTask(const std::string& task,
                                                       const std::vector<TaskExample>& examples,
-                                                      Tokenizer& tokenizer, Scorer& scorer) {
+                                                      Tokenizer& tokenizer, Scorer& scorer,
+                                                      int bootstrap_iters) {
   std::vector<Choice> choices;
   std::vector<size_t> example_of;  // choices[i] belongs to examples[example_of[i]]
   for (size_t e = 0; e < examples.size(); ++e) {
@@ -61,17 +63,19 @@ absl::StatusOr<xmod::v1::EvalTaskResult> EvaluateTask(const std::string& task,
       ScoreChoices(choices, tokenizer, scorer,
                    [&](size_t i) { return absl::StrCat(task, " example ", example_of[i] + 1); });
   if (!scores.ok()) return scores.status();
-  return AggregateTask(task, examples, *scores);
+  return AggregateTask(task, examples, *scores, bootstrap_iters);
 }
 
 xmod::v1::EvalTaskResult AggregateTask(const std::string& task,
                                        const std::vector<TaskExample>& examples,
-                                       const std::vector<ContinuationScore>& scores) {
+                                       const std::vector<ContinuationScore>& scores,
+                                       int bootstrap_iters) {
   xmod::v1::EvalTaskResult result;
   result.set_task(task);
   result.set_n(static_cast<int>(examples.size()));
-  int correct = 0, correct_norm = 0;
-  double loglik = 0;  // lambada: summed over examples
+  // Per example, as the harness's process_results gives them: acc and acc_norm 1 or 0;
+  // LAMBADA's acc and the log-likelihood of its one choice.
+  std::vector<double> acc, acc_norm, loglik;
   size_t next = 0;
   for (const TaskExample& example : examples) {
     std::vector<double> raw, per_char;
@@ -81,21 +85,27 @@ xmod::v1::EvalTaskResult AggregateTask(const std::string& task,
       raw.push_back(s.loglik);
       per_char.push_back(s.loglik / static_cast<double>(choice.answer_chars));
       greedy = greedy && s.greedy;
-      loglik += s.loglik;
     }
     if (IsLastWordTask(task)) {
-      correct += greedy ? 1 : 0;
+      acc.push_back(greedy ? 1 : 0);
+      loglik.push_back(raw.front());
     } else {
-      correct += ArgMax(raw) == static_cast<size_t>(example.label) ? 1 : 0;
-      correct_norm += ArgMax(per_char) == static_cast<size_t>(example.label) ? 1 : 0;
+      acc.push_back(ArgMax(raw) == static_cast<size_t>(example.label) ? 1 : 0);
+      acc_norm.push_back(ArgMax(per_char) == static_cast<size_t>(example.label) ? 1 : 0);
     }
   }
-  const double n = static_cast<double>(examples.size());
-  result.set_acc(correct / n);
+  result.set_acc(HarnessMean(acc));
+  if (std::optional<double> se = MeanStderr(acc, bootstrap_iters)) result.set_acc_stderr(*se);
   if (IsLastWordTask(task)) {
-    result.set_ppl(std::exp(-loglik / n));
+    result.set_ppl(HarnessPerplexity(loglik));
+    if (std::optional<double> se = BootstrapStderr(HarnessPerplexity, loglik, bootstrap_iters)) {
+      result.set_ppl_stderr(*se);
+    }
   } else {
-    result.set_acc_norm(correct_norm / n);
+    result.set_acc_norm(HarnessMean(acc_norm));
+    if (std::optional<double> se = MeanStderr(acc_norm, bootstrap_iters)) {
+      result.set_acc_norm_stderr(*se);
+    }
   }
   return result;
 }
@@ -103,10 +113,34 @@ xmod::v1::EvalTaskResult AggregateTask(const std::string& task,
 std::vector<std::pair<std::string, double>> EvalMetrics(const xmod::v1::EvalTaskResult& result) {
   const std::string prefix = absl::StrCat("eval/", result.task(), "/");
   std::vector<std::pair<std::string, double>> metrics = {{prefix + "acc", result.acc()}};
+  if (result.has_acc_stderr()) metrics.push_back({prefix + "acc_stderr", result.acc_stderr()});
   if (result.has_acc_norm()) metrics.push_back({prefix + "acc_norm", result.acc_norm()});
+  if (result.has_acc_norm_stderr()) {
+    metrics.push_back({prefix + "acc_norm_stderr", result.acc_norm_stderr()});
+  }
   if (result.has_ppl()) metrics.push_back({prefix + "ppl", result.ppl()});
+  if (result.has_ppl_stderr()) metrics.push_back({prefix + "ppl_stderr", result.ppl_stderr()});
   metrics.push_back({prefix + "n", result.n()});
   return metrics;
+}
+
+std::string EvalResultLine(const xmod::v1::EvalTaskResult& result) {
+  const auto metric = [](absl::string_view name, double value, bool has_stderr, double se) {
+    return has_stderr ? absl::StrCat(", ", name, " ", value, " ± ", se)
+                      : absl::StrCat(", ", name, " ", value);
+  };
+  std::string line =
+      absl::StrCat(result.task(), ": n ", result.n(),
+                   metric("acc", result.acc(), result.has_acc_stderr(), result.acc_stderr()));
+  if (result.has_acc_norm()) {
+    absl::StrAppend(&line, metric("acc_norm", result.acc_norm(), result.has_acc_norm_stderr(),
+                                  result.acc_norm_stderr()));
+  }
+  if (result.has_ppl()) {
+    absl::StrAppend(&line,
+                    metric("ppl", result.ppl(), result.has_ppl_stderr(), result.ppl_stderr()));
+  }
+  return line;
 }
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> OpenEvalTokenizer(const std::string& spec,

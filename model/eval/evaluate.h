@@ -9,7 +9,10 @@
 //     NaNs go as numpy.argmax sends them (the first); both averaged over examples;
 //   - lambada: acc = greedy decoding reproduces every token of the last word; ppl =
 //     exp(-mean over examples of the last word's summed log-likelihood) (aggregation
-//     "perplexity": a per-word, not a per-token, perplexity).
+//     "perplexity": a per-word, not a per-token, perplexity);
+//   - each with its standard error as the harness reports it (stderr.h): acc_stderr and
+//     acc_norm_stderr from the per-example values, ppl_stderr by the harness's seeded
+//     bootstrap over `bootstrap_iters` resamples of the examples' log-likelihoods.
 // Thread-compatible.
 #ifndef XMOD_MODEL_EVAL_EVALUATE_H_
 #define XMOD_MODEL_EVAL_EVALUATE_H_
@@ -25,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "data/tokenizer.h"
 #include "model/eval/scorer.h"
+#include "model/eval/stderr.h"
 #include "model/eval/tasks.h"
 #include "model/transformer.h"
 #include "xmod/v1/eval.pb.h"
@@ -42,17 +46,25 @@ absl::StatusOr<std::vector<ContinuationScore>> ScoreChoices(
 // whose context or continuation encodes to no token.
 absl::StatusOr<xmod::v1::EvalTaskResult> EvaluateTask(const std::string& task,
                                                       const std::vector<TaskExample>& examples,
-                                                      Tokenizer& tokenizer, Scorer& scorer);
+                                                      Tokenizer& tokenizer, Scorer& scorer,
+                                                      int bootstrap_iters = kHarnessBootstrapIters);
 
 // The metrics of `examples` of `task` from `scores`, one per choice in order (as
-// EvaluateTask computes them; see the file comment).
+// EvaluateTask computes them; see the file comment). `bootstrap_iters`: 0 (no standard
+// errors, as the harness's bootstrap_iters = 0) or >= 2.
 xmod::v1::EvalTaskResult AggregateTask(const std::string& task,
                                        const std::vector<TaskExample>& examples,
-                                       const std::vector<ContinuationScore>& scores);
+                                       const std::vector<ContinuationScore>& scores,
+                                       int bootstrap_iters = kHarnessBootstrapIters);
 
 // The run metrics of a result: eval/<task>/acc, eval/<task>/acc_norm (multiple choice),
-// eval/<task>/ppl (lambada) and eval/<task>/n.
+// eval/<task>/ppl (lambada), each followed by its standard error where there is one
+// (eval/<task>/acc_stderr, acc_norm_stderr, ppl_stderr), and eval/<task>/n.
 std::vector<std::pair<std::string, double>> EvalMetrics(const xmod::v1::EvalTaskResult& result);
+
+// One line for people: "hellaswag: n 6, acc 0.5 ± 0.223607, acc_norm 0.333333 ± 0.210819"
+// (LAMBADA: acc and ppl), each metric with its standard error where there is one.
+std::string EvalResultLine(const xmod::v1::EvalTaskResult& result);
 
 // The tokenizer named by `spec`: a merges file (xmod-data train-bpe) or "gpt2:DIR"; empty =
 // tokenizer_<vocab>.txt in the directory of the run's data.val_glob (where

@@ -1,7 +1,10 @@
 // xmod-eval: zero-shot evaluation of a checkpoint (model/eval/evaluate.h), in one of two modes:
 //   xmod-eval --checkpoint FILE --task NAME --data FILE [--output json|text]
+//             [--bootstrap_iters N]
 //     one task's documents, scored as lm-evaluation-harness scores them; prints {"task", "n",
-//     "acc", "acc_norm"} (lambada: "acc" and "ppl");
+//     "acc", "acc_stderr", "acc_norm", "acc_norm_stderr"} (lambada: "acc", "acc_stderr",
+//     "ppl", "ppl_stderr"), the standard errors as the harness computes them (stderr.h; none
+//     for one document or --bootstrap_iters 0);
 //   xmod-eval --checkpoint FILE --pairs FILE
 //     raw (context, continuation) pairs (pairs.h) — the harness adapter's requests; prints
 //     one {"loglikelihood", "is_greedy", "tokens"} line per pair, in order.
@@ -30,6 +33,7 @@ struct Options {
   std::string checkpoint, task, data, labels, pairs, tokenizer, spec, device = "cpu";
   std::string output = "json";
   int batch_size = 16, threads = 0;
+  int bootstrap_iters = xmod::kHarnessBootstrapIters;
 };
 
 // The documents of --task / --data, or the pairs of --pairs: read before the model is loaded,
@@ -42,6 +46,11 @@ struct Input {
 absl::StatusOr<Input> ReadInput(const Options& o) {
   if (o.pairs.empty() == (o.task.empty() || o.data.empty())) {
     return absl::InvalidArgumentError("give either --task and --data, or --pairs");
+  }
+  if (o.bootstrap_iters < 0 || o.bootstrap_iters == 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--bootstrap_iters: ", o.bootstrap_iters,
+        " must be 0 (no standard errors) or >= 2 (one resample has no standard deviation)"));
   }
   if (o.output != "json" && o.output != "text") {
     return absl::InvalidArgumentError(
@@ -64,14 +73,9 @@ absl::StatusOr<Input> ReadInput(const Options& o) {
 absl::StatusOr<std::string> EvaluateExamples(const Options& o, const Input& input,
                                              xmod::Tokenizer& tokenizer, xmod::Scorer& scorer) {
   absl::StatusOr<xmod::v1::EvalTaskResult> result =
-      xmod::EvaluateTask(o.task, input.examples, tokenizer, scorer);
+      xmod::EvaluateTask(o.task, input.examples, tokenizer, scorer, o.bootstrap_iters);
   if (!result.ok()) return result.status();
-  if (o.output == "text") {
-    std::string line = absl::StrCat(result->task(), ": n ", result->n(), ", acc ", result->acc());
-    if (result->has_acc_norm()) absl::StrAppend(&line, ", acc_norm ", result->acc_norm());
-    if (result->has_ppl()) absl::StrAppend(&line, ", ppl ", result->ppl());
-    return line;
-  }
+  if (o.output == "text") return xmod::EvalResultLine(*result);
   return xmod::ProtoJson(*result, xmod::JsonLayout::kLine);
 }
 
@@ -121,6 +125,9 @@ int main(int argc, char** argv) {
   app.add_option("--batch_size", o.batch_size, "sequences per forward pass");
   app.add_option("--threads", o.threads, "CPU threads (0: all cores)");
   app.add_option("--output", o.output, "json or text (task mode)");
+  app.add_option("--bootstrap_iters", o.bootstrap_iters,
+                 "resamples for the perplexity's standard error, as lm-evaluation-harness's "
+                 "--bootstrap_iters (0: no standard errors at all, as the harness)");
   if (std::optional<int> exit = xmod::ParseCommandLine(app, argc, argv)) return *exit;
   if (o.threads <= 0) {
     o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -150,10 +150,13 @@ TEST_P(ScorerTest, EvaluateTaskReportsAccuracies) {
   EXPECT_TRUE(result->has_acc_norm());
   EXPECT_FALSE(result->has_ppl());
   std::vector<std::pair<std::string, double>> metrics = EvalMetrics(*result);
-  ASSERT_EQ(metrics.size(), 3u);
+  ASSERT_EQ(metrics.size(), 5u);
   EXPECT_EQ(metrics[0].first, "eval/arc_easy/acc");
-  EXPECT_EQ(metrics[1].first, "eval/arc_easy/acc_norm");
-  EXPECT_EQ(metrics[2], (std::pair<std::string, double>{"eval/arc_easy/n", 5}));
+  EXPECT_EQ(metrics[1],
+            (std::pair<std::string, double>{"eval/arc_easy/acc_stderr", result->acc_stderr()}));
+  EXPECT_EQ(metrics[2].first, "eval/arc_easy/acc_norm");
+  EXPECT_EQ(metrics[3].first, "eval/arc_easy/acc_norm_stderr");
+  EXPECT_EQ(metrics[4], (std::pair<std::string, double>{"eval/arc_easy/n", 5}));
 
   absl::StatusOr<std::vector<TaskExample>> lambada = ReadTask("lambada", Fixture("lambada.jsonl"));
   ASSERT_TRUE(lambada.ok());
@@ -208,6 +211,54 @@ TEST(AggregateTask, LambadaPerplexityIsPerDocument) {
   EXPECT_DOUBLE_EQ(result.ppl(), std::exp(4.0));
   EXPECT_EQ(result.acc(), 0.5);  // greedy-exact words
   EXPECT_FALSE(result.has_acc_norm());
+}
+
+// Standard errors as the harness reports them (stderr.h; expected values from lm_eval's
+// mean_stderr and bootstrap_stderr on the same numbers): acc and acc_norm from the per-example
+// 1/0 values, LAMBADA's perplexity by the seeded bootstrap; none for a single example or with
+// bootstrap_iters = 0. The run metrics carry them as eval/<task>/<metric>_stderr.
+TEST(AggregateTask, StandardErrorsAreTheHarnesss) {
+  std::vector<TaskExample> examples(4);
+  std::vector<ContinuationScore> scores;
+  for (int e = 0; e < 4; ++e) {
+    examples[e].choices = {{"Q", " a", 1}, {"Q", " bb", 2}};
+    examples[e].label = e == 1 ? 1 : 0;  // choice 0 scores higher: acc 1, 0, 1, 1
+    scores.insert(scores.end(), {{-1.0, false, 1}, {-4.0, false, 1}});
+  }
+  xmod::v1::EvalTaskResult result = AggregateTask("arc_easy", examples, scores);
+  EXPECT_EQ(result.acc(), 0.75);
+  ASSERT_TRUE(result.has_acc_stderr());
+  EXPECT_DOUBLE_EQ(result.acc_stderr(), 0.25);
+  ASSERT_TRUE(result.has_acc_norm_stderr());  // per character: -1 vs -2, the same picks
+  EXPECT_DOUBLE_EQ(result.acc_norm_stderr(), 0.25);
+  EXPECT_FALSE(result.has_ppl_stderr());
+  const auto metrics = EvalMetrics(result);
+  const std::vector<std::string> names = [&] {
+    std::vector<std::string> out;
+    for (const auto& [name, value] : metrics) out.push_back(name);
+    return out;
+  }();
+  EXPECT_EQ(names, (std::vector<std::string>{"eval/arc_easy/acc", "eval/arc_easy/acc_stderr",
+                                             "eval/arc_easy/acc_norm",
+                                             "eval/arc_easy/acc_norm_stderr", "eval/arc_easy/n"}));
+  EXPECT_EQ(EvalResultLine(result), "arc_easy: n 4, acc 0.75 ± 0.25, acc_norm 0.75 ± 0.25");
+
+  std::vector<TaskExample> lambada(2);
+  lambada[0].choices = {{"The cat sat on the", " mat", 3}};
+  lambada[1].choices = {{"She opened the", " door", 4}};
+  const std::vector<ContinuationScore> words = {{-2.0, true, 1}, {-6.0, false, 3}};
+  result = AggregateTask("lambada", lambada, words, /*bootstrap_iters=*/1000);
+  ASSERT_TRUE(result.has_ppl_stderr());
+  EXPECT_NEAR(result.ppl_stderr(), 155.0128097108637, 1e-9);
+  EXPECT_DOUBLE_EQ(result.acc_stderr(), 0.5);
+  result = AggregateTask("lambada", lambada, words);  // the harness's default 100000
+  EXPECT_NEAR(result.ppl_stderr(), 159.17604515362035, 1e-9);
+
+  result = AggregateTask("lambada", lambada, words, /*bootstrap_iters=*/0);
+  EXPECT_FALSE(result.has_acc_stderr() || result.has_ppl_stderr());
+  result = AggregateTask("arc_easy", {examples[0]}, {scores[0], scores[1]});
+  EXPECT_FALSE(result.has_acc_stderr() || result.has_acc_norm_stderr());
+  EXPECT_EQ(EvalResultLine(result), "arc_easy: n 1, acc 1, acc_norm 1");
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, ScorerTest, ::testing::Values(xmod::v1::DENSE, xmod::v1::XMOD));

@@ -3,6 +3,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <mutex>
@@ -103,7 +104,12 @@ absl::StatusOr<CheckpointInfo> SaveCheckpoint(const std::string& path, torch::nn
   absl::Status status = WriteFileAtomic(path, bytes);
   if (!status.ok()) return status;
   status = WriteFileAtomic(path + ".sha256", absl::StrCat(info.sha256, "  ", Basename(path), "\n"));
-  if (!status.ok()) return status;
+  if (!status.ok()) {
+    // No checkpoint without its digest: nothing of a failed save stays behind (a full disk
+    // gets its space back, and no one is offered a file that cannot be verified).
+    std::remove(path.c_str());
+    return status;
+  }
   return info;
 }
 

@@ -8,10 +8,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/files.h"
@@ -32,6 +34,8 @@ using ::testing::HasSubstr;
 
 constexpr int kVocab = 256;  // the tiny-test backbone's vocabulary
 constexpr int kSeqLen = 16;
+// Far above a rank's few seconds here; above --dist_timeout_s so a failed rendezvous exits.
+constexpr std::chrono::seconds kProcessDeadline(90);
 
 struct Finished {
   int exit_code = -1;
@@ -99,8 +103,9 @@ class DistributedTest : public ::testing::Test {
       int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       ::dup2(err_fd, 2);
       args.insert(args.begin(), binary_);
-      args.insert(args.end(), {"--events_fd", std::to_string(events_fd), "--threads", "1",
-                               "--log_every", "1", "--dist_timeout_s", "60"});
+      args.insert(args.end(),
+                  {"--events_fd", std::to_string(events_fd), "--threads", "1", "--log_every", "1",
+                   "--dist_timeout_s", "60", "--dist_host", "127.0.0.1"});
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -110,12 +115,28 @@ class DistributedTest : public ::testing::Test {
     return pid;
   }
 
+  // Waits for `pid` to exit; past kProcessDeadline it is killed and the test fails with its
+  // stderr, so a hung rendezvous reports itself rather than running into ctest's timeout.
   Finished Wait(const std::string& tag, pid_t pid) {
     Finished f;
     int status = 0;
-    EXPECT_EQ(::waitpid(pid, &status, 0), pid);
-    f.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    const auto deadline = std::chrono::steady_clock::now() + kProcessDeadline;
+    pid_t waited = 0;
+    while ((waited = ::waitpid(pid, &status, WNOHANG)) == 0 &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     f.stderr_text = ReadFile(dir_ + "/" + tag + ".stderr").value_or("");
+    if (waited == 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      ADD_FAILURE() << tag << " still running after " << kProcessDeadline.count()
+                    << " s; killed. stderr:\n"
+                    << f.stderr_text;
+      return f;
+    }
+    EXPECT_EQ(waited, pid);
+    f.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     absl::StatusOr<std::vector<xmod::v1::TrainerEvent>> events =
         ParseEvents(ReadFile(dir_ + "/" + tag + ".events").value_or(""));
     EXPECT_TRUE(events.ok()) << events.status();

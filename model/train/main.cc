@@ -29,6 +29,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "model/train/checkpoint.h"
+#include "model/train/heap.h"
 #include "model/train/lease.h"
 #include "model/train/run_spec_file.h"
 #include "model/train/threads.h"
@@ -45,12 +46,13 @@ void OnSigterm(int) { g_stop.store(true); }
 
 // The exit code of a failed run, by the kind of failure (exit_codes.h). The trainer returns
 // INVALID_ARGUMENT for a bad spec or option, INTERNAL "... (diverged)" for a non-finite loss,
-// DATA_LOSS for a checkpoint or shard that fails verification, and LibTorch's or the C++
-// runtime's out-of-memory errors as text.
+// DATA_LOSS for a checkpoint or shard that fails verification, "out of memory at ..." for a
+// step that ran out (Run::OutOfMemory), and LibTorch's or the C++ runtime's out-of-memory
+// errors elsewhere as text. A full disk (RESOURCE_EXHAUSTED without those words) is not memory.
 int ExitCodeFor(const absl::Status& status) {
   const std::string message = absl::AsciiStrToLower(status.message());
   if (absl::StrContains(message, "out of memory") || absl::StrContains(message, "bad_alloc") ||
-      absl::IsResourceExhausted(status)) {
+      absl::StrContains(message, "can't allocate memory")) {
     return xmod::kExitOutOfMemory;
   }
   if (absl::IsInvalidArgument(status)) return xmod::kExitInvalidConfig;
@@ -126,6 +128,7 @@ int main(int argc, char** argv) {
   if (threads <= 0) threads = options.spec.training().threads();
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   xmod::ApplyThreadBudget(threads);
+  xmod::KeepFreedMemoryInProcess();
 
   std::signal(SIGTERM, OnSigterm);
   std::signal(SIGPIPE, SIG_IGN);  // a closed events pipe is reported as a write error

@@ -1,8 +1,6 @@
 // Recordings of the training step's phases: see step_graph.h.
 #include "model/train/step_graph.h"
 
-#include <ATen/accelerator/Graph.h>
-#include <ATen/core/GraphImplInterface.h>
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 
@@ -11,11 +9,19 @@
 #include "absl/strings/str_cat.h"
 #include "model/device.h"
 
+// CUDA's graphs are LibTorch's at::cuda::CUDAGraph, compiled in the CUDA build only (XMOD_CUDA,
+// as the runtime calls of device.cc). LibTorch's device-generic at::accelerator::Graph cannot
+// serve: libtorch_cuda registers no implementation of it (2.15).
+#ifdef XMOD_CUDA
+#include <ATen/cuda/CUDAGraph.h>
+#endif
+
 namespace xmod {
 namespace {
 
-// at::accelerator::Graph recordings on a pool stream of the device; the first recording's
-// private memory pool is shared by the later ones.
+#ifdef XMOD_CUDA
+// CUDAGraph recordings on a pool stream of the device; the first recording's private memory
+// pool is shared by the later ones.
 class DeviceStepGraphs : public StepGraphs {
  public:
   explicit DeviceStepGraphs(torch::Device device)
@@ -34,8 +40,8 @@ class DeviceStepGraphs : public StepGraphs {
   void Capture(int index, const std::function<void()>& phase) override {
     TORCH_CHECK(index == static_cast<int>(graphs_.size()), "recording ", index, " out of order");
     SynchronizeDevice(device_);
-    graphs_.push_back(std::make_unique<at::accelerator::Graph>());
-    at::accelerator::Graph& graph = *graphs_.back();
+    graphs_.push_back(std::make_unique<at::cuda::CUDAGraph>());
+    at::cuda::CUDAGraph& graph = *graphs_.back();
     {
       c10::StreamGuard on_stream(stream_);
       graph.capture_begin(index == 0 ? c10::MempoolId_t{0, 0} : graphs_.front()->pool());
@@ -49,21 +55,32 @@ class DeviceStepGraphs : public StepGraphs {
  private:
   torch::Device device_;
   c10::Stream stream_;
-  std::vector<std::unique_ptr<at::accelerator::Graph>> graphs_;
+  std::vector<std::unique_ptr<at::cuda::CUDAGraph>> graphs_;
 };
+#endif  // XMOD_CUDA
 
 }  // namespace
 
 bool DeviceHasGraphs(torch::Device device) {
-  return !device.is_cpu() && at::has_graph_impl(device.type());
+#ifdef XMOD_CUDA
+  return device.is_cuda() && HasCudaBuild();
+#else
+  (void)device;
+  return false;
+#endif
 }
 
 absl::StatusOr<std::unique_ptr<StepGraphs>> MakeDeviceStepGraphs(torch::Device device) {
   if (!DeviceHasGraphs(device)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "this LibTorch records no graphs on ", device.str(), " (", TorchBuildSummary(), ")"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("this build records no graphs on ", device.str(), " (", TorchBuildSummary(),
+                     "; CUDA graphs need a build with -DXMOD_CUDA=ON)"));
   }
+#ifdef XMOD_CUDA
   return std::make_unique<DeviceStepGraphs>(device);
+#else
+  return absl::InternalError("unreachable: DeviceHasGraphs is false without XMOD_CUDA");
+#endif
 }
 
 absl::StatusOr<bool> UseStepGraphs(const std::string& setting,

@@ -39,13 +39,12 @@ class StepGraphs {
   virtual void Replay(int index) = 0;
 };
 
-// Whether LibTorch has graphs for `device`'s type (libtorch_cuda registers CUDA's when it is
-// linked, -DXMOD_CUDA=ON; there are none for the CPU).
+// Whether this build records graphs on `device`: CUDA devices in the CUDA build
+// (-DXMOD_CUDA=ON, LibTorch's CUDAGraph); never the CPU.
 bool DeviceHasGraphs(torch::Device device);
 
-// Recordings on `device` through LibTorch's accelerator interface (at::accelerator::Graph:
-// CUDAGraph on CUDA), on a stream of their own. FAILED_PRECONDITION when DeviceHasGraphs is
-// false.
+// Recordings on `device` (at::cuda::CUDAGraph), on a stream of their own. FAILED_PRECONDITION when
+// DeviceHasGraphs is false.
 absl::StatusOr<std::unique_ptr<StepGraphs>> MakeDeviceStepGraphs(torch::Device device);
 
 // What "auto" means: off, until graphs are measured against the eager step on a GPU

@@ -22,6 +22,9 @@ TrainStep::TrainStep(Transformer model, ParameterUpdate* update, const TrainStep
   TORCH_CHECK(options_.rows >= 1 && options_.micro_rows >= 1 && options_.seq_len >= 1,
               "TrainStep: rows, micro_rows and seq_len must be >= 1");
   torch::NoGradGuard no_grad;
+  const torch::TensorOptions f64 = torch::TensorOptions().dtype(torch::kFloat64).device(device_);
+  losses_ = {torch::zeros({}, f64), torch::zeros({}, f64)};
+  if (graphs_ == nullptr) return;
   for (torch::Tensor p : model_->parameters()) {
     const bool missable = std::any_of(may_miss_.begin(), may_miss_.end(),
                                       [&](const torch::Tensor& m) { return m.is_same(p); });
@@ -29,12 +32,8 @@ TrainStep::TrainStep(Transformer model, ParameterUpdate* update, const TrainStep
     p.mutable_grad() = torch::zeros_like(p, torch::MemoryFormat::Contiguous);
     gradients_.push_back(p.grad());
   }
-  const torch::TensorOptions f64 = torch::TensorOptions().dtype(torch::kFloat64).device(device_);
-  losses_ = {torch::zeros({}, f64), torch::zeros({}, f64)};
-  if (graphs_ != nullptr) {
-    batch_ = torch::zeros({options_.rows, options_.seq_len + 1}, f64.dtype(torch::kInt64));
-    if (update_ != nullptr) scalars_ = update_->MakeScalars();
-  }
+  batch_ = torch::zeros({options_.rows, options_.seq_len + 1}, f64.dtype(torch::kInt64));
+  if (update_ != nullptr) scalars_ = update_->MakeScalars();
 }
 
 absl::StatusOr<StepLosses> TrainStep::Run(const torch::Tensor& batch, double multiplier) {
@@ -67,6 +66,7 @@ void TrainStep::Update(double multiplier) {
   TORCH_CHECK(update_ != nullptr, "TrainStep: Update without a ParameterUpdate");
   if (graphs_ == nullptr) {
     update_->Step(multiplier);
+    ReleaseGradients();
     return;
   }
   update_->StageScalars(multiplier, scalars_);  // read by the replay, on the same stream
@@ -114,8 +114,18 @@ void TrainStep::ForwardBackwardOn(const torch::Tensor& batch) {
 }
 
 void TrainStep::ZeroGradients() {
+  if (graphs_ == nullptr) {
+    ReleaseGradients();
+    return;
+  }
   torch::_foreach_zero_(gradients_);
   for (torch::Tensor& p : may_miss_) p.mutable_grad() = torch::Tensor();
+}
+
+void TrainStep::ReleaseGradients() {
+  for (torch::Tensor& p : model_->parameters()) {
+    if (p.grad().defined()) p.mutable_grad() = torch::Tensor();
+  }
 }
 
 absl::Status TrainStep::AverageOverRanks() {

@@ -10,9 +10,16 @@
 //   Update           clipping, Muon and AdamW at the schedule's rate (parameter_update.h),
 //                    then the per-rank counters summed and the MoE bias step.
 // Nothing in a step waits for the device: the losses stay device tensors, which the trainer
-// reads at logging marks only, and the gradients are persistent buffers, allocated once and
-// zeroed in place at every step (the MoE experts, which a step may leave without a gradient,
-// keep "no gradient" so that the optimizers skip them as before).
+// reads at logging marks only.
+//
+// Gradients: an eager step starts without any and releases them after its update, so autograd
+// hands each parameter its first gradient buffer as it is (no zero fill, no extra add) and
+// nothing holds them between steps. A recorded step needs the same addresses at every replay:
+// with graphs they are persistent buffers, allocated once and zeroed in place at every step
+// (the MoE experts, which a step may leave without a gradient, keep "no gradient" so that the
+// optimizers skip them as before). Measured on the CPU bench (bench_model, d256, L = 1024,
+// one thread), persistent buffers made the eager step 4% slower: the accumulation into them
+// is one more pass over every gradient.
 //
 // With graphs (options.graphs: TrainingSpec.cuda_graphs, step_graph.h) each phase is
 // recorded once after kWarmupSteps eager steps and replayed after that. The phases then read
@@ -93,8 +100,11 @@ class TrainStep {
   void RunPhase(Phase phase, const std::function<void()>& body);
   // The ForwardBackward phase on the windows in `batch` (B, T + 1) int64 on the device.
   void ForwardBackwardOn(const torch::Tensor& batch);
-  // Zeroes the persistent gradient buffers in place; the MoE experts' become undefined.
+  // With graphs: zeroes the persistent gradient buffers in place, the MoE experts' become
+  // undefined. Eager: ReleaseGradients.
   void ZeroGradients();
+  // Every parameter's gradient becomes undefined (eager steps, after the update).
+  void ReleaseGradients();
   // Ranks > 1: the mean gradients and losses over the ranks.
   absl::Status AverageOverRanks();
 
@@ -106,7 +116,7 @@ class TrainStep {
   OverlappedGradientReducer* reducer_;
   std::vector<torch::Tensor> per_rank_counters_;
   torch::Device device_;                    // the model's
-  std::vector<torch::Tensor> gradients_;    // persistent: every parameter's but the experts'
+  std::vector<torch::Tensor> gradients_;    // with graphs: every parameter's but the experts'
   std::vector<torch::Tensor> may_miss_;     // MoE experts' parameters
   StepLosses losses_;                       // accumulated in place, () float64 each
   torch::Tensor batch_;                     // with graphs: (B, T + 1) int64 the phase reads

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "model/accounting/accounting.h"
+#include "model/device.h"
 #include "model/kernel_choice.h"
 #include "model/test_specs.h"
 #include "model/train/test_step_graphs.h"
@@ -189,10 +190,10 @@ TEST(HostSyncTest, CatchesMoEsExpertCountsAndTheThresholdRule) {
       << Describe(recorder.HostSyncs());
 }
 
-// Gradients live in buffers allocated once, zeroed in place at every step: the same storage
-// step after step, holding one step's gradient, not the sum of several.
-TEST(TrainStepTest, GradientsArePersistentBuffersOfOneStep) {
-  Subject s = Make(xmod::v1::XMOD);
+// With graphs, gradients live in buffers allocated once, zeroed in place at every step: the
+// same storage step after step, holding one step's gradient, not the sum of several.
+TEST(TrainStepTest, RecordedStepsKeepGradientsInPersistentBuffersOfOneStep) {
+  Subject s = Make(xmod::v1::XMOD, std::make_unique<ClosureStepGraphs>());
   const std::vector<torch::Tensor> params = s.model->parameters();
   std::vector<const void*> storage;
   for (const torch::Tensor& p : params) {
@@ -208,6 +209,17 @@ TEST(TrainStepTest, GradientsArePersistentBuffersOfOneStep) {
     EXPECT_TRUE(torch::equal(params[i].grad(), first[i])) << "parameter " << i;
   }
   EXPECT_GT(first[0].abs().sum().item<double>(), 0);
+}
+
+// An eager step holds no gradient before it starts or after its update: autograd's own
+// buffers, released once they are applied.
+TEST(TrainStepTest, EagerStepsReleaseTheirGradientsAfterTheUpdate) {
+  Subject s = Make(xmod::v1::XMOD);
+  for (const torch::Tensor& p : s.model->parameters()) EXPECT_FALSE(p.grad().defined());
+  s.step->ForwardBackward(Batch(0));
+  EXPECT_TRUE(s.model->parameters()[0].grad().defined());
+  s.step->Update(1.0);
+  for (const torch::Tensor& p : s.model->parameters()) EXPECT_FALSE(p.grad().defined());
 }
 
 // With graphs, each phase runs eagerly kWarmupSteps times, is recorded once (not run), and
@@ -290,6 +302,8 @@ TEST(StepGraphPolicyTest, OnNamesWhatIsMissing) {
     EXPECT_FALSE(*UseStepGraphs("off", conditions));
   }
   EXPECT_FALSE(DeviceHasGraphs(torch::kCPU));
+  // The CUDA build (libc10_cuda loaded, XMOD_CUDA compiled) records on CUDA, GPU or not.
+  EXPECT_EQ(DeviceHasGraphs(torch::Device(torch::kCUDA, 0)), HasCudaBuild()) << TorchBuildSummary();
   EXPECT_FALSE(MakeDeviceStepGraphs(torch::kCPU).ok());
 }
 

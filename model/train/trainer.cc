@@ -8,11 +8,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
+#include <new>
 #include <optional>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/files.h"
@@ -143,7 +146,15 @@ class Run {
   absl::Status EvaluateTasks();
   // Fails unless every rank holds the same parameters and buffers.
   absl::Status CheckRanksInSync();
+  // Step() with LibTorch's and the allocator's out-of-memory errors turned into OutOfMemory().
+  absl::Status GuardedStep();
+  // RESOURCE_EXHAUSTED "out of memory at ..." naming this rank's micro-batch and whether
+  // activation checkpointing was on (the coordinator's memory plan reads the exit code; the
+  // attempt's error keeps this text).
+  absl::Status OutOfMemory(absl::string_view what) const;
   absl::Status WriteCheckpoint();
+  // WriteCheckpoint(), where a storage fault is logged and training goes on without it.
+  absl::Status CheckpointOrGoOn();
   absl::Status Metric(const std::string& name, double value) {
     return events_.Metric(state_.step, state_.tokens, state_.flops, name, value);
   }
@@ -191,6 +202,11 @@ class Run {
   int64_t last_progress_ms_ = -1;
   int64_t last_checkpoint_step_ = -1;
   std::string last_checkpoint_;
+  int64_t checkpoint_failures_ = 0;  // checkpoints a full or failing volume cost
+  // Test fault (XMOD_TEST_OOM_ABOVE_MICRO_BATCH_TOKENS, 0 = off): a step whose micro-batch
+  // holds more tokens' activations than this runs out of memory, as a GPU would; activation
+  // checkpointing counts as holding half. Lets the memory plans be tested on CPU.
+  int64_t test_oom_above_tokens_ = 0;
 };
 
 absl::Status Run::Setup() {
@@ -201,6 +217,14 @@ absl::Status Run::Setup() {
   absl::StatusOr<ModelRuntimeOptions> runtime = RuntimeOptions();
   if (!runtime.ok()) return runtime.status();
   runtime_ = *runtime;
+  if (const char* oom = std::getenv("XMOD_TEST_OOM_ABOVE_MICRO_BATCH_TOKENS")) {
+    if (!absl::SimpleAtoi(oom, &test_oom_above_tokens_) || test_oom_above_tokens_ < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("XMOD_TEST_OOM_ABOVE_MICRO_BATCH_TOKENS: \"",
+                                                     oom, "\" is not a token count"));
+    }
+    LOG(WARNING) << "test fault: out of memory above micro-batches of " << test_oom_above_tokens_
+                 << " tokens (XMOD_TEST_OOM_ABOVE_MICRO_BATCH_TOKENS)";
+  }
   BuildModel();
   if (absl::Status s = RestoreCheckpoint(); !s.ok()) return s;
   if (absl::Status s = PrepareRanks(); !s.ok()) return s;
@@ -401,9 +425,42 @@ torch::Tensor Run::ToDevice(std::vector<int64_t>& tokens, int64_t rows) {
   return host.pin_memory().to(device_, /*non_blocking=*/true);
 }
 
+absl::Status Run::GuardedStep() {
+  try {
+    return Step();
+  } catch (const c10::OutOfMemoryError& e) {
+    return OutOfMemory(e.what_without_backtrace());
+  } catch (const std::bad_alloc& e) {
+    return OutOfMemory(absl::StrCat("std::bad_alloc: ", e.what()));
+  } catch (const c10::Error& e) {
+    // The CPU allocator's failure is a plain c10::Error.
+    const std::string what = e.what_without_backtrace();
+    if (absl::StrContains(what, "can't allocate memory")) return OutOfMemory(what);
+    throw;
+  }
+}
+
+absl::Status Run::OutOfMemory(absl::string_view what) const {
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "out of memory at a micro-batch of ", batch_.sequences_per_micro * training_.seq_len(),
+      " tokens per rank, activation checkpointing ",
+      runtime_.activation_checkpointing ? "on" : "off", ", on ", device_.str(), ": ", what));
+}
+
 absl::Status Run::Step() {
   const auto begin = std::chrono::steady_clock::now();
   const double multiplier = schedule_->Multiplier(state_.step);
+  const int64_t seq_len = training_.seq_len();
+  if (test_oom_above_tokens_ > 0) {
+    const int64_t held =
+        batch_.sequences_per_micro * seq_len / (runtime_.activation_checkpointing ? 2 : 1);
+    if (held > test_oom_above_tokens_) {
+      return OutOfMemory(absl::StrCat(
+          "a test fault: activations of ", held,
+          " tokens > XMOD_TEST_OOM_ABOVE_MICRO_BATCH_TOKENS=", test_oom_above_tokens_));
+    }
+  }
+
   // This rank's windows of the step: [rank n/W, (rank + 1) n/W) of the global n.
   loader_->Skip(static_cast<int>(rank_ * batch_.sequences_per_rank));
   absl::Status status = loader_->Next(static_cast<int>(batch_.sequences_per_rank), &buffer_);
@@ -547,10 +604,7 @@ absl::Status Run::EvaluateTasks() {
       absl::Status status = Metric(name, value);
       if (!status.ok()) return status;
     }
-    LOG(INFO) << absl::StrFormat("%s: n %d, acc %.4f%s", task, result->n(), result->acc(),
-                                 result->has_ppl()
-                                     ? absl::StrFormat(", ppl %.3f", result->ppl())
-                                     : absl::StrFormat(", acc_norm %.4f", result->acc_norm()));
+    LOG(INFO) << EvalResultLine(*result);
   }
   return absl::OkStatus();
 }
@@ -597,6 +651,23 @@ absl::Status Run::WriteCheckpoint() {
   return absl::OkStatus();
 }
 
+absl::Status Run::CheckpointOrGoOn() {
+  absl::Status status = WriteCheckpoint();
+  // A full or failing checkpoint volume (ENOSPC, EIO: files.h) costs the checkpoint, not the
+  // run: nothing of it was kept (the file is written beside its path and renamed only when
+  // whole) or reported, so a resume starts from the last checkpoint that was, and the next
+  // checkpoint is tried on schedule. Anything else ends the run as before.
+  if (absl::IsResourceExhausted(status) || absl::IsUnavailable(status)) {
+    ++checkpoint_failures_;
+    LOG(WARNING) << "checkpoint at step " << state_.step << " not written, training goes on ("
+                 << checkpoint_failures_ << " failed so far; the last one written is "
+                 << (last_checkpoint_.empty() ? std::string("none") : last_checkpoint_)
+                 << "): " << status;
+    return absl::OkStatus();
+  }
+  return status;
+}
+
 absl::StatusOr<TrainerResult> Run::Train() {
   const auto begin = std::chrono::steady_clock::now();
   absl::Status status = Setup();
@@ -606,7 +677,7 @@ absl::StatusOr<TrainerResult> Run::Train() {
   auto mark_of = [&](int64_t step) { return step * marks / steps_; };
   bool preempted = false;
   while (state_.step < steps_) {
-    status = Step();
+    status = GuardedStep();
     if (!status.ok()) return status;
     const bool eval_mark = mark_of(state_.step) > mark_of(state_.step - 1);
     if (eval_mark) {
@@ -618,13 +689,13 @@ absl::StatusOr<TrainerResult> Run::Train() {
     if (!status.ok()) return status;
     const int every = training_.checkpoint_every_steps();
     if (eval_mark || (every > 0 && state_.step % every == 0)) {
-      status = WriteCheckpoint();
+      status = CheckpointOrGoOn();
       if (!status.ok()) return status;
     }
     absl::StatusOr<bool> stop = AnyStopRequested();
     if (!stop.ok()) return stop.status();
     if (*stop) {
-      status = WriteCheckpoint();
+      status = CheckpointOrGoOn();
       if (!status.ok()) return status;
       preempted = true;
       LOG(INFO) << "stopped at step " << state_.step << " on request";

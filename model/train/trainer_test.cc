@@ -230,6 +230,14 @@ TEST_F(TrainerTest, EvalTasksGiveEvalMetricsAtTheEnd) {
   ASSERT_EQ(Points(events, "eval/lambada/ppl").size(), 1u);
   EXPECT_GT(Points(events, "eval/lambada/ppl")[0].value(), 1.0);
   EXPECT_TRUE(Points(events, "eval/lambada/acc_norm").empty());
+  // Each metric's standard error as lm-evaluation-harness computes it (model/eval/stderr.h).
+  for (const char* name : {"eval/boolq/acc_stderr", "eval/boolq/acc_norm_stderr",
+                           "eval/lambada/acc_stderr", "eval/lambada/ppl_stderr"}) {
+    SCOPED_TRACE(name);
+    ASSERT_EQ(Points(events, name).size(), 1u);
+    EXPECT_GE(Points(events, name)[0].value(), 0.0);
+  }
+  EXPECT_GT(Points(events, "eval/lambada/ppl_stderr")[0].value(), 0.0);  // a bootstrap spread
 }
 
 class ResumeTest : public TrainerTest,

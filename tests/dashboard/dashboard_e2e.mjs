@@ -2,7 +2,8 @@
 // sweep has finished, and checks what a user sees: the login form (the token typed into it
 // becomes an HttpOnly, SameSite=Strict session cookie, never part of a URL or readable by the
 // page's scripts), the sweep in the list, one SUCCEEDED
-// row per run, one multi-point loss curve per run, the series switch redrawing the chart,
+// row per run with its zero-shot accuracy and standard error, one multi-point loss curve per
+// run, the series switch redrawing the chart,
 // the law-fit panel showing /api/sweeps/{id}/fit, the recommendation form answering (also
 // under a parameter cap), the chart's hover read-out (the nearest point's series, FLOPs and
 // loss) and its zoom (a drag narrows the x axis, a double-click restores it), the study in
@@ -275,6 +276,11 @@ try {
     check(parseFloat(row.bar) === 100, `run ${row.cells[2]} progress bar full (${row.bar})`);
     check(row.progressTitle.includes('FLOPs'), `run ${row.cells[2]} progress read-out (${row.progressTitle})`);
     check(Number(row.cells[12]) > 0, `run ${row.cells[2]} shows a final val loss`);
+    // No GPU here: the GPU memory cell is empty (NVML measured nothing).
+    check(row.cells[15] === '', `run ${row.cells[2]} shows no GPU memory on CPU (${row.cells[15]})`);
+    // training.eval_tasks (gcide): the accuracy with its standard error, as the harness's.
+    check(/^gcide 0\.\d{3} ± 0\.\d{3}$/.test(row.cells[16]),
+          `run ${row.cells[2]} shows its zero-shot accuracy ± standard error (${row.cells[16]})`);
   }
   const phis = rows.map(r => r.cells[8]);
   check(

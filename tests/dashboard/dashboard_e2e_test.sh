@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end test of the web dashboard with a real browser. A real coordinator (serving
 # dashboard/static) and two real workers on loopback train a 10-run sweep (Dense and X-MoD
-# K = 2..16 on tiny-test at L = 64 and 128) on byte-level shards that xmod-data makes from
-# dict-gcide. While a run is RUNNING, the coordinator's Prometheus endpoint must export its
+# K = 2..16 on tiny-test at L = 64 and 128, each evaluated zero-shot on 40 gcide examples at
+# the end) on byte-level shards that xmod-data makes from dict-gcide. While a run is RUNNING, the coordinator's Prometheus endpoint must export its
 # per-run series; once the sweep ends they must be gone, and the coordinator must have
 # fitted the law over the eight sparse runs; a study over the sweep (xmodctl study create)
 # is then fitted too. The coordinator has credentials (workers and
@@ -46,6 +46,8 @@ head -c 1000000 "$corpus/gcide.txt" >"$corpus/text.txt"
   --out "$corpus/bytes.txt" >/dev/null
 "$XMOD_BIN_DIR/xmod-data" encode --tokenizer "$corpus/bytes.txt" --text "$corpus/text.txt" \
   --out_prefix "$corpus/gcide" --val_fraction 0.1 >/dev/null
+"$XMOD_BIN_DIR/xmod-data" gcide-task --text "$corpus/text.txt" --out "$corpus/gcide_task.jsonl" \
+  --val_fraction 0.1 --max_examples 40 >/dev/null
 step "corpus ready"
 
 # With credentials: the browser signs in through the login form with the read credential.
@@ -67,7 +69,8 @@ grids { label: "dense" archs: DENSE backbones: "tiny-test" seq_lens: [64, 128] }
 grids { label: "xmod" archs: XMOD backbones: "tiny-test" seq_lens: [64, 128] ks: [2, 4, 8, 16]
         as: 1 }
 training { flop_budget: 3e9 seq_len: 64 batch_tokens: 128 eval_marks: 4 eval_tokens: 2048
-           seed: 1 }
+           seed: 1 eval_tasks { task: "gcide" data: "$corpus/gcide_task.jsonl" }
+           eval_tokenizer: "$corpus/bytes.txt" }
 data { train_glob: "$corpus/gcide_train_*.bin" val_glob: "$corpus/gcide_val_*.bin" }
 fit { enabled: true }
 max_attempts: 2

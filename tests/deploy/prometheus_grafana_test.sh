@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks the operator files against the real tools: promtool validates deploy/prometheus
-# and lints what the coordinator and a worker export, then a real Prometheus scrapes a real coordinator and worker on loopback and every
+# and lints what the coordinator and a worker (with GPU telemetry from a stand-in NVML) export,
+# then a real Prometheus scrapes a real coordinator and worker on loopback and every
 # Grafana panel's PromQL is evaluated against it: each must parse, and every metric it
 # names must exist in what xmod exports.
 source "$(dirname "$0")/../lib/cluster.sh"
@@ -12,7 +13,14 @@ promtool check config --syntax-only "$SRC/deploy/prometheus/prometheus.yml"
 promtool check rules "$SRC/deploy/prometheus/xmod_rules.yml"
 
 start_coordinator
-start_worker w1
+# The worker's GPU telemetry from a stand-in NVML (worker/fake_nvml.cc) reporting two GPUs, so
+# that the GPU panels' series exist and pass the same checks as every other.
+cat >"$TEST_TMP/nvml_state" <<STATE
+gpu 0 75 51539607552 150754820096 412000 58 NVIDIA H200
+gpu 1 0 0 150754820096 - 33 NVIDIA H200
+STATE
+FAKE_NVML_STATE="$TEST_TMP/nvml_state" start_worker w1 --nvml_library="${XMOD_FAKE_NVML:?}" \
+  --gpu_sample_ms=200
 # Both exporters pass promtool's lint (names, units, help text, label conventions); the
 # worker's answers once it has started (bounded wait).
 deadline=$((SECONDS + 30))

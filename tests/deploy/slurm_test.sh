@@ -71,16 +71,6 @@ stop_slurm() {
 }
 trap stop_slurm EXIT
 
-# wait_until SECONDS WHAT COMMAND...: retries COMMAND every 0.25 s.
-wait_until() {
-  local limit=$1 what=$2 deadline=$((SECONDS + $1))
-  shift 2
-  until "$@" >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || fail "waited ${limit} s for $what"
-    sleep 0.25
-  done
-}
-
 # query SQL: the coordinator's answer as CSV rows without the header.
 query() { "$XMODCTL" -o csv query "$1" | tail -n +2; }
 

@@ -103,21 +103,7 @@ WORKER_FLAGS=("${ADVERTISE_B[@]}")
 start_worker_in b "${IN_B[@]}"
 SESSION_B=$LAST_SESSION
 
-# Learnable token shards (a successor rule with 10% noise), as the integration test's.
-/usr/bin/python3 - "$TEST_TMP" <<'PY'
-import random, struct, sys
-def shard(path, n, seed):
-    rng = random.Random(seed)
-    t, out = rng.randrange(61), []
-    for _ in range(n):
-        t = rng.randrange(61) if rng.randrange(10) == 0 else (5 * t + 3) % 61
-        out.append(t)
-    header = [20240520, 1, n] + [0] * 253
-    with open(path, "wb") as f:
-        f.write(struct.pack("<256i", *header) + struct.pack(f"<{n}H", *out))
-shard(f"{sys.argv[1]}/train_0.bin", 400000, 1)
-shard(f"{sys.argv[1]}/val_0.bin", 20000, 2)
-PY
+write_learnable_shards "$TEST_TMP"
 
 # sweep NAME BUDGET RANKS RANKS_PER_WORKER [CHECKPOINT_EVERY]: a one-run sweep spec file.
 sweep() {
@@ -137,27 +123,6 @@ EOF
     fail "cannot submit $1"
 }
 
-# q SQL: rows of a read-only query on the coordinator's database, fields joined by '|'.
-q() {
-  /usr/bin/python3 - "$TEST_TMP/xmod.db" "$1" <<'PY'
-import sqlite3, sys
-db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True, timeout=10)
-for row in db.execute(sys.argv[2]):
-    print("|".join("" if v is None else str(v) for v in row))
-PY
-}
-
-# wait_until SQL WANT SECONDS: until the query's output is WANT.
-wait_until() {
-  local deadline=$((SECONDS + $3)) got
-  while true; do
-    got=$(q "$1" 2>/dev/null || true)
-    [ "$got" = "$2" ] && return 0
-    ((SECONDS > deadline)) && fail "waited $3 s for [$1] = [$2], have [$got]"
-    sleep 0.3
-  done
-}
-
 run_of() { q "SELECT r.id FROM runs r JOIN sweeps s ON s.id = r.sweep_id WHERE s.name = '$1'"; }
 
 # --- 1. A gang across the two hosts trains like one process. ---------------------------
@@ -165,7 +130,7 @@ sweep gang 1e9 2 1
 sweep single 1e9 1 0
 GANG=$(run_of gang)
 SINGLE=$(run_of single)
-wait_until "SELECT state FROM runs WHERE id IN ($GANG, $SINGLE) ORDER BY id" \
+wait_query "SELECT state FROM runs WHERE id IN ($GANG, $SINGLE) ORDER BY id" \
   "$(printf 'SUCCEEDED\nSUCCEEDED')" 90
 members=$(q "SELECT worker FROM attempts WHERE run_id = $GANG")
 [ "$members" = "a,b" ] || [ "$members" = "b,a" ] ||
@@ -189,12 +154,12 @@ PY
 # --- 2. Losing one host ends the gang; the run resumes on a fresh one. -------------------
 sweep long 1.6e10 2 1 25
 LONG=$(run_of long)
-wait_until "SELECT COUNT(*) > 0 FROM checkpoints WHERE run_id = $LONG AND attempt = 1" 1 90
-wait_until "SELECT state FROM runs WHERE id = $LONG" RUNNING 5
+wait_query "SELECT COUNT(*) > 0 FROM checkpoints WHERE run_id = $LONG AND attempt = 1" 1 90
+wait_query "SELECT state FROM runs WHERE id = $LONG" RUNNING 5
 pkill -9 -s "$SESSION_B" || fail "nothing to kill on host b"
 echo "two_host_test: killed host b (worker b and its trainer) at step" \
   "$(q "SELECT step FROM runs WHERE id = $LONG")"
-wait_until "SELECT outcome IN ('lost', 'failed') FROM attempts WHERE run_id = $LONG AND attempt = 1" \
+wait_query "SELECT outcome IN ('lost', 'failed') FROM attempts WHERE run_id = $LONG AND attempt = 1" \
   1 30
 # a's rank of the dead gang is stopped as well (by its collective failing or a KILL order).
 deadline=$((SECONDS + 30))
@@ -208,7 +173,7 @@ echo "two_host_test: attempt 1 ended on both hosts:" \
   fail "the run is not requeued while one worker is left"
 WORKER_FLAGS=("${ADVERTISE_B[@]}")
 start_worker_in b2 "${IN_B[@]}"
-wait_until "SELECT state FROM runs WHERE id = $LONG" SUCCEEDED 120
+wait_query "SELECT state FROM runs WHERE id = $LONG" SUCCEEDED 120
 attempt2=$(q "SELECT worker, resumed_from_step > 0, outcome FROM attempts
               WHERE run_id = $LONG AND attempt = 2")
 case "$attempt2" in

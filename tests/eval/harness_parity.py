@@ -10,8 +10,12 @@ for the task and changes only where the documents come from (dataset_path: json,
 data_files), so the prompts, choices, preprocessing, metrics and aggregation are the
 harness's. The requests the harness sends must equal DIR/requests.jsonl — the pairs, task by
 task in order, that model/eval/tasks_test.cc requires xmod-eval's task readers to build
-(--write_requests rewrites that file from the harness). Prints a table (task, metric,
-harness, xmod, |difference|) and exits 1 unless every metric agrees to 1e-6.
+(--write_requests rewrites that file from the harness). Both compute standard errors with the
+harness's default bootstrap_iters (100000): acc_stderr and acc_norm_stderr (the sample
+standard error), and LAMBADA's perplexity_stderr (the harness's seeded bootstrap, which
+xmod-eval reproduces draw for draw). Prints a table (task, metric, harness, xmod,
+|difference|) and exits 1 unless every metric and every standard error agrees to 1e-6 and
+xmod-eval reports a standard error exactly where the harness does.
 """
 
 import argparse
@@ -28,9 +32,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "model", 
 import xmod_lm  # noqa: E402  (registers the "xmod" model)
 
 TOLERANCE = 1e-6
+BOOTSTRAP_ITERS = 100000  # the harness's default (simple_evaluate, lm_eval --bootstrap_iters)
 
 # harness task -> (its YAML under lm_eval/tasks, the split it evaluates, xmod-eval's task,
-# {harness metric: xmod-eval's JSON field}).
+# {harness metric: xmod-eval's JSON field}); each metric's standard error is
+# "<metric>_stderr" in both.
 TASKS = {
     "hellaswag": ("hellaswag/hellaswag.yaml", "validation", "hellaswag",
                   {"acc": "acc", "acc_norm": "acc_norm"}),
@@ -103,10 +109,23 @@ def xmod_scores(args, task, xmod_task):
     done = subprocess.run(
         [args.xmod_eval, "--checkpoint", args.checkpoint, "--tokenizer", args.tokenizer,
          "--task", xmod_task, "--data", os.path.join(args.data_dir, f"{task}.jsonl"),
-         "--threads", "1"], capture_output=True, text=True)
+         "--threads", "1", "--bootstrap_iters", str(BOOTSTRAP_ITERS)],
+        capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"FAIL: xmod-eval --task {xmod_task}: {done.stderr.strip()}")
     return json.loads(done.stdout)
+
+
+def compare(task, metric, h, x):
+    """(task, metric, harness, xmod, |diff|, flag) as printed; flag "" when they agree: both
+    numbers within TOLERANCE, or the harness's "N/A" where xmod-eval printed no field."""
+    if h == "N/A" or x is None:
+        ok = h == "N/A" and x is None
+        return (task, metric, str(h), "-" if x is None else f"{x:.15g}", "",
+                "" if ok else "  MISMATCH")
+    diff = abs(h - x)
+    ok = diff <= TOLERANCE
+    return (task, metric, f"{h:.15g}", f"{x:.15g}", f"{diff:.2g}", "" if ok else "  MISMATCH")
 
 
 def main():
@@ -122,7 +141,8 @@ def main():
     model = RecordingXmodLM(checkpoint=args.checkpoint, xmod_eval=args.xmod_eval,
                            tokenizer=args.tokenizer, threads=1)
     harness = lm_eval.simple_evaluate(model=model, tasks=[f"xmod_{t}" for t in TASKS],
-                                      task_manager=manager, num_fewshot=0, bootstrap_iters=0,
+                                      task_manager=manager, num_fewshot=0,
+                                      bootstrap_iters=BOOTSTRAP_ITERS,
                                       log_samples=False)["results"]
 
     failures = check_requests(model.requests, os.path.join(args.data_dir, "requests.jsonl"),
@@ -132,14 +152,13 @@ def main():
         ours = xmod_scores(args, task, xmod_task)
         theirs = harness[f"xmod_{task}"]
         for metric, field in metrics.items():
-            h, x = theirs[f"{metric},none"], ours[field]
-            diff = abs(h - x)
-            ok = diff <= TOLERANCE
-            failures += 0 if ok else 1
-            rows.append((task, metric, h, x, diff, "" if ok else "  MISMATCH"))
-    print(f"{'task':<16} {'metric':<11} {'harness':>22} {'xmod':>22} {'|diff|':>9}")
+            for h_key, x_key in ((metric, field), (f"{metric}_stderr", f"{field}_stderr")):
+                row = compare(task, h_key, theirs[f"{h_key},none"], ours.get(x_key))
+                failures += 0 if row[-1] == "" else 1
+                rows.append(row)
+    print(f"{'task':<16} {'metric':<18} {'harness':>22} {'xmod':>22} {'|diff|':>9}")
     for task, metric, h, x, diff, flag in rows:
-        print(f"{task:<16} {metric:<11} {h:>22.15g} {x:>22.15g} {diff:>9.2g}{flag}")
+        print(f"{task:<16} {metric:<18} {h:>22} {x:>22} {diff:>9}{flag}")
     passed = len(rows) + 1 - failures
     print(f"{passed} passed, {failures} failed")
     return 1 if failures else 0

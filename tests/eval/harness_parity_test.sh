@@ -4,8 +4,9 @@
 # the six tasks' documents (model/eval/testdata/harness, in the harness's dataset schemas)
 # twice — with xmod-eval, and with the harness itself (lm-eval from PyPI, installed by
 # scripts/install-lmeval.sh into .cache/lmeval-venv) through the "xmod" model adapter — and
-# requires every acc / acc_norm / perplexity to agree to 1e-6 (tests/eval/harness_parity.py,
-# which prints the table). Offline: HF_DATASETS_OFFLINE / HF_HUB_OFFLINE, a private HF_HOME.
+# requires every acc / acc_norm / perplexity and its standard error (the harness's default
+# 100000-resample bootstrap for the perplexity) to agree to 1e-6
+# (tests/eval/harness_parity.py, which prints the table). Offline: HF_DATASETS_OFFLINE / HF_HUB_OFFLINE, a private HF_HOME.
 # Needs XMOD_BIN_DIR and XMOD_SOURCE_DIR (ctest sets both); KEEP_TMP=1 keeps the work folder.
 set -euo pipefail
 SRC=${XMOD_SOURCE_DIR:?}

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "data/shard.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "gtest/gtest.h"
 
 namespace xmod {
 namespace {
@@ -127,6 +129,91 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> Cluster::Launch(const std::string&
   options.log_path = absl::StrCat(dir_, "/", name, ".log");
   logs_.push_back(options.log_path);
   return launcher_->Start(options);
+}
+
+std::string Cluster::TokenOf(const std::string& name) {
+  return absl::StrCat(name, "-secret-token-0123");
+}
+
+std::string Cluster::TokenFile(const std::string& name) const {
+  return absl::StrCat(dir_, "/", name, ".token");
+}
+
+absl::Status Cluster::WriteCredentials(const std::vector<std::string>& entries) {
+  std::string lines;
+  for (const std::string& entry : entries) {
+    const std::string name = entry.substr(entry.find(' ') + 1);
+    absl::StrAppend(&lines, entry, " ", TokenOf(name), "\n");
+    if (absl::Status s = WriteFileAtomic(TokenFile(name), TokenOf(name)); !s.ok()) return s;
+  }
+  const std::string path = dir_ + "/credentials";
+  if (absl::Status s = WriteFileAtomic(path, lines); !s.ok()) return s;
+  chmod(path.c_str(), 0600);
+  return absl::OkStatus();
+}
+
+v1::SweepSpec Cluster::TinyDenseSweep(const std::string& name, int runs, const std::string& data) {
+  v1::SweepSpec spec;
+  spec.set_name(name);
+  v1::GridSpec* grid = spec.add_grids();
+  grid->set_label(name);
+  grid->add_archs(v1::DENSE);
+  grid->add_backbones("tiny-test");
+  grid->add_seq_lens(64);
+  grid->add_ks(1);
+  grid->add_as(1);
+  for (int seed = 1; seed <= runs; ++seed) grid->add_seeds(seed);
+  spec.mutable_training()->set_flop_budget(1e12);
+  spec.mutable_training()->set_seq_len(64);
+  spec.mutable_training()->set_batch_tokens(512);
+  spec.mutable_data()->set_train_glob(data);
+  spec.mutable_data()->set_val_glob(data);
+  return spec;
+}
+
+v1::SubmitSweepResponse Cluster::SubmitAs(const std::string& user, const v1::SweepSpec& spec) {
+  v1::SubmitSweepRequest request;
+  *request.mutable_spec() = spec;
+  grpc::ClientContext context;
+  context.AddMetadata("authorization", "Bearer " + TokenOf(user));
+  v1::SubmitSweepResponse response;
+  grpc::Status status = stub_->SubmitSweep(&context, request, &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return response;
+}
+
+void Cluster::UseFakeTrainer(const std::string& fake_train, int steps, int step_ms) {
+  setenv("XMOD_TRAIN_BIN", fake_train.c_str(), 1);
+  setenv("FAKE_TRAIN_MODE", "ok", 1);
+  setenv("FAKE_TRAIN_RESUME", "1", 1);
+  setenv("FAKE_TRAIN_STEPS", std::to_string(steps).c_str(), 1);
+  setenv("FAKE_TRAIN_STEP_MS", std::to_string(step_ms).c_str(), 1);
+}
+
+absl::StatusOr<Cluster::CommandResult> Cluster::RunCommand(
+    const std::string& name, std::vector<std::string> argv,
+    const std::vector<std::pair<std::string, std::string>>& env, absl::Duration timeout) {
+  LaunchOptions options;
+  options.argv = std::move(argv);
+  options.env = env;
+  options.log_path = absl::StrCat(dir_, "/", name, ".log");
+  std::remove(options.log_path.c_str());  // only this run's output
+  logs_.push_back(options.log_path);
+  absl::StatusOr<std::unique_ptr<ChildProcess>> child = launcher_->Start(options);
+  if (!child.ok()) return child.status();
+  const absl::Time deadline = absl::Now() + timeout;
+  std::optional<ExitStatus> exit;
+  while (!(exit = (*child)->Poll()).has_value()) {
+    if (absl::Now() > deadline) {
+      (*child)->Signal(SIGKILL);
+      (*child)->Wait();
+      return absl::DeadlineExceededError(
+          absl::StrCat(name, " ran past ", absl::FormatDuration(timeout)));
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  absl::StatusOr<std::string> output = ReadFile(options.log_path);
+  return CommandResult{*exit, output.ok() ? *std::move(output) : ""};
 }
 
 absl::Status Cluster::StartCoordinator(const std::vector<std::string>& extra_flags) {

@@ -75,6 +75,37 @@ class Cluster {
   // The log files of every process started, for failure messages.
   std::string Logs() const;
 
+  // Credentials for a test (docs/security.md): the bearer token of credential `name`, and the
+  // file WriteCredentials puts it in.
+  static std::string TokenOf(const std::string& name);
+  std::string TokenFile(const std::string& name) const;
+  // Writes dir()/credentials (mode 600), one credential per "SCOPE NAME" entry with
+  // TokenOf(NAME) as its secret, and each token into TokenFile(NAME); the coordinator reads it
+  // with CredentialsFlag().
+  absl::Status WriteCredentials(const std::vector<std::string>& entries);
+  std::string CredentialsFlag() const { return "--credentials_file=" + dir_ + "/credentials"; }
+  // A sweep `name` of `runs` replicates (seeds 1..runs) of one tiny Dense run (tiny-test, L =
+  // 64, 512 tokens a step, 1e12 FLOPs) reading `data`, as the fake trainer's tests submit it.
+  static v1::SweepSpec TinyDenseSweep(const std::string& name, int runs, const std::string& data);
+  // SubmitSweep of `spec` with credential `user`'s token: the response (a failure is a test
+  // failure).
+  v1::SubmitSweepResponse SubmitAs(const std::string& user, const v1::SweepSpec& spec);
+  // worker/fake_train (XMOD_FAKE_TRAIN) as the workers' trainer: `steps` steps of `step_ms`,
+  // a train/loss point of 5/step each, resuming after the checkpoint it resumes from.
+  static void UseFakeTrainer(const std::string& fake_train, int steps, int step_ms);
+
+  // A one-shot command (xmodctl, a coordinator's --restore_from) run to its end with `env`
+  // added, its output in dir()/NAME.log: how it ended and what it printed. SIGKILLed, and
+  // DEADLINE_EXCEEDED, past `timeout`.
+  struct CommandResult {
+    ExitStatus exit;
+    std::string output;
+  };
+  absl::StatusOr<CommandResult> RunCommand(
+      const std::string& name, std::vector<std::string> argv,
+      const std::vector<std::pair<std::string, std::string>>& env = {},
+      absl::Duration timeout = absl::Minutes(2));
+
  private:
   absl::StatusOr<std::unique_ptr<ChildProcess>> Launch(const std::string& name,
                                                        std::vector<std::string> argv);

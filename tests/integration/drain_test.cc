@@ -31,31 +31,13 @@ namespace {
 
 constexpr int kDrainTimeoutMs = 2000;
 
-// A one-run sweep for fake_train (which reads neither the data nor the model).
-v1::SweepSpec OneRun(const std::string& data) {
-  v1::SweepSpec spec;
-  spec.set_name("drain");
-  v1::GridSpec* grid = spec.add_grids();
-  grid->set_label("drain");
-  grid->add_archs(v1::DENSE);
-  grid->add_backbones("tiny-test");
-  grid->add_seq_lens(64);
-  grid->add_ks(1);
-  grid->add_as(1);
-  spec.mutable_training()->set_flop_budget(1e12);
-  spec.mutable_training()->set_seq_len(64);
-  spec.mutable_training()->set_batch_tokens(512);
-  spec.mutable_data()->set_train_glob(data);
-  spec.mutable_data()->set_val_glob(data);
-  return spec;
-}
-
-// Submits OneRun and sets `run_id` to its run.
+// Submits a one-run sweep for fake_train (which reads neither the data nor the model) and sets
+// `run_id` to its run.
 void SubmitOneRun(Cluster& cluster, int64_t* run_id) {
   const std::string data = cluster.dir() + "/unused_shard.bin";
   ASSERT_TRUE(WriteFileAtomic(data, "").ok());
   v1::SubmitSweepRequest request;
-  *request.mutable_spec() = OneRun(data);
+  *request.mutable_spec() = Cluster::TinyDenseSweep("drain", 1, data);
   v1::SubmitSweepResponse response;
   grpc::ClientContext context;
   grpc::Status submitted = cluster.stub().SubmitSweep(&context, request, &response);

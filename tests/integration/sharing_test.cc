@@ -41,7 +41,7 @@ constexpr int kSteps = 100;
 constexpr char kAlice[] = "alice";
 constexpr char kBob[] = "bob";
 
-std::string TokenOf(const std::string& name) { return absl::StrCat(name, "-secret-token-0123"); }
+std::string TokenOf(const std::string& name) { return Cluster::TokenOf(name); }
 
 int64_t Count(ReadOnlyDb& db, const std::string& sql) {
   const std::vector<std::vector<std::string>> rows = db.Rows(sql);
@@ -58,36 +58,24 @@ double Percentile(std::vector<double> values, double p) {
 class SharingTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    setenv("XMOD_TRAIN_BIN", XMOD_FAKE_TRAIN, 1);
-    setenv("FAKE_TRAIN_MODE", "ok", 1);
-    setenv("FAKE_TRAIN_RESUME", "1", 1);
-    setenv("FAKE_TRAIN_STEPS", std::to_string(kSteps).c_str(), 1);
-    setenv("FAKE_TRAIN_STEP_MS", "40", 1);
-    std::string lines;
-    for (const char* user : {kAlice, kBob})
-      absl::StrAppend(&lines, "user ", user, " ", TokenOf(user), "\n");
-    for (const std::string& w : workers_) {
-      absl::StrAppend(&lines, "worker ", w, " ", TokenOf(w), "\n");
-      ASSERT_TRUE(WriteFileAtomic(TokenFile(w), TokenOf(w)).ok());
-    }
-    ASSERT_TRUE(WriteFileAtomic(cluster_.dir() + "/credentials", lines).ok());
-    chmod((cluster_.dir() + "/credentials").c_str(), 0600);
+    Cluster::UseFakeTrainer(XMOD_FAKE_TRAIN, kSteps, 40);
+    std::vector<std::string> credentials = {absl::StrCat("user ", kAlice),
+                                            absl::StrCat("user ", kBob)};
+    for (const std::string& w : workers_) credentials.push_back("worker " + w);
+    ASSERT_TRUE(cluster_.WriteCredentials(credentials).ok());
     data_ = cluster_.dir() + "/unused_shard.bin";
     ASSERT_TRUE(WriteFileAtomic(data_, "").ok());
   }
   void TearDown() override { cluster_.Stop(); }
 
-  std::string TokenFile(const std::string& worker) const {
-    return absl::StrCat(cluster_.dir(), "/", worker, ".token");
-  }
+  std::string TokenFile(const std::string& worker) const { return cluster_.TokenFile(worker); }
 
   // Starts (or restarts) the coordinator with sharing config `config` (text format).
   void StartCoordinator(const std::string& config) {
     const std::string path = cluster_.dir() + "/sharing.txtpb";
     ASSERT_TRUE(WriteFileAtomic(path, config).ok());
     ASSERT_TRUE(cluster_
-                    .StartCoordinator({"--nocheck_data_paths",
-                                       "--credentials_file=" + cluster_.dir() + "/credentials",
+                    .StartCoordinator({"--nocheck_data_paths", cluster_.CredentialsFlag(),
                                        "--sharing_config=" + path, "--heartbeat_interval_ms=300",
                                        "--lease_ttl_ms=20000"})
                     .ok())
@@ -102,28 +90,9 @@ class SharingTest : public ::testing::Test {
 
   // Submits `runs` runs (replicates of one tiny run) as `user`; returns the sweep id.
   int64_t Submit(const std::string& user, const std::string& name, int priority, int runs) {
-    v1::SubmitSweepRequest request;
-    v1::SweepSpec& spec = *request.mutable_spec();
-    spec.set_name(name);
+    v1::SweepSpec spec = Cluster::TinyDenseSweep(name, runs, data_);
     spec.set_priority(priority);
-    v1::GridSpec* grid = spec.add_grids();
-    grid->set_label(name);
-    grid->add_archs(v1::DENSE);
-    grid->add_backbones("tiny-test");
-    grid->add_seq_lens(64);
-    grid->add_ks(1);
-    grid->add_as(1);
-    for (int seed = 1; seed <= runs; ++seed) grid->add_seeds(seed);
-    spec.mutable_training()->set_flop_budget(1e12);
-    spec.mutable_training()->set_seq_len(64);
-    spec.mutable_training()->set_batch_tokens(512);
-    spec.mutable_data()->set_train_glob(data_);
-    spec.mutable_data()->set_val_glob(data_);
-    grpc::ClientContext context;
-    context.AddMetadata("authorization", "Bearer " + TokenOf(user));
-    v1::SubmitSweepResponse response;
-    grpc::Status status = cluster_.stub().SubmitSweep(&context, request, &response);
-    EXPECT_TRUE(status.ok()) << status.error_message();
+    const v1::SubmitSweepResponse response = cluster_.SubmitAs(user, spec);
     EXPECT_EQ(response.runs_size(), runs);
     return response.sweep_id();
   }

@@ -3,6 +3,7 @@ and the watch's end and reconnect rules."""
 from concurrent import futures
 
 import grpc
+import pandas as pd
 import pytest
 
 import xmod
@@ -42,6 +43,29 @@ class FakeCoordinator(coordinator_pb2_grpc.CoordinatorServicer):
             context.abort(grpc.StatusCode.NOT_FOUND, f"sweep {request.sweep_id} not found")
         return pilot_pb2.SelectPilotResponse(sweep_id=7, selections=[
             pilot_pb2.PilotSelection(moe_index=0, pick_index=-1, reason="no X-MoD")])
+
+    # Run 5 evaluated gcide and lambada at its end (the trainer's eval/<task>/<field>
+    # metrics); run 6 lists no eval task.
+    EVAL = {"eval/gcide/acc": 0.4375, "eval/gcide/acc_stderr": 0.0222,
+            "eval/gcide/acc_norm": 0.4375, "eval/gcide/acc_norm_stderr": 0.0222,
+            "eval/gcide/n": 500, "eval/lambada/acc": 0.125, "eval/lambada/acc_stderr": 0.0331,
+            "eval/lambada/ppl": 812.5, "eval/lambada/ppl_stderr": 97.25, "eval/lambada/n": 96}
+
+    def GetRun(self, request, context):
+        self._seen(request, context)
+        run = types_pb2.Run(id=request.run_id)
+        if request.run_id == 5:
+            for task in ("gcide", "lambada"):
+                run.spec.training.eval_tasks.add(task=task, data=f"/data/{task}.jsonl")
+        return pb.GetRunResponse(run=run)
+
+    def GetMetrics(self, request, context):
+        self._seen(request, context)
+        response = pb.GetMetricsResponse()
+        for name in request.names:
+            if name in self.EVAL:
+                response.series.add(name=name).points.add(value=self.EVAL[name])
+        return response
 
     def GetUsage(self, request, context):
         self._seen(request, context)
@@ -184,3 +208,17 @@ def test_select_pilot_sends_the_sweep_and_returns_the_document(fake):
     with pytest.raises(xmod.XmodError) as e:
         client.select_pilot(8)
     assert e.value.code == grpc.StatusCode.NOT_FOUND and "sweep 8 not found" in e.value.message
+
+
+def test_evals_has_each_metric_with_its_standard_error(fake):
+    frame = xmod.Client(fake.addr).evals([5, 6])
+    assert list(frame.columns) == ["run_id", "task", "n", "acc", "acc_stderr", "acc_norm",
+                                   "acc_norm_stderr", "ppl", "ppl_stderr"]
+    assert frame["task"].tolist() == ["gcide", "lambada"] and set(frame["run_id"]) == {5}
+    gcide, lambada = frame.iloc[0], frame.iloc[1]
+    assert gcide["acc"] == 0.4375 and gcide["acc_stderr"] == 0.0222 and gcide["n"] == 500
+    assert pd.isna(gcide["ppl"]) and pd.isna(gcide["ppl_stderr"])
+    assert lambada["ppl"] == 812.5 and lambada["ppl_stderr"] == 97.25
+    assert pd.isna(lambada["acc_norm"]) and pd.isna(lambada["acc_norm_stderr"])
+    asked = [r for r in fake.requests if isinstance(r, pb.GetMetricsRequest)]
+    assert len(asked) == 1 and "eval/lambada/ppl_stderr" in asked[0].names  # none for run 6

@@ -1,8 +1,9 @@
 """The client against a real xmod-coordinator and two xmod-workers on loopback.
 
 scripts/test-python-client.sh starts them (tests/lib/cluster.sh: credentials, free ports)
-with tests/fake_trainer.py as the workers' trainer, and sets XMOD_ADDR, XMOD_TOKEN_FILE (a
-"user" token), READ_TOKEN_FILE (a "read" token), XMOD_BIN_DIR (for xmodctl), XMOD_HTTP_ADDR
+with tests/fake_trainer.py as the workers' trainer, and sets XMOD_ADDR, XMOD_TOKEN_FILE (user
+"tester"'s token), OTHER_TOKEN_FILE (user "other"'s), ADMIN_TOKEN_FILE (admin "operator"'s),
+READ_TOKEN_FILE (a "read" token), XMOD_BIN_DIR (for xmodctl), XMOD_HTTP_ADDR
 (the coordinator's HTTP /api/) and XMOD_PYCLIENT_CLUSTER=1; without them these tests are
 skipped. One 10-run sweep (Dense and
 X-MoD K = 2..16 at L = 64 and 128, the fewest runs the law fit accepts) is submitted,
@@ -292,6 +293,32 @@ def test_cancel_retry_resume(client, corpus, sweep_id):
     while client.run(cancelled[0])["run"]["state"] != "SUCCEEDED":
         assert time.monotonic() < deadline, client.run(cancelled[0])
         time.sleep(0.2)
+
+
+def test_tenants_change_only_their_own_work(client, corpus):
+    """Another user's changes to tester's sweep are PERMISSION_DENIED naming tester, and
+    change nothing; the admin's go through; the event log says who did what."""
+    sweep = client.submit(sweep_spec(corpus, name="pyclient-tenants"))["sweep_id"]
+    run_id = int(client.runs(sweep)["id"].iloc[-1])
+    with xmod.Client(token_file=os.environ["OTHER_TOKEN_FILE"]) as other:
+        for call in (lambda: other.cancel(sweep), lambda: other.cancel_run(run_id),
+                     lambda: other.retry_failed(sweep), lambda: other.resume_run(run_id),
+                     lambda: other.create_study({"name": "theirs", "members": [
+                         {"sweep_id": sweep, "role": "kxl"}]})):
+            with pytest.raises(xmod.XmodError) as e:
+                call()
+            assert e.value.code == grpc.StatusCode.PERMISSION_DENIED
+            assert 'belongs to user "tester"' in e.value.message
+            assert 'credential "other"' in e.value.message
+        assert other.events(sweep_id=sweep, actor="other").empty
+    with xmod.Client(token_file=os.environ["ADMIN_TOKEN_FILE"]) as admin:
+        admin.cancel(sweep)  # the runs the workers finished meanwhile stay as they are
+    events = client.events(sweep_id=sweep)
+    assert list(events["kind"])[-1] == "sweep_submitted"  # newest first
+    assert list(events["actor"])[-1] == "tester"
+    cancelled = events[events["kind"] == "sweep_cancelled"]
+    assert list(cancelled["actor"]) == ["operator"]
+    assert not events["actor"].isna().all()
 
 
 def test_plan(client):

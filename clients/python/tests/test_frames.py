@@ -69,6 +69,23 @@ def test_metrics_frame_is_long():
     assert list(empty.columns) == frames.METRIC_COLUMNS and len(empty) == 0
 
 
+def test_evals_frame_has_one_row_per_run_and_task():
+    response = pb.GetMetricsResponse()
+    for name, values in [("eval/boolq/acc", [0.5, 0.625]), ("eval/boolq/acc_stderr", [0.0484]),
+                         ("eval/boolq/n", [100])]:
+        series = response.series.add(name=name)
+        for value in values:
+            series.points.add(value=value)
+    frame = frames.evals_frame([(3, ["boolq", "lambada"], response)])
+    assert list(frame.columns) == frames.EVAL_COLUMNS
+    assert frame["task"].tolist() == ["boolq", "lambada"]
+    assert frame.loc[0, "acc"] == 0.625  # the latest point
+    assert frame.loc[0, "acc_stderr"] == 0.0484 and frame.loc[0, "n"] == 100
+    assert frame.loc[1, ["acc", "acc_stderr", "n"]].isna().all()  # not evaluated yet
+    empty = frames.evals_frame([])
+    assert list(empty.columns) == frames.EVAL_COLUMNS and len(empty) == 0
+
+
 def test_query_frame_types_columns():
     response = pb.QueryResponse(columns=["id", "loss", "name", "maybe", "nothing"],
                                 truncated=True)

@@ -313,6 +313,21 @@ class Client:
             rows.append((run_id, self._call(self._stub.GetMetrics, request)))
         return frames.metrics_frame(rows)
 
+    def evals(self, run_ids):
+        """Zero-shot results of one or more runs (their spec's training.eval_tasks) as a
+        DataFrame, one row per run and task: run_id, task, n, acc, acc_stderr, acc_norm,
+        acc_norm_stderr, ppl, ppl_stderr — the standard errors as lm-evaluation-harness
+        computes them; NaN where a run reported none (xmod.frames.evals_frame)."""
+        rows = []
+        for run_id in _ids(run_ids):
+            run = self._call(self._stub.GetRun, pb.GetRunRequest(run_id=run_id)).run
+            tasks = [t.task for t in run.spec.training.eval_tasks]
+            names = [f"eval/{t}/{field}" for t in tasks for field in frames.EVAL_COLUMNS[2:]]
+            metrics = (self._call(self._stub.GetMetrics, pb.GetMetricsRequest(
+                run_id=run_id, names=names)) if names else pb.GetMetricsResponse())
+            rows.append((run_id, tasks, metrics))
+        return frames.evals_frame(rows)
+
     def query(self, sql, *, max_rows=0):
         """A read-only SQL query (SELECT/WITH) on the results database as a DataFrame with
         typed columns (xmod.frames.query_frame); frame.attrs["truncated"] is set when the
@@ -441,3 +456,17 @@ class Client:
         same fields."""
         request = sharing_pb2.GetUsageRequest(window_ms=int(window_s * 1000))
         return [to_dict(u) for u in self._call(self._stub.GetUsage, request).users]
+
+    def events(self, *, sweep_id=0, run_id=0, actor=None, limit=0, before_id=0):
+        """The coordinator's event log, newest first, as a DataFrame (one row an Event:
+        id, time_unix_ms, kind, sweep_id, run_id, text, actor — the credential that made the
+        change, "" for the anonymous caller, None where the coordinator acted on its
+        own): a sweep's events and its runs', one run's, or one actor's changes (actor=""
+        for the anonymous caller). One page of `limit` events (0 = 100, at most 1000); pass
+        the smallest id back as before_id for the page before it."""
+        request = pb.ListEventsRequest(sweep_id=int(sweep_id), run_id=int(run_id),
+                                       limit=int(limit), before_id=int(before_id))
+        if actor is not None:
+            request.actor = actor
+        response = self._call(self._stub.ListEvents, request)
+        return frames.messages_frame(response.events, types_pb2.Event)

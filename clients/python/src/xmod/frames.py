@@ -15,6 +15,22 @@ _METRIC_DTYPES = {"run_id": "int64", "step": "int64", "tokens": "int64", "flops"
                   "value": "float64"}
 
 
+def _eval_fields():
+    """The zero-shot result's fields (xmod.v1.EvalTaskResult, whose names the trainer's
+    eval/<task>/<field> metrics carry), each metric followed by its standard error."""
+    from xmod.v1 import eval_pb2
+
+    names = [f.name for f in eval_pb2.EvalTaskResult.DESCRIPTOR.fields if f.name != "task"]
+    ordered = []
+    for name in names:
+        if not name.endswith("_stderr"):
+            ordered += [name] + ([f"{name}_stderr"] if f"{name}_stderr" in names else [])
+    return ordered
+
+
+EVAL_COLUMNS = ["run_id", "task"] + _eval_fields()
+
+
 def _value(field, value):
     if field.type == FieldDescriptor.TYPE_ENUM:
         item = field.enum_type.values_by_number.get(value)
@@ -86,6 +102,24 @@ def metrics_frame(rows):
                 records.append((run_id, series.name or p.name, p.step, p.tokens, p.flops,
                                 p.value))
     return pd.DataFrame.from_records(records, columns=METRIC_COLUMNS).astype(_METRIC_DTYPES)
+
+
+def evals_frame(rows):
+    """One row per (run, zero-shot task): run_id, task, n, acc, acc_stderr, acc_norm,
+    acc_norm_stderr, ppl, ppl_stderr — the latest point of each eval/<task>/<field> series,
+    NaN where the run reported none (acc_norm for LAMBADA, ppl for multiple choice, a standard
+    error lm-evaluation-harness reports as N/A, or a run not evaluated yet).
+
+    rows: (run_id, tasks, GetMetricsResponse) triples, tasks in the run spec's order."""
+    records = []
+    for run_id, tasks, response in rows:
+        latest = {s.name: s.points[-1].value for s in response.series if s.points}
+        for task in tasks:
+            records.append([run_id, task] + [latest.get(f"eval/{task}/{field}", float("nan"))
+                                             for field in EVAL_COLUMNS[2:]])
+    frame = pd.DataFrame.from_records(records, columns=EVAL_COLUMNS)
+    return frame.astype({c: "float64" for c in EVAL_COLUMNS[2:]} | {"run_id": "int64",
+                                                                     "n": "Int64"})
 
 
 def _typed(values):

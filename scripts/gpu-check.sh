@@ -25,13 +25,19 @@
 #   scripts/gpu-check.sh                            # on the GPU machine (default --device cuda)
 #   BUILD_DIR=build/release scripts/gpu-check.sh --device cpu   # reuse a build, no building
 #   scripts/gpu-check.sh --build-only --torch-root DIR          # CI: the build alone, isolated
+#   scripts/make-bundle.sh && scripts/gpu-check.sh --e2e        # the whole service (below)
 #
 # Options: --device cuda|cpu, --build-dir DIR (default build/gpu-check; a BUILD_DIR or
 # --build-dir that already holds both binaries is used as it is), --debs DIR (default
 # .cache/gpu-debs), --out FILE (default $OUT/gpu-check.json when $OUT is set, else
 # <build dir>/gpu-check.json), --torch-root DIR (the torch package folder of a PyPI wheel;
 # default the machine's `import torch`, else .cache/torch-venv's), --build-only (configure,
-# build and check the isolation below, then stop: what CI runs). Env: TOKENS (bench tokens
+# build and check the isolation below, then stop: what CI runs), --e2e [--bundle FILE] (after
+# the build, instead of the benchmarks: the whole service from the bundle scripts/make-bundle.sh
+# made, default .cache/xmod-bundle.tar.xz, run by scripts/service-check.sh with this xmod-train:
+# a coordinator and a worker that finds the GPUs, a sweep through xmodctl, the worker
+# SIGKILLed mid-run and restarted, the run resumed from its checkpoint; its JSON is the
+# summary's "e2e"; CI runs it with --device cpu). Env: TOKENS (bench tokens
 # per step), STEPS, JOBS, TWIN_COMPILE (models the twin compiles; default "dense xmod_K4_A1"),
 # TWIN_COMPILE_TIMEOUT (seconds each, default 150).
 #
@@ -54,6 +60,8 @@ DEBS=.cache/gpu-debs
 RESULT=""
 FETCH=0
 BUILD_ONLY=0
+E2E=0
+BUNDLE=.cache/xmod-bundle.tar.xz
 TORCH_ROOT=""
 while (($#)); do
   case "$1" in
@@ -64,6 +72,8 @@ while (($#)); do
     --torch-root) TORCH_ROOT=$(cd "$2" && pwd); shift 2 ;;
     --build-only) BUILD_ONLY=1; REUSE=""; shift ;;
     --fetch-debs) FETCH=1; shift ;;
+    --e2e) E2E=1; shift ;;
+    --bundle) BUNDLE=$2; shift 2 ;;
     *) echo "gpu-check: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -214,6 +224,23 @@ fi
 BENCH="$BUILD/bin/bench_model"
 TRAIN="$BUILD/bin/xmod-train"
 log "build: ${BUILD_S} s"
+
+if ((E2E)); then
+  mkdir -p "$(dirname "$RESULT")"
+  e2e_status=0
+  scripts/service-check.sh --device "$DEVICE" --train-bin "$TRAIN" --bundle "$BUNDLE" \
+    --out "$WORK/service-check.json" || e2e_status=$?
+  python3 - "$RESULT" "$DEVICE" "$BUILD_S" "$KERNELS" "$ISOLATION" "$WORK/service-check.json" <<'PY'
+import json, os, sys
+out, device, build_s, kernels, isolation, e2e = sys.argv[1:]
+summary = {"device": device, "build": {"seconds": float(build_s), "kernels": kernels,
+                                       "isolation": json.loads(isolation)},
+           "e2e": json.load(open(e2e)) if os.path.exists(e2e) else {"passed": False}}
+json.dump(summary, open(out, "w"), indent=2)
+PY
+  log "summary: $RESULT"
+  exit "$e2e_status"
+fi
 
 # ---------------------------------------------------------------------------------------
 # (a) the device tests: the CUDA kernels against their formulas, the recorded step against the

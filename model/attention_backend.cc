@@ -102,6 +102,9 @@ SdpaBackend Fastest(const std::map<SdpaBackend, double>& seconds) {
 SdpaBackend ChooseSdpaBackend(const torch::Tensor& q, const torch::Tensor& k,
                               const torch::Tensor& v, const SdpaTimer& measure) {
   if (!q.is_cuda()) return SdpaBackend::kDefault;
+  // Measuring waits for the device: never inside a recording (the step's eager warm-up steps
+  // meet every shape first); SDPA's own choice there, nothing cached.
+  if (DeviceIsCapturing(q.device())) return SdpaBackend::kDefault;
   const SdpaShape shape{{q.size(0), q.size(1), k.size(1), q.size(2), k.size(2), q.size(3)},
                         q.scalar_type(),
                         q.device()};

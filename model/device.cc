@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 
 #ifdef XMOD_CUDA
+#include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <cuda_runtime_api.h>
 #endif
 
@@ -40,6 +41,16 @@ int CudaComputeCapabilityMajor(torch::Device device) {
   }
 #endif
   return 0;
+}
+
+bool DeviceIsCapturing(torch::Device device) {
+#ifdef XMOD_CUDA
+  if (device.is_cuda() && HasCudaBuild()) {
+    return c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
+  }
+#endif
+  (void)device;
+  return false;
 }
 
 void SynchronizeDevice(torch::Device device) {

@@ -25,6 +25,10 @@ std::string TorchBuildSummary();
 // interface does not expose.
 int CudaComputeCapabilityMajor(torch::Device device);
 
+// Whether the current stream of `device` is being recorded into a CUDA graph (false on a
+// CPU and in a build without CUDA): work that reads the host or waits must not run then.
+bool DeviceIsCapturing(torch::Device device);
+
 // Waits until the device has finished its queued work (a no-op on the CPU).
 void SynchronizeDevice(torch::Device device);
 

@@ -105,7 +105,8 @@ std::pair<torch::Tensor, torch::Tensor> RmsNormBackward(const torch::Tensor& dy_
   // Chunks of rows for dw's partial sums: at most 65535 (a grid's second dimension), about
   // 256 rows each.
   const int64_t chunk_rows = std::max<int64_t>(256, (n + 65534) / 65535);
-  const int64_t chunks = std::max<int64_t>(1, (n + chunk_rows - 1) / chunk_rows);
+  // No rows: no chunk, so dw is the sum of nothing (zeros), not of an unwritten buffer.
+  const int64_t chunks = (n + chunk_rows - 1) / chunk_rows;
   torch::Tensor dx = torch::empty_like(x);
   torch::Tensor partial = torch::empty({chunks, d}, x.options().dtype(torch::kFloat));
   Check(launch::RmsNormBackward(dtype, dy.data_ptr<float>(), x.data_ptr(), inv.data_ptr<float>(),
@@ -132,8 +133,9 @@ std::pair<torch::Tensor, torch::Tensor> NextTokenLossForward(const torch::Tensor
                                      lse.data_ptr<float>(), row_loss.data_ptr<float>(), n, v,
                                      Stream()),
         "NextTokenLossForward");
-  // The mean summed in float64, in a fixed order (ATen's reduction).
-  torch::Tensor loss = row_loss.to(torch::kFloat64).sum().div_(std::max<int64_t>(1, n));
+  // The mean summed in float64, in a fixed order (ATen's reduction); no rows: NaN, as the
+  // composite's mean of nothing.
+  torch::Tensor loss = row_loss.to(torch::kFloat64).sum().div_(static_cast<double>(n));
   return {loss.to(torch::kFloat), lse};
 }
 

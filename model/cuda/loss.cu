@@ -31,7 +31,9 @@ __global__ void LossForwardKernel(const T* logits, const int64_t* targets, float
   float m = -INFINITY, s = 0.0f;
   for (int64_t j = threadIdx.x; j < v; j += blockDim.x) {
     const float value = ToFloat(x[j]);
-    if (value > m) {
+    // A NaN takes the new-maximum branch, so that it reaches the sum (s = NaN) and Merge,
+    // as the composite's log-softmax gives NaN for a row holding one.
+    if (!(value <= m)) {
       s = (m == -INFINITY ? 0.0f : s * expf(m - value)) + 1.0f;
       m = value;
     } else {

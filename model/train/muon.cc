@@ -111,7 +111,8 @@ void Muon::Step(double lr) {
 
 void Muon::StepOnDevice(const torch::Tensor& decay, const torch::Tensor& neg_lr) {
   ForEachBatch([&](std::vector<torch::Tensor>& params, torch::Tensor& u, double scale) {
-    torch::_foreach_mul_(params, decay);
+    // In the parameters' dtype: a float64 factor would take _foreach_mul_'s slow path.
+    torch::_foreach_mul_(params, decay.to(params.front().scalar_type()));
     torch::_foreach_add_(params, u.mul_(neg_lr * scale).unbind(0));
   });
 }

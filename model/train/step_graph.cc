@@ -14,6 +14,7 @@
 // serve: libtorch_cuda registers no implementation of it (2.15).
 #ifdef XMOD_CUDA
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
 namespace xmod {
@@ -40,14 +41,28 @@ class DeviceStepGraphs : public StepGraphs {
   void Capture(int index, const std::function<void()>& phase) override {
     TORCH_CHECK(index == static_cast<int>(graphs_.size()), "recording ", index, " out of order");
     SynchronizeDevice(device_);
+    // The warm-up steps' blocks, cached for stream_, go back to the device first: during a
+    // capture the allocator neither frees cached blocks nor serves them to the recording's
+    // private pool, so they would double the activations' memory at the first capture (as
+    // torch.cuda.graph does).
+    c10::cuda::CUDACachingAllocator::emptyCache();
     graphs_.push_back(std::make_unique<at::cuda::CUDAGraph>());
     at::cuda::CUDAGraph& graph = *graphs_.back();
-    {
-      c10::StreamGuard on_stream(stream_);
-      graph.capture_begin(index == 0 ? c10::MempoolId_t{0, 0} : graphs_.front()->pool());
+    c10::StreamGuard on_stream(stream_);
+    graph.capture_begin(index == 0 ? c10::MempoolId_t{0, 0} : graphs_.front()->pool());
+    try {
       phase();
-      graph.capture_end();
+    } catch (...) {
+      // A phase that fails while recorded (out of memory, an operation a graph cannot hold)
+      // ends the capture before the error goes on, so the stream leaves capture mode.
+      try {
+        graph.capture_end();
+      } catch (...) {
+      }
+      graphs_.pop_back();
+      throw;
     }
+    graph.capture_end();
   }
 
   void Replay(int index) override { graphs_.at(index)->replay(); }

@@ -25,6 +25,9 @@ TrainStep::TrainStep(Transformer model, ParameterUpdate* update, const TrainStep
   const torch::TensorOptions f64 = torch::TensorOptions().dtype(torch::kFloat64).device(device_);
   losses_ = {torch::zeros({}, f64), torch::zeros({}, f64)};
   if (graphs_ == nullptr) return;
+  // A recording replays one set of gradients: parameters that may miss theirs (MoE experts)
+  // would keep the set of the captured step (StaticTrainingStep excludes MoE from graphs).
+  TORCH_CHECK(may_miss_.empty(), "TrainStep: graphs need every parameter to get a gradient");
   for (torch::Tensor p : model_->parameters()) {
     const bool missable = std::any_of(may_miss_.begin(), may_miss_.end(),
                                       [&](const torch::Tensor& m) { return m.is_same(p); });
@@ -79,7 +82,8 @@ void TrainStep::RunPhase(Phase phase, const std::function<void()>& body) {
     graphs_->Run(body);
   } else {
     if (runs == kWarmupSteps) {
-      graphs_->Capture(recordings_++, body);
+      graphs_->Capture(phase, body);  // StepGraphs checks they come in phase order
+      ++recordings_;
     }
     graphs_->Replay(phase);
     ++replays_;

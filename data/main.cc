@@ -28,8 +28,8 @@
 #include "data/gcide_task.h"
 #include "data/gcide_text.h"
 #include "data/gpt2_vocab.h"
+#include "data/open_tokenizer.h"
 #include "data/shard.h"
-#include "data/tokenizer.h"
 
 namespace xmod {
 namespace {

@@ -1,6 +1,6 @@
 // The tokenizer interface of xmod-data: text <-> token ids. Implementations are byte-level
 // BPE encoders (bpe.h): the exact GPT-2 one (gpt2_vocab.h) and small trained vocabularies
-// (bpe_file.h). OpenTokenizer picks one from a command-line spec.
+// (bpe_file.h). OpenTokenizer (open_tokenizer.h) picks one from a command-line spec.
 //
 // Thread-safety: Encode is not thread-safe (encoders cache word encodings); use one
 // tokenizer per thread. Decode and vocab_size are const and thread-safe.
@@ -30,11 +30,6 @@ class Tokenizer {
   // Number of token ids (ids are 0 .. vocab_size() - 1).
   virtual size_t vocab_size() const = 0;
 };
-
-// "gpt2" loads the GPT-2 vocabulary from `gpt2_dir` (encoder.json, vocab.bpe); anything
-// else is the path of a merges file written by SaveBpeMerges.
-absl::StatusOr<std::unique_ptr<Tokenizer>> OpenTokenizer(const std::string& spec,
-                                                         const std::string& gpt2_dir);
 
 }  // namespace xmod
 

@@ -1,6 +1,4 @@
 // Tests of the pre-tokenizer, the BPE trainer, merges files and OpenTokenizer.
-#include "data/tokenizer.h"
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -9,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "data/bpe_file.h"
 #include "data/bpe_trainer.h"
+#include "data/open_tokenizer.h"
 #include "data/pretokenizer.h"
 #include "data/unicode_classes.h"
 #include "gmock/gmock.h"

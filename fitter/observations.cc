@@ -13,7 +13,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "fitter/backbones.h"
-#include "fitter/shared_runs.h"
 
 namespace xmod::fitter {
 
@@ -188,13 +187,6 @@ absl::StatusOr<std::map<std::string, LossCurve>> DenseCurves(const std::vector<R
     }
   }
   return out;
-}
-
-absl::StatusOr<std::vector<Observation>> BuildObservations(const std::vector<RunCurve>& runs,
-                                                           const ObservationOptions& options) {
-  absl::StatusOr<std::vector<Observation>> observations = BuildRunObservations(runs, options);
-  if (!observations.ok()) return observations.status();
-  return AverageReplicates(MergeSharedRuns(*std::move(observations)));
 }
 
 absl::StatusOr<std::vector<Observation>> BuildRunObservations(const std::vector<RunCurve>& runs,

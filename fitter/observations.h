@@ -106,19 +106,14 @@ bool IsObservation(const RunCurve& run);
 // reference among `runs` yet (their reference is still coming). Returns how many.
 int DropSparseWithoutDense(std::vector<RunCurve>* runs);
 
-// Observations from run curves. DENSE runs (and K = 1) are references; X-MoD runs with
-// K >= 2 become observations, in the sweeps their label names (SweepRolesOfLabels); other
-// architectures (MoD, MoE, controls) are not part of the law and are skipped. INVALID_ARGUMENT
-// naming the run and its (L, backbone) group for a non-finite loss or FLOP value, an empty curve,
-// or a sparse run without a dense reference whose FLOP range covers its C; errors from the
-// accounting name the configuration.
-// Observations that several runs of one configuration (the same run listed twice, or one
-// configuration trained twice) share collapse into one carrying every role they name
-// (MergeSharedRuns, shared_runs.h) before replicates are averaged.
-absl::StatusOr<std::vector<Observation>> BuildObservations(const std::vector<RunCurve>& runs,
-                                                           const ObservationOptions& options = {});
-// BuildObservations without merging shared runs or averaging replicates: one observation per
-// sparse run, in the order of `runs` (a study assigns its members' roles before merging).
+// Observations from run curves, one per sparse run in the order of `runs`, without merging
+// shared runs or averaging replicates (fit_observations.h's BuildObservations does both; a
+// study assigns its members' roles before merging). DENSE runs (and K = 1) are references;
+// X-MoD runs with K >= 2 become observations, in the sweeps their label names
+// (SweepRolesOfLabels); other architectures (MoD, MoE, controls) are not part of the law and
+// are skipped. INVALID_ARGUMENT naming the run and its (L, backbone) group for a non-finite
+// loss or FLOP value, an empty curve, or a sparse run without a dense reference whose FLOP
+// range covers its C; errors from the accounting name the configuration.
 absl::StatusOr<std::vector<Observation>> BuildRunObservations(
     const std::vector<RunCurve>& runs, const ObservationOptions& options = {});
 // Replicates (GridSpec.seeds) in BuildObservations: a dense reference is the mean of the

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "fitter/dense_interp.h"
+#include "fitter/fit_observations.h"
 #include "fitter/synthetic.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

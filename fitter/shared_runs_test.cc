@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "fitter/fit_observations.h"
 #include "fitter/study_fit.h"
 #include "fitter/synthetic.h"
 #include "fitter/validation.h"

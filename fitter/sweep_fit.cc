@@ -5,6 +5,8 @@
 #include <cmath>
 #include <utility>
 
+#include "fitter/fit_observations.h"
+
 namespace xmod::fitter {
 namespace {
 

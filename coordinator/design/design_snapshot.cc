@@ -13,6 +13,7 @@
 #include "coordinator/store/partial_rows.h"
 #include "coordinator/store/store_reads.h"
 #include "fitter/db_source.h"
+#include "fitter/fit_observations.h"
 #include "fitter/sweep_fit.h"
 
 namespace xmod {

@@ -10,34 +10,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "coordinator/spec/spec_options.h"
 #include "xmod/v1/spec.pb.h"
 #include "xmod/v1/types.pb.h"
 
 namespace xmod {
-
-inline constexpr int kDefaultMaxAttempts = 5;
-
-// Sizes a sweep spec may have, so one request cannot make the coordinator expand, store or
-// fit without bound.
-struct SpecLimits {
-  int64_t max_runs = 10000;           // combinations of all grids (before deduplication)
-  int max_values = 1000;              // entries of any repeated field (grids, archs, ks, ...)
-  int max_string_bytes = 4096;        // any string field (names, globs, presets)
-  int max_bootstrap_samples = 10000;  // fit.bootstrap_samples (refits held by one fit)
-  // adaptive.bootstrap_samples and ProposeRuns.bootstrap_samples: refits of every decision,
-  // whose valuation grows with the square of the ensemble.
-  int max_ensemble_size = 1000;
-};
-
-struct ExpansionOptions {
-  // Absolute directories data.train_glob and data.val_glob must lie under (--data_root,
-  // data_roots.h); empty: the globs are neither confined nor looked up.
-  std::vector<std::string> data_roots;
-  // Require both globs and, with data_roots, that each matches a file under them (the
-  // coordinator shares the data filesystem with its workers).
-  bool check_data_paths = true;
-  SpecLimits limits;
-};
 
 // The runs of `spec` in expansion order (grid by grid; within a grid arch, backbone, L, K,
 // A, budget, MoE config vary slowest to fastest). Each run has id 0, state QUEUED, its name

@@ -1,12 +1,12 @@
 // Sweep validation: the checks of a SweepSpec that come before its grids are expanded
-// (sweep_expansion.h) — its sizes against SpecLimits, then its sweep-wide fields (name,
-// training, data globs, fit). Every error is INVALID_ARGUMENT naming the field path
+// (sweep_expansion.h, which calls them) — its sizes against SpecLimits, then its sweep-wide fields
+// (name, training, data globs, fit). Every error is INVALID_ARGUMENT naming the field path
 // (common/field_path.h). Pure functions apart from the data-glob look-up (data_roots.h).
 #ifndef XMOD_COORDINATOR_SPEC_SWEEP_VALIDATION_H_
 #define XMOD_COORDINATOR_SPEC_SWEEP_VALIDATION_H_
 
 #include "absl/status/status.h"
-#include "coordinator/spec/sweep_expansion.h"
+#include "coordinator/spec/spec_options.h"
 #include "xmod/v1/spec.pb.h"
 
 namespace xmod {

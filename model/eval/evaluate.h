@@ -1,8 +1,8 @@
 // Zero-shot evaluation of a trained model: a task's examples (tasks.h) tokenized and scored
 // (scorer.h) into an EvalTaskResult, the run metrics it becomes, and the pieces xmod-eval
-// and xmod-train share — opening the run's tokenizer and rebuilding a model from a
-// checkpoint. Metrics and aggregation are lm-evaluation-harness 0.4's (lm_eval/api/task.py
-// process_results, lm_eval/api/metrics.py):
+// and xmod-train share — opening the run's tokenizer (rebuilding a model from a checkpoint
+// is model/train/eval_model.h's). Metrics and aggregation are lm-evaluation-harness 0.4's
+// (lm_eval/api/task.py process_results, lm_eval/api/metrics.py):
 //   - multiple choice: acc = the choice of highest summed log-likelihood is the label;
 //     acc_norm = the same with each log-likelihood divided by len(answer), the answer's
 //     length in characters without the leading delimiter (Choice::answer_chars); ties and
@@ -73,20 +73,6 @@ std::string EvalResultLine(const xmod::v1::EvalTaskResult& result);
 absl::StatusOr<std::unique_ptr<Tokenizer>> OpenEvalTokenizer(const std::string& spec,
                                                              const xmod::v1::RunSpec& run,
                                                              int vocab);
-
-// A model rebuilt from a checkpoint, on `device`, in evaluation mode.
-struct EvalModel {
-  xmod::v1::RunSpec spec;
-  Transformer model{nullptr};
-  int seq_len = 0;  // the run's training.seq_len: the longest window scored
-  int vocab = 0;
-};
-// `spec_override` non-empty: a RunSpec file (run_spec_file.h) to use instead of the one in
-// the checkpoint. Errors of ReadCheckpointSpec / LoadModelWeights / Account, and
-// INVALID_ARGUMENT for a bad device.
-absl::StatusOr<EvalModel> LoadEvalModel(const std::string& checkpoint,
-                                        const std::string& spec_override,
-                                        const std::string& device);
 
 }  // namespace xmod
 

@@ -18,6 +18,7 @@
 #include "model/test_specs.h"
 #include "model/train/adamw.h"
 #include "model/train/checkpoint.h"
+#include "model/train/eval_model.h"
 #include "model/train/muon.h"
 #include "model/train/test_corpus.h"
 

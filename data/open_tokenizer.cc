@@ -1,5 +1,5 @@
 // OpenTokenizer: the GPT-2 vocabulary or a small merges file, chosen by a spec string.
-#include "data/tokenizer.h"
+#include "data/open_tokenizer.h"
 
 #include "data/bpe_file.h"
 #include "data/gpt2_vocab.h"

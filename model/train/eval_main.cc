@@ -25,6 +25,7 @@
 #include "common/proto_json.h"
 #include "model/eval/evaluate.h"
 #include "model/eval/pairs.h"
+#include "model/train/eval_model.h"
 #include "model/train/threads.h"
 
 namespace {

@@ -35,6 +35,12 @@ set(XMOD_SUBLAYERS_coordinator
 
 # Where SQL may be written: the results database library and the coordinator's store.
 set(XMOD_SQL_FOLDERS "resultsdb" "coordinator/store")
+# Folders that hold rows and SQL only: of the project's folders they include just these. Domain
+# types (the fitter's, the trainer's) are built from rows above them; model/accounting is the
+# FLOP arithmetic of run progress, derived on every read (coordinator/store/run_progress.h).
+set(XMOD_ROWS_ONLY_FOLDERS "coordinator/store")
+set(XMOD_ROWS_ONLY_MAY_INCLUDE "proto/" "common/" "resultsdb/" "coordinator/store/"
+  "model/accounting/")
 # A string literal that starts with an SQL keyword, or any use of the sqlite3 library.
 set(_XMOD_SQL_REGEX
   "(\"|R\"[a-z]*\\()[ \t\n]*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|PRAGMA|WITH|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|FROM|WHERE|VALUES|ORDER BY|GROUP BY|JOIN)[ \t\n]|sqlite3")
@@ -136,8 +142,37 @@ function(_xmod_check_target_links)
   endforeach()
 endfunction()
 
-# Checks every C++ source under `root`: its project includes go to its own layer or lower, and
-# only the folders of XMOD_SQL_FOLDERS hold SQL. Tests may hold SQL (they inspect the database).
+# TRUE when `rel` is a non-test source in one of XMOD_ROWS_ONLY_FOLDERS.
+function(_xmod_rows_only rel out)
+  set(found FALSE)
+  foreach(folder IN LISTS XMOD_ROWS_ONLY_FOLDERS)
+    if(rel MATCHES "^${folder}/" AND NOT rel MATCHES "_test\\.cc$")
+      set(found TRUE)
+    endif()
+  endforeach()
+  set(${out} ${found} PARENT_SCOPE)
+endfunction()
+
+# TRUE when a rows-only folder may include `included` (of layer `included_layer`): outside the
+# project's layers (a library), or under one of XMOD_ROWS_ONLY_MAY_INCLUDE.
+function(_xmod_rows_only_may_include included included_layer out)
+  list(GET included_layer 0 top)
+  set(ok FALSE)
+  if(top LESS 0)
+    set(ok TRUE)
+  endif()
+  foreach(prefix IN LISTS XMOD_ROWS_ONLY_MAY_INCLUDE)
+    string(FIND "${included}" "${prefix}" at)
+    if(at EQUAL 0)
+      set(ok TRUE)
+    endif()
+  endforeach()
+  set(${out} ${ok} PARENT_SCOPE)
+endfunction()
+
+# Checks every C++ source under `root`: its project includes go to its own layer or lower (and
+# in XMOD_ROWS_ONLY_FOLDERS to XMOD_ROWS_ONLY_MAY_INCLUDE), and only the folders of
+# XMOD_SQL_FOLDERS hold SQL. Tests may hold SQL (they inspect the database).
 # Stops naming every violation.
 function(xmod_check_source_layers root)
   file(GLOB_RECURSE sources RELATIVE "${root}" "${root}/*.h" "${root}/*.cc")
@@ -149,6 +184,7 @@ function(xmod_check_source_layers root)
       continue()
     endif()
     file(READ "${root}/${rel}" text)
+    _xmod_rows_only("${rel}" rows_only)
     string(REGEX MATCHALL "#include \"[a-z_]+/[^\"]+\"" includes "${text}")
     foreach(include IN LISTS includes)
       string(REGEX REPLACE "#include \"([^\"]+)\"" "\\1" included "${include}")
@@ -156,6 +192,11 @@ function(xmod_check_source_layers root)
       _xmod_may_use("${layer}" "${included_layer}" ok)
       if(NOT ok)
         list(APPEND problems "${rel} includes ${included}, a higher layer")
+      elseif(rows_only)
+        _xmod_rows_only_may_include("${included}" "${included_layer}" ok)
+        if(NOT ok)
+          list(APPEND problems "${rel} includes ${included}, which is not rows or SQL")
+        endif()
       endif()
     endforeach()
     set(may_hold_sql FALSE)

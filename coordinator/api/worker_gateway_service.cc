@@ -118,7 +118,7 @@ grpc::Status WorkerGatewayService::ReportMetrics(ServerContext* context,
                  }
                  if (absl::Status s = CheckLimits(*request); !s.ok()) return s;
                  absl::StatusOr<xmod::v1::ReportMetricsResponse> r =
-                     scheduler_->ReportMetrics(*request);
+                     scheduler_->ingest().ReportMetrics(*request);
                  if (!r.ok()) return r.status();
                  *response = *std::move(r);
                  return absl::OkStatus();

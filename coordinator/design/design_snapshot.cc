@@ -10,7 +10,7 @@
 #include "coordinator/design/seeding.h"
 #include "coordinator/fitting/studies.h"
 #include "coordinator/store/design_store.h"
-#include "coordinator/store/partial_rows.h"
+#include "coordinator/store/live_delta_rows.h"
 #include "coordinator/store/store_reads.h"
 #include "fitter/db_source.h"
 #include "fitter/fit_observations.h"
@@ -72,6 +72,18 @@ std::vector<fitter::TargetAnswer> AnswersOf(const xmod::v1::DesignDecision& d) {
   return out;
 }
 
+// The stored live Δ rows as the partial-curve model takes them: by run, ascending FLOPs.
+std::map<int64_t, std::vector<fitter::LiveDeltaPoint>> LiveDeltasByRun(
+    const std::vector<LiveDeltaRow>& rows) {
+  std::map<int64_t, std::vector<fitter::LiveDeltaPoint>> by_run;
+  for (const LiveDeltaRow& row : rows) {
+    fitter::LiveDeltaPoint& p = by_run[row.run_id].emplace_back();
+    p.flops = row.flops;
+    p.delta = row.delta;
+  }
+  return by_run;
+}
+
 }  // namespace
 
 absl::StatusOr<SweepSnapshot> ReadSnapshot(Store* store, int64_t sweep_id, const std::string& study,
@@ -89,10 +101,9 @@ absl::StatusOr<SweepSnapshot> ReadSnapshot(Store* store, int64_t sweep_id, const
     absl::StatusOr<std::vector<fitter::RunCurve>> curves = fitter::LoadSweepRuns(db, sweep_id);
     if (!curves.ok()) return curves.status();
     snap.succeeded = *std::move(curves);
-    absl::StatusOr<std::map<int64_t, std::vector<fitter::LiveDeltaPoint>>> live =
-        LoadSweepLiveDeltas(db, sweep_id);
+    absl::StatusOr<std::vector<LiveDeltaRow>> live = LoadSweepLiveDeltas(db, sweep_id);
     if (!live.ok()) return live.status();
-    snap.live_deltas = *std::move(live);
+    snap.live_deltas = LiveDeltasByRun(*live);
     absl::StatusOr<std::optional<xmod::v1::DesignDecision>> last =
         LoadLatestDecision(db, sweep_id, source);
     if (!last.ok()) return last.status();

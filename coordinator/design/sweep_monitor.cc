@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_format.h"
 #include "coordinator/store/design_rows.h"
+#include "coordinator/store/live_delta_rows.h"
 #include "coordinator/store/store_reads.h"
 #include "fitter/db_source.h"
 #include "fitter/live_delta.h"
@@ -96,6 +97,17 @@ std::vector<EarlyStop> RunsToStop(const xmod::v1::EarlyStopping& rule,
   return out;
 }
 
+// The live_delta rows of `live`: one per run and mark.
+std::vector<LiveDeltaRow> RowsOf(const std::vector<fitter::RunLiveDelta>& live) {
+  std::vector<LiveDeltaRow> rows;
+  for (const fitter::RunLiveDelta& run : live) {
+    for (const fitter::LiveDeltaPoint& p : run.points) {
+      rows.push_back({run.run_id, p.flops, p.delta, p.sparse_loss, p.dense_loss});
+    }
+  }
+  return rows;
+}
+
 }  // namespace
 
 SweepMonitor::SweepMonitor(Store* store, ChangeFeed* feed, CoordinatorMetrics* metrics,
@@ -143,8 +155,9 @@ absl::Status SweepMonitor::Update(int64_t sweep_id) {
   std::vector<fitter::RunCurve> curves;
   for (const SweepRun& run : read.runs) curves.push_back(run.curve);
   const std::vector<fitter::RunLiveDelta> live = fitter::LiveDeltas(curves);
+  const std::vector<LiveDeltaRow> rows = RowsOf(live);
   if (absl::Status s =
-          store_->WriteAndWait([&](Db& db) { return ReplaceLiveDeltas(db, sweep_id, live); });
+          store_->WriteAndWait([&](Db& db) { return ReplaceLiveDeltas(db, sweep_id, rows); });
       !s.ok()) {
     return s;
   }

@@ -70,14 +70,14 @@ Scheduler::Retry Scheduler::FinishRetryLocked(const xmod::v1::FinishRunRequest& 
     *error =
         absl::StrCat("gang member ", member, " (", attempt.members[member].worker, "): ", *error);
   }
+  const int64_t acked_seq = ingest_.AckedSeq(key);
   if (request.outcome() == xmod::v1::OUTCOME_SUCCEEDED && request.last_seq() > 0 &&
-      attempt.acked_seq < request.last_seq()) {
+      acked_seq < request.last_seq()) {
     // Points the trainer produced are missing: not a success. The retry resumes from the
     // latest checkpoint, before which every point is durable, and produces the rest again.
     *outcome = "failed";
-    *error = absl::StrCat("metrics incomplete: durable up to seq ",
-                          std::max<int64_t>(attempt.acked_seq, 0), " of ", request.last_seq(),
-                          "; retrying from the latest checkpoint");
+    *error = absl::StrCat("metrics incomplete: durable up to seq ", std::max<int64_t>(acked_seq, 0),
+                          " of ", request.last_seq(), "; retrying from the latest checkpoint");
     LOG(WARNING) << "run " << request.run_id() << " attempt " << request.attempt() << ": "
                  << *error;
     return Retry::kFailure;

@@ -1,5 +1,5 @@
 // See scheduler.h. This file: what workers report — registration, heartbeats (lease renewal,
-// orders, progress) and ingest of metric points and checkpoints.
+// orders, progress) and checkpoints. Metric points go to MetricIngest (metric_ingest.h).
 #include <algorithm>
 #include <memory>
 #include <set>
@@ -14,7 +14,6 @@
 
 namespace xmod {
 
-using scheduling::AttemptEntry;
 using scheduling::Member;
 using scheduling::PendingChanges;
 using scheduling::RunEntry;
@@ -239,81 +238,6 @@ absl::StatusOr<xmod::v1::HeartbeatResponse> Scheduler::Heartbeat(
     ApplyHeartbeatLocked(worker_id, mono, work);
   }
   Publish(work.touched);
-  return response;
-}
-
-absl::StatusOr<xmod::v1::ReportMetricsResponse> Scheduler::ReportMetrics(
-    const xmod::v1::ReportMetricsRequest& request) {
-  if (request.first_seq() < 0) return absl::InvalidArgumentError("first_seq: must be >= 0");
-  const int n = request.points_size();
-  const int64_t last_seq = request.first_seq() + n - 1;
-  xmod::v1::ReportMetricsResponse response;
-  int64_t acked = 0;
-  int64_t sweep_id = 0;
-  std::string run_name;
-  xmod::v1::Progress progress;
-  std::future<absl::Status> done;
-  {
-    absl::MutexLock lock(&mu_);
-    const AttemptKey key{request.run_id(), request.attempt()};
-    auto attempt = live_.attempts.find(key);
-    auto run = live_.runs.find(request.run_id());
-    if (attempt == live_.attempts.end() || run == live_.runs.end() ||
-        run->second.current_attempt != request.attempt() ||
-        attempt->second.members.front().worker_id != request.worker_id()) {
-      response.set_stale(true);
-      response.set_acked_seq(std::max<int64_t>(last_seq, request.first_seq() - 1));
-      return response;
-    }
-    if (run->second.state == xmod::v1::CANCELLED) response.set_stale(true);
-    AttemptEntry& a = attempt->second;
-    acked = a.acked_seq;
-    if (n > 0 && (a.acked_seq < 0 || request.first_seq() <= a.acked_seq + 1)) {
-      acked = std::max(a.acked_seq, last_seq);
-    }
-    if (n == 0) {
-      response.set_acked_seq(a.acked_seq);
-      return response;
-    }
-    // Progress from the batch: position of the furthest point, latest value of each name.
-    const xmod::v1::MetricPoint* furthest = &request.points(0);
-    for (const xmod::v1::MetricPoint& p : request.points()) {
-      if (p.step() >= furthest->step()) furthest = &p;
-      if (p.name() == "train/loss") progress.set_train_loss(p.value());
-      if (p.name() == "val/loss") progress.set_val_loss(p.value());
-      if (p.name() == "perf/tokens_per_second") progress.set_tokens_per_second(p.value());
-    }
-    progress.set_step(furthest->step());
-    progress.set_tokens(furthest->tokens());
-    progress.set_flops(furthest->flops());
-    sweep_id = run->second.sweep_id;
-    run_name = run->second.name;
-    std::vector<xmod::v1::MetricPoint> points(request.points().begin(), request.points().end());
-    done = store_->Write(
-        [key, first = request.first_seq(), points = std::move(points), progress](Db& db) {
-          if (absl::Status s = InsertMetrics(db, key.first, key.second, first, points); !s.ok()) {
-            return s;
-          }
-          return UpdateProgress(db, key.first, progress);
-        });
-  }
-  if (absl::Status s = done.get(); !s.ok()) return s;
-  {
-    absl::MutexLock lock(&mu_);
-    auto attempt = live_.attempts.find({request.run_id(), request.attempt()});
-    if (attempt != live_.attempts.end()) {
-      attempt->second.acked_seq = std::max(attempt->second.acked_seq, acked);
-    }
-    if (metrics_ != nullptr) {
-      metrics_->AddMetricPoints(n);
-      auto run = live_.runs.find(request.run_id());
-      if (run != live_.runs.end() && run->second.state == xmod::v1::RUNNING) {
-        metrics_->SetRunProgress(run_name, progress.flops(), progress.train_loss());
-      }
-    }
-  }
-  feed_->Publish(sweep_id, request.run_id());
-  response.set_acked_seq(acked);
   return response;
 }
 

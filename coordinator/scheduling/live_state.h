@@ -65,7 +65,6 @@ struct Member {
 
 struct AttemptEntry {
   std::vector<Member> members;  // members[0] runs rank 0: metrics and checkpoints
-  int64_t acked_seq = -1;       // highest seq with every earlier point durable (-1 = none)
   // A gang's parts, built at placement (members[i] gets parts[i]); empty otherwise.
   std::vector<xmod::v1::Assignment> parts;
   // A gang's TCPStore address ("tcp://host:port", stored with the attempt); empty otherwise.

@@ -23,6 +23,11 @@ class PendingChanges {
   // Notes a run that stops running once the change commits (the running-runs gauge).
   void RunEnded(const std::string& name) { ended_runs_.push_back(name); }
   const std::vector<std::string>& ended_runs() const { return ended_runs_; }
+  // The entries saved, as they were before the change (nullopt: not in memory).
+  const std::map<int64_t, std::optional<RunEntry>>& saved_runs() const { return runs_; }
+  const std::map<AttemptKey, std::optional<AttemptEntry>>& saved_attempts() const {
+    return attempts_;
+  }
 
   // Puts every saved entry back into `live`, the queue with it. Returns whether a run was
   // queued again (the caller wakes its polls).

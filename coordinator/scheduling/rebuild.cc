@@ -66,7 +66,6 @@ void RestoreAttempts(const std::vector<OpenAttempt>& rows, const RebuildClock& c
                      int64_t lease_ttl_ms, LiveState& live) {
   for (const OpenAttempt& a : rows) {
     scheduling::AttemptEntry entry;
-    entry.acked_seq = a.max_seq;
     entry.rendezvous = a.rendezvous;
     for (const AttemptMemberRow& row : a.members) {
       scheduling::Member& member = entry.members.emplace_back();
@@ -80,6 +79,20 @@ void RestoreAttempts(const std::vector<OpenAttempt>& rows, const RebuildClock& c
     if (run != live.runs.end() && a.attempt == run->second.attempts) {
       run->second.current_attempt = a.attempt;
     }
+  }
+}
+
+// Open attempts that are their run's current one take metric points again from where the
+// database has them.
+void OpenForIngest(const std::vector<OpenAttempt>& rows, const LiveState& live,
+                   MetricIngest& ingest) {
+  for (const OpenAttempt& a : rows) {
+    auto run = live.runs.find(a.run_id);
+    if (run == live.runs.end() || run->second.current_attempt != a.attempt) continue;
+    const int64_t reporter = a.members.empty() ? 0 : a.members.front().worker_id;
+    ingest.Open({a.run_id, a.attempt},
+                {reporter, run->second.sweep_id, run->second.name, a.max_seq});
+    if (run->second.state == xmod::v1::CANCELLED) ingest.MarkCancelled({a.run_id, a.attempt});
   }
 }
 
@@ -134,6 +147,7 @@ absl::Status Scheduler::Rebuild() {
     RestoreWorkers(snap.workers, clock, live_);
     RestoreRuns(snap.runs, previous, clock, live_);
     RestoreAttempts(snap.open_attempts, clock, options_.lease_ttl_ms, live_);
+    OpenForIngest(snap.open_attempts, live_, ingest_);
     QueueRuns(live_, &writes);
     if (metrics_ != nullptr) {
       // The counts since the database was created, not since this process started.

@@ -29,7 +29,12 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(Store* store, Clock
 
 Scheduler::Scheduler(Store* store, Clock* clock, ChangeFeed* feed, CoordinatorMetrics* metrics,
                      const SchedulerOptions& options)
-    : store_(store), clock_(clock), feed_(feed), metrics_(metrics), options_(options) {}
+    : store_(store),
+      clock_(clock),
+      feed_(feed),
+      metrics_(metrics),
+      options_(options),
+      ingest_(store, feed, metrics) {}
 
 int64_t Scheduler::BackoffMillis(int failures) const {
   return scheduling::BackoffMillis(failures, options_);
@@ -48,10 +53,40 @@ void Scheduler::Publish(const std::vector<Touched>& touched) {
   for (const Touched& t : touched) feed_->Publish(t.sweep_id, t.run_id);
 }
 
+std::vector<Scheduler::AttemptKey> Scheduler::EndingLocked(const PendingChanges& change) const {
+  std::vector<AttemptKey> ending;
+  for (const auto& [key, saved] : change.saved_attempts()) {
+    if (saved.has_value() && live_.attempts.count(key) == 0) ending.push_back(key);
+  }
+  return ending;
+}
+
+void Scheduler::OpenToIngestLocked(const PendingChanges& change) {
+  for (const auto& [key, saved] : change.saved_attempts()) {
+    auto attempt = live_.attempts.find(key);
+    auto run = live_.runs.find(key.first);
+    if (saved.has_value() || attempt == live_.attempts.end() || run == live_.runs.end()) continue;
+    ingest_.Open(
+        key, {attempt->second.members.front().worker_id, run->second.sweep_id, run->second.name});
+  }
+  for (const auto& [run_id, saved] : change.saved_runs()) {
+    auto run = live_.runs.find(run_id);
+    if (run == live_.runs.end() || run->second.current_attempt == 0) continue;
+    if (run->second.state == xmod::v1::CANCELLED) {
+      ingest_.MarkCancelled({run_id, run->second.current_attempt});
+    }
+  }
+}
+
 absl::Status Scheduler::CommitLocked(std::vector<Store::WriteFn> writes,
                                      const PendingChanges& change) {
+  // Ingest stops taking points of the attempts this ends before their end is queued.
+  const std::vector<AttemptKey> ending = EndingLocked(change);
+  ingest_.BeginClose(ending);
   absl::Status status = writes.empty() ? absl::OkStatus() : Submit(std::move(writes)).get();
+  ingest_.EndClose(ending, status.ok());
   if (status.ok()) {
+    OpenToIngestLocked(change);
     if (metrics_ != nullptr) {
       for (const std::string& name : change.ended_runs()) metrics_->RunEnded(name);
     }

@@ -75,7 +75,9 @@
 // parts, ports), retry_policy.h (how an ended attempt moves its run on) and
 // pending_changes.h (the rollback of a failed commit), share_order.h and preemption.h (the
 // sharing policy, pure); its methods are spread by concept over scheduler.cc, run_queue.cc,
-// attempt_end.cc, ingest.cc, rebuild.cc and sharing.cc. Its SQL is in
+// attempt_end.cc, ingest.cc, rebuild.cc and sharing.cc. Metric points are MetricIngest's
+// (metric_ingest.h): it checks them against its own table of live attempts, which
+// CommitLocked keeps in step, and stores them without this class's lock. Its SQL is in
 // coordinator/store/ (scheduler_rows.h and the domain reads and writes).
 #ifndef XMOD_COORDINATOR_SCHEDULING_SCHEDULER_H_
 #define XMOD_COORDINATOR_SCHEDULING_SCHEDULER_H_
@@ -97,6 +99,7 @@
 #include "common/clock.h"
 #include "coordinator/metrics/coordinator_metrics.h"
 #include "coordinator/scheduling/live_state.h"
+#include "coordinator/scheduling/metric_ingest.h"
 #include "coordinator/scheduling/pending_changes.h"
 #include "coordinator/scheduling/placement.h"
 #include "coordinator/scheduling/preemption.h"
@@ -164,11 +167,8 @@ class Scheduler {
   // FAILED_PRECONDITION for an unknown worker (it should register again).
   absl::StatusOr<std::optional<xmod::v1::Assignment>> Acquire(
       const xmod::v1::AcquireRunRequest& request);
-  // Stores points idempotently (by run, attempt, seq) and acknowledges the highest seq up to
-  // which every point is durable. A stale attempt's points are acknowledged, not stored,
-  // and the reply says stale.
-  absl::StatusOr<xmod::v1::ReportMetricsResponse> ReportMetrics(
-      const xmod::v1::ReportMetricsRequest& request);
+  // Metric points: their owner, which takes them without this class's lock.
+  MetricIngest& ingest() { return ingest_; }
   // Records a checkpoint of the current attempt (a resume point). FAILED_PRECONDITION for a
   // stale attempt; INVALID_ARGUMENT, storing nothing, for a path outside the run's
   // checkpoint folder (CheckReportedPath).
@@ -259,8 +259,16 @@ class Scheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Commits `writes` as one transaction and waits, holding mu_. On success publishes the
   // change's side effects; on failure restores the saved memory and returns the error.
+  // Attempts the change starts, ends or cancels are told to ingest_ (metric_ingest.h).
   absl::Status CommitLocked(std::vector<Store::WriteFn> writes,
                             const scheduling::PendingChanges& change)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The attempts `change` ends: open before it, gone from memory now.
+  std::vector<AttemptKey> EndingLocked(const scheduling::PendingChanges& change) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After `change` is stored: the attempts it started opened to ingest_, and the running runs
+  // it cancelled marked.
+  void OpenToIngestLocked(const scheduling::PendingChanges& change)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Ends the open attempt `key` with `outcome` and moves its run on by `retry`: requeue,
@@ -341,6 +349,7 @@ class Scheduler {
   absl::CondVar queue_changed_;  // signalled when a run is queued or at shutdown
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   scheduling::LiveState live_ ABSL_GUARDED_BY(mu_);
+  MetricIngest ingest_;  // its own lock, taken after mu_
 };
 
 }  // namespace xmod

@@ -47,31 +47,4 @@ absl::StatusOr<std::map<int64_t, ValLossCounts>> LoadValLossCounts(
   }
 }
 
-absl::Status ReplaceLiveDeltas(Db& db, int64_t sweep_id,
-                               const std::vector<fitter::RunLiveDelta>& live) {
-  absl::StatusOr<Stmt> clear =
-      db.Prepare("DELETE FROM live_delta WHERE run_id IN (SELECT id FROM runs WHERE sweep_id = ?)");
-  if (!clear.ok()) return clear.status();
-  if (absl::Status s = clear->Bind(1, sweep_id).Run(); !s.ok()) return s;
-  absl::StatusOr<Stmt> insert = db.Prepare(
-      "INSERT INTO live_delta (run_id, flops, delta, sparse_loss, dense_loss) "
-      "VALUES (?, ?, ?, ?, ?)");
-  if (!insert.ok()) return insert.status();
-  for (const fitter::RunLiveDelta& run : live) {
-    for (const fitter::LiveDeltaPoint& p : run.points) {
-      insert->Reset();
-      if (absl::Status s = insert->Bind(1, run.run_id)
-                               .Bind(2, p.flops)
-                               .Bind(3, p.delta)
-                               .Bind(4, p.sparse_loss)
-                               .Bind(5, p.dense_loss)
-                               .Run();
-          !s.ok()) {
-        return s;
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace xmod

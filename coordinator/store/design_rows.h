@@ -1,6 +1,6 @@
 // Design rows: the queries of the design layer (coordinator/design/) that are not stored
-// decisions (design_store.h) — the per-sweep run counts the adaptive controller polls, the
-// val/loss point counts the sweep monitor polls, and the live_delta rows it replaces.
+// decisions (design_store.h) — the per-sweep run counts the adaptive controller polls and the
+// val/loss point counts the sweep monitor polls (its live_delta rows: live_delta_rows.h).
 // Functions run inside the caller's transaction; thread-compatible.
 #ifndef XMOD_COORDINATOR_STORE_DESIGN_ROWS_H_
 #define XMOD_COORDINATOR_STORE_DESIGN_ROWS_H_
@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "fitter/live_delta.h"
 #include "resultsdb/sqlite_db.h"
 
 namespace xmod {
@@ -37,10 +36,6 @@ struct ValLossCounts {
 // Per sweep with a queued or running run, or listed in `also`: its val/loss point counts.
 absl::StatusOr<std::map<int64_t, ValLossCounts>> LoadValLossCounts(
     Db& db, const std::vector<int64_t>& also);
-
-// Replaces the sweep's live_delta rows by the points of `live`.
-absl::Status ReplaceLiveDeltas(Db& db, int64_t sweep_id,
-                               const std::vector<fitter::RunLiveDelta>& live);
 
 }  // namespace xmod
 

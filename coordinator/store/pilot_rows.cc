@@ -8,8 +8,8 @@
 namespace xmod {
 namespace {
 
-fitter::PilotRun PilotRunFromRow(const Stmt& s) {
-  fitter::PilotRun run;
+PilotRunRow PilotRunFromRow(const Stmt& s) {
+  PilotRunRow run;
   run.run_id = s.Int(0);
   xmod::v1::RunState state;
   if (xmod::v1::RunState_Parse(s.Text(1), &state)) run.state = state;
@@ -24,13 +24,13 @@ fitter::PilotRun PilotRunFromRow(const Stmt& s) {
   run.total_params = s.Double(9);
   if (!s.IsNull(10)) run.final_val_loss = s.RealOrNaN(10);
   xmod::v1::RunSpec spec;
-  if (spec.ParseFromString(s.Text(11))) run.replicate_key = fitter::ReplicateKey(std::move(spec));
+  if (spec.ParseFromString(s.Text(11))) run.spec = std::move(spec);
   return run;
 }
 
 }  // namespace
 
-absl::StatusOr<std::vector<fitter::PilotRun>> ReadPilotRuns(Db& db, int64_t sweep_id) {
+absl::StatusOr<std::vector<PilotRunRow>> ReadPilotRuns(Db& db, int64_t sweep_id) {
   absl::StatusOr<Stmt> sweep = db.Prepare("SELECT 1 FROM sweeps WHERE id = ?");
   if (!sweep.ok()) return sweep.status();
   sweep->Bind(1, sweep_id);
@@ -45,7 +45,7 @@ absl::StatusOr<std::vector<fitter::PilotRun>> ReadPilotRuns(Db& db, int64_t swee
       " WHERE r.sweep_id = ? ORDER BY r.id");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, sweep_id);
-  std::vector<fitter::PilotRun> runs;
+  std::vector<PilotRunRow> runs;
   while (true) {
     absl::StatusOr<bool> row = stmt->Step();
     if (!row.ok()) return row.status();

@@ -5,7 +5,7 @@
 
 #include "absl/status/statusor.h"
 #include "model/accounting/accounting.h"
-#include "model/train/training_config.h"
+#include "model/accounting/step_budget.h"
 
 namespace xmod {
 

@@ -78,7 +78,7 @@ class DesignTest : public testing::Test {
       p->set_name("val/loss");
       p->set_value(loss);
     }
-    absl::StatusOr<xmod::v1::ReportMetricsResponse> r = scheduler_->ReportMetrics(request);
+    absl::StatusOr<xmod::v1::ReportMetricsResponse> r = scheduler_->ingest().ReportMetrics(request);
     ASSERT_TRUE(r.ok()) << r.status();
   }
 

@@ -404,9 +404,9 @@ TEST_F(GangSchedulerTest, LossOfOneMemberEndsTheAttemptEverywhereAndItResumes) {
   point->set_step(5);
   point->set_name("train/loss");
   point->set_value(2.5);
-  EXPECT_TRUE(scheduler_->ReportMetrics(metrics)->stale());
+  EXPECT_TRUE(scheduler_->ingest().ReportMetrics(metrics)->stale());
   metrics.set_worker_id(b);
-  EXPECT_FALSE(scheduler_->ReportMetrics(metrics)->stale());
+  EXPECT_FALSE(scheduler_->ingest().ReportMetrics(metrics)->stale());
   xmod::v1::ReportCheckpointRequest checkpoint;
   checkpoint.set_worker_id(b);
   checkpoint.set_run_id(run);
@@ -425,7 +425,7 @@ TEST_F(GangSchedulerTest, LossOfOneMemberEndsTheAttemptEverywhereAndItResumes) {
   EXPECT_EQ(Load(run).state(), xmod::v1::QUEUED);
   // b is told to kill its trainers; late reports of the dead gang are fenced off.
   EXPECT_TRUE(Killed(Beat(b, *part_b)));
-  EXPECT_TRUE(scheduler_->ReportMetrics(metrics)->stale());
+  EXPECT_TRUE(scheduler_->ingest().ReportMetrics(metrics)->stale());
   EXPECT_FALSE(scheduler_->ReportCheckpoint(checkpoint).ok());
   // A fresh gang (b and a replacement c) resumes from the checkpoint at step 5.
   const int64_t c = RegisterWorker("c");

@@ -338,14 +338,14 @@ TEST_F(SchedulerTest, RetryResumesFromTheLatestCheckpointAndAcksMetrics) {
     p->set_flops((i + 1) * 1e9);
     p->set_value(5 - i * 0.1);
   }
-  auto ack = scheduler_->ReportMetrics(metrics);
+  auto ack = scheduler_->ingest().ReportMetrics(metrics);
   ASSERT_TRUE(ack.ok());
   EXPECT_EQ(ack->acked_seq(), 4);
   EXPECT_FALSE(ack->stale());
-  ack = scheduler_->ReportMetrics(metrics);  // replay
+  ack = scheduler_->ingest().ReportMetrics(metrics);  // replay
   EXPECT_EQ(ack->acked_seq(), 4);
   metrics.set_first_seq(10);  // a gap: stored, but the ack stays put
-  ack = scheduler_->ReportMetrics(metrics);
+  ack = scheduler_->ingest().ReportMetrics(metrics);
   EXPECT_EQ(ack->acked_seq(), 4);
   EXPECT_DOUBLE_EQ(Load(a->run_id()).progress().train_loss(), 5 - 4 * 0.1);
 
@@ -371,7 +371,7 @@ TEST_F(SchedulerTest, RetryResumesFromTheLatestCheckpointAndAcksMetrics) {
   EXPECT_NE(Load(a->run_id()).error().find("CUDA out of memory"), std::string::npos);
   // The failed attempt's late points are stale.
   metrics.set_first_seq(5);
-  ack = scheduler_->ReportMetrics(metrics);
+  ack = scheduler_->ingest().ReportMetrics(metrics);
   EXPECT_TRUE(ack->stale());
   // The other runs come first (backoff), then the retry resumes at step 4.
   clock_.Advance(scheduler_->BackoffMillis(1));
@@ -448,7 +448,7 @@ TEST_F(SchedulerTest, RestartRebuildsQueueLeasesAndWorkers) {
   metrics.set_attempt(1);
   metrics.set_first_seq(0);
   metrics.add_points()->set_name("train/loss");
-  ASSERT_EQ(scheduler_->ReportMetrics(metrics)->acked_seq(), 0);
+  ASSERT_EQ(scheduler_->ingest().ReportMetrics(metrics)->acked_seq(), 0);
 
   Restart();
   // The worker is still known and its attempt continues: heartbeat renews, no orders.
@@ -457,7 +457,7 @@ TEST_F(SchedulerTest, RestartRebuildsQueueLeasesAndWorkers) {
   EXPECT_EQ(Load(a->run_id()).state(), xmod::v1::RUNNING);
   // The acked seq survived the restart.
   metrics.set_first_seq(1);
-  EXPECT_EQ(scheduler_->ReportMetrics(metrics)->acked_seq(), 1);
+  EXPECT_EQ(scheduler_->ingest().ReportMetrics(metrics)->acked_seq(), 1);
   // The queue survived: the two other runs come out in order.
   EXPECT_EQ(Acquire(worker)->run_id(), runs[1]);
   EXPECT_EQ(Acquire(worker)->run_id(), runs[2]);
@@ -603,7 +603,7 @@ TEST_F(SchedulerTest, SuccessNeedsEveryProducedPointDurable) {
     p->set_step(i);
     p->set_value(1.0 / i);
   }
-  ASSERT_EQ(scheduler_->ReportMetrics(metrics)->acked_seq(), 3);
+  ASSERT_EQ(scheduler_->ingest().ReportMetrics(metrics)->acked_seq(), 3);
   // The trainer produced 5 points; only 3 are durable: not a success.
   ASSERT_TRUE(
       scheduler_->FinishRun(Finish(worker, *a, xmod::v1::OUTCOME_SUCCEEDED, 0, /*last_seq=*/5))
@@ -620,7 +620,7 @@ TEST_F(SchedulerTest, SuccessNeedsEveryProducedPointDurable) {
   ASSERT_TRUE(retry.has_value());
   ASSERT_EQ(retry->run_id(), a->run_id());
   metrics.set_attempt(retry->attempt());
-  ASSERT_EQ(scheduler_->ReportMetrics(metrics)->acked_seq(), 3);
+  ASSERT_EQ(scheduler_->ingest().ReportMetrics(metrics)->acked_seq(), 3);
   ASSERT_TRUE(
       scheduler_->FinishRun(Finish(worker, *retry, xmod::v1::OUTCOME_SUCCEEDED, 0, /*last_seq=*/3))
           .ok());

@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "common/files.h"
 #include "model/accounting/accounting.h"
+#include "model/accounting/step_budget.h"
 #include "model/autocast.h"
 #include "model/device.h"
 #include "model/eval/evaluate.h"

@@ -1,10 +1,9 @@
-// Training defaults, validation and budget -> steps.
+// See training_config.h.
 #include "model/train/training_config.h"
 
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 
 namespace xmod {
 namespace {
@@ -12,23 +11,6 @@ namespace {
 constexpr double kDefaultLr = 3.2e-3;  // paper Table 5
 
 }  // namespace
-
-absl::StatusOr<int64_t> PlannedSteps(double flop_budget, double train_flops_per_token,
-                                     int64_t batch_tokens) {
-  const double per_step = train_flops_per_token * static_cast<double>(batch_tokens);
-  if (!(per_step > 0)) {
-    return absl::InvalidArgumentError(absl::StrCat("training.batch_tokens: a step of ",
-                                                   batch_tokens, " tokens costs no FLOPs (",
-                                                   train_flops_per_token, " per token)"));
-  }
-  const double steps = std::floor(flop_budget / per_step);
-  if (!(steps >= 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("training.flop_budget: %g FLOPs is too small for one step of %g FLOPs",
-                        flop_budget, per_step));
-  }
-  return static_cast<int64_t>(steps);
-}
 
 absl::StatusOr<xmod::v1::TrainingSpec> ResolveTraining(const xmod::v1::TrainingSpec& training) {
   xmod::v1::TrainingSpec t = training;

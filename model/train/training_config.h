@@ -1,6 +1,6 @@
-// Training settings of a run: defaults for unset TrainingSpec fields, their validation,
-// and the number of optimizer steps a FLOP budget buys. LibTorch-free; pure functions,
-// thread-safe.
+// Training settings of a run: defaults for unset TrainingSpec fields and their validation
+// (the steps a FLOP budget buys: model/accounting/step_budget.h). LibTorch-free; pure
+// functions, thread-safe.
 #ifndef XMOD_MODEL_TRAIN_TRAINING_CONFIG_H_
 #define XMOD_MODEL_TRAIN_TRAINING_CONFIG_H_
 
@@ -10,11 +10,6 @@
 #include "xmod/v1/spec.pb.h"
 
 namespace xmod {
-
-// floor(flop_budget / (train_flops_per_token x batch_tokens)). INVALID_ARGUMENT
-// "training.flop_budget: ... too small for one step of N FLOPs" when that is below 1.
-absl::StatusOr<int64_t> PlannedSteps(double flop_budget, double train_flops_per_token,
-                                     int64_t batch_tokens);
 
 // Fills zero (unset) TrainingSpec fields with their documented defaults and validates it:
 // INVALID_ARGUMENT naming the field ("training.batch_tokens: ...") on bad values.

@@ -14,16 +14,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TEST(PlannedStepsTest, FloorOfBudgetOverStepCost) {
-  EXPECT_EQ(*PlannedSteps(1000, 10, 10), 10);
-  EXPECT_EQ(*PlannedSteps(1099, 10, 10), 10);
-  EXPECT_EQ(*PlannedSteps(100, 10, 10), 1);
-  absl::StatusOr<int64_t> too_small = PlannedSteps(99, 10, 10);
-  EXPECT_EQ(too_small.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(too_small.status().message(),
-              HasSubstr("training.flop_budget: 99 FLOPs is too small for one step of 100 FLOPs"));
-}
-
 // The fields without a default: 4 windows of 16 tokens a step, 1e9 FLOPs.
 xmod::v1::TrainingSpec MinimalTraining() {
   xmod::v1::TrainingSpec t;

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The layer check (cmake/XmodLayers.cmake) on a copy of the tree: it passes as the tree is, and
 # fails, naming the file, on each kind of violation injected into the copy — an include that
-# goes up a top-level layer, one that goes up a coordinator sub-layer, SQL outside the store,
+# goes up a top-level layer, one that goes up a coordinator sub-layer, a domain type in the
+# store (rows and SQL only), SQL outside the store,
 # and (in a minimal CMake project) a target that links a higher layer.
 # Usage: layer_check_test.sh <source dir>
 set -euo pipefail
@@ -35,6 +36,13 @@ copy_tree
 echo '#include "coordinator/design/adaptive_controller.h"' >>"$work/tree/coordinator/scheduling/scheduler.h"
 expect_violation "scheduling/ including design/" \
   "coordinator/scheduling/scheduler.h includes coordinator/design/adaptive_controller.h"
+
+for domain in fitter/live_delta.h model/train/training_config.h; do
+  copy_tree
+  echo "#include \"$domain\"" >>"$work/tree/coordinator/store/pilot_rows.h"
+  expect_violation "store/ including $domain" \
+    "coordinator/store/pilot_rows.h includes $domain, which is not rows or SQL"
+done
 
 copy_tree
 echo '#include "coordinator/store/store.h"' >>"$work/tree/fitter/recommend.cc"

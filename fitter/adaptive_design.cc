@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <set>
@@ -221,26 +222,22 @@ std::string Reason(const Scored& s, const std::vector<double>& before,
       cost);
 }
 
-}  // namespace
+// A check of one AdaptiveConfig field: `ok`, or `message` names what is wrong.
+struct FieldCheck {
+  const char* field;
+  bool ok;
+  const char* message;
+};
 
-std::string Candidate::Describe() const {
-  if (IsDense()) return absl::StrFormat("dense %s L=%d C=%g", backbone, seq_len, flops);
-  return absl::StrFormat("%s L=%d K=%d A=%g C=%g", backbone, seq_len, k, a, flops);
+absl::Status FirstInvalid(std::initializer_list<FieldCheck> checks) {
+  for (const FieldCheck& c : checks) {
+    if (!c.ok) return InvalidField(c.field, c.message);
+  }
+  return absl::OkStatus();
 }
 
-double ExpectedRegretReduction(const std::vector<std::vector<std::vector<double>>>& deltas,
-                               const std::vector<double>& run, double noise_sd) {
-  ValueModel model(deltas, noise_sd);
-  return std::max(0.0, Sum(model.ExpectedRegrets(nullptr)) - Sum(model.ExpectedRegrets(&run)));
-}
-
-absl::Status ValidateConfig(const AdaptiveConfig& config) {
-  if (config.targets.empty()) return InvalidField("targets", "at least one target is needed");
-  if (config.ks.empty()) return InvalidField("ks", "empty");
-  if (config.as.empty()) return InvalidField("as", "empty");
-  if (config.seq_lens.empty()) return InvalidField("seq_lens", "empty");
-  if (config.backbones.empty()) return InvalidField("backbones", "empty");
-  if (config.flop_budgets.empty()) return InvalidField("flop_budgets", "empty");
+// Every K, A, L, budget and backbone of the candidate space.
+absl::Status ValidateCandidateAxes(const AdaptiveConfig& config) {
   for (int k : config.ks) {
     if (k < 1) return InvalidField("ks", absl::StrCat("K must be >= 1, got ", k));
   }
@@ -258,46 +255,42 @@ absl::Status ValidateConfig(const AdaptiveConfig& config) {
       return InvalidField("backbones", absl::StrCat(b, ": ", n.status().message()));
     }
   }
-  for (const Target& t : config.targets) {
+  return absl::OkStatus();
+}
+
+absl::Status ValidateTargets(const std::vector<Target>& targets) {
+  for (const Target& t : targets) {
     if (!(t.flops > 0) || t.seq_len < 1 || t.backbone.empty()) {
       return InvalidField(
           "targets", absl::StrCat(t.Describe(), " needs flops > 0, seq_len >= 1 and a backbone"));
     }
   }
-  if (!(config.compute_budget > 0)) return InvalidField("compute_budget", "must be > 0");
-  if (!(config.tolerance >= 0)) return InvalidField("tolerance", "must be >= 0");
-  if (!(config.confidence > 0 && config.confidence < 1)) {
-    return InvalidField("confidence", "must be in (0, 1)");
-  }
-  if (!(config.consistency_z > 0)) return InvalidField("consistency_z", "must be > 0");
-  if (config.stable_decisions < 1) return InvalidField("stable_decisions", "must be >= 1");
-  if (config.bootstrap_samples < 2) return InvalidField("bootstrap_samples", "must be >= 2");
-  if (config.max_proposals < 1) return InvalidField("max_proposals", "must be >= 1");
-  if (!(config.noise_floor > 0)) return InvalidField("noise_floor", "must be > 0");
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<Candidate>> SeedDesign(const AdaptiveConfig& config) {
-  if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
-  // Backbones by nominal size.
-  std::vector<std::pair<double, std::string>> sized;
-  for (const std::string& b : config.backbones) sized.push_back({*NominalActiveParams(b), b});
-  std::sort(sized.begin(), sized.end());
-  std::vector<std::string> target_backbones;
-  std::vector<int> target_lens;
+template <typename T>
+std::vector<T> SortedUnique(std::vector<T> values) {
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  return values;
+}
+
+// Where the seed design centres: the targets' most frequent backbone and L, the budget
+// nearest their median, and the sparse K range.
+struct SeedCentre {
+  std::vector<std::pair<double, std::string>> sized;  // backbones by nominal size
+  std::vector<int> lens;                              // sorted, unique
+  std::vector<int> ks;                                // sparse (>= 2), sorted, unique
+  std::string backbone;
+  int len = 0;
+  double budget = 0;
+  int k_lo = 0, k_mid = 0, k_hi = 0;
+};
+
+// The configured budget nearest (in log) the targets' median budget.
+double BudgetNearTargets(const AdaptiveConfig& config) {
   std::vector<double> target_flops;
-  for (const Target& t : config.targets) {
-    target_backbones.push_back(t.backbone);
-    target_lens.push_back(t.seq_len);
-    target_flops.push_back(t.flops);
-  }
-  std::string centre_backbone = MostFrequent(target_backbones, config.backbones);
-  if (centre_backbone.empty()) centre_backbone = sized[sized.size() / 2].second;
-  std::vector<int> lens = config.seq_lens;
-  std::sort(lens.begin(), lens.end());
-  lens.erase(std::unique(lens.begin(), lens.end()), lens.end());
-  int centre_len = MostFrequent(target_lens, lens);
-  if (centre_len == 0) centre_len = lens.back();
+  for (const Target& t : config.targets) target_flops.push_back(t.flops);
   std::sort(target_flops.begin(), target_flops.end());
   const double median_flops = target_flops[target_flops.size() / 2];
   double budget = config.flop_budgets.front();
@@ -306,71 +299,125 @@ absl::StatusOr<std::vector<Candidate>> SeedDesign(const AdaptiveConfig& config) 
       budget = f;
     }
   }
-  std::vector<int> ks;
-  for (int k : config.ks) {
-    if (k >= 2) ks.push_back(k);
-  }
-  std::sort(ks.begin(), ks.end());
-  ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
-  if (ks.empty()) return InvalidField("ks", "no sparse K (>= 2) to run");
+  return budget;
+}
+
+// The K nearest (in log) the middle of [k_lo, k_hi].
+int MidK(const std::vector<int>& ks) {
   const int k_lo = ks.front(), k_hi = ks.back();
   int k_mid = k_lo;
   const double log_mid = 0.5 * (std::log(k_lo) + std::log(k_hi));
   for (int k : ks) {
     if (std::fabs(std::log(k) - log_mid) < std::fabs(std::log(k_mid) - log_mid)) k_mid = k;
   }
+  return k_mid;
+}
 
-  std::vector<Candidate> sparse;
-  auto add = [&](const std::string& backbone, int seq_len, int k, double a) {
-    Candidate c{backbone, seq_len, k, a, budget};
+absl::StatusOr<SeedCentre> CentreOf(const AdaptiveConfig& config) {
+  SeedCentre c;
+  // Backbones by nominal size.
+  for (const std::string& b : config.backbones) c.sized.push_back({*NominalActiveParams(b), b});
+  std::sort(c.sized.begin(), c.sized.end());
+  std::vector<std::string> target_backbones;
+  std::vector<int> target_lens;
+  for (const Target& t : config.targets) {
+    target_backbones.push_back(t.backbone);
+    target_lens.push_back(t.seq_len);
+  }
+  c.backbone = MostFrequent(target_backbones, config.backbones);
+  if (c.backbone.empty()) c.backbone = c.sized[c.sized.size() / 2].second;
+  c.lens = SortedUnique(config.seq_lens);
+  c.len = MostFrequent(target_lens, c.lens);
+  if (c.len == 0) c.len = c.lens.back();
+  c.budget = BudgetNearTargets(config);
+  for (int k : config.ks) {
+    if (k >= 2) c.ks.push_back(k);
+  }
+  c.ks = SortedUnique(std::move(c.ks));
+  if (c.ks.empty()) return InvalidField("ks", "no sparse K (>= 2) to run");
+  c.k_lo = c.ks.front();
+  c.k_hi = c.ks.back();
+  c.k_mid = MidK(c.ks);
+  return c;
+}
+
+// The seed design's sparse runs at one budget, in the order added, without repeats.
+class SparseSeed {
+ public:
+  explicit SparseSeed(double budget) : budget_(budget) {}
+
+  // Adds the run unless it is there already; false when its layer plan cannot be built.
+  bool Add(const std::string& backbone, int seq_len, int k, double a) {
+    Candidate c{backbone, seq_len, k, a, budget_};
     LawPoint point;
     if (!PointOf(c, &point)) return false;
-    for (const Candidate& s : sparse) {
+    for (const Candidate& s : runs_) {
       if (SameRun(s, c)) return true;
     }
-    sparse.push_back(c);
+    runs_.push_back(c);
     return true;
-  };
-  std::set<int> len_levels = {lens.front(), lens[lens.size() / 2], lens.back(), centre_len};
-  for (int l : len_levels) {
-    for (int k : {k_lo, k_mid, k_hi}) add(centre_backbone, l, k, 1.0);
   }
+
+  const std::vector<Candidate>& runs() const { return runs_; }
+
+ private:
+  double budget_;
+  std::vector<Candidate> runs_;
+};
+
+// The centre backbone at the shortest, middle, longest and centre L, each at K lo, mid and hi.
+void AddLengthLevels(const SeedCentre& c, SparseSeed* sparse) {
+  std::set<int> len_levels = {c.lens.front(), c.lens[c.lens.size() / 2], c.lens.back(), c.len};
+  for (int l : len_levels) {
+    for (int k : {c.k_lo, c.k_mid, c.k_hi}) sparse->Add(c.backbone, l, k, 1.0);
+  }
+}
+
+// The smallest and the largest other backbone at the centre L, each at K lo and hi.
+void AddOtherBackbones(const SeedCentre& c, SparseSeed* sparse) {
   std::set<std::string> others;
-  for (const auto& [size, b] : sized) {
-    if (b != centre_backbone) {
+  for (const auto& [size, b] : c.sized) {
+    if (b != c.backbone) {
       others.insert(b);
       break;
     }
   }
-  for (auto it = sized.rbegin(); it != sized.rend(); ++it) {
-    if (it->second != centre_backbone) {
+  for (auto it = c.sized.rbegin(); it != c.sized.rend(); ++it) {
+    if (it->second != c.backbone) {
       others.insert(it->second);
       break;
     }
   }
   for (const std::string& b : others) {
-    for (int k : {k_lo, k_hi}) add(b, centre_len, k, 1.0);
+    for (int k : {c.k_lo, c.k_hi}) sparse->Add(b, c.len, k, 1.0);
   }
+}
+
+// The smallest and the largest anchor stride A != 1 at the centre, each near K mid and hi.
+void AddAnchorStrides(const AdaptiveConfig& config, const SeedCentre& c, SparseSeed* sparse) {
   std::vector<double> anchors;
   for (double a : config.as) {
     if (a != 1.0) anchors.push_back(a);
   }
   std::sort(anchors.begin(), anchors.end());
-  if (!anchors.empty()) {
-    for (double a : std::set<double>{anchors.front(), anchors.back()}) {
-      for (int wanted : {k_mid, k_hi}) {
-        // The admissible K nearest to the wanted one, preferring larger.
-        std::vector<int> order = ks;
-        std::stable_sort(order.begin(), order.end(), [wanted](int x, int y) {
-          return std::abs(x - wanted) < std::abs(y - wanted) ||
-                 (std::abs(x - wanted) == std::abs(y - wanted) && x > y);
-        });
-        for (int k : order) {
-          if (add(centre_backbone, centre_len, k, a)) break;
-        }
+  if (anchors.empty()) return;
+  for (double a : std::set<double>{anchors.front(), anchors.back()}) {
+    for (int wanted : {c.k_mid, c.k_hi}) {
+      // The admissible K nearest to the wanted one, preferring larger.
+      std::vector<int> order = c.ks;
+      std::stable_sort(order.begin(), order.end(), [wanted](int x, int y) {
+        return std::abs(x - wanted) < std::abs(y - wanted) ||
+               (std::abs(x - wanted) == std::abs(y - wanted) && x > y);
+      });
+      for (int k : order) {
+        if (sparse->Add(c.backbone, c.len, k, a)) break;
       }
     }
   }
+}
+
+// The sparse runs preceded by the dense reference of each of their (backbone, L).
+std::vector<Candidate> WithDenseReferences(const std::vector<Candidate>& sparse, double budget) {
   std::vector<Candidate> out;
   std::set<DenseKey> dense;
   for (const Candidate& c : sparse) {
@@ -380,6 +427,56 @@ absl::StatusOr<std::vector<Candidate>> SeedDesign(const AdaptiveConfig& config) 
   }
   out.insert(out.end(), sparse.begin(), sparse.end());
   return out;
+}
+
+}  // namespace
+
+std::string Candidate::Describe() const {
+  if (IsDense()) return absl::StrFormat("dense %s L=%d C=%g", backbone, seq_len, flops);
+  return absl::StrFormat("%s L=%d K=%d A=%g C=%g", backbone, seq_len, k, a, flops);
+}
+
+double ExpectedRegretReduction(const std::vector<std::vector<std::vector<double>>>& deltas,
+                               const std::vector<double>& run, double noise_sd) {
+  ValueModel model(deltas, noise_sd);
+  return std::max(0.0, Sum(model.ExpectedRegrets(nullptr)) - Sum(model.ExpectedRegrets(&run)));
+}
+
+absl::Status ValidateConfig(const AdaptiveConfig& config) {
+  if (absl::Status s = FirstInvalid({
+          {"targets", !config.targets.empty(), "at least one target is needed"},
+          {"ks", !config.ks.empty(), "empty"},
+          {"as", !config.as.empty(), "empty"},
+          {"seq_lens", !config.seq_lens.empty(), "empty"},
+          {"backbones", !config.backbones.empty(), "empty"},
+          {"flop_budgets", !config.flop_budgets.empty(), "empty"},
+      });
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateCandidateAxes(config); !s.ok()) return s;
+  if (absl::Status s = ValidateTargets(config.targets); !s.ok()) return s;
+  return FirstInvalid({
+      {"compute_budget", config.compute_budget > 0, "must be > 0"},
+      {"tolerance", config.tolerance >= 0, "must be >= 0"},
+      {"confidence", config.confidence > 0 && config.confidence < 1, "must be in (0, 1)"},
+      {"consistency_z", config.consistency_z > 0, "must be > 0"},
+      {"stable_decisions", config.stable_decisions >= 1, "must be >= 1"},
+      {"bootstrap_samples", config.bootstrap_samples >= 2, "must be >= 2"},
+      {"max_proposals", config.max_proposals >= 1, "must be >= 1"},
+      {"noise_floor", config.noise_floor > 0, "must be > 0"},
+  });
+}
+
+absl::StatusOr<std::vector<Candidate>> SeedDesign(const AdaptiveConfig& config) {
+  if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
+  absl::StatusOr<SeedCentre> centre = CentreOf(config);
+  if (!centre.ok()) return centre.status();
+  SparseSeed sparse(centre->budget);
+  AddLengthLevels(*centre, &sparse);
+  AddOtherBackbones(*centre, &sparse);
+  AddAnchorStrides(config, *centre, &sparse);
+  return WithDenseReferences(sparse.runs(), centre->budget);
 }
 
 namespace {
@@ -451,16 +548,18 @@ bool SameAnswers(const std::vector<TargetAnswer>& x, const std::vector<TargetAns
   return true;
 }
 
-}  // namespace
-
-absl::StatusOr<Decision> Decide(const AdaptiveConfig& config, const DesignState& state) {
-  if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
+absl::StatusOr<std::vector<TargetOptions>> TargetOptionsOf(const AdaptiveConfig& config) {
   std::vector<TargetOptions> targets;
   for (const Target& t : config.targets) {
     absl::StatusOr<TargetOptions> options = MakeTargetOptions(t, config.ks, config.as);
     if (!options.ok()) return options.status();
     targets.push_back(*std::move(options));
   }
+  return targets;
+}
+
+// The ensemble fitted on the completed runs and the partial runs' forecasts.
+absl::StatusOr<LawEnsemble> FitEvidence(const AdaptiveConfig& config, const DesignState& state) {
   EnsembleOptions ensemble_options;
   ensemble_options.members = config.bootstrap_samples;
   ensemble_options.seed = config.seed;
@@ -471,63 +570,90 @@ absl::StatusOr<Decision> Decide(const AdaptiveConfig& config, const DesignState&
     evidence.push_back(p.forecast);
     ensemble_options.forecast_sd[p.forecast.run_id] = p.forecast_sd;
   }
-  absl::StatusOr<LawEnsemble> ensemble = FitEnsemble(evidence, ensemble_options);
-  if (absl::IsCancelled(ensemble.status())) return ensemble.status();
-  if (!ensemble.ok()) {
-    absl::StatusOr<std::vector<Candidate>> seed = SeedDesign(config);
-    if (!seed.ok()) return seed.status();
-    return SeedDecision(config, state, *seed, std::string(ensemble.status().message()));
-  }
+  return FitEnsemble(evidence, ensemble_options);
+}
 
+// The ensemble's answer at every target with its regret bound, and the streak of unchanged
+// answers; deltas[t][m][o] gets the members' Δ at every target's options.
+Decision AnswerTargets(const AdaptiveConfig& config, const DesignState& state,
+                       const std::vector<TargetOptions>& targets, const LawEnsemble& ensemble,
+                       std::vector<std::vector<std::vector<double>>>* deltas) {
   Decision d;
   d.partial_evidence = DescribePartial(state.partial);
-  d.fit = ensemble->fit.params;
-  d.noise_sd = ensemble->noise_sd;
-  d.ensemble_size = static_cast<int>(ensemble->members.size());
+  d.fit = ensemble.fit.params;
+  d.noise_sd = ensemble.noise_sd;
+  d.ensemble_size = static_cast<int>(ensemble.members.size());
   const int members = d.ensemble_size;
   const std::vector<double> uniform(members, 1.0 / members);
-  std::vector<std::vector<std::vector<double>>> deltas;  // [target][member][option]
   for (const TargetOptions& t : targets) {
-    deltas.push_back(MemberDeltas(ensemble->members, t.points));
-    d.answers.push_back(AnswerTarget(t, deltas.back(), uniform));
+    deltas->push_back(MemberDeltas(ensemble.members, t.points));
+    d.answers.push_back(AnswerTarget(t, deltas->back(), uniform));
     TargetAnswer& answer = d.answers.back();
     for (size_t o = 0; o < t.points.size(); ++o) {
       if (t.k[o] == answer.k && t.a[o] == answer.a) {
-        answer.regret_bound = RegretQuantile(deltas.back(), o, config.confidence);
+        answer.regret_bound = RegretQuantile(deltas->back(), o, config.confidence);
       }
     }
     answer.confidence = config.confidence;
   }
   d.streak = SameAnswers(d.answers, state.previous_answers) ? state.previous_streak + 1 : 1;
-  bool settled = d.streak >= config.stable_decisions;
-  for (const TargetAnswer& a : d.answers) settled = settled && a.regret_bound <= config.tolerance;
-  if (settled && !state.in_flight.empty()) {
+  return d;
+}
+
+// The stopping rule on settled answers (stable and within tolerance): true when `d` is final,
+// stopping or waiting for the runs in flight; a disagreement with the runs holds it back.
+bool ApplyStopRule(const AdaptiveConfig& config, const DesignState& state,
+                   const std::vector<LawParams>& members, Decision* d) {
+  bool settled = d->streak >= config.stable_decisions;
+  for (const TargetAnswer& a : d->answers) {
+    settled = settled && a.regret_bound <= config.tolerance;
+  }
+  if (!settled) return false;
+  if (!state.in_flight.empty()) {
     // Their compute is committed and their results will come: an answer that ignored them
     // could be overturned by the design's own runs (a seed set not yet complete leaves a
     // stage of Eq. 14 unidentified). Wait for them; propose nothing meanwhile.
-    d.held_back = absl::StrFormat(
+    d->held_back = absl::StrFormat(
         "confident, yet not stopping: %d run%s in flight, whose evidence the answer waits for",
         state.in_flight.size(), state.in_flight.size() == 1 ? "" : "s");
-    return d;
+    return true;
   }
-  if (settled) {
-    std::optional<std::string> disagreement = DisagreementWithRuns(
-        state.completed, d.answers, ensemble->members, d.noise_sd, config.consistency_z);
-    if (disagreement) {
-      d.held_back = absl::StrCat("confident, yet not stopping: ", *disagreement);
-    } else {
-      d.stop = true;
-      d.stop_reason = absl::StrFormat(
-          "answers unchanged for %d decisions, every target's regret <= %g nats with "
-          "confidence %g (largest bound %.2g), and the runs at the targets agree with the law",
-          d.streak, config.tolerance, config.confidence, LargestBound(d.answers));
-      return d;
-    }
+  std::optional<std::string> disagreement =
+      DisagreementWithRuns(state.completed, d->answers, members, d->noise_sd, config.consistency_z);
+  if (disagreement) {
+    d->held_back = absl::StrCat("confident, yet not stopping: ", *disagreement);
+    return false;
   }
+  d->stop = true;
+  d->stop_reason = absl::StrFormat(
+      "answers unchanged for %d decisions, every target's regret <= %g nats with "
+      "confidence %g (largest bound %.2g), and the runs at the targets agree with the law",
+      d->streak, config.tolerance, config.confidence, LargestBound(d->answers));
+  return true;
+}
 
-  // The candidate space and the members' predictions there.
+std::vector<double> MemberPredictions(const std::vector<LawParams>& members,
+                                      const LawPoint& point) {
+  std::vector<double> p(members.size());
+  for (size_t m = 0; m < members.size(); ++m) p[m] = PredictDelta(members[m], point);
+  return p;
+}
+
+// The candidate space and the members' predictions there.
+struct CandidateSpace {
   std::vector<Candidate> candidates;
   std::vector<std::vector<double>> predictions;  // [candidate][member]
+};
+
+bool InFlight(const DesignState& state, const Candidate& c) {
+  bool queued = false;
+  for (const Candidate& q : state.in_flight) queued = queued || SameRun(q, c);
+  return queued;
+}
+
+CandidateSpace CandidatesOf(const AdaptiveConfig& config, const DesignState& state,
+                            const std::vector<LawParams>& members) {
+  CandidateSpace space;
   for (const std::string& b : config.backbones) {
     for (int l : config.seq_lens) {
       for (double f : config.flop_budgets) {
@@ -535,95 +661,155 @@ absl::StatusOr<Decision> Decide(const AdaptiveConfig& config, const DesignState&
           for (double a : config.as) {
             const Candidate c{b, l, k, a, f};
             LawPoint point;
-            if (c.IsDense() || !PointOf(c, &point)) continue;
-            bool queued = false;
-            for (const Candidate& q : state.in_flight) queued = queued || SameRun(q, c);
-            if (queued) continue;
-            candidates.push_back(c);
-            std::vector<double> p(members);
-            for (int m = 0; m < members; ++m) p[m] = PredictDelta(ensemble->members[m], point);
-            predictions.push_back(std::move(p));
+            if (c.IsDense() || !PointOf(c, &point) || InFlight(state, c)) continue;
+            space.candidates.push_back(c);
+            space.predictions.push_back(MemberPredictions(members, point));
           }
         }
       }
     }
   }
-  ValueModel model(deltas, d.noise_sd);
+  return space;
+}
+
+// Conditions the value model on the outcomes of the sparse runs in flight.
+void ConditionOnInFlight(const DesignState& state, const std::vector<LawParams>& members,
+                         ValueModel* model) {
   for (const Candidate& q : state.in_flight) {
     LawPoint point;
     if (q.IsDense() || !PointOf(q, &point)) continue;
-    std::vector<double> p(members);
-    for (int m = 0; m < members; ++m) p[m] = PredictDelta(ensemble->members[m], point);
-    model.Condition(p);
+    model->Condition(MemberPredictions(members, point));
+  }
+}
+
+// Greedy proposals within the budget left: each pick is the best expected regret reduction
+// per FLOP, after conditioning the model on the picks before it.
+class ProposalRanker {
+ public:
+  ProposalRanker(const AdaptiveConfig& config, const DesignState& state,
+                 const CandidateSpace& space, ValueModel* model)
+      : config_(config),
+        space_(space),
+        model_(*model),
+        dense_(CoverageOf(state)),
+        left_(config.compute_budget - state.compute_spent),
+        scored_(space.candidates.size()),
+        picked_(space.candidates.size(), false),
+        order_(space.candidates.size()) {}
+
+  // Appends the proposals to d->ranked; CANCELLED once config.cancelled returned true.
+  absl::Status Rank(Decision* d) {
+    before_ = model_.ExpectedRegrets(nullptr);
+    for (size_t i = 0; i < scored_.size(); ++i) {
+      if (Cancelled()) return Stopped();
+      scored_[i] = Value(i);
+    }
+    for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
+    while (static_cast<int>(d->ranked.size()) < config_.max_proposals) {
+      if (!d->ranked.empty()) {
+        if (absl::Status s = Revalue(); !s.ok()) return s;
+      }
+      const size_t best = BestAffordable();
+      if (best == order_.size()) break;
+      Pick(best, d);
+    }
+    return absl::OkStatus();
   }
 
-  DenseCoverage dense = CoverageOf(state);
-  double left = config.compute_budget - state.compute_spent;
-  std::vector<Scored> scored(candidates.size());
-  std::vector<bool> picked(candidates.size(), false);
-  auto cost_of = [&](size_t i, bool* needs_dense) {
-    *needs_dense = !dense.Covers(candidates[i]);
-    return candidates[i].flops * (*needs_dense ? 2 : 1);
-  };
-  std::vector<double> before = model.ExpectedRegrets(nullptr);
-  auto value = [&](size_t i) {
+ private:
+  bool Cancelled() const { return config_.cancelled && config_.cancelled(); }
+  static absl::Status Stopped() { return absl::CancelledError("design decision cancelled"); }
+
+  double CostOf(size_t i, bool* needs_dense) const {
+    *needs_dense = !dense_.Covers(space_.candidates[i]);
+    return space_.candidates[i].flops * (*needs_dense ? 2 : 1);
+  }
+
+  Scored Value(size_t i) const {
     Scored s;
     s.index = i;
-    s.cost = cost_of(i, &s.needs_dense) / kFlopUnit;
-    s.value = std::max(0.0, Sum(before) - Sum(model.ExpectedRegrets(&predictions[i])));
-    s.spread = StdDev(predictions[i]);
+    s.cost = CostOf(i, &s.needs_dense) / kFlopUnit;
+    s.value = std::max(0.0, Sum(before_) - Sum(model_.ExpectedRegrets(&space_.predictions[i])));
+    s.spread = StdDev(space_.predictions[i]);
     return s;
-  };
-  const auto cancelled = [&config] { return config.cancelled && config.cancelled(); };
-  const absl::Status stopped = absl::CancelledError("design decision cancelled");
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    if (cancelled()) return stopped;
-    scored[i] = value(i);
   }
-  std::vector<size_t> order(candidates.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  bool first = true;
-  while (static_cast<int>(d.ranked.size()) < config.max_proposals) {
-    if (!first) {
-      // Re-value the best candidates and those whose dense reference is now covered.
-      before = model.ExpectedRegrets(nullptr);
-      for (size_t r = 0; r < order.size(); ++r) {
-        const size_t i = order[r];
-        if (picked[i]) continue;
-        if (cancelled()) return stopped;
-        bool needs_dense = false;
-        const bool cost_changed = (cost_of(i, &needs_dense) / kFlopUnit) != scored[i].cost;
-        if (r < kLazyRevalue || cost_changed) scored[i] = value(i);
-      }
+
+  // Re-value the best candidates and those whose dense reference is now covered.
+  absl::Status Revalue() {
+    before_ = model_.ExpectedRegrets(nullptr);
+    for (size_t r = 0; r < order_.size(); ++r) {
+      const size_t i = order_[r];
+      if (picked_[i]) continue;
+      if (Cancelled()) return Stopped();
+      bool needs_dense = false;
+      const bool cost_changed = (CostOf(i, &needs_dense) / kFlopUnit) != scored_[i].cost;
+      if (r < kLazyRevalue || cost_changed) scored_[i] = Value(i);
     }
-    first = false;
-    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-      if (picked[x] != picked[y]) return !picked[x];
-      return Better(scored[x], scored[y]);
+    return absl::OkStatus();
+  }
+
+  // The best unpicked candidate within the budget left, or order_.size() when none is.
+  size_t BestAffordable() {
+    std::sort(order_.begin(), order_.end(), [&](size_t x, size_t y) {
+      if (picked_[x] != picked_[y]) return !picked_[x];
+      return Better(scored_[x], scored_[y]);
     });
-    size_t best = order.size();
-    for (size_t i : order) {
-      if (!picked[i] && scored[i].cost * kFlopUnit <= left * (1 + 1e-9)) {
-        best = i;
-        break;
-      }
+    for (size_t i : order_) {
+      if (!picked_[i] && scored_[i].cost * kFlopUnit <= left_ * (1 + 1e-9)) return i;
     }
-    if (best == order.size()) break;
-    const Scored& s = scored[best];
-    picked[best] = true;
+    return order_.size();
+  }
+
+  void Pick(size_t best, Decision* d) {
+    const Scored& s = scored_[best];
+    const Candidate& c = space_.candidates[best];
+    picked_[best] = true;
     Proposal p;
-    p.run = candidates[best];
+    p.run = c;
     p.needs_dense = s.needs_dense;
     p.cost_flops = s.cost * kFlopUnit;
     p.value = s.value;
     p.score = s.Key();
-    p.reason = Reason(s, before, model.ExpectedRegrets(&predictions[best]), d.answers, d.noise_sd);
-    if (!d.partial_evidence.empty()) absl::StrAppend(&p.reason, "; ", d.partial_evidence);
-    d.ranked.push_back(std::move(p));
-    left -= s.cost * kFlopUnit;
-    dense.Add(candidates[best].backbone, candidates[best].seq_len, candidates[best].flops);
-    model.Condition(predictions[best]);
+    p.reason = Reason(s, before_, model_.ExpectedRegrets(&space_.predictions[best]), d->answers,
+                      d->noise_sd);
+    if (!d->partial_evidence.empty()) absl::StrAppend(&p.reason, "; ", d->partial_evidence);
+    d->ranked.push_back(std::move(p));
+    left_ -= s.cost * kFlopUnit;
+    dense_.Add(c.backbone, c.seq_len, c.flops);
+    model_.Condition(space_.predictions[best]);
   }
+
+  const AdaptiveConfig& config_;
+  const CandidateSpace& space_;
+  ValueModel& model_;
+  DenseCoverage dense_;
+  double left_;
+  std::vector<Scored> scored_;
+  std::vector<bool> picked_;
+  std::vector<size_t> order_;
+  std::vector<double> before_;  // expected regrets before the next pick
+};
+
+}  // namespace
+
+absl::StatusOr<Decision> Decide(const AdaptiveConfig& config, const DesignState& state) {
+  if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
+  absl::StatusOr<std::vector<TargetOptions>> targets = TargetOptionsOf(config);
+  if (!targets.ok()) return targets.status();
+  absl::StatusOr<LawEnsemble> ensemble = FitEvidence(config, state);
+  if (absl::IsCancelled(ensemble.status())) return ensemble.status();
+  if (!ensemble.ok()) {
+    absl::StatusOr<std::vector<Candidate>> seed = SeedDesign(config);
+    if (!seed.ok()) return seed.status();
+    return SeedDecision(config, state, *seed, std::string(ensemble.status().message()));
+  }
+  std::vector<std::vector<std::vector<double>>> deltas;  // [target][member][option]
+  Decision d = AnswerTargets(config, state, *targets, *ensemble, &deltas);
+  if (ApplyStopRule(config, state, ensemble->members, &d)) return d;
+  const CandidateSpace space = CandidatesOf(config, state, ensemble->members);
+  ValueModel model(deltas, d.noise_sd);
+  ConditionOnInFlight(state, ensemble->members, &model);
+  if (absl::Status s = ProposalRanker(config, state, space, &model).Rank(&d); !s.ok()) return s;
   if (d.ranked.empty() && state.in_flight.empty()) {
     d.stop = true;
     d.stop_reason = absl::StrFormat("compute budget spent: %.3g of %.3g FLOPs, no candidate fits",

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -125,6 +126,93 @@ void RedrawForecasts(const std::map<int64_t, double>& forecast_sd, std::mt19937_
   }
 }
 
+bool Cancelled(const EnsembleOptions& options) { return options.cancelled && options.cancelled(); }
+
+absl::Status Stopped() { return absl::CancelledError("ensemble fit cancelled"); }
+
+// The rows fitted: those not held out, staged by A (two_stage.h) rather than by their sweeps.
+std::vector<Observation> FittedRows(const std::vector<Observation>& observations) {
+  std::vector<Observation> fitted;
+  for (const Observation& o : observations) {
+    if (o.held_out) continue;
+    fitted.push_back(o);
+    fitted.back().sweeps.clear();  // stages by A (two_stage.h): the strata below
+  }
+  return fitted;
+}
+
+// The point fit (two-stage, then the joint refinement when options.joint) and the noise sd of
+// its residuals.
+absl::Status FitPoint(const std::vector<Observation>& fitted, const EnsembleOptions& options,
+                      LawEnsemble* out) {
+  FitOptions point_options;
+  point_options.search.seed = options.seed;
+  absl::StatusOr<FitResult> fit = FitTwoStage(fitted, point_options);
+  if (!fit.ok()) return fit.status();
+  out->fit = *std::move(fit);
+  double sse = out->fit.rmse * out->fit.rmse * out->fit.n_obs;
+  int parameters = out->fit.stage2_fitted ? 10 : 7;
+  if (Cancelled(options)) return Stopped();
+  if (options.joint) {
+    SearchOptions joint_search;
+    joint_search.seed = options.seed;
+    joint_search.population = 16;
+    joint_search.generations = 60;
+    joint_search.polish_evaluations = 1000;
+    const JointFit joint(fitted);
+    out->fit.params = joint.Fit(out->fit.params, joint_search, &sse);
+    parameters = joint.parameters();
+  }
+  const int dof = std::max(1, static_cast<int>(fitted.size()) - parameters);
+  out->noise_sd = std::max(options.noise_floor, std::sqrt(sse / dof));
+  return absl::OkStatus();
+}
+
+// One bootstrap member warm-started from `start`, or nullopt when its resample or refit failed.
+std::optional<LawParams> FitMember(const std::vector<const Observation*>& stage1,
+                                   const std::vector<const Observation*>& stage2,
+                                   const EnsembleOptions& options, const LawParams& start,
+                                   const SearchOptions& member_search,
+                                   std::vector<Observation>* resample) {
+  std::mt19937_64 rng(member_search.seed);
+  if (!Resample(stage1, stage2, rng, resample)) return std::nullopt;
+  RedrawForecasts(options.forecast_sd, rng, resample);
+  if (options.joint) {
+    double member_sse = 0;
+    return JointFit(*resample).Fit(start, member_search, &member_sse);
+  }
+  FitOptions member_options;
+  member_options.search = member_search;
+  member_options.warm_start = &start;
+  absl::StatusOr<FitResult> refit = FitTwoStage(*resample, member_options);
+  if (!refit.ok()) return std::nullopt;
+  return refit->params;
+}
+
+// The bootstrap members, counting the failed ones in out->failures.
+absl::Status FitMembers(const std::vector<Observation>& fitted, const EnsembleOptions& options,
+                        LawEnsemble* out) {
+  std::vector<const Observation*> stage1, stage2;
+  for (const Observation& o : fitted) (o.a == 1.0 ? stage1 : stage2).push_back(&o);
+  SearchOptions member_search;
+  member_search.population = 16;
+  member_search.generations = 40;
+  member_search.polish_evaluations = 500;
+  std::vector<Observation> resample;
+  for (int i = 0; i < options.members; ++i) {
+    if (Cancelled(options)) return Stopped();
+    member_search.seed = options.seed + 1 + static_cast<uint64_t>(i);
+    std::optional<LawParams> member =
+        FitMember(stage1, stage2, options, out->fit.params, member_search, &resample);
+    if (member) {
+      out->members.push_back(*member);
+    } else {
+      ++out->failures;
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string Target::Describe() const {
@@ -137,68 +225,11 @@ absl::StatusOr<LawEnsemble> FitEnsemble(const std::vector<Observation>& observat
     return absl::InvalidArgumentError(
         absl::StrCat("ensemble members: need at least 2, got ", options.members));
   }
-  std::vector<Observation> fitted;
-  for (const Observation& o : observations) {
-    if (o.held_out) continue;
-    fitted.push_back(o);
-    fitted.back().sweeps.clear();  // stages by A (two_stage.h): the strata below
-  }
-  const auto cancelled = [&options] { return options.cancelled && options.cancelled(); };
-  const absl::Status stopped = absl::CancelledError("ensemble fit cancelled");
-  if (cancelled()) return stopped;
+  const std::vector<Observation> fitted = FittedRows(observations);
+  if (Cancelled(options)) return Stopped();
   LawEnsemble out;
-  FitOptions point_options;
-  point_options.search.seed = options.seed;
-  absl::StatusOr<FitResult> fit = FitTwoStage(fitted, point_options);
-  if (!fit.ok()) return fit.status();
-  out.fit = *std::move(fit);
-  double sse = out.fit.rmse * out.fit.rmse * out.fit.n_obs;
-  int parameters = out.fit.stage2_fitted ? 10 : 7;
-  if (cancelled()) return stopped;
-  if (options.joint) {
-    SearchOptions joint_search;
-    joint_search.seed = options.seed;
-    joint_search.population = 16;
-    joint_search.generations = 60;
-    joint_search.polish_evaluations = 1000;
-    const JointFit joint(fitted);
-    out.fit.params = joint.Fit(out.fit.params, joint_search, &sse);
-    parameters = joint.parameters();
-  }
-  const int dof = std::max(1, static_cast<int>(fitted.size()) - parameters);
-  out.noise_sd = std::max(options.noise_floor, std::sqrt(sse / dof));
-
-  std::vector<const Observation*> stage1, stage2;
-  for (const Observation& o : fitted) (o.a == 1.0 ? stage1 : stage2).push_back(&o);
-  SearchOptions member_search;
-  member_search.population = 16;
-  member_search.generations = 40;
-  member_search.polish_evaluations = 500;
-  std::vector<Observation> resample;
-  for (int i = 0; i < options.members; ++i) {
-    if (cancelled()) return stopped;
-    member_search.seed = options.seed + 1 + static_cast<uint64_t>(i);
-    std::mt19937_64 rng(member_search.seed);
-    if (!Resample(stage1, stage2, rng, &resample)) {
-      ++out.failures;
-      continue;
-    }
-    RedrawForecasts(options.forecast_sd, rng, &resample);
-    if (options.joint) {
-      double member_sse = 0;
-      out.members.push_back(JointFit(resample).Fit(out.fit.params, member_search, &member_sse));
-      continue;
-    }
-    FitOptions member_options;
-    member_options.search = member_search;
-    member_options.warm_start = &out.fit.params;
-    absl::StatusOr<FitResult> refit = FitTwoStage(resample, member_options);
-    if (refit.ok()) {
-      out.members.push_back(refit->params);
-    } else {
-      ++out.failures;
-    }
-  }
+  if (absl::Status s = FitPoint(fitted, options, &out); !s.ok()) return s;
+  if (absl::Status s = FitMembers(fitted, options, &out); !s.ok()) return s;
   if (static_cast<int>(out.members.size()) * 2 < options.members) {
     return absl::InvalidArgumentError(absl::StrCat("ensemble: ", out.failures, " of ",
                                                    options.members, " bootstrap refits failed"));

@@ -201,80 +201,157 @@ AdaptiveConfig SimConfig(const DesignSimOptions& options, double grid_compute, u
   return config;
 }
 
-absl::StatusOr<RepResult> AdaptiveRep(const DesignSimOptions& options, const TruthTable& truth,
-                                      double grid_compute, uint64_t seed) {
-  const AdaptiveConfig config = SimConfig(options, grid_compute, seed);
-  absl::StatusOr<std::vector<Candidate>> seed_runs = SeedDesign(config);
-  if (!seed_runs.ok()) return seed_runs.status();
-  std::mt19937_64 noise_rng(seed);
-  std::normal_distribution<double> noise(0.0, options.sigma);
-  DesignState state;
-  RepResult rep;
-  size_t next_seed = 0;
-  int64_t run_number = 0;
-  while (true) {
-    absl::StatusOr<Decision> decision = Decide(config, state);
-    if (!decision.ok()) return decision.status();
-    if (!decision->answers.empty()) {
-      rep.curve.push_back({state.compute_spent, Regret(truth, decision->answers)});
-      rep.answers = decision->answers;
-      state.previous_answers = decision->answers;
-      state.previous_streak = decision->streak;
+// The seed design's runs, started in order.
+struct SeedQueue {
+  std::vector<Candidate> runs;
+  size_t next = 0;
+  bool Exhausted() const { return next == runs.size(); }
+  // Whether a next seed run is left and fits the budget after `committed` FLOPs.
+  bool NextFits(double committed, double budget) const {
+    return next < runs.size() && committed + runs[next].flops <= budget;
+  }
+};
+
+// A run's law point with its true Δ (no noise), named and numbered `id`.
+absl::StatusOr<Observation> TrueObservation(const Candidate& c, int64_t id,
+                                            const LawParams& truth) {
+  absl::StatusOr<Observation> o = MakeDeltaObservation(absl::StrCat("sim-", id, " ", c.Describe()),
+                                                       c.backbone, c.seq_len, c.k, c.a, 0.0);
+  if (!o.ok()) return o.status();
+  o->delta = PredictDelta(truth, o->point());
+  o->run_id = id;
+  o->flops = c.flops;
+  return o;
+}
+
+// What both adaptive repetitions share: the design's config, the random source, its seed runs
+// and the record.
+class AdaptiveSim {
+ public:
+  AdaptiveSim(const DesignSimOptions& options, const TruthTable& truth, double grid_compute,
+              uint64_t seed)
+      : options_(options),
+        truth_(truth),
+        config_(SimConfig(options, grid_compute, seed)),
+        rng_(seed),
+        noise_(0.0, options.sigma) {}
+
+ protected:
+  absl::Status LoadSeedRuns() {
+    absl::StatusOr<std::vector<Candidate>> runs = SeedDesign(config_);
+    if (!runs.ok()) return runs.status();
+    seeds_.runs = *std::move(runs);
+    return absl::OkStatus();
+  }
+
+  // Records a decision's answers (when it has any) at `compute` and carries them and their
+  // streak into the design's next state; true when the decision stops, noting whether it
+  // stopped on its regret bounds (its answers' claims).
+  bool Record(const Decision& decision, double compute, DesignState* state) {
+    if (!decision.answers.empty()) {
+      rep_.curve.push_back({compute, Regret(truth_, decision.answers)});
+      rep_.answers = decision.answers;
+      state->previous_answers = decision.answers;
+      state->previous_streak = decision.streak;
     }
-    if (decision->stop) {
-      rep.confident_stop = !decision->answers.empty();
-      for (const TargetAnswer& a : decision->answers) {
-        rep.confident_stop = rep.confident_stop && a.regret_bound <= config.tolerance;
-      }
-      break;
+    if (!decision.stop) return false;
+    rep_.confident_stop = !decision.answers.empty();
+    for (const TargetAnswer& a : decision.answers) {
+      rep_.confident_stop = rep_.confident_stop && a.regret_bound <= config_.tolerance;
     }
-    // This round: the seed runs still to start, then the best proposals.
+    return true;
+  }
+
+  absl::StatusOr<RepResult> Result() const {
+    if (rep_.answers.empty()) {
+      return absl::FailedPreconditionError("adaptive design: the runs could never be fitted");
+    }
+    return rep_;
+  }
+
+  const DesignSimOptions& options_;
+  const TruthTable& truth_;
+  const AdaptiveConfig config_;
+  std::mt19937_64 rng_;
+  std::normal_distribution<double> noise_;  // of every measured Δ
+  SeedQueue seeds_;
+  RepResult rep_;
+};
+
+// The adaptive design where every run reports only its end (DesignSimOptions::marks == 1).
+class AdaptiveRep : private AdaptiveSim {
+ public:
+  using AdaptiveSim::AdaptiveSim;
+
+  absl::StatusOr<RepResult> Run() {
+    if (absl::Status s = LoadSeedRuns(); !s.ok()) return s;
+    while (true) {
+      absl::StatusOr<Decision> decision = Decide(config_, state_);
+      if (!decision.ok()) return decision.status();
+      if (Record(*decision, state_.compute_spent, &state_)) break;
+      absl::StatusOr<std::vector<Candidate>> round = PlanRound(*decision);
+      if (!round.ok()) return round.status();
+      if (round->empty()) break;
+      if (absl::Status s = TrainRound(*round); !s.ok()) return s;
+    }
+    rep_.compute = state_.compute_spent;
+    return Result();
+  }
+
+ private:
+  // This round: the seed runs still to start, then the best proposals.
+  absl::StatusOr<std::vector<Candidate>> PlanRound(const Decision& decision) {
     std::vector<Candidate> round;
-    double committed = state.compute_spent;
-    while (next_seed < seed_runs->size() && static_cast<int>(round.size()) < options.slots &&
-           committed + (*seed_runs)[next_seed].flops <= config.compute_budget) {
-      committed += (*seed_runs)[next_seed].flops;
-      round.push_back((*seed_runs)[next_seed++]);
+    double committed = state_.compute_spent;
+    while (static_cast<int>(round.size()) < options_.slots &&
+           seeds_.NextFits(committed, config_.compute_budget)) {
+      committed += seeds_.runs[seeds_.next].flops;
+      round.push_back(seeds_.runs[seeds_.next++]);
     }
-    if (static_cast<int>(round.size()) < options.slots && next_seed == seed_runs->size()) {
-      absl::StatusOr<Decision> fill = decision;
+    if (static_cast<int>(round.size()) < options_.slots && seeds_.Exhausted()) {
+      const Decision* fill = &decision;
+      absl::StatusOr<Decision> refill;
       if (!round.empty()) {
-        DesignState busy = state;
+        DesignState busy = state_;
         busy.in_flight = round;
         busy.compute_spent = committed;
-        fill = Decide(config, busy);
-        if (!fill.ok()) return fill.status();
+        refill = Decide(config_, busy);
+        if (!refill.ok()) return refill.status();
+        fill = &*refill;
       }
-      for (const Proposal& p : fill->ranked) {
-        const int needed = p.needs_dense ? 2 : 1;
-        if (static_cast<int>(round.size()) + needed > options.slots) continue;
-        if (p.needs_dense) round.push_back({p.run.backbone, p.run.seq_len, 1, 1.0, p.run.flops});
-        round.push_back(p.run);
-      }
+      AddProposals(fill->ranked, &round);
     }
-    if (round.empty()) break;
+    return round;
+  }
+
+  void AddProposals(const std::vector<Proposal>& ranked, std::vector<Candidate>* round) const {
+    for (const Proposal& p : ranked) {
+      const int needed = p.needs_dense ? 2 : 1;
+      if (static_cast<int>(round->size()) + needed > options_.slots) continue;
+      if (p.needs_dense) round->push_back({p.run.backbone, p.run.seq_len, 1, 1.0, p.run.flops});
+      round->push_back(p.run);
+    }
+  }
+
+  // Every run of the round completes with its Δ drawn around the truth.
+  absl::Status TrainRound(const std::vector<Candidate>& round) {
     for (const Candidate& c : round) {
-      state.compute_spent += c.flops;
+      state_.compute_spent += c.flops;
       if (c.IsDense()) {
-        state.dense_done.push_back(c);
+        state_.dense_done.push_back(c);
         continue;
       }
-      absl::StatusOr<Observation> o =
-          MakeDeltaObservation(absl::StrCat("sim-", ++run_number, " ", c.Describe()), c.backbone,
-                               c.seq_len, c.k, c.a, 0.0);
+      absl::StatusOr<Observation> o = TrueObservation(c, ++run_number_, options_.truth);
       if (!o.ok()) return o.status();
-      o->delta = PredictDelta(options.truth, o->point()) + noise(noise_rng);
-      o->run_id = run_number;
-      o->flops = c.flops;
-      state.completed.push_back(*std::move(o));
+      o->delta += noise_(rng_);
+      state_.completed.push_back(*std::move(o));
     }
+    return absl::OkStatus();
   }
-  rep.compute = state.compute_spent;
-  if (rep.answers.empty()) {
-    return absl::FailedPreconditionError("adaptive design: the runs could never be fitted");
-  }
-  return rep;
-}
+
+  DesignState state_;
+  int64_t run_number_ = 0;
+};
 
 // A run of the adaptive design under learning curves (DesignSimOptions::marks > 1).
 struct SimRun {
@@ -330,125 +407,140 @@ DesignState CurvesState(const std::vector<SimRun>& runs, const DesignState& base
   return state;
 }
 
-absl::StatusOr<RepResult> AdaptiveCurvesRep(const DesignSimOptions& options,
-                                            const TruthTable& truth, double grid_compute,
-                                            uint64_t seed) {
-  const AdaptiveConfig config = SimConfig(options, grid_compute, seed);
-  absl::StatusOr<std::vector<Candidate>> seed_runs = SeedDesign(config);
-  if (!seed_runs.ok()) return seed_runs.status();
-  const int marks = options.marks;
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> noise(0.0, options.sigma);
-  std::normal_distribution<double> slope(options.curve_slope_mean, options.curve_slope_sd);
-  std::vector<SimRun> runs;
-  DesignState base;
-  RepResult rep;
-  size_t next_seed = 0;
-  auto start = [&](const Candidate& c) -> absl::Status {
-    for (SimRun& r : runs) {  // a stopped run resumes where it stopped
+// The adaptive design under learning curves (DesignSimOptions::marks > 1).
+class AdaptiveCurvesRep : private AdaptiveSim {
+ public:
+  AdaptiveCurvesRep(const DesignSimOptions& options, const TruthTable& truth, double grid_compute,
+                    uint64_t seed)
+      : AdaptiveSim(options, truth, grid_compute, seed),
+        marks_(options.marks),
+        slope_(options.curve_slope_mean, options.curve_slope_sd) {}
+
+  absl::StatusOr<RepResult> Run() {
+    if (absl::Status s = LoadSeedRuns(); !s.ok()) return s;
+    while (true) {
+      DesignState state = CurvesState(runs_, base_, marks_);
+      absl::StatusOr<Decision> decision = Decide(config_, state);
+      if (!decision.ok()) return decision.status();
+      const double trained = Trained();
+      rep_.compute = trained;
+      if (Record(*decision, trained, &base_)) break;
+      StopEarly(state, decision->noise_sd);
+      int busy = Busy();
+      if (absl::Status s = StartSeedRuns(&busy); !s.ok()) return s;
+      absl::StatusOr<bool> fill_stops = FillFreeSlots(&busy);
+      if (!fill_stops.ok()) return fill_stops.status();
+      // Early stops can leave nothing in flight, and a design that waited for its runs in
+      // flight then stops: the next decision, on this same state, records that stop.
+      if (busy == 0 && *fill_stops) continue;
+      if (busy == 0) break;
+      ReportNextMarks();
+    }
+    return Result();
+  }
+
+ private:
+  // The FLOPs trained so far.
+  double Trained() const {
+    double trained = 0;
+    for (const SimRun& r : runs_) {
+      trained += r.run.IsDense() ? r.run.flops : TrainedFlops(r, marks_);
+    }
+    return trained;
+  }
+
+  int Busy() const {
+    int busy = 0;
+    for (const SimRun& r : runs_) busy += r.running ? 1 : 0;
+    return busy;
+  }
+
+  // Early stopping: a run whose forecast is as certain as one more measurement (the fit's
+  // noise sd; the design does not know σ) stops.
+  void StopEarly(const DesignState& state, double noise_sd) {
+    for (const PartialRun& p : state.partial) {
+      SimRun& r = runs_[p.forecast.run_id - 1];
+      if (r.running && p.forecast_sd <= noise_sd) {
+        r.running = false;
+        r.stopped = true;
+        ++rep_.early_stops;
+      }
+    }
+  }
+
+  absl::Status StartSeedRuns(int* busy) {
+    double committed = CurvesState(runs_, base_, marks_).compute_spent;
+    while (*busy < options_.slots && seeds_.NextFits(committed, config_.compute_budget)) {
+      committed += seeds_.runs[seeds_.next].flops;
+      if (absl::Status s = Start(seeds_.runs[seeds_.next++]); !s.ok()) return s;
+      *busy += runs_.back().running ? 1 : 0;
+    }
+    return absl::OkStatus();
+  }
+
+  // Once the seed runs are all started, the free slots go to the proposals; true when that
+  // decision stops.
+  absl::StatusOr<bool> FillFreeSlots(int* busy) {
+    if (*busy >= options_.slots || !seeds_.Exhausted()) return false;
+    absl::StatusOr<Decision> fill = Decide(config_, CurvesState(runs_, base_, marks_));
+    if (!fill.ok()) return fill.status();
+    for (const Proposal& p : fill->ranked) {
+      if (*busy + (p.needs_dense ? 1 : 0) + 1 > options_.slots) continue;
+      if (p.needs_dense) {  // trained in this round's slot, done by its end
+        if (absl::Status s = Start({p.run.backbone, p.run.seq_len, 1, 1.0, p.run.flops}); !s.ok()) {
+          return s;
+        }
+        ++*busy;
+      }
+      if (absl::Status s = Start(p.run); !s.ok()) return s;
+      ++*busy;
+    }
+    return fill->stop;
+  }
+
+  absl::Status Start(const Candidate& c) {
+    for (SimRun& r : runs_) {  // a stopped run resumes where it stopped
       if (r.stopped && SameCandidate(r.run, c)) {
         r.stopped = false;
         r.running = true;
-        ++rep.resumes;
+        ++rep_.resumes;
         return absl::OkStatus();
       }
     }
     SimRun r;
     r.run = c;
-    r.id = static_cast<int64_t>(runs.size()) + 1;
+    r.id = static_cast<int64_t>(runs_.size()) + 1;
     r.running = true;
     if (c.IsDense()) {
       r.running = false;  // a dense reference is not part of the curve model
-      base.dense_done.push_back(c);
-      runs.push_back(std::move(r));
+      base_.dense_done.push_back(c);
+      runs_.push_back(std::move(r));
       return absl::OkStatus();
     }
-    absl::StatusOr<Observation> o = MakeDeltaObservation(
-        absl::StrCat("sim-", r.id, " ", c.Describe()), c.backbone, c.seq_len, c.k, c.a, 0.0);
+    absl::StatusOr<Observation> o = TrueObservation(c, r.id, options_.truth);
     if (!o.ok()) return o.status();
-    o->delta = PredictDelta(options.truth, o->point());
-    o->run_id = r.id;
-    o->flops = c.flops;
     r.final_delta = *std::move(o);
-    r.slope = slope(rng);
-    runs.push_back(std::move(r));
+    r.slope = slope_(rng_);
+    runs_.push_back(std::move(r));
     return absl::OkStatus();
-  };
-  while (true) {
-    DesignState state = CurvesState(runs, base, marks);
-    absl::StatusOr<Decision> decision = Decide(config, state);
-    if (!decision.ok()) return decision.status();
-    double trained = 0;
-    for (const SimRun& r : runs) trained += r.run.IsDense() ? r.run.flops : TrainedFlops(r, marks);
-    if (!decision->answers.empty()) {
-      rep.curve.push_back({trained, Regret(truth, decision->answers)});
-      rep.answers = decision->answers;
-      base.previous_answers = decision->answers;
-      base.previous_streak = decision->streak;
-    }
-    rep.compute = trained;
-    if (decision->stop) {
-      rep.confident_stop = !decision->answers.empty();
-      for (const TargetAnswer& a : decision->answers) {
-        rep.confident_stop = rep.confident_stop && a.regret_bound <= config.tolerance;
-      }
-      break;
-    }
-    // Early stopping: a run whose forecast is as certain as one more measurement (the fit's
-    // noise sd; the design does not know σ) stops.
-    for (const PartialRun& p : state.partial) {
-      SimRun& r = runs[p.forecast.run_id - 1];
-      if (r.running && p.forecast_sd <= decision->noise_sd) {
-        r.running = false;
-        r.stopped = true;
-        ++rep.early_stops;
-      }
-    }
-    int busy = 0;
-    for (const SimRun& r : runs) busy += r.running ? 1 : 0;
-    double committed = CurvesState(runs, base, marks).compute_spent;
-    while (next_seed < seed_runs->size() && busy < options.slots &&
-           committed + (*seed_runs)[next_seed].flops <= config.compute_budget) {
-      committed += (*seed_runs)[next_seed].flops;
-      if (absl::Status s = start((*seed_runs)[next_seed++]); !s.ok()) return s;
-      busy += runs.back().running ? 1 : 0;
-    }
-    bool fill_stops = false;
-    if (busy < options.slots && next_seed == seed_runs->size()) {
-      absl::StatusOr<Decision> fill = Decide(config, CurvesState(runs, base, marks));
-      if (!fill.ok()) return fill.status();
-      fill_stops = fill->stop;
-      for (const Proposal& p : fill->ranked) {
-        if (busy + (p.needs_dense ? 1 : 0) + 1 > options.slots) continue;
-        if (p.needs_dense) {  // trained in this round's slot, done by its end
-          if (absl::Status s = start({p.run.backbone, p.run.seq_len, 1, 1.0, p.run.flops});
-              !s.ok()) {
-            return s;
-          }
-          ++busy;
-        }
-        if (absl::Status s = start(p.run); !s.ok()) return s;
-        ++busy;
-      }
-    }
-    // Early stops can leave nothing in flight, and a design that waited for its runs in
-    // flight then stops: the next decision, on this same state, records that stop.
-    if (busy == 0 && fill_stops) continue;
-    if (busy == 0) break;
-    // One round: every running run reports its next mark.
-    for (SimRun& r : runs) {
+  }
+
+  // One round: every running run reports its next mark.
+  void ReportNextMarks() {
+    for (SimRun& r : runs_) {
       if (!r.running) continue;
-      const double f = static_cast<double>(r.MarksDone() + 1) / marks;
-      const double g = std::pow(f, -options.curve_alpha) - 1;
-      r.curve.push_back({f, r.final_delta.delta + r.slope * g + noise(rng)});
-      if (r.MarksDone() == marks) r.running = false;
+      const double f = static_cast<double>(r.MarksDone() + 1) / marks_;
+      const double g = std::pow(f, -options_.curve_alpha) - 1;
+      r.curve.push_back({f, r.final_delta.delta + r.slope * g + noise_(rng_)});
+      if (r.MarksDone() == marks_) r.running = false;
     }
   }
-  if (rep.answers.empty()) {
-    return absl::FailedPreconditionError("adaptive design: the runs could never be fitted");
-  }
-  return rep;
-}
+
+  const int marks_;
+  std::normal_distribution<double> slope_;
+  std::vector<SimRun> runs_;
+  DesignState base_;
+};
 
 // Mean of the reps' step functions at every compute where all of them have a point. Compute
 // values equal up to rounding (sums of the same budgets in another order) are one mark.
@@ -517,9 +609,7 @@ void ReportCalibration(const TruthTable& truth, const std::vector<RepResult>& re
   report->set_true_regret_mean(actual / claims);
 }
 
-}  // namespace
-
-absl::StatusOr<xmod::v1::DesignSimReport> RunDesignSim(const DesignSimOptions& options) {
+absl::Status ValidateOptions(const DesignSimOptions& options) {
   if (options.strategy != "grid" && options.strategy != "adaptive") {
     return absl::InvalidArgumentError(
         absl::StrCat("strategy: must be grid or adaptive, got \"", options.strategy, "\""));
@@ -534,6 +624,48 @@ absl::StatusOr<xmod::v1::DesignSimReport> RunDesignSim(const DesignSimOptions& o
     return absl::InvalidArgumentError("confidence: must be in (0, 1)");
   }
   if (options.marks < 1) return absl::InvalidArgumentError("marks: must be >= 1");
+  return absl::OkStatus();
+}
+
+// One repetition of the options' strategy under `seed`.
+absl::StatusOr<RepResult> RunRep(const DesignSimOptions& options, const TruthTable& truth,
+                                 double grid_compute, uint64_t seed) {
+  if (options.strategy == "grid") return GridRep(options, truth, seed);
+  if (options.marks > 1) return AdaptiveCurvesRep(options, truth, grid_compute, seed).Run();
+  return AdaptiveRep(options, truth, grid_compute, seed).Run();
+}
+
+// The means over the repetitions of compute, early stops, resumes, regret and the answers'
+// accuracy at the targets.
+void ReportMeans(const TruthTable& truth, const std::vector<RepResult>& reps,
+                 xmod::v1::DesignSimReport* report) {
+  double compute = 0, regret = 0, exact = 0, sq = 0, early_stops = 0, resumes = 0;
+  int n = 0;
+  for (const RepResult& rep : reps) {
+    compute += rep.compute;
+    early_stops += rep.early_stops;
+    resumes += rep.resumes;
+    regret += Regret(truth, rep.answers);
+    for (size_t t = 0; t < rep.answers.size(); ++t) {
+      const TargetAnswer& a = rep.answers[t];
+      exact += a.k == truth.best_k[t] ? 1 : 0;
+      const double err = a.delta - truth.delta[t].at({a.k, a.a});
+      sq += err * err;
+      ++n;
+    }
+  }
+  report->set_compute_flops(compute / reps.size());
+  report->set_early_stops(early_stops / reps.size());
+  report->set_resumes(resumes / reps.size());
+  report->set_regret(regret / reps.size());
+  report->set_k_star_exact(exact / n);
+  report->set_delta_rmse_at_targets(std::sqrt(sq / n));
+}
+
+}  // namespace
+
+absl::StatusOr<xmod::v1::DesignSimReport> RunDesignSim(const DesignSimOptions& options) {
+  if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
   absl::StatusOr<TruthTable> truth = MakeTruth(options.truth);
   if (!truth.ok()) return truth.status();
   absl::StatusOr<double> grid_compute = GridCompute(options);
@@ -541,10 +673,7 @@ absl::StatusOr<xmod::v1::DesignSimReport> RunDesignSim(const DesignSimOptions& o
   std::vector<RepResult> reps;
   for (int r = 0; r < options.reps; ++r) {
     const uint64_t seed = options.seed + 1000003ULL * static_cast<uint64_t>(r);
-    absl::StatusOr<RepResult> rep = options.strategy == "grid" ? GridRep(options, *truth, seed)
-                                    : options.marks > 1
-                                        ? AdaptiveCurvesRep(options, *truth, *grid_compute, seed)
-                                        : AdaptiveRep(options, *truth, *grid_compute, seed);
+    absl::StatusOr<RepResult> rep = RunRep(options, *truth, *grid_compute, seed);
     if (!rep.ok()) return rep.status();
     if (rep->curve.empty()) {
       return absl::FailedPreconditionError(
@@ -555,27 +684,7 @@ absl::StatusOr<xmod::v1::DesignSimReport> RunDesignSim(const DesignSimOptions& o
   xmod::v1::DesignSimReport report;
   report.set_strategy(options.strategy);
   report.set_reps(options.reps);
-  double compute = 0, regret = 0, exact = 0, sq = 0, early_stops = 0, resumes = 0;
-  int n = 0;
-  for (const RepResult& rep : reps) {
-    compute += rep.compute;
-    early_stops += rep.early_stops;
-    resumes += rep.resumes;
-    regret += Regret(*truth, rep.answers);
-    for (size_t t = 0; t < rep.answers.size(); ++t) {
-      const TargetAnswer& a = rep.answers[t];
-      exact += a.k == truth->best_k[t] ? 1 : 0;
-      const double err = a.delta - truth->delta[t].at({a.k, a.a});
-      sq += err * err;
-      ++n;
-    }
-  }
-  report.set_compute_flops(compute / reps.size());
-  report.set_early_stops(early_stops / reps.size());
-  report.set_resumes(resumes / reps.size());
-  report.set_regret(regret / reps.size());
-  report.set_k_star_exact(exact / n);
-  report.set_delta_rmse_at_targets(std::sqrt(sq / n));
+  ReportMeans(*truth, reps, &report);
   ReportCalibration(*truth, reps, options.confidence, &report);
   for (const auto& [c, r] : MeanCurve(reps)) {
     xmod::v1::DesignSimCurvePoint* p = report.add_curve();

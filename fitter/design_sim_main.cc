@@ -10,13 +10,10 @@
 #include "common/proto_json.h"
 #include "fitter/design_sim.h"
 
-int main(int argc, char** argv) {
-  xmod::fitter::DesignSimOptions options;
-  std::string truth_file;
-  std::string output = "json";
-  CLI::App app{
-      "xmod-design-sim: regret of the B.4 grid or the adaptive design on sweeps drawn from a "
-      "known law"};
+namespace {
+
+void AddFlags(CLI::App& app, xmod::fitter::DesignSimOptions& options, std::string& truth_file,
+              std::string& output) {
   app.set_version_flag("--version", xmod::VersionLine("xmod-design-sim"));
   app.add_option("--truth", truth_file,
                  "JSON object of law parameters with xmod-fit's params keys (e, u, eta_n, "
@@ -45,22 +42,29 @@ int main(int argc, char** argv) {
                  "learning curves: mean of the per-run slope b (nats)");
   app.add_option("--curve_slope_sd", options.curve_slope_sd,
                  "learning curves: sd of the per-run slope b (nats)");
-  CLI11_PARSE(app, argc, argv);
+}
 
+// The law parameters in `truth_file`; false, after saying why on stderr, when there are none.
+bool ReadTruth(const std::string& truth_file, xmod::fitter::LawParams* truth) {
   std::ifstream in(truth_file);
   if (!in) {
     std::cerr << "xmod-design-sim: --truth: cannot read " << truth_file << "\n";
-    return 2;
+    return false;
   }
   std::stringstream text;
   text << in.rdbuf();
-  absl::StatusOr<xmod::fitter::LawParams> truth = xmod::fitter::LawParamsFromJson(text.str());
-  if (!truth.ok()) {
-    std::cerr << "xmod-design-sim: --truth " << truth_file << ": " << truth.status().message()
+  absl::StatusOr<xmod::fitter::LawParams> parsed = xmod::fitter::LawParamsFromJson(text.str());
+  if (!parsed.ok()) {
+    std::cerr << "xmod-design-sim: --truth " << truth_file << ": " << parsed.status().message()
               << "\n";
-    return 2;
+    return false;
   }
-  options.truth = *truth;
+  *truth = *parsed;
+  return true;
+}
+
+// Runs the simulation and prints its report as JSON; the exit status.
+int PrintReport(const xmod::fitter::DesignSimOptions& options) {
   absl::StatusOr<xmod::v1::DesignSimReport> report = xmod::fitter::RunDesignSim(options);
   if (!report.ok()) {
     std::cerr << "xmod-design-sim: " << report.status().message() << "\n";
@@ -73,4 +77,19 @@ int main(int argc, char** argv) {
   }
   std::cout << *json;
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  xmod::fitter::DesignSimOptions options;
+  std::string truth_file;
+  std::string output = "json";
+  CLI::App app{
+      "xmod-design-sim: regret of the B.4 grid or the adaptive design on sweeps drawn from a "
+      "known law"};
+  AddFlags(app, options, truth_file, output);
+  CLI11_PARSE(app, argc, argv);
+  if (!ReadTruth(truth_file, &options.truth)) return 2;
+  return PrintReport(options);
 }

@@ -18,11 +18,91 @@ namespace {
 
 std::string Trimmed(absl::string_view s) { return std::string(absl::StripAsciiWhitespace(s)); }
 
+using ColumnIndex = std::map<std::string, int>;
+
+// One data line of the CSV, split into trimmed cells.
+struct CsvRow {
+  int line_no = 0;
+  const ColumnIndex& column;
+  std::vector<std::string> cells;
+
+  std::string Cell(const std::string& name) const {
+    auto it = column.find(name);
+    if (it == column.end() || it->second >= static_cast<int>(cells.size())) return "";
+    return cells[it->second];
+  }
+  absl::Status Bad(const std::string& name, const std::string& why) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat("line ", line_no, ", column ", name, ": ", why, " ('", Cell(name), "')"));
+  }
+};
+
+absl::Status ParseHeader(const std::vector<std::string>& cells, int line_no, ColumnIndex* column) {
+  for (int i = 0; i < static_cast<int>(cells.size()); ++i) (*column)[cells[i]] = i;
+  for (const char* required : {"n_act", "L", "K", "A", "delta"}) {
+    if (column->count(required) == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", line_no, ": header lacks column '", required,
+                       "' (expected n_act,L,K,A,delta[,group][,held_out][,sweep][,C])"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Observation> ParseDeltaColumns(const CsvRow& row) {
+  double n_act = 0, a = 0, delta = 0;
+  int seq_len = 0, k = 0;
+  if (!absl::SimpleAtod(row.Cell("n_act"), &n_act)) return row.Bad("n_act", "not a number");
+  if (!absl::SimpleAtoi(row.Cell("L"), &seq_len)) return row.Bad("L", "not an integer");
+  if (!absl::SimpleAtoi(row.Cell("K"), &k)) return row.Bad("K", "not an integer");
+  if (!absl::SimpleAtod(row.Cell("A"), &a)) return row.Bad("A", "not a number");
+  // "nan" and "inf" parse; MakeDeltaObservation rejects them naming the observation.
+  if (!absl::SimpleAtod(row.Cell("delta"), &delta)) return row.Bad("delta", "not a number");
+  absl::StatusOr<std::string> backbone = NearestPreset(n_act);
+  if (!backbone.ok()) return row.Bad("n_act", std::string(backbone.status().message()));
+  return MakeDeltaObservation(absl::StrCat("line ", row.line_no), *backbone, seq_len, k, a, delta);
+}
+
+void AddGroups(const CsvRow& row, Observation* obs) {
+  const std::string groups = row.Cell("group");
+  if (!groups.empty()) {
+    for (absl::string_view g : absl::StrSplit(groups, ';', absl::SkipWhitespace())) {
+      obs->groups.push_back(Trimmed(g));
+    }
+  }
+}
+
+absl::Status AddSweeps(const CsvRow& row, Observation* obs) {
+  const std::string sweep_cell = row.Cell("sweep");
+  for (absl::string_view name : absl::StrSplit(sweep_cell, ';', absl::SkipWhitespace())) {
+    const std::string trimmed = Trimmed(name);
+    std::optional<SweepRole> role = SweepRoleOfLabel(trimmed);
+    if (!role.has_value() || trimmed != SweepRoleName(*role)) {
+      return row.Bad("sweep", absl::StrCat("unknown sweep '", trimmed, "' (kxl, nact or axk)"));
+    }
+    obs->sweeps.push_back(*role);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Observation> ParseRow(const CsvRow& row) {
+  absl::StatusOr<Observation> obs = ParseDeltaColumns(row);
+  if (!obs.ok()) return obs.status();
+  AddGroups(row, &*obs);
+  if (absl::Status sweeps = AddSweeps(row, &*obs); !sweeps.ok()) return sweeps;
+  const std::string held_out = row.Cell("held_out");
+  obs->held_out = held_out == "1" || held_out == "true";
+  if (const std::string c = row.Cell("C"); !c.empty()) {
+    if (!absl::SimpleAtod(c, &obs->flops) || !(obs->flops > 0)) return row.Bad("C", "not > 0");
+  }
+  return obs;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Observation>> ParseDeltaCsv(const std::string& text) {
   std::vector<std::string> lines = absl::StrSplit(text, '\n');
-  std::map<std::string, int> column;
+  ColumnIndex column;
   std::vector<Observation> out;
   int line_no = 0;
   bool header_seen = false;
@@ -34,58 +114,13 @@ absl::StatusOr<std::vector<Observation>> ParseDeltaCsv(const std::string& text) 
     for (std::string& c : cells) c = Trimmed(c);
     if (!header_seen) {
       header_seen = true;
-      for (int i = 0; i < static_cast<int>(cells.size()); ++i) column[cells[i]] = i;
-      for (const char* required : {"n_act", "L", "K", "A", "delta"}) {
-        if (column.count(required) == 0) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("line ", line_no, ": header lacks column '", required,
-                           "' (expected n_act,L,K,A,delta[,group][,held_out][,sweep][,C])"));
-        }
+      if (absl::Status header = ParseHeader(cells, line_no, &column); !header.ok()) {
+        return header;
       }
       continue;
     }
-    auto cell = [&](const std::string& name) -> std::string {
-      auto it = column.find(name);
-      if (it == column.end() || it->second >= static_cast<int>(cells.size())) return "";
-      return cells[it->second];
-    };
-    auto bad = [&](const std::string& name, const std::string& why) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("line ", line_no, ", column ", name, ": ", why, " ('", cell(name), "')"));
-    };
-    double n_act = 0, a = 0, delta = 0;
-    int seq_len = 0, k = 0;
-    if (!absl::SimpleAtod(cell("n_act"), &n_act)) return bad("n_act", "not a number");
-    if (!absl::SimpleAtoi(cell("L"), &seq_len)) return bad("L", "not an integer");
-    if (!absl::SimpleAtoi(cell("K"), &k)) return bad("K", "not an integer");
-    if (!absl::SimpleAtod(cell("A"), &a)) return bad("A", "not a number");
-    // "nan" and "inf" parse; MakeDeltaObservation rejects them naming the observation.
-    if (!absl::SimpleAtod(cell("delta"), &delta)) return bad("delta", "not a number");
-    absl::StatusOr<std::string> backbone = NearestPreset(n_act);
-    if (!backbone.ok()) return bad("n_act", std::string(backbone.status().message()));
-    absl::StatusOr<Observation> obs =
-        MakeDeltaObservation(absl::StrCat("line ", line_no), *backbone, seq_len, k, a, delta);
+    absl::StatusOr<Observation> obs = ParseRow(CsvRow{line_no, column, std::move(cells)});
     if (!obs.ok()) return obs.status();
-    const std::string groups = cell("group");
-    if (!groups.empty()) {
-      for (absl::string_view g : absl::StrSplit(groups, ';', absl::SkipWhitespace())) {
-        obs->groups.push_back(Trimmed(g));
-      }
-    }
-    const std::string sweep_cell = cell("sweep");
-    for (absl::string_view name : absl::StrSplit(sweep_cell, ';', absl::SkipWhitespace())) {
-      const std::string trimmed = Trimmed(name);
-      std::optional<SweepRole> role = SweepRoleOfLabel(trimmed);
-      if (!role.has_value() || trimmed != SweepRoleName(*role)) {
-        return bad("sweep", absl::StrCat("unknown sweep '", trimmed, "' (kxl, nact or axk)"));
-      }
-      obs->sweeps.push_back(*role);
-    }
-    const std::string held_out = cell("held_out");
-    obs->held_out = held_out == "1" || held_out == "true";
-    if (const std::string c = cell("C"); !c.empty()) {
-      if (!absl::SimpleAtod(c, &obs->flops) || !(obs->flops > 0)) return bad("C", "not > 0");
-    }
     out.push_back(*std::move(obs));
   }
   if (out.empty()) return absl::InvalidArgumentError("csv: no observations");

@@ -93,8 +93,7 @@ void PrintParams(const FitReport& r, bool full, std::ostream& out) {
   }
 }
 
-void PrintTable(const FitReport& r, const std::vector<Recommendation>& recs, bool full,
-                std::ostream& out) {
+void PrintHeadline(const FitReport& r, bool full, std::ostream& out) {
   const char* law = full ? "X-MoD full candidate law (Eq. 24)" : "X-MoD law (Eq. 14)";
   if (r.fit.by_sweep) {
     out << absl::StrFormat(
@@ -107,7 +106,10 @@ void PrintTable(const FitReport& r, const std::vector<Recommendation>& recs, boo
         "(stage 1: %d at A = 1; stage 2: %d at A != 1%s)\n",
         law, r.fit.n_obs, r.fit.n_stage1, r.fit.n_stage2, r.fit.stage2_fitted ? "" : ", skipped");
   }
-  PrintParams(r, full, out);
+}
+
+// The axk stage-2 offset, the fit's errors and the exponents left on a bound.
+void PrintFitQuality(const FitReport& r, std::ostream& out) {
   if (r.fit.by_sweep && r.fit.stage2_fitted) {
     out << absl::StrFormat("  %-6s %14.6g   (stage-2 offset of the axk sweep; not in the law)\n",
                            "e_stage2", r.fit.e_stage2);
@@ -119,6 +121,10 @@ void PrintTable(const FitReport& r, const std::vector<Recommendation>& recs, boo
     for (const std::string& n : r.fit.at_bound) out << " " << n;
     out << "\n";
   }
+}
+
+// Cross-validation, the held-out runs and the bootstrap.
+void PrintValidation(const FitReport& r, std::ostream& out) {
   if (!r.cv.empty()) {
     out << absl::StrFormat("grouped cross-validation (%.2f s):\n", r.cv_seconds);
     for (const GroupError& g : r.cv) {
@@ -137,6 +143,9 @@ void PrintTable(const FitReport& r, const std::vector<Recommendation>& recs, boo
     out << absl::StrFormat("bootstrap: %d refits (%d failed) in %.2f s\n", r.bootstrap->samples,
                            r.bootstrap->failures, r.bootstrap_seconds);
   }
+}
+
+void PrintRecommendations(const std::vector<Recommendation>& recs, std::ostream& out) {
   for (const Recommendation& rec : recs) {
     const Prediction& p = rec.best;
     out << absl::StrFormat(
@@ -147,6 +156,15 @@ void PrintTable(const FitReport& r, const std::vector<Recommendation>& recs, boo
     out << absl::StrFormat(" K_hat(A.3, A=1)=%.2f", rec.closed_form_k);
     out << "\n";
   }
+}
+
+void PrintTable(const FitReport& r, const std::vector<Recommendation>& recs, bool full,
+                std::ostream& out) {
+  PrintHeadline(r, full, out);
+  PrintParams(r, full, out);
+  PrintFitQuality(r, out);
+  PrintValidation(r, out);
+  PrintRecommendations(recs, out);
 }
 
 absl::Status CheckOptions(const FitCommandOptions& options) {

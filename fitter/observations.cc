@@ -93,6 +93,11 @@ absl::Status CheckFinite(const RunCurve& run) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<LossCurve> DenseCurveOf(const RunCurve& run) {
+  if (absl::Status s = CheckFinite(run); !s.ok()) return s;
+  return LossCurve::Create(run.points, absl::StrCat("dense ", RunLabel(run)));
+}
+
 // The dense loss at C as the mean over the replicates of `closest` (the dense curve chosen
 // for C): the curves of the group that cover C and end within the end tolerance of where
 // `closest` ends, i.e. the same budget trained from other seeds (GridSpec.seeds).
@@ -174,9 +179,7 @@ absl::StatusOr<std::map<std::string, LossCurve>> DenseCurves(const std::vector<R
   std::map<std::string, LossCurve> out;
   for (const RunCurve& run : runs) {
     if (!IsDenseReference(run)) continue;
-    if (absl::Status s = CheckFinite(run); !s.ok()) return s;
-    absl::StatusOr<LossCurve> curve =
-        LossCurve::Create(run.points, absl::StrCat("dense ", RunLabel(run)));
+    absl::StatusOr<LossCurve> curve = DenseCurveOf(run);
     if (!curve.ok()) return curve.status();
     const std::string group = DenseGroupName(run.seq_len, run.backbone);
     auto it = out.find(group);
@@ -189,67 +192,108 @@ absl::StatusOr<std::map<std::string, LossCurve>> DenseCurves(const std::vector<R
   return out;
 }
 
-absl::StatusOr<std::vector<Observation>> BuildRunObservations(const std::vector<RunCurve>& runs,
-                                                              const ObservationOptions& options) {
-  // Dense references by (L, backbone).
-  std::map<std::pair<int, std::string>, std::vector<LossCurve>> dense;
+namespace {
+
+// Dense references by (L, backbone).
+using DenseReferences = std::map<std::pair<int, std::string>, std::vector<LossCurve>>;
+
+absl::StatusOr<DenseReferences> DenseReferencesOf(const std::vector<RunCurve>& runs) {
+  DenseReferences dense;
   for (const RunCurve& run : runs) {
     if (!IsDenseReference(run)) continue;
-    if (absl::Status s = CheckFinite(run); !s.ok()) return s;
-    absl::StatusOr<LossCurve> curve =
-        LossCurve::Create(run.points, absl::StrCat("dense ", RunLabel(run)));
+    absl::StatusOr<LossCurve> curve = DenseCurveOf(run);
     if (!curve.ok()) return curve.status();
     dense[{run.seq_len, run.backbone}].push_back(*std::move(curve));
   }
+  return dense;
+}
 
+struct DenseChoice {
+  const LossCurve* ref = nullptr;
+  double c = 0;  // where Δ is measured: the sparse end, or the reference's end within tolerance
+};
+
+// The dense curve that covers C; among several, the one ending closest after C.
+DenseChoice ChooseDenseReference(const std::vector<LossCurve>& curves, double c_end,
+                                 const ObservationOptions& options) {
+  DenseChoice choice{nullptr, c_end};
+  for (const LossCurve& d : curves) {
+    double c_here = c_end;
+    if (c_here > d.max_flops() && c_here <= d.max_flops() * (1 + options.end_tolerance)) {
+      c_here = d.max_flops();
+    }
+    if (c_here < d.min_flops() || c_here > d.max_flops()) continue;
+    if (choice.ref == nullptr || d.max_flops() < choice.ref->max_flops()) {
+      choice.ref = &d;
+      choice.c = c_here;
+    }
+  }
+  return choice;
+}
+
+struct DeltaAt {
+  double c = 0;
+  double sparse_loss = 0;
+  double dense_loss = 0;
+};
+
+absl::StatusOr<DeltaAt> MeasureDelta(const RunCurve& run, const LossCurve& sparse,
+                                     const std::vector<LossCurve>& curves,
+                                     const ObservationOptions& options) {
+  const double c_end = sparse.max_flops();
+  const DenseChoice choice = ChooseDenseReference(curves, c_end, options);
+  if (choice.ref == nullptr) {
+    const LossCurve& d = curves.front();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "group ", DenseGroupName(run.seq_len, run.backbone), ": sparse ", RunLabel(run),
+        " ends at flops ", c_end, ", outside every dense reference's range (first: [",
+        d.min_flops(), ", ", d.max_flops(), "]); not extrapolating"));
+  }
+  absl::StatusOr<double> sparse_loss = sparse.LossAt(choice.c);
+  if (!sparse_loss.ok()) return sparse_loss.status();
+  absl::StatusOr<double> dense_loss = ReplicateMeanLossAt(curves, *choice.ref, choice.c, options);
+  if (!dense_loss.ok()) return dense_loss.status();
+  return DeltaAt{choice.c, *sparse_loss, *dense_loss};
+}
+
+absl::StatusOr<Observation> RunObservation(const RunCurve& run, const DenseReferences& dense,
+                                           const ObservationOptions& options) {
+  if (absl::Status s = CheckFinite(run); !s.ok()) return s;
+  absl::StatusOr<LossCurve> sparse = LossCurve::Create(run.points, RunLabel(run));
+  if (!sparse.ok()) return sparse.status();
+  auto it = dense.find({run.seq_len, run.backbone});
+  if (it == dense.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("group ", DenseGroupName(run.seq_len, run.backbone), ": sparse ",
+                     RunLabel(run), " has no dense reference run"));
+  }
+  absl::StatusOr<DeltaAt> delta = MeasureDelta(run, *sparse, it->second, options);
+  if (!delta.ok()) return delta.status();
+  absl::StatusOr<Observation> obs =
+      MakeDeltaObservation(run.name, run.backbone, run.seq_len, run.k, run.a,
+                           delta->sparse_loss - delta->dense_loss, run.n0);
+  if (!obs.ok()) return obs.status();
+  obs->run_id = run.run_id;
+  obs->flops = delta->c;
+  obs->dense_loss = delta->dense_loss;
+  obs->held_out = run.held_out;
+  obs->sweeps = SweepRolesOfLabels(run.label);
+  obs->flop_budget = run.flop_budget;
+  obs->seed = run.seed;
+  return obs;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Observation>> BuildRunObservations(const std::vector<RunCurve>& runs,
+                                                              const ObservationOptions& options) {
+  absl::StatusOr<DenseReferences> dense = DenseReferencesOf(runs);
+  if (!dense.ok()) return dense.status();
   std::vector<Observation> out;
   for (const RunCurve& run : runs) {
     if (!IsObservation(run)) continue;
-    if (absl::Status s = CheckFinite(run); !s.ok()) return s;
-    absl::StatusOr<LossCurve> sparse = LossCurve::Create(run.points, RunLabel(run));
-    if (!sparse.ok()) return sparse.status();
-    const std::string group = DenseGroupName(run.seq_len, run.backbone);
-    auto it = dense.find({run.seq_len, run.backbone});
-    if (it == dense.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("group ", group, ": sparse ", RunLabel(run), " has no dense reference run"));
-    }
-    // The dense curve that covers C; among several, the one ending closest after C.
-    const double c_end = sparse->max_flops();
-    const LossCurve* ref = nullptr;
-    double c = c_end;
-    for (const LossCurve& d : it->second) {
-      double c_here = c_end;
-      if (c_here > d.max_flops() && c_here <= d.max_flops() * (1 + options.end_tolerance)) {
-        c_here = d.max_flops();
-      }
-      if (c_here < d.min_flops() || c_here > d.max_flops()) continue;
-      if (ref == nullptr || d.max_flops() < ref->max_flops()) {
-        ref = &d;
-        c = c_here;
-      }
-    }
-    if (ref == nullptr) {
-      const LossCurve& d = it->second.front();
-      return absl::InvalidArgumentError(
-          absl::StrCat("group ", group, ": sparse ", RunLabel(run), " ends at flops ", c_end,
-                       ", outside every dense reference's range (first: [", d.min_flops(), ", ",
-                       d.max_flops(), "]); not extrapolating"));
-    }
-    absl::StatusOr<double> sparse_loss = sparse->LossAt(c);
-    if (!sparse_loss.ok()) return sparse_loss.status();
-    absl::StatusOr<double> dense_loss = ReplicateMeanLossAt(it->second, *ref, c, options);
-    if (!dense_loss.ok()) return dense_loss.status();
-    absl::StatusOr<Observation> obs = MakeDeltaObservation(
-        run.name, run.backbone, run.seq_len, run.k, run.a, *sparse_loss - *dense_loss, run.n0);
+    absl::StatusOr<Observation> obs = RunObservation(run, *dense, options);
     if (!obs.ok()) return obs.status();
-    obs->run_id = run.run_id;
-    obs->flops = c;
-    obs->dense_loss = *dense_loss;
-    obs->held_out = run.held_out;
-    obs->sweeps = SweepRolesOfLabels(run.label);
-    obs->flop_budget = run.flop_budget;
-    obs->seed = run.seed;
     out.push_back(*std::move(obs));
   }
   return out;

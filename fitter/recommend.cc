@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "fitter/backbones.h"
@@ -68,16 +69,25 @@ double ClosedFormK(const LawParams& params, const RecommendQuery& query) {
   return ApproximateOptimumK(params, *n_act, query.seq_len, *ratio - 1.0);
 }
 
-}  // namespace
+// The candidate K and A values: the query's, or the defaults where it gives none.
+struct CandidateGrid {
+  std::vector<int> ks;
+  std::vector<double> as;
+};
 
-absl::StatusOr<Recommendation> Recommend(const LawParams& params, const RecommendQuery& query,
-                                         const LossCurve* dense, const BootstrapResult* bootstrap) {
-  std::vector<int> ks = query.ks;
-  if (ks.empty()) {
-    for (int k = 1; k <= 32; ++k) ks.push_back(k);
+CandidateGrid GridOf(const RecommendQuery& query) {
+  CandidateGrid grid{query.ks, query.as};
+  if (grid.ks.empty()) {
+    for (int k = 1; k <= 32; ++k) grid.ks.push_back(k);
   }
-  std::vector<double> as = query.as;
-  if (as.empty()) as = {0.5, 1, 2, 3, 4, 5};
+  if (grid.as.empty()) grid.as = {0.5, 1, 2, 3, 4, 5};
+  return grid;
+}
+
+absl::Status CheckQuery(const CandidateGrid& grid, const RecommendQuery& query,
+                        const LossCurve* dense) {
+  const std::vector<int>& ks = grid.ks;
+  const std::vector<double>& as = grid.as;
   for (size_t i = 0; i < ks.size(); ++i) {
     if (ks[i] < 1) return absl::InvalidArgumentError(absl::StrCat("ks[", i, "]: K must be >= 1"));
   }
@@ -94,11 +104,17 @@ absl::StatusOr<Recommendation> Recommend(const LawParams& params, const Recommen
       return absl::InvalidArgumentError(absl::StrCat("flops: ", d.status().message()));
     }
   }
+  return absl::OkStatus();
+}
 
-  Recommendation out;
+// The predictions of every admissible (K, A) of the grid, in grid order.
+std::vector<Prediction> Candidates(const LawParams& params, const RecommendQuery& query,
+                                   const CandidateGrid& grid, const LossCurve* dense,
+                                   const BootstrapResult* bootstrap) {
+  std::vector<Prediction> candidates;
   bool dense_added = false;
-  for (int k : ks) {
-    for (double a : as) {
+  for (int k : grid.ks) {
+    for (double a : grid.as) {
       if (k == 1) {
         if (dense_added) continue;  // A means nothing without sparse layers
         dense_added = true;
@@ -109,9 +125,20 @@ absl::StatusOr<Recommendation> Recommend(const LawParams& params, const Recommen
                                              a, dense, bootstrap, query.n0);
       if (!p.ok()) continue;  // a plan the accounting rejects is not a candidate
       if (query.max_total_params > 0 && p->total_params > query.max_total_params) continue;
-      out.candidates.push_back(*std::move(p));
+      candidates.push_back(*std::move(p));
     }
   }
+  return candidates;
+}
+
+}  // namespace
+
+absl::StatusOr<Recommendation> Recommend(const LawParams& params, const RecommendQuery& query,
+                                         const LossCurve* dense, const BootstrapResult* bootstrap) {
+  const CandidateGrid grid = GridOf(query);
+  if (absl::Status s = CheckQuery(grid, query, dense); !s.ok()) return s;
+  Recommendation out;
+  out.candidates = Candidates(params, query, grid, dense, bootstrap);
   if (out.candidates.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "recommend L=", query.seq_len, " backbone=", query.backbone,

@@ -41,52 +41,92 @@ const std::vector<int>& PaperSweepKs() {
   return *ks;
 }
 
-absl::StatusOr<std::vector<Observation>> PaperSweepObservations(const SyntheticOptions& options) {
-  std::mt19937_64 rng(options.seed);
-  std::vector<Observation> out;
-  const std::vector<SweepRole> kxl = {SweepRole::kKxl};
-  const std::vector<SweepRole> nact = {SweepRole::kNact};
-  const std::vector<SweepRole> axk = {SweepRole::kAxk};
-  auto add = [&](const std::string& backbone, int seq_len, int k, double a, bool held_out,
-                 const std::vector<SweepRole>& sweeps) {
-    return Add(backbone, seq_len, k, a, held_out, sweeps, options, rng, &out);
-  };
-  // K×L sweep at 556M, A = 1 (B.4), with K = 3 at L = 2k only. Its L = 32k runs are the
-  // N_act sweep's 556M runs too.
+namespace {
+
+// The observations drawn so far, and the noise's generator for the next.
+class SweepWriter {
+ public:
+  explicit SweepWriter(const SyntheticOptions& options) : options_(options), rng_(options.seed) {}
+
+  absl::Status AddRun(const std::string& backbone, int seq_len, int k, double a, bool held_out,
+                      const std::vector<SweepRole>& sweeps) {
+    return Add(backbone, seq_len, k, a, held_out, sweeps, options_, rng_, &out_);
+  }
+  std::vector<Observation> Take() { return std::move(out_); }
+
+ private:
+  const SyntheticOptions& options_;
+  std::mt19937_64 rng_;
+  std::vector<Observation> out_;
+};
+
+// K×L sweep at 556M, A = 1 (B.4), with K = 3 at L = 2k only. Its L = 32k runs are the
+// N_act sweep's 556M runs too.
+absl::Status AddKxlSweep(SweepWriter* w) {
   for (int seq_len : {2048, 4096, 8192, 16384, 32768}) {
     const std::vector<SweepRole> roles =
-        seq_len == kMaxContext ? std::vector<SweepRole>{SweepRole::kKxl, SweepRole::kNact} : kxl;
+        seq_len == kMaxContext ? std::vector<SweepRole>{SweepRole::kKxl, SweepRole::kNact}
+                               : std::vector<SweepRole>{SweepRole::kKxl};
     if (seq_len == 2048) {
-      if (absl::Status s = add("556M", seq_len, 3, 1, false, roles); !s.ok()) return s;
+      if (absl::Status s = w->AddRun("556M", seq_len, 3, 1, false, roles); !s.ok()) return s;
     }
     for (int k : PaperSweepKs()) {
-      if (absl::Status s = add("556M", seq_len, k, 1, false, roles); !s.ok()) return s;
+      if (absl::Status s = w->AddRun("556M", seq_len, k, 1, false, roles); !s.ok()) return s;
     }
   }
-  // N_act sweep at 32k, A = 1 (556M is shared with the K×L sweep).
+  return absl::OkStatus();
+}
+
+// N_act sweep at 32k, A = 1 (556M is shared with the K×L sweep).
+absl::Status AddNactSweep(SweepWriter* w) {
+  const std::vector<SweepRole> nact = {SweepRole::kNact};
   for (const char* backbone : {"165M", "298M", "936M"}) {
     for (int k : PaperSweepKs()) {
-      if (absl::Status s = add(backbone, kMaxContext, k, 1, false, nact); !s.ok()) return s;
+      if (absl::Status s = w->AddRun(backbone, kMaxContext, k, 1, false, nact); !s.ok()) return s;
     }
   }
-  // A×K sweep at 165M, 32k. Without roles its A = 1 runs are the N_act sweep's; with roles
-  // it has its own (three separate sweeps).
+  return absl::OkStatus();
+}
+
+// A×K sweep at 165M, 32k. Without roles its A = 1 runs are the N_act sweep's; with roles
+// it has its own (three separate sweeps).
+absl::Status AddAxkSweep(bool sweep_roles, SweepWriter* w) {
+  const std::vector<SweepRole> axk = {SweepRole::kAxk};
   std::vector<double> anchors = {0.5, 2.0, 3.0, 4.0, 5.0};
-  if (options.sweep_roles) anchors.insert(anchors.begin() + 1, 1.0);
+  if (sweep_roles) anchors.insert(anchors.begin() + 1, 1.0);
   for (double a : anchors) {
     for (int k : {4, 8, 12, 16}) {
-      if (absl::Status s = add("165M", kMaxContext, k, a, false, axk); !s.ok()) return s;
+      if (absl::Status s = w->AddRun("165M", kMaxContext, k, a, false, axk); !s.ok()) return s;
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status AddOutOfRangeRuns(SweepWriter* w) {
+  for (int k : {16, 18, 20, 22, 24}) {
+    if (absl::Status s = w->AddRun("556M", 65536, k, 1, true, {SweepRole::kKxl}); !s.ok()) {
+      return s;
+    }
+  }
+  for (int k : {14, 16, 18, 20}) {
+    if (absl::Status s = w->AddRun("1.65B", kMaxContext, k, 1, true, {SweepRole::kNact}); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Observation>> PaperSweepObservations(const SyntheticOptions& options) {
+  SweepWriter writer(options);
+  if (absl::Status s = AddKxlSweep(&writer); !s.ok()) return s;
+  if (absl::Status s = AddNactSweep(&writer); !s.ok()) return s;
+  if (absl::Status s = AddAxkSweep(options.sweep_roles, &writer); !s.ok()) return s;
   if (options.out_of_range) {
-    for (int k : {16, 18, 20, 22, 24}) {
-      if (absl::Status s = add("556M", 65536, k, 1, true, kxl); !s.ok()) return s;
-    }
-    for (int k : {14, 16, 18, 20}) {
-      if (absl::Status s = add("1.65B", kMaxContext, k, 1, true, nact); !s.ok()) return s;
-    }
+    if (absl::Status s = AddOutOfRangeRuns(&writer); !s.ok()) return s;
   }
-  return out;
+  return writer.Take();
 }
 
 std::vector<RunCurve> RunCurvesFor(const std::vector<Observation>& observations) {

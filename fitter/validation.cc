@@ -69,79 +69,176 @@ std::vector<CvFold> SweepFolds(const std::vector<Observation>& observations) {
   return folds;
 }
 
-}  // namespace
-
-std::vector<CvFold> MakeCvFolds(const std::vector<Observation>& observations) {
-  std::vector<CvFold> folds;
+bool HasExplicitGroups(const std::vector<Observation>& observations) {
   bool explicit_groups = false;
   for (const Observation& o : observations) explicit_groups |= !o.groups.empty();
-  if (explicit_groups) {
-    std::map<std::string, std::vector<int>> by_label;
-    for (int i = 0; i < static_cast<int>(observations.size()); ++i) {
-      if (observations[i].held_out) continue;
-      for (const std::string& g : observations[i].groups) by_label[g].push_back(i);
-    }
-    for (auto& [label, indices] : by_label) folds.push_back({label, std::move(indices)});
-    return folds;
+  return explicit_groups;
+}
+
+std::vector<CvFold> ExplicitGroupFolds(const std::vector<Observation>& observations) {
+  std::vector<CvFold> folds;
+  std::map<std::string, std::vector<int>> by_label;
+  for (int i = 0; i < static_cast<int>(observations.size()); ++i) {
+    if (observations[i].held_out) continue;
+    for (const std::string& g : observations[i].groups) by_label[g].push_back(i);
   }
-  if (UsesSweepRoles(observations)) return SweepFolds(observations);
-  // Context-sweep backbone and scale-sweep context among the A = 1 runs.
+  for (auto& [label, indices] : by_label) folds.push_back({label, std::move(indices)});
+  return folds;
+}
+
+// Context-sweep backbone and scale-sweep context among the A = 1 runs.
+struct A1Coverage {
   std::map<std::string, std::set<int>> ls_of_backbone;
   std::map<int, std::set<std::string>> backbones_of_l;
+};
+
+A1Coverage CoverageOfA1Runs(const std::vector<Observation>& observations) {
+  A1Coverage cover;
   for (const Observation& o : observations) {
     if (o.held_out || o.a != 1.0) continue;
-    ls_of_backbone[o.backbone].insert(o.seq_len);
-    backbones_of_l[o.seq_len].insert(o.backbone);
+    cover.ls_of_backbone[o.backbone].insert(o.seq_len);
+    cover.backbones_of_l[o.seq_len].insert(o.backbone);
   }
+  return cover;
+}
+
+// The backbone run at the most context lengths (the first among equals); "" when none.
+std::string ContextSweepBackbone(const A1Coverage& cover) {
   std::string context_backbone;
-  for (const auto& [backbone, ls] : ls_of_backbone) {
-    if (context_backbone.empty() || ls.size() > ls_of_backbone[context_backbone].size()) {
+  for (const auto& [backbone, ls] : cover.ls_of_backbone) {
+    if (context_backbone.empty() || ls.size() > cover.ls_of_backbone.at(context_backbone).size()) {
       context_backbone = backbone;
     }
   }
+  return context_backbone;
+}
+
+// The context length run with the most backbones (the first among equals); 0 when none.
+int ScaleSweepL(const A1Coverage& cover) {
   int scale_l = 0;
-  for (const auto& [l, backbones] : backbones_of_l) {
-    if (scale_l == 0 || backbones.size() > backbones_of_l[scale_l].size()) scale_l = l;
+  for (const auto& [l, backbones] : cover.backbones_of_l) {
+    if (scale_l == 0 || backbones.size() > cover.backbones_of_l.at(scale_l).size()) scale_l = l;
   }
-  const int n = static_cast<int>(observations.size());
-  if (!context_backbone.empty() && ls_of_backbone[context_backbone].size() >= 2) {
-    for (int l : ls_of_backbone[context_backbone]) {
-      CvFold fold{absl::StrCat("L=", l), {}};
-      for (int i = 0; i < n; ++i) {
-        const Observation& o = observations[i];
-        if (!o.held_out && o.a == 1.0 && o.seq_len == l && o.backbone == context_backbone) {
-          fold.indices.push_back(i);
-        }
-      }
-      folds.push_back(std::move(fold));
+  return scale_l;
+}
+
+// The fitted A = 1 rows at (L, backbone).
+CvFold A1Fold(const std::vector<Observation>& observations, std::string group, int seq_len,
+              const std::string& backbone) {
+  CvFold fold{std::move(group), {}};
+  for (int i = 0; i < static_cast<int>(observations.size()); ++i) {
+    const Observation& o = observations[i];
+    if (!o.held_out && o.a == 1.0 && o.seq_len == seq_len && o.backbone == backbone) {
+      fold.indices.push_back(i);
     }
   }
-  if (scale_l != 0 && backbones_of_l[scale_l].size() >= 2) {
-    for (const std::string& backbone : backbones_of_l[scale_l]) {
-      CvFold fold{absl::StrCat("N_act=", backbone), {}};
-      for (int i = 0; i < n; ++i) {
-        const Observation& o = observations[i];
-        if (!o.held_out && o.a == 1.0 && o.seq_len == scale_l && o.backbone == backbone) {
-          fold.indices.push_back(i);
-        }
-      }
-      folds.push_back(std::move(fold));
-    }
-  }
+  return fold;
+}
+
+void AddAnchorFolds(const std::vector<Observation>& observations, std::vector<CvFold>* folds) {
   std::set<double> anchors;
   for (const Observation& o : observations) {
     if (!o.held_out && o.a != 1.0) anchors.insert(o.a);
   }
-  if (anchors.size() >= 2) {
-    for (double a : anchors) {
-      CvFold fold{absl::StrCat("A=", a), {}};
-      for (int i = 0; i < n; ++i) {
-        if (!observations[i].held_out && observations[i].a == a) fold.indices.push_back(i);
-      }
-      folds.push_back(std::move(fold));
+  if (anchors.size() < 2) return;
+  for (double a : anchors) {
+    CvFold fold{absl::StrCat("A=", a), {}};
+    for (int i = 0; i < static_cast<int>(observations.size()); ++i) {
+      if (!observations[i].held_out && observations[i].a == a) fold.indices.push_back(i);
+    }
+    folds->push_back(std::move(fold));
+  }
+}
+
+// The folds without explicit groups or sweep roles: by L along the context sweep, by
+// N_act along the scale sweep, and by A among the A != 1 runs.
+std::vector<CvFold> InferredSweepFolds(const std::vector<Observation>& observations) {
+  std::vector<CvFold> folds;
+  const A1Coverage cover = CoverageOfA1Runs(observations);
+  const std::string context_backbone = ContextSweepBackbone(cover);
+  const int scale_l = ScaleSweepL(cover);
+  if (!context_backbone.empty() && cover.ls_of_backbone.at(context_backbone).size() >= 2) {
+    for (int l : cover.ls_of_backbone.at(context_backbone)) {
+      folds.push_back(A1Fold(observations, absl::StrCat("L=", l), l, context_backbone));
     }
   }
+  if (scale_l != 0 && cover.backbones_of_l.at(scale_l).size() >= 2) {
+    for (const std::string& backbone : cover.backbones_of_l.at(scale_l)) {
+      folds.push_back(A1Fold(observations, absl::StrCat("N_act=", backbone), scale_l, backbone));
+    }
+  }
+  AddAnchorFolds(observations, &folds);
   return folds;
+}
+
+std::vector<Observation> FittedRows(const std::vector<Observation>& observations) {
+  std::vector<Observation> fitted;
+  for (const Observation& o : observations) {
+    if (!o.held_out) fitted.push_back(o);
+  }
+  return fitted;
+}
+
+// Refit i of `samples` on a resample of `fitted` drawn with seed options.search.seed + 1 + i,
+// spread over `threads` threads; those not run before a cancel stay UNKNOWN.
+std::vector<absl::StatusOr<FitResult>> RefitResamples(const std::vector<Observation>& fitted,
+                                                      int samples, int threads,
+                                                      const FitOptions& options) {
+  std::vector<absl::StatusOr<FitResult>> results(samples, absl::UnknownError("not run"));
+  auto worker = [&](int first) {
+    for (int i = first; i < samples && !Cancelled(options.search); i += std::max(threads, 1)) {
+      FitOptions opt = options;
+      opt.search.seed = options.search.seed + 1 + static_cast<uint64_t>(i);
+      std::mt19937_64 rng(opt.search.seed);
+      std::uniform_int_distribution<size_t> pick(0, fitted.size() - 1);
+      std::vector<Observation> resample;
+      resample.reserve(fitted.size());
+      for (size_t j = 0; j < fitted.size(); ++j) resample.push_back(fitted[pick(rng)]);
+      results[i] = FitTwoStage(resample, opt);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker, t);
+  worker(0);
+  for (std::thread& t : pool) t.join();
+  return results;
+}
+
+BootstrapResult CollectDraws(const std::vector<absl::StatusOr<FitResult>>& results) {
+  BootstrapResult out;
+  for (const absl::StatusOr<FitResult>& r : results) {
+    if (r.ok()) {
+      out.draws.push_back(r->params);
+    } else {
+      ++out.failures;
+    }
+  }
+  out.samples = static_cast<int>(out.draws.size());
+  return out;
+}
+
+std::string FirstFailure(const std::vector<absl::StatusOr<FitResult>>& results) {
+  for (const auto& r : results) {
+    if (!r.ok()) return std::string(r.status().message());
+  }
+  return std::string();
+}
+
+void SetQuantiles(BootstrapResult* out) {
+  for (int p = 0; p < kAllParamCount; ++p) {
+    std::vector<double> v;
+    for (const LawParams& d : out->draws) v.push_back(ParamAt(d, p));
+    ParamAt(out->low, p) = Quantile(v, 0.025);
+    ParamAt(out->high, p) = Quantile(v, 0.975);
+  }
+}
+
+}  // namespace
+
+std::vector<CvFold> MakeCvFolds(const std::vector<Observation>& observations) {
+  if (HasExplicitGroups(observations)) return ExplicitGroupFolds(observations);
+  if (UsesSweepRoles(observations)) return SweepFolds(observations);
+  return InferredSweepFolds(observations);
 }
 
 absl::StatusOr<std::vector<GroupError>> CrossValidate(const std::vector<Observation>& observations,
@@ -182,56 +279,21 @@ absl::StatusOr<std::vector<GroupError>> CrossValidate(const std::vector<Observat
 
 absl::StatusOr<BootstrapResult> Bootstrap(const std::vector<Observation>& observations, int samples,
                                           int threads, const FitOptions& options) {
-  std::vector<Observation> fitted;
-  for (const Observation& o : observations) {
-    if (!o.held_out) fitted.push_back(o);
-  }
+  const std::vector<Observation> fitted = FittedRows(observations);
   if (samples < 1 || fitted.empty()) {
     return absl::InvalidArgumentError("bootstrap: needs samples >= 1 and fitted observations");
   }
-  std::vector<absl::StatusOr<FitResult>> results(samples, absl::UnknownError("not run"));
-  auto worker = [&](int first) {
-    for (int i = first; i < samples && !Cancelled(options.search); i += std::max(threads, 1)) {
-      FitOptions opt = options;
-      opt.search.seed = options.search.seed + 1 + static_cast<uint64_t>(i);
-      std::mt19937_64 rng(opt.search.seed);
-      std::uniform_int_distribution<size_t> pick(0, fitted.size() - 1);
-      std::vector<Observation> resample;
-      resample.reserve(fitted.size());
-      for (size_t j = 0; j < fitted.size(); ++j) resample.push_back(fitted[pick(rng)]);
-      results[i] = FitTwoStage(resample, opt);
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker, t);
-  worker(0);
-  for (std::thread& t : pool) t.join();
+  const std::vector<absl::StatusOr<FitResult>> results =
+      RefitResamples(fitted, samples, threads, options);
   if (Cancelled(options.search)) return absl::CancelledError("bootstrap cancelled");
 
-  BootstrapResult out;
-  for (const absl::StatusOr<FitResult>& r : results) {
-    if (r.ok()) {
-      out.draws.push_back(r->params);
-    } else {
-      ++out.failures;
-    }
-  }
-  out.samples = static_cast<int>(out.draws.size());
+  BootstrapResult out = CollectDraws(results);
   if (out.samples * 2 < samples) {
     return absl::FailedPreconditionError(
-        absl::StrCat("bootstrap: ", out.failures, " of ", samples, " refits failed, e.g.: ", [&] {
-          for (const auto& r : results) {
-            if (!r.ok()) return std::string(r.status().message());
-          }
-          return std::string();
-        }()));
+        absl::StrCat("bootstrap: ", out.failures, " of ", samples,
+                     " refits failed, e.g.: ", FirstFailure(results)));
   }
-  for (int p = 0; p < kAllParamCount; ++p) {
-    std::vector<double> v;
-    for (const LawParams& d : out.draws) v.push_back(ParamAt(d, p));
-    ParamAt(out.low, p) = Quantile(v, 0.025);
-    ParamAt(out.high, p) = Quantile(v, 0.975);
-  }
+  SetQuantiles(&out);
   return out;
 }
 

@@ -137,6 +137,27 @@ absl::Status ClampAndValidate(int max_ensemble_size, fitter::AdaptiveConfig* con
   return fitter::ValidateConfig(*config);
 }
 
+// A proposal's inputs: the snapshot (a proposal compares with any stored decision) with the
+// request's settings applied. FAILED_PRECONDITION when the sweep to submit to was cancelled.
+absl::StatusOr<DecisionInputs> ProposalInputs(Store* store,
+                                              const xmod::v1::ProposeRunsRequest& ask) {
+  absl::StatusOr<SweepSnapshot> snap = ReadSnapshot(store, ask.sweep_id(), ask.study(), "");
+  if (!snap.ok()) return snap.status();
+  if (ask.submit() && snap->sweep.state() == xmod::v1::SWEEP_CANCELLED) {
+    return absl::FailedPreconditionError(absl::StrCat("sweep ", ask.sweep_id(), " was cancelled"));
+  }
+  absl::StatusOr<DecisionInputs> in = InputsOf(*std::move(snap));
+  if (!in.ok()) return in.status();
+  if (absl::Status s = ApplyAsk(ask, &*in); !s.ok()) return s;
+  return in;
+}
+
+// The request's targets are named as the request names them; the rest is the spec's.
+absl::Status AsProposalError(const absl::Status& s) {
+  const std::optional<std::string> path = FieldPathOf(s);
+  return path && absl::StartsWith(*path, "targets") ? s : InSpec(s);
+}
+
 void LogDecision(const xmod::v1::DesignDecision& decision, size_t runs_queued) {
   LOG(INFO) << "sweep " << decision.sweep_id() << " design decision " << decision.id() << " ("
             << decision.source() << "): " << decision.proposals_size() << " proposals, "
@@ -371,20 +392,11 @@ absl::StatusOr<xmod::v1::DesignDecision> AdaptiveController::DecideProposal(
   const int64_t sweep_id = ask.sweep_id();
   std::optional<SweepGuard> guard;
   if (ask.submit()) guard.emplace(this, sweep_id);
-  // A proposal compares with any stored decision.
-  absl::StatusOr<SweepSnapshot> snap = ReadSnapshot(store_, sweep_id, ask.study(), "");
-  if (!snap.ok()) return snap.status();
-  if (ask.submit() && snap->sweep.state() == xmod::v1::SWEEP_CANCELLED) {
-    return absl::FailedPreconditionError(absl::StrCat("sweep ", sweep_id, " was cancelled"));
-  }
-  absl::StatusOr<DecisionInputs> in = InputsOf(*std::move(snap));
+  absl::StatusOr<DecisionInputs> in = ProposalInputs(store_, ask);
   if (!in.ok()) return in.status();
-  if (absl::Status s = ApplyAsk(ask, &*in); !s.ok()) return s;
   const int to_queue = ask.submit() ? in->config.max_proposals : 0;
   if (absl::Status s = ClampAndValidate(options_.max_ensemble_size, &in->config); !s.ok()) {
-    // The request's targets are named as the request names them; the rest is the spec's.
-    const std::optional<std::string> path = FieldPathOf(s);
-    return path && absl::StartsWith(*path, "targets") ? s : InSpec(s);
+    return AsProposalError(s);
   }
   absl::StatusOr<fitter::Decision> decided = Fit(sweep_id, in->config, in->state, caller_gone);
   if (!decided.ok()) return decided.status();

@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -55,6 +58,56 @@ struct EarlyStop {
   std::string reason;
 };
 
+// What the early-stopping rule compares a running run's live Δ with.
+struct StopContext {
+  double after = 0;   // fraction of the budget trained before a run may be stopped
+  double margin = 0;  // how much worse than the best comparable run's live Δ
+  std::map<int64_t, const SweepRun*> by_id;
+  const std::vector<fitter::RunLiveDelta>& live;
+};
+
+// Runs of the same L, backbone and budget.
+bool Comparable(const fitter::RunCurve& other, const fitter::RunCurve& run) {
+  return other.seq_len == run.seq_len && other.backbone == run.backbone &&
+         fitter::SameBudget(other.flop_budget, run.flop_budget);
+}
+
+struct BestPeer {
+  double delta = std::numeric_limits<double>::infinity();  // infinite when none
+  std::string name;
+};
+
+// The lowest live Δ at about `flops` among the other runs comparable with `run`.
+BestPeer BestPeerAt(const StopContext& ctx, int64_t run_id, const fitter::RunCurve& run,
+                    double flops) {
+  BestPeer best;
+  for (const fitter::RunLiveDelta& other : ctx.live) {
+    const SweepRun& o = *ctx.by_id.at(other.run_id);
+    if (other.run_id == run_id || !Comparable(o.curve, run)) continue;
+    for (const fitter::LiveDeltaPoint& p : other.points) {
+      if (std::abs(p.flops - flops) <= kSameFlopsTolerance * flops && p.delta < best.delta) {
+        best.delta = p.delta;
+        best.name = o.curve.name;
+      }
+    }
+  }
+  return best;
+}
+
+std::optional<EarlyStop> StopOf(const StopContext& ctx, const fitter::RunLiveDelta& mine) {
+  const SweepRun& run = *ctx.by_id.at(mine.run_id);
+  if (run.state != xmod::v1::RUNNING) return std::nullopt;
+  const fitter::LiveDeltaPoint& last = mine.points.back();
+  if (last.flops < ctx.after * run.curve.flop_budget) return std::nullopt;
+  const BestPeer best = BestPeerAt(ctx, mine.run_id, run.curve, last.flops);
+  if (!(std::isfinite(best.delta) && last.delta - best.delta > ctx.margin)) return std::nullopt;
+  return EarlyStop{mine.run_id, last.flops, last.delta,
+                   absl::StrFormat("stopped early at %.3g FLOPs (%.0f%% of the budget): live "
+                                   "delta %.4f is %.4f worse than %s's %.4f (margin %.4f)",
+                                   last.flops, 100 * last.flops / run.curve.flop_budget, last.delta,
+                                   last.delta - best.delta, best.name, best.delta, ctx.margin)};
+}
+
 // The runs the early-stopping rule ends.
 std::vector<EarlyStop> RunsToStop(const xmod::v1::EarlyStopping& rule,
                                   const std::vector<SweepRun>& runs,
@@ -63,36 +116,10 @@ std::vector<EarlyStop> RunsToStop(const xmod::v1::EarlyStopping& rule,
   if (!rule.enabled()) return out;
   const double after = rule.after_fraction() > 0 ? rule.after_fraction() : kDefaultAfterFraction;
   const double margin = rule.margin() > 0 ? rule.margin() : kDefaultMargin;
-  std::map<int64_t, const SweepRun*> by_id;
-  for (const SweepRun& run : runs) by_id[run.curve.run_id] = &run;
+  StopContext ctx{after, margin, {}, live};
+  for (const SweepRun& run : runs) ctx.by_id[run.curve.run_id] = &run;
   for (const fitter::RunLiveDelta& mine : live) {
-    const SweepRun& run = *by_id.at(mine.run_id);
-    if (run.state != xmod::v1::RUNNING) continue;
-    const fitter::LiveDeltaPoint& last = mine.points.back();
-    if (last.flops < after * run.curve.flop_budget) continue;
-    double best = std::numeric_limits<double>::infinity();
-    std::string best_name;
-    for (const fitter::RunLiveDelta& other : live) {
-      const SweepRun& o = *by_id.at(other.run_id);
-      if (other.run_id == mine.run_id || o.curve.seq_len != run.curve.seq_len ||
-          o.curve.backbone != run.curve.backbone ||
-          !fitter::SameBudget(o.curve.flop_budget, run.curve.flop_budget)) {
-        continue;
-      }
-      for (const fitter::LiveDeltaPoint& p : other.points) {
-        if (std::abs(p.flops - last.flops) <= kSameFlopsTolerance * last.flops && p.delta < best) {
-          best = p.delta;
-          best_name = o.curve.name;
-        }
-      }
-    }
-    if (std::isfinite(best) && last.delta - best > margin) {
-      out.push_back({mine.run_id, last.flops, last.delta,
-                     absl::StrFormat("stopped early at %.3g FLOPs (%.0f%% of the budget): live "
-                                     "delta %.4f is %.4f worse than %s's %.4f (margin %.4f)",
-                                     last.flops, 100 * last.flops / run.curve.flop_budget,
-                                     last.delta, last.delta - best, best_name, best, margin)});
-    }
+    if (std::optional<EarlyStop> stop = StopOf(ctx, mine)) out.push_back(*std::move(stop));
   }
   return out;
 }

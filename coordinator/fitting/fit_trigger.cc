@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -41,6 +43,12 @@ bool HasUnrepairableInput(const std::vector<fitter::RunCurve>& runs) {
   return false;
 }
 
+// At start, only what the stored fits do not cover yet; later, every change.
+bool WantsFit(const SucceededRuns& r, bool first, bool changed) {
+  const bool stale = r.last_fit_ms < 0 || r.last_finished_ms > r.last_fit_ms;
+  return first ? stale : changed;
+}
+
 }  // namespace
 
 // What a fit attempt reads: the runs of the sweep, or of each member sweep of the study.
@@ -51,6 +59,13 @@ struct FitTrigger::Job {
   uint64_t seed = 0;
   int bootstrap_samples = 0;
   std::vector<fitter::StudyMemberRuns> members;  // a sweep's: one, without a role
+};
+
+// What a poll reads.
+struct FitTrigger::PollRows {
+  std::vector<SucceededRuns> sweeps;
+  std::vector<SucceededRuns> studies;
+  std::map<int64_t, bool> new_sweeps;  // sweep -> fit.enabled, for sweeps not seen before
 };
 
 FitTrigger::FitTrigger(Store* store, Clock* clock, prometheus::Registry* registry,
@@ -158,46 +173,52 @@ void FitTrigger::Loop() {
 
 absl::Status FitTrigger::Poll() {
   absl::MutexLock poll_lock(&poll_mu_);
-  std::vector<SucceededRuns> rows;
-  std::vector<SucceededRuns> study_rows;
-  std::map<int64_t, bool> new_sweeps;  // sweep -> fit.enabled, for sweeps not seen before
-  absl::Status read = store_->Read([&](Db& db) {
+  PollRows rows;
+  if (absl::Status read = ReadPollRows(&rows); !read.ok()) return read;
+  const bool first = !polled_;
+  polled_ = true;
+  RequestSweepFits(rows, first);
+  RequestStudyFits(rows, first);
+  return absl::OkStatus();
+}
+
+absl::Status FitTrigger::ReadPollRows(PollRows* rows) {
+  return store_->Read([&](Db& db) {
     absl::StatusOr<std::vector<SucceededRuns>> sweeps = SucceededRunsBySweep(db);
     if (!sweeps.ok()) return sweeps.status();
-    rows = *std::move(sweeps);
-    for (const SucceededRuns& r : rows) {
+    rows->sweeps = *std::move(sweeps);
+    for (const SucceededRuns& r : rows->sweeps) {
       if (seen_.count(r.id)) continue;
       absl::StatusOr<xmod::v1::Sweep> sweep = LoadSweep(db, r.id);
       if (!sweep.ok()) return sweep.status();
-      new_sweeps[r.id] = sweep->spec().fit().enabled();
+      rows->new_sweeps[r.id] = sweep->spec().fit().enabled();
     }
     absl::StatusOr<std::vector<SucceededRuns>> studies = SucceededRunsByStudy(db);
     if (!studies.ok()) return studies.status();
-    study_rows = *std::move(studies);
+    rows->studies = *std::move(studies);
     return absl::OkStatus();
   });
-  if (!read.ok()) return read;
-  const bool first = !polled_;
-  polled_ = true;
-  for (const SucceededRuns& r : rows) {
+}
+
+void FitTrigger::RequestSweepFits(const PollRows& rows, bool first) {
+  for (const SucceededRuns& r : rows.sweeps) {
     auto [it, inserted] = seen_.try_emplace(r.id);
     SweepSeen& seen = it->second;
-    if (inserted) seen.fit_enabled = new_sweeps[r.id];
+    if (inserted) seen.fit_enabled = rows.new_sweeps.at(r.id);
     const bool changed = seen.succeeded != r.succeeded;
     seen.succeeded = r.succeeded;
     if (!seen.fit_enabled) continue;
-    // At start, only what the stored fits do not cover yet; later, every change.
-    const bool stale = r.last_fit_ms < 0 || r.last_finished_ms > r.last_fit_ms;
-    if (first ? stale : changed) RequestFit(r.id);
+    if (WantsFit(r, first, changed)) RequestFit(r.id);
   }
-  for (const SucceededRuns& r : study_rows) {
+}
+
+void FitTrigger::RequestStudyFits(const PollRows& rows, bool first) {
+  for (const SucceededRuns& r : rows.studies) {
     int64_t& succeeded = study_seen_[r.id];
     const bool changed = succeeded != r.succeeded;
     succeeded = r.succeeded;
-    const bool stale = r.last_fit_ms < 0 || r.last_finished_ms > r.last_fit_ms;
-    if (first ? stale : changed) RequestStudyFit(r.id);
+    if (WantsFit(r, first, changed)) RequestStudyFit(r.id);
   }
-  return absl::OkStatus();
 }
 
 absl::Status FitTrigger::ReadSweepJob(int64_t sweep_id, Job* job) {
@@ -283,27 +304,17 @@ void FitTrigger::FitOnce(const Target& target) {
     absl::MutexLock lock(&mu_);
     ++attempts_;
   }
-  const auto count_error = [this] {
-    if (fits_error_ != nullptr) fits_error_->Increment();
-  };
   Job job;
   absl::Status read = target.study_id != 0 ? ReadStudyJob(target.study_id, &job)
                                            : ReadSweepJob(target.sweep_id, &job);
   if (absl::IsNotFound(read) || job.skip) return;
   if (!read.ok()) {
     LOG(WARNING) << "fit of " << job.name << ": " << read;
-    count_error();
+    CountFitError();
     return;
   }
 
-  fitter::SweepFitOptions options = options_.fit;
-  options.fit.search.seed = job.seed;
-  options.fit.search.cancel = &cancel_running_;
-  options.bootstrap_samples = std::clamp(job.bootstrap_samples, 0, options_.max_bootstrap_samples);
-  if (options.bootstrap_samples != job.bootstrap_samples) {
-    LOG(WARNING) << job.name << ": fit.bootstrap_samples " << job.bootstrap_samples
-                 << " clamped to " << options.bootstrap_samples;
-  }
+  const fitter::SweepFitOptions options = FitOptionsFor(job);
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<fitter::FitReport> report =
       target.study_id != 0 ? fitter::FitStudy(job.members, options)
@@ -314,7 +325,29 @@ void FitTrigger::FitOnce(const Target& target) {
     LOG(INFO) << job.name << ": fit cancelled after " << seconds << " s";
     return;
   }
+  std::optional<xmod::v1::Fit> fit = FitToStore(job, report);
+  if (!fit.has_value()) return;
+  RecordFit(target, job, seconds, *std::move(fit));
+}
 
+void FitTrigger::CountFitError() {
+  if (fits_error_ != nullptr) fits_error_->Increment();
+}
+
+fitter::SweepFitOptions FitTrigger::FitOptionsFor(const Job& job) {
+  fitter::SweepFitOptions options = options_.fit;
+  options.fit.search.seed = job.seed;
+  options.fit.search.cancel = &cancel_running_;
+  options.bootstrap_samples = std::clamp(job.bootstrap_samples, 0, options_.max_bootstrap_samples);
+  if (options.bootstrap_samples != job.bootstrap_samples) {
+    LOG(WARNING) << job.name << ": fit.bootstrap_samples " << job.bootstrap_samples
+                 << " clamped to " << options.bootstrap_samples;
+  }
+  return options;
+}
+
+std::optional<xmod::v1::Fit> FitTrigger::FitToStore(
+    const Job& job, const absl::StatusOr<fitter::FitReport>& report) {
   xmod::v1::Fit fit;
   if (report.ok()) {
     fit = fitter::ToFitProto(*report);
@@ -323,17 +356,22 @@ void FitTrigger::FitOnce(const Target& target) {
                                           return HasUnrepairableInput(m.runs);
                                         })) {
     LOG(INFO) << job.name << ": not enough data to fit yet (" << report.status().message() << ")";
-    return;
+    return std::nullopt;
   } else {
     fit.set_error(std::string(report.status().message()));
   }
+  return fit;
+}
+
+void FitTrigger::RecordFit(const Target& target, const Job& job, double seconds,
+                           xmod::v1::Fit fit) {
   if (fit_seconds_ != nullptr) fit_seconds_->Observe(seconds);
   fit.set_sweep_id(target.sweep_id);
   fit.set_study_id(target.study_id);
   fit.set_created_unix_ms(clock_->NowMillis());
   if (absl::Status s = StoreFit(fit); !s.ok()) {
     LOG(WARNING) << "fit of " << job.name << ": storing it: " << s;
-    count_error();
+    CountFitError();
     return;
   }
   if (fit.error().empty()) {
@@ -341,7 +379,7 @@ void FitTrigger::FitOnce(const Target& target) {
     LOG(INFO) << job.name << ": fitted " << fit.n_obs() << " observations, R²_Δ " << fit.r2()
               << ", RMSE " << fit.rmse() << " (" << seconds << " s)";
   } else {
-    count_error();
+    CountFitError();
     LOG(WARNING) << job.name << ": fit failed: " << fit.error();
   }
 }

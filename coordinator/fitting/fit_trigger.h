@@ -62,10 +62,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "coordinator/spec/sweep_expansion.h"
@@ -137,7 +139,8 @@ class FitTrigger {
       return sweep_id == o.sweep_id && study_id == o.study_id;
     }
   };
-  struct Job;  // what a fit attempt read (fit_trigger.cc)
+  struct Job;       // what a fit attempt read (fit_trigger.cc)
+  struct PollRows;  // what a poll read (fit_trigger.cc)
 
   void Request(const Target& target);
   void Loop();
@@ -147,6 +150,19 @@ class FitTrigger {
   // without fit.enabled reads as OK with job->skip set.
   absl::Status ReadSweepJob(int64_t sweep_id, Job* job);
   absl::Status ReadStudyJob(int64_t study_id, Job* job);
+  // The trigger's fit options with the job's seed and (clamped) bootstrap samples.
+  fitter::SweepFitOptions FitOptionsFor(const Job& job);
+  // The fit to store: the report's, or its error; nullopt while an active job may still get
+  // the data it lacks.
+  static std::optional<xmod::v1::Fit> FitToStore(const Job& job,
+                                                 const absl::StatusOr<fitter::FitReport>& report);
+  // Stores the fit of `target`, then counts and logs it.
+  void RecordFit(const Target& target, const Job& job, double seconds, xmod::v1::Fit fit);
+  void CountFitError();
+  absl::Status ReadPollRows(PollRows* rows) ABSL_EXCLUSIVE_LOCKS_REQUIRED(poll_mu_);
+  // Requests the refits the poll's rows call for (see top of file).
+  void RequestSweepFits(const PollRows& rows, bool first) ABSL_EXCLUSIVE_LOCKS_REQUIRED(poll_mu_);
+  void RequestStudyFits(const PollRows& rows, bool first) ABSL_EXCLUSIVE_LOCKS_REQUIRED(poll_mu_);
   // Writes `fit` through the store's writer and waits for the commit.
   absl::Status StoreFit(const xmod::v1::Fit& fit);
 

@@ -178,16 +178,14 @@ void AddRunCommands(CLI::App& app, State& s, Action* action) {
   query->add_option("--max_rows", s.max_rows, "Row limit (0: the coordinator's cap, 10000)");
 }
 
-void AddFitCommands(CLI::App& app, State& s, Action* action) {
-  CLI::App* fit =
-      app.add_subcommand("fit", "The scaling-law fit (paper Eq. 14) of a sweep or a study");
-  fit->require_subcommand(1);
+void AddFitShow(CLI::App* fit, State& s, Action* action) {
   CLI::App* show = Leaf(fit, "show", "The latest fit: parameters, R², RMSE, CV", action,
                         [&s](const Context& c) { return FitShow(c, s.id, s.study); });
   show->add_option("SWEEP", s.id, "Sweep id (or --study)");
   show->add_option("--study", s.study, "The study's fit instead of a sweep's");
+}
 
-  PredictOptions& p = s.predict;
+void AddFitPredict(CLI::App* fit, PredictOptions& p, Action* action) {
   CLI::App* predict = Leaf(fit, "predict", "Predicted Δ and loss (every C × L × K × A)", action,
                            [&p](const Context& c) { return FitPredict(c, p); });
   predict->add_option("SWEEP", p.sweep_id, "Sweep id (or --study)");
@@ -208,8 +206,9 @@ void AddFitCommands(CLI::App& app, State& s, Action* action) {
   predict->add_option("--A", p.as, "Anchor strides (default 1)")
       ->delimiter(',')
       ->allow_extra_args(false);
+}
 
-  RecommendOptions& r = s.recommend;
+void AddFitRecommend(CLI::App* fit, RecommendOptions& r, Action* action) {
   CLI::App* recommend = Leaf(fit, "recommend", "The best (K, A) for (C, L, backbone)", action,
                              [&r](const Context& c) { return FitRecommend(c, r); });
   recommend->add_option("SWEEP", r.sweep_id, "Sweep id (or --study)");
@@ -225,8 +224,9 @@ void AddFitCommands(CLI::App& app, State& s, Action* action) {
       ->delimiter(',')
       ->allow_extra_args(false);
   recommend->add_option("--top", r.top, "Candidates shown");
+}
 
-  ProposeOptions& pr = s.propose;
+void AddFitPropose(CLI::App* fit, ProposeOptions& pr, Action* action) {
   CLI::App* propose = Leaf(fit, "propose", "The next runs that tell most about (K*, A*) per FLOP",
                            action, [&pr](const Context& c) { return FitPropose(c, pr); });
   propose->add_option("SWEEP", pr.sweep_id, "Sweep id (with --study: the member taking the runs)")
@@ -239,6 +239,16 @@ void AddFitCommands(CLI::App& app, State& s, Action* action) {
   propose->add_option("--bootstrap", pr.bootstrap_samples, "Ensemble size (default 32)");
   propose->add_option("--seed", pr.seed, "Ensemble seed");
   propose->add_flag("--submit", pr.submit, "Queue the proposals as runs of the sweep");
+}
+
+void AddFitCommands(CLI::App& app, State& s, Action* action) {
+  CLI::App* fit =
+      app.add_subcommand("fit", "The scaling-law fit (paper Eq. 14) of a sweep or a study");
+  fit->require_subcommand(1);
+  AddFitShow(fit, s, action);
+  AddFitPredict(fit, s.predict, action);
+  AddFitRecommend(fit, s.recommend, action);
+  AddFitPropose(fit, s.propose, action);
 }
 
 void AddStudyCommands(CLI::App& app, State& s, Action* action) {

@@ -67,6 +67,41 @@ std::string Scaled(double v, const char* const letters[4]) {
   return absl::StrCat(absl::StrFormat("%.*f", decimals, m), letters[idx]);
 }
 
+// The columns of a text table: display widths, and right alignment where every cell present
+// is numeric (none when there are no rows).
+struct ColumnLayout {
+  std::vector<size_t> width;
+  std::vector<bool> numeric;
+};
+
+ColumnLayout LayOutColumns(const Table& table) {
+  const size_t n = table.columns.size();
+  ColumnLayout layout{std::vector<size_t>(n, 0), std::vector<bool>(n, true)};
+  for (size_t c = 0; c < n; ++c) layout.width[c] = DisplayWidth(table.columns[c]);
+  for (const auto& row : table.rows) {
+    for (size_t c = 0; c < n && c < row.size(); ++c) {
+      layout.width[c] = std::max(layout.width[c], DisplayWidth(row[c].text));
+      if (!row[c].numeric && !row[c].missing) layout.numeric[c] = false;
+    }
+  }
+  if (table.rows.empty()) layout.numeric.assign(n, false);
+  return layout;
+}
+
+// One line of a text table, `cell_text(c)` in column c; a left-aligned last column is not
+// padded.
+template <typename CellText>
+std::string TextLine(const ColumnLayout& layout, CellText cell_text) {
+  const size_t n = layout.width.size();
+  std::string out;
+  for (size_t c = 0; c < n; ++c) {
+    const bool right = layout.numeric[c];
+    std::string cell = Pad(cell_text(c), c + 1 == n && !right ? 0 : layout.width[c], right);
+    absl::StrAppend(&out, c ? "  " : "", cell);
+  }
+  return absl::StrCat(out, "\n");
+}
+
 }  // namespace
 
 absl::StatusOr<OutputFormat> ParseOutputFormat(absl::string_view text) {
@@ -86,32 +121,14 @@ Cell Cell::Num(double v) { return Shown(FormatNumber(v)); }
 Cell Cell::Bool(bool v) { return Cell{v ? "yes" : "no", false, false}; }
 
 std::string RenderText(const Table& table) {
-  const size_t n = table.columns.size();
-  std::vector<size_t> width(n, 0);
-  std::vector<bool> numeric(n, true);
-  for (size_t c = 0; c < n; ++c) width[c] = DisplayWidth(table.columns[c]);
-  for (const auto& row : table.rows) {
-    for (size_t c = 0; c < n && c < row.size(); ++c) {
-      width[c] = std::max(width[c], DisplayWidth(row[c].text));
-      if (!row[c].numeric && !row[c].missing) numeric[c] = false;
-    }
-  }
-  if (table.rows.empty()) numeric.assign(n, false);
-  auto line = [&](auto cell_text, auto right) {
-    std::string out;
-    for (size_t c = 0; c < n; ++c) {
-      std::string cell = Pad(cell_text(c), c + 1 == n && !right(c) ? 0 : width[c], right(c));
-      absl::StrAppend(&out, c ? "  " : "", cell);
-    }
-    return absl::StrCat(out, "\n");
-  };
+  const ColumnLayout layout = LayOutColumns(table);
   std::string out;
   if (!table.title.empty()) absl::StrAppend(&out, table.title, "\n");
-  absl::StrAppend(&out, line([&](size_t c) { return absl::AsciiStrToUpper(table.columns[c]); },
-                             [&](size_t c) { return bool(numeric[c]); }));
+  absl::StrAppend(
+      &out, TextLine(layout, [&](size_t c) { return absl::AsciiStrToUpper(table.columns[c]); }));
   for (const auto& row : table.rows) {
-    absl::StrAppend(&out, line([&](size_t c) { return c < row.size() ? row[c].text : ""; },
-                               [&](size_t c) { return bool(numeric[c]); }));
+    absl::StrAppend(&out,
+                    TextLine(layout, [&](size_t c) { return c < row.size() ? row[c].text : ""; }));
   }
   if (table.rows.empty()) absl::StrAppend(&out, "(no rows)\n");
   return out;

@@ -49,9 +49,9 @@ Table FitSettingsTable(const xmod::v1::StudySpec& asked, const xmod::v1::Study& 
   return t;
 }
 
-}  // namespace
-
-absl::Status StudyCreate(const Context& ctx, const StudyCreateOptions& options) {
+// The request of `study create`: the file's StudySpec (if any) with the flags applied.
+absl::StatusOr<xmod::v1::CreateStudyRequest> StudyCreateRequest(const Context& ctx,
+                                                                const StudyCreateOptions& options) {
   xmod::v1::CreateStudyRequest request;
   request.set_dry_run(options.dry_run);
   xmod::v1::StudySpec& spec = *request.mutable_spec();
@@ -72,25 +72,37 @@ absl::Status StudyCreate(const Context& ctx, const StudyCreateOptions& options) 
   if (spec.name().empty()) {
     return absl::InvalidArgumentError("NAME: give the study a name (or a name in the file)");
   }
+  return request;
+}
+
+// The title of the members table of `study create` (table format).
+std::string CreatedStudyTitle(bool dry_run, const xmod::v1::Study& study) {
+  return absl::StrCat(dry_run ? "Dry run: study" : absl::StrCat("Created study ", study.id()),
+                      " (\"", study.spec().name(), "\") over ", study.spec().members_size(),
+                      " sweeps: ", study.in_range_observations(), " in-range X-MoD observations (",
+                      study.listed_observations(), " listed, each configuration counted once); ",
+                      study.shared_runs(), dry_run ? " runs would be" : " runs",
+                      " trained by an earlier member",
+                      dry_run ? " (nothing stored)" : " in their place (cancelled)");
+}
+
+}  // namespace
+
+absl::Status StudyCreate(const Context& ctx, const StudyCreateOptions& options) {
+  absl::StatusOr<xmod::v1::CreateStudyRequest> request = StudyCreateRequest(ctx, options);
+  if (!request.ok()) return request.status();
   absl::StatusOr<CoordinatorClient> client = CoordinatorClient::Connect(ctx.client);
   if (!client.ok()) return client.status();
-  auto study = client->Call(&Coordinator::Stub::CreateStudy, request);
+  auto study = client->Call(&Coordinator::Stub::CreateStudy, *request);
   if (!study.ok()) return study.status();
   if (ctx.format == OutputFormat::kJson) {
     return PrintJson(*ctx.out, *study);
   }
   Table members = StudyMembersTable(*study);
   if (ctx.format == OutputFormat::kTable) {
-    members.title = absl::StrCat(
-        options.dry_run ? "Dry run: study" : absl::StrCat("Created study ", study->id()), " (\"",
-        study->spec().name(), "\") over ", study->spec().members_size(),
-        " sweeps: ", study->in_range_observations(), " in-range X-MoD observations (",
-        study->listed_observations(), " listed, each configuration counted once); ",
-        study->shared_runs(), options.dry_run ? " runs would be" : " runs",
-        " trained by an earlier member",
-        options.dry_run ? " (nothing stored)" : " in their place (cancelled)");
+    members.title = CreatedStudyTitle(options.dry_run, *study);
   }
-  *ctx.out << RenderSections({members, FitSettingsTable(spec, *study)}, ctx.format);
+  *ctx.out << RenderSections({members, FitSettingsTable(request->spec(), *study)}, ctx.format);
   return absl::OkStatus();
 }
 

@@ -38,6 +38,86 @@ int InRangeObservations(const google::protobuf::RepeatedPtrField<xmod::v1::Run>&
   }));
 }
 
+// Where `sweep watch` stands, across reconnects.
+struct WatchState {
+  WatchView view;
+  bool connected_once = false;
+  int retries = 0;
+};
+
+// Shows one event: as a JSON line, else in the redrawn table or the line log.
+absl::Status ShowEvent(const Context& ctx, const xmod::v1::WatchSweepEvent& event,
+                       const WatchView& view, const std::vector<int64_t>& changed,
+                       WatchPrinter& printer) {
+  if (ctx.format == OutputFormat::kJson) {
+    // JSON lines: one WatchSweepEvent a line, flushed as it arrives.
+    absl::StatusOr<std::string> line = ProtoJson(event, JsonLayout::kLine);
+    if (!line.ok()) return line.status();
+    *ctx.out << *line << std::endl;
+    return absl::OkStatus();
+  }
+  if (int columns = 0, rows = 0; ctx.tty_size && ctx.tty_size(&columns, &rows)) {
+    printer.Resize(columns, rows);
+  }
+  printer.Print(view, changed, event.snapshot());
+  return absl::OkStatus();
+}
+
+// Reads one WatchSweep stream until it breaks or the sweep ends, showing each event; returns
+// how the stream finished, or why an event could not be shown (the stream cancelled).
+absl::StatusOr<grpc::Status> ReadWatchStream(CoordinatorClient& client, const Context& ctx,
+                                             const xmod::v1::WatchSweepRequest& request,
+                                             WatchState& state, WatchPrinter& printer) {
+  // No deadline: a sweep runs for as long as it takes.
+  auto context = client.NewContext(/*with_deadline=*/false);
+  auto reader = client.stub().WatchSweep(context.get(), request);
+  xmod::v1::WatchSweepEvent event;
+  while (reader->Read(&event)) {
+    state.connected_once = true;
+    state.retries = 0;
+    std::vector<int64_t> changed = state.view.Apply(event);
+    if (absl::Status shown = ShowEvent(ctx, event, state.view, changed, printer); !shown.ok()) {
+      context->TryCancel();
+      (void)reader->Finish();
+      return shown;
+    }
+    if (state.view.Ended()) {
+      context->TryCancel();
+      break;
+    }
+  }
+  return reader->Finish();
+}
+
+// A coordinator restart breaks the stream; once it served us, wait for it to come back
+// (a reconnect starts with a fresh snapshot). False: give up.
+bool WaitToReconnect(const grpc::Status& status, WatchState& state) {
+  if (status.error_code() != grpc::StatusCode::UNAVAILABLE || !state.connected_once ||
+      state.retries >= kWatchReconnects) {
+    return false;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(250 << std::min(state.retries, 4)));
+  ++state.retries;
+  return true;
+}
+
+// OK when the watched sweep is done, else ABORTED naming its failed and cancelled runs.
+absl::Status WatchOutcome(int64_t sweep_id, const WatchView& view) {
+  if (view.sweep().state() == xmod::v1::SWEEP_DONE) return absl::OkStatus();
+  std::vector<std::string> bad;
+  for (const auto& [id, run] : view.runs()) {
+    if (run.state() == xmod::v1::FAILED || run.state() == xmod::v1::CANCELLED) {
+      bad.push_back(absl::StrCat(run.name(), " (", RunStateName(run.state()), ")"));
+    }
+  }
+  std::string listed =
+      bad.empty() ? "no run listed"
+                  : absl::StrJoin(bad.begin(), bad.begin() + std::min<size_t>(bad.size(), 4), ", ");
+  if (bad.size() > 4) absl::StrAppend(&listed, " and ", bad.size() - 4, " more");
+  return absl::AbortedError(absl::StrCat("sweep ", sweep_id, " ended ",
+                                         SweepStateName(view.sweep().state()), ": ", listed));
+}
+
 }  // namespace
 
 absl::Status SweepSubmit(const Context& ctx, const std::string& file, bool dry_run) {
@@ -154,67 +234,19 @@ absl::Status SweepWatch(const Context& ctx, int64_t sweep_id, bool no_redraw) {
   if (!client.ok()) return client.status();
   xmod::v1::WatchSweepRequest request;
   request.set_sweep_id(sweep_id);
-  WatchView view;
+  WatchState state;
   WatchPrinter printer(ctx.out, ctx.out_is_tty && !no_redraw, ctx.tty_columns, ctx.tty_rows);
-  bool connected_once = false;
-  int retries = 0;
   while (true) {
-    // No deadline: a sweep runs for as long as it takes.
-    auto context = client->NewContext(/*with_deadline=*/false);
-    auto reader = client->stub().WatchSweep(context.get(), request);
-    xmod::v1::WatchSweepEvent event;
-    while (reader->Read(&event)) {
-      connected_once = true;
-      retries = 0;
-      std::vector<int64_t> changed = view.Apply(event);
-      if (ctx.format == OutputFormat::kJson) {
-        // JSON lines: one WatchSweepEvent a line, flushed as it arrives.
-        absl::StatusOr<std::string> line = ProtoJson(event, JsonLayout::kLine);
-        if (!line.ok()) {
-          context->TryCancel();
-          (void)reader->Finish();
-          return line.status();
-        }
-        *ctx.out << *line << std::endl;
-      } else {
-        if (int columns = 0, rows = 0; ctx.tty_size && ctx.tty_size(&columns, &rows)) {
-          printer.Resize(columns, rows);
-        }
-        printer.Print(view, changed, event.snapshot());
-      }
-      if (view.Ended()) {
-        context->TryCancel();
-        break;
-      }
-    }
-    grpc::Status status = reader->Finish();
-    if (view.Ended()) break;
-    // A coordinator restart breaks the stream; once it served us, wait for it to come back
-    // (a reconnect starts with a fresh snapshot).
-    if (status.error_code() == grpc::StatusCode::UNAVAILABLE && connected_once &&
-        retries < kWatchReconnects) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(250 << std::min(retries, 4)));
-      ++retries;
-      continue;
-    }
-    if (!status.ok()) return client->Error(status);
+    absl::StatusOr<grpc::Status> status = ReadWatchStream(*client, ctx, request, state, printer);
+    if (!status.ok()) return status.status();
+    if (state.view.Ended()) break;
+    if (WaitToReconnect(*status, state)) continue;
+    if (!status->ok()) return client->Error(*status);
     return absl::UnavailableError(
         absl::StrCat("the watch stream of sweep ", sweep_id, " ended before the sweep did"));
   }
-  if (ctx.format != OutputFormat::kJson) printer.Finish(view);
-  if (view.sweep().state() == xmod::v1::SWEEP_DONE) return absl::OkStatus();
-  std::vector<std::string> bad;
-  for (const auto& [id, run] : view.runs()) {
-    if (run.state() == xmod::v1::FAILED || run.state() == xmod::v1::CANCELLED) {
-      bad.push_back(absl::StrCat(run.name(), " (", RunStateName(run.state()), ")"));
-    }
-  }
-  std::string listed =
-      bad.empty() ? "no run listed"
-                  : absl::StrJoin(bad.begin(), bad.begin() + std::min<size_t>(bad.size(), 4), ", ");
-  if (bad.size() > 4) absl::StrAppend(&listed, " and ", bad.size() - 4, " more");
-  return absl::AbortedError(absl::StrCat("sweep ", sweep_id, " ended ",
-                                         SweepStateName(view.sweep().state()), ": ", listed));
+  if (ctx.format != OutputFormat::kJson) printer.Finish(state.view);
+  return WatchOutcome(sweep_id, state.view);
 }
 
 }  // namespace xmod::cli

@@ -40,6 +40,70 @@ bool ValidName(absl::string_view name) {
   return true;
 }
 
+using Sha256 = std::array<uint8_t, 32>;
+
+// The whitespace-separated fields of a line, up to a '#'.
+std::vector<absl::string_view> LineFields(absl::string_view line) {
+  const size_t hash = line.find('#');
+  if (hash != absl::string_view::npos) line = line.substr(0, hash);
+  std::vector<absl::string_view> fields =
+      absl::StrSplit(line, absl::ByAnyChar(" \t\r"), absl::SkipEmpty());
+  return fields;
+}
+
+std::optional<Scope> ScopeNamed(absl::string_view name) {
+  for (Scope scope : {Scope::kUser, Scope::kRead, Scope::kWorker, Scope::kAdmin}) {
+    if (name == ScopeName(scope)) return scope;
+  }
+  return std::nullopt;
+}
+
+// The digest of SECRET: "sha256:" and its 64 hex digits, else the SHA-256 of a secret of at
+// least kMinSecretLength characters. The error's message says why a secret is refused.
+absl::StatusOr<Sha256> SecretDigest(absl::string_view secret) {
+  Sha256 digest{};
+  if (absl::StartsWith(secret, kDigestPrefix)) {
+    const absl::string_view hex = secret.substr(kDigestPrefix.size());
+    if (hex.size() != 64 || !std::all_of(hex.begin(), hex.end(), [](char c) {
+          return absl::ascii_isxdigit(static_cast<unsigned char>(c));
+        })) {
+      return absl::InvalidArgumentError("a sha256: secret needs 64 hex digits");
+    }
+    const std::string bytes = absl::HexStringToBytes(hex);
+    std::copy(bytes.begin(), bytes.end(), digest.begin());
+    return digest;
+  }
+  if (secret.size() < kMinSecretLength) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the secret is shorter than ", kMinSecretLength, " characters"));
+  }
+  return Digest(secret);
+}
+
+// The credentials of the lines parsed so far.
+struct SeenCredentials {
+  std::set<std::pair<Scope, std::string>> names;
+  std::set<std::string> owner_names;  // of user and admin credentials
+  std::set<Sha256> digests;
+};
+
+// Adds a credential to `seen`; why it is refused when it repeats a name or a secret.
+std::optional<std::string> Record(const Principal& principal, const Sha256& digest,
+                                  SeenCredentials& seen) {
+  if (!seen.names.insert({principal.scope, principal.name}).second) {
+    return absl::StrCat("a second ", ScopeName(principal.scope), " credential named \"",
+                        principal.name, "\"");
+  }
+  const bool owns_work = principal.scope == Scope::kUser || principal.scope == Scope::kAdmin;
+  if (owns_work && !seen.owner_names.insert(principal.name).second) {
+    return absl::StrCat("\"", principal.name,
+                        "\" names both a user and an admin credential (a name owns the work "
+                        "it submits, whichever of the two submitted it)");
+  }
+  if (!seen.digests.insert(digest).second) return "this secret is already used";
+  return std::nullopt;
+}
+
 }  // namespace
 
 const char* ScopeName(Scope scope) {
@@ -59,63 +123,30 @@ const char* ScopeName(Scope scope) {
 absl::StatusOr<CredentialSet> CredentialSet::Parse(absl::string_view text,
                                                    absl::string_view source) {
   CredentialSet set;
-  std::set<std::pair<Scope, std::string>> names;
-  std::set<std::string> owner_names;  // of user and admin credentials
-  std::set<std::array<uint8_t, 32>> digests;
+  SeenCredentials seen;
   int line_number = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     ++line_number;
-    const size_t hash = line.find('#');
-    if (hash != absl::string_view::npos) line = line.substr(0, hash);
-    std::vector<absl::string_view> fields =
-        absl::StrSplit(line, absl::ByAnyChar(" \t\r"), absl::SkipEmpty());
+    const std::vector<absl::string_view> fields = LineFields(line);
     if (fields.empty()) continue;
     const auto bad = [&](absl::string_view why) {
       return absl::InvalidArgumentError(absl::StrCat(source, ":", line_number, ": ", why));
     };
     if (fields.size() != 3) return bad("expected \"SCOPE NAME SECRET\"");
     Entry entry;
-    if (fields[0] == "user") {
-      entry.principal.scope = Scope::kUser;
-    } else if (fields[0] == "read") {
-      entry.principal.scope = Scope::kRead;
-    } else if (fields[0] == "worker") {
-      entry.principal.scope = Scope::kWorker;
-    } else if (fields[0] == "admin") {
-      entry.principal.scope = Scope::kAdmin;
-    } else {
+    const std::optional<Scope> scope = ScopeNamed(fields[0]);
+    if (!scope) {
       return bad(absl::StrCat("unknown scope \"", fields[0], "\" (user, admin, read or worker)"));
     }
+    entry.principal.scope = *scope;
     if (!ValidName(fields[1])) return bad("NAME must be [A-Za-z0-9._@-]+");
     entry.principal.name = std::string(fields[1]);
-    const absl::string_view secret = fields[2];
-    if (absl::StartsWith(secret, kDigestPrefix)) {
-      const absl::string_view hex = secret.substr(kDigestPrefix.size());
-      std::string bytes;
-      if (hex.size() != 64 || !std::all_of(hex.begin(), hex.end(), [](char c) {
-            return absl::ascii_isxdigit(static_cast<unsigned char>(c));
-          })) {
-        return bad("a sha256: secret needs 64 hex digits");
-      }
-      bytes = absl::HexStringToBytes(hex);
-      std::copy(bytes.begin(), bytes.end(), entry.digest.begin());
-    } else {
-      if (secret.size() < kMinSecretLength) {
-        return bad(absl::StrCat("the secret is shorter than ", kMinSecretLength, " characters"));
-      }
-      entry.digest = Digest(secret);
+    absl::StatusOr<Sha256> digest = SecretDigest(fields[2]);
+    if (!digest.ok()) return bad(digest.status().message());
+    entry.digest = *digest;
+    if (std::optional<std::string> clash = Record(entry.principal, entry.digest, seen)) {
+      return bad(*clash);
     }
-    if (!names.insert({entry.principal.scope, entry.principal.name}).second) {
-      return bad(absl::StrCat("a second ", fields[0], " credential named \"", fields[1], "\""));
-    }
-    const bool owns_work =
-        entry.principal.scope == Scope::kUser || entry.principal.scope == Scope::kAdmin;
-    if (owns_work && !owner_names.insert(entry.principal.name).second) {
-      return bad(absl::StrCat("\"", fields[1],
-                              "\" names both a user and an admin credential (a name owns the work "
-                              "it submits, whichever of the two submitted it)"));
-    }
-    if (!digests.insert(entry.digest).second) return bad("this secret is already used");
     set.entries_.push_back(std::move(entry));
   }
   return set;

@@ -138,19 +138,12 @@ PhaseResult RunPhase(const LoadPhase& phase, int seconds, LoadStats& stats, Load
   return {json + "}", stats.points_acked.load() / wall};
 }
 
-int Main(const Flags& flags) {
-  const std::string addr = flags.addr;
-  const pid_t pid = flags.coordinator_pid;
-  const int n = flags.workers;
-  if (addr.empty() || pid <= 0 || flags.db.empty() || flags.raw_db.empty()) {
-    std::fprintf(stderr, "bench_load: --addr, --coordinator_pid, --db and --raw_db are needed\n");
-    return 2;
-  }
-  const absl::Time start = absl::Now();
-  auto user =
-      v1::Coordinator::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+// Submits benchmark sweeps until they queue enough runs for every worker through all phases;
+// the runs queued, or nullopt (the error printed).
+std::optional<int64_t> QueueRuns(v1::Coordinator::Stub& user, const Flags& flags) {
   const int seconds = flags.warmup_s + flags.steady_s + flags.saturate_s;
-  const int64_t runs_needed = static_cast<int64_t>(n) * (seconds * 1000 / flags.run_ms + 3);
+  const int64_t runs_needed =
+      static_cast<int64_t>(flags.workers) * (seconds * 1000 / flags.run_ms + 3);
   int64_t runs = 0;
   for (int i = 0; runs < runs_needed; ++i) {
     v1::SubmitSweepRequest request;
@@ -158,23 +151,21 @@ int Main(const Flags& flags) {
     v1::SubmitSweepResponse response;
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-    grpc::Status status = user->SubmitSweep(&context, request, &response);
+    grpc::Status status = user.SubmitSweep(&context, request, &response);
     if (!status.ok()) {
       std::fprintf(stderr, "bench_load: SubmitSweep: %s\n", status.error_message().c_str());
-      return 1;
+      return std::nullopt;
     }
     runs += response.runs_size();
   }
+  return runs;
+}
 
-  std::fprintf(stderr, "bench_load: %lld runs queued, %.0f s since start\n",
-               static_cast<long long>(runs), absl::ToDoubleSeconds(absl::Now() - start));
-  const LoadPhase steady_phase{"steady", flags.steady_points, 1000};
-  const LoadPhase saturate_phase{"saturate", flags.saturate_points, 0};
-  PhaseSlot slot;
-  LoadStats warmup_stats, steady_stats, saturate_stats, tail_stats;
-  slot.phase.store(&steady_phase);
-  slot.stats.store(&warmup_stats);
-  std::vector<std::unique_ptr<SimWorker>> workers;
+// Starts and registers the simulated workers, each on its own connection; false (the error
+// printed) when one could not register.
+bool StartWorkers(const Flags& flags, PhaseSlot* slot,
+                  std::vector<std::unique_ptr<SimWorker>>& workers) {
+  const int n = flags.workers;
   for (int i = 0; i < n; ++i) {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // one connection per worker
@@ -184,13 +175,56 @@ int Main(const Flags& flags) {
     options.run_ms = flags.run_ms;
     options.first_heartbeat_delay_ms = options.heartbeat_ms * i / n;
     workers.push_back(std::make_unique<SimWorker>(
-        grpc::CreateCustomChannel(addr, grpc::InsecureChannelCredentials(), args), options, &slot));
+        grpc::CreateCustomChannel(flags.addr, grpc::InsecureChannelCredentials(), args), options,
+        slot));
     if (!workers.back()->Start()) {
       std::fprintf(stderr, "bench_load: %s could not register\n", options.name.c_str());
-      return 1;
+      return false;
     }
   }
-  std::fprintf(stderr, "bench_load: %d workers registered, %.0f s since start\n", n,
+  return true;
+}
+
+// The JSON object on stdout: the settings, both phases, the raw insert and how the durable
+// rate under saturation compares with it.
+void PrintReport(const Flags& flags, int64_t runs, const PhaseResult& steady,
+                 const PhaseResult& saturate, const RawInsertResult& raw) {
+  const double raw_rate = raw.rows / raw.seconds;
+  std::printf(
+      "{\"workers\": %d, \"heartbeat_ms\": %d, \"run_ms\": %d, \"queued_runs\": %lld,\n"
+      " \"steady\": %s,\n \"saturate\": %s,\n"
+      " \"raw_sqlite\": {\"rows\": %lld, \"seconds\": %s, \"rows_per_transaction\": %d, "
+      "\"points_per_s\": %s},\n"
+      " \"durable_vs_raw\": %s}\n",
+      flags.workers, flags.heartbeat_ms, flags.run_ms, static_cast<long long>(runs),
+      steady.json.c_str(), saturate.json.c_str(), static_cast<long long>(raw.rows),
+      Number(raw.seconds).c_str(), flags.raw_rows_per_transaction, Number(raw_rate).c_str(),
+      Number(saturate.durable_points_per_s / raw_rate).c_str());
+}
+
+int Main(const Flags& flags) {
+  const pid_t pid = flags.coordinator_pid;
+  if (flags.addr.empty() || pid <= 0 || flags.db.empty() || flags.raw_db.empty()) {
+    std::fprintf(stderr, "bench_load: --addr, --coordinator_pid, --db and --raw_db are needed\n");
+    return 2;
+  }
+  const absl::Time start = absl::Now();
+  auto user =
+      v1::Coordinator::NewStub(grpc::CreateChannel(flags.addr, grpc::InsecureChannelCredentials()));
+  const std::optional<int64_t> runs = QueueRuns(*user, flags);
+  if (!runs) return 1;
+
+  std::fprintf(stderr, "bench_load: %lld runs queued, %.0f s since start\n",
+               static_cast<long long>(*runs), absl::ToDoubleSeconds(absl::Now() - start));
+  const LoadPhase steady_phase{"steady", flags.steady_points, 1000};
+  const LoadPhase saturate_phase{"saturate", flags.saturate_points, 0};
+  PhaseSlot slot;
+  LoadStats warmup_stats, steady_stats, saturate_stats, tail_stats;
+  slot.phase.store(&steady_phase);
+  slot.stats.store(&warmup_stats);
+  std::vector<std::unique_ptr<SimWorker>> workers;
+  if (!StartWorkers(flags, &slot, workers)) return 1;
+  std::fprintf(stderr, "bench_load: %d workers registered, %.0f s since start\n", flags.workers,
                absl::ToDoubleSeconds(absl::Now() - start));
   absl::SleepFor(absl::Seconds(flags.warmup_s));
   const PhaseResult steady =
@@ -208,17 +242,7 @@ int Main(const Flags& flags) {
     std::fprintf(stderr, "bench_load: raw insert: %s\n", raw.status().ToString().c_str());
     return 1;
   }
-  const double raw_rate = raw->rows / raw->seconds;
-  std::printf(
-      "{\"workers\": %d, \"heartbeat_ms\": %d, \"run_ms\": %d, \"queued_runs\": %lld,\n"
-      " \"steady\": %s,\n \"saturate\": %s,\n"
-      " \"raw_sqlite\": {\"rows\": %lld, \"seconds\": %s, \"rows_per_transaction\": %d, "
-      "\"points_per_s\": %s},\n"
-      " \"durable_vs_raw\": %s}\n",
-      n, flags.heartbeat_ms, flags.run_ms, static_cast<long long>(runs), steady.json.c_str(),
-      saturate.json.c_str(), static_cast<long long>(raw->rows), Number(raw->seconds).c_str(),
-      flags.raw_rows_per_transaction, Number(raw_rate).c_str(),
-      Number(saturate.durable_points_per_s / raw_rate).c_str());
+  PrintReport(flags, *runs, steady, saturate, *raw);
   return 0;
 }
 

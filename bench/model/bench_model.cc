@@ -198,42 +198,55 @@ double OfPeakCpu(const Result& r, const Peak& peak) {
   return tokens_per_step * r.train_flops_per_token / r.step_cpu_seconds / peak.flops_per_cpu_second;
 }
 
+// The models measured: Dense (false) unless --arch xmod, X-MoD (true) unless --arch dense.
+std::vector<bool> Models(const BenchOptions& o) {
+  std::vector<bool> models;
+  if (o.arch != "xmod") models.push_back(false);
+  if (o.arch != "dense") models.push_back(true);
+  return models;
+}
+
+const char* ModelName(bool sparse) { return sparse ? "xmod" : "dense"; }
+
+const Result& ResultAt(const Measurement& m, int i, bool sparse) {
+  return sparse ? m.sparse[i] : m.dense[i];
+}
+
+void PrintResultLine(const BenchOptions& o, const char* attention, bool sparse, const Result& r,
+                     const Peak& peak) {
+  std::printf(
+      "model=%s L=%d threads=%d device=%s precision=%s attention=%s layers=%d step_s=%.4f "
+      "best_step_s=%.4f tokens_per_s=%.1f train_flops_per_token=%.4g achieved_gflops=%.2f "
+      "peak_gflops=%.2f of_peak=%.3f step_cpu_s=%.4f of_peak_cpu=%.3f peak_rss_mib=%.1f "
+      "peak_device_mib=%.1f loss=%.4f optimizer_s=%.4f train_tokens_per_s=%.1f\n",
+      ModelName(sparse), o.seq_len, r.threads, o.device.c_str(), o.precision.c_str(), attention,
+      r.layers, r.step_seconds, r.best_step_seconds, r.tokens_per_second, r.train_flops_per_token,
+      r.flops_per_second / 1e9, peak.flops_per_second / 1e9,
+      r.flops_per_second / peak.flops_per_second, r.step_cpu_seconds, OfPeakCpu(r, peak),
+      r.peak_rss_mib, r.peak_device_mib, r.loss, r.optimizer_seconds, TrainTokensPerSecond(r));
+}
+
+void PrintRatioLine(const BenchOptions& o, int threads, const Ratio& r) {
+  std::printf(
+      "ratio L=%d threads=%d K=%d A=%g step_time_ratio=%.4f phi_ratio=%.4f "
+      "efficiency_ratio=%.4f causal_phi_ratio=%.4f causal_efficiency_ratio=%.4f "
+      "train_step_time_ratio=%.4f\n",
+      o.seq_len, threads, o.k, o.a, r.time, r.phi, r.efficiency, r.causal_phi, r.causal_efficiency,
+      r.train_time);
+}
+
 void PrintText(const BenchOptions& o, const BenchSetup& setup, const Measurement& m) {
-  const bool dense = o.arch != "xmod", sparse = o.arch != "dense";
+  const std::vector<bool> models = Models(o);
   const char* attention = setup.runtime.fused_attention ? "fused" : "manual";
   for (int i = 0; i < m.thread_counts; ++i) {
-    for (bool s : {false, true}) {
-      if (s ? !sparse : !dense) continue;
-      const Result& r = s ? m.sparse[i] : m.dense[i];
-      std::printf(
-          "model=%s L=%d threads=%d device=%s precision=%s attention=%s layers=%d step_s=%.4f "
-          "best_step_s=%.4f tokens_per_s=%.1f train_flops_per_token=%.4g achieved_gflops=%.2f "
-          "peak_gflops=%.2f of_peak=%.3f step_cpu_s=%.4f of_peak_cpu=%.3f peak_rss_mib=%.1f "
-          "peak_device_mib=%.1f loss=%.4f optimizer_s=%.4f train_tokens_per_s=%.1f\n",
-          s ? "xmod" : "dense", o.seq_len, r.threads, o.device.c_str(), o.precision.c_str(),
-          attention, r.layers, r.step_seconds, r.best_step_seconds, r.tokens_per_second,
-          r.train_flops_per_token, r.flops_per_second / 1e9, m.peak[i].flops_per_second / 1e9,
-          r.flops_per_second / m.peak[i].flops_per_second, r.step_cpu_seconds,
-          OfPeakCpu(r, m.peak[i]), r.peak_rss_mib, r.peak_device_mib, r.loss, r.optimizer_seconds,
-          TrainTokensPerSecond(r));
-    }
-    if (dense && sparse) {
-      const Ratio r = RatioOf(m.dense[i], m.sparse[i]);
-      std::printf(
-          "ratio L=%d threads=%d K=%d A=%g step_time_ratio=%.4f phi_ratio=%.4f "
-          "efficiency_ratio=%.4f causal_phi_ratio=%.4f causal_efficiency_ratio=%.4f "
-          "train_step_time_ratio=%.4f\n",
-          o.seq_len, o.threads[i], o.k, o.a, r.time, r.phi, r.efficiency, r.causal_phi,
-          r.causal_efficiency, r.train_time);
-    }
+    for (bool s : models) PrintResultLine(o, attention, s, ResultAt(m, i, s), m.peak[i]);
+    if (models.size() == 2) PrintRatioLine(o, o.threads[i], RatioOf(m.dense[i], m.sparse[i]));
   }
   for (int i = 1; i < m.thread_counts; ++i) {
-    for (bool s : {false, true}) {
-      if (s ? !sparse : !dense) continue;
-      const Result* r = s ? m.sparse : m.dense;
+    for (bool s : models) {
       std::printf("scaling model=%s threads=%d vs_threads=%d tokens_per_s_ratio=%.3f\n",
-                  s ? "xmod" : "dense", o.threads[i], o.threads[0],
-                  r[i].tokens_per_second / r[0].tokens_per_second);
+                  ModelName(s), o.threads[i], o.threads[0],
+                  ResultAt(m, i, s).tokens_per_second / ResultAt(m, 0, s).tokens_per_second);
     }
   }
 }
@@ -261,18 +274,24 @@ std::string JsonResult(const char* name, const Result& r, const Peak& peak) {
       r.peak_device_mib, r.loss, r.optimizer_seconds, TrainTokensPerSecond(r));
 }
 
-void PrintJson(const BenchOptions& o, const BenchSetup& setup, const Measurement& m) {
-  const bool dense = o.arch != "xmod", sparse = o.arch != "dense";
+// The arrays of the JSON object, one entry per thread count (and model).
+struct JsonArrays {
   std::vector<std::string> results, ratios, scaling, peaks;
+};
+
+JsonArrays CollectJsonArrays(const BenchOptions& o, const Measurement& m) {
+  const std::vector<bool> models = Models(o);
+  JsonArrays out;
   for (int i = 0; i < m.thread_counts; ++i) {
-    peaks.push_back(
+    out.peaks.push_back(
         absl::StrFormat("{\"threads\": %d, \"flops_per_s\": %.6g, \"flops_per_cpu_s\": %.6g}",
                         o.threads[i], m.peak[i].flops_per_second, m.peak[i].flops_per_cpu_second));
-    if (dense) results.push_back(JsonResult("dense", m.dense[i], m.peak[i]));
-    if (sparse) results.push_back(JsonResult("xmod", m.sparse[i], m.peak[i]));
-    if (dense && sparse) {
+    for (bool s : models) {
+      out.results.push_back(JsonResult(ModelName(s), ResultAt(m, i, s), m.peak[i]));
+    }
+    if (models.size() == 2) {
       const Ratio r = RatioOf(m.dense[i], m.sparse[i]);
-      ratios.push_back(
+      out.ratios.push_back(
           absl::StrFormat("{\"threads\": %d, \"step_time_ratio\": %.6g, \"phi_ratio\": %.6g, "
                           "\"efficiency_ratio\": %.6g, \"causal_phi_ratio\": %.6g, "
                           "\"causal_efficiency_ratio\": %.6g, \"train_step_time_ratio\": %.6g}",
@@ -280,16 +299,19 @@ void PrintJson(const BenchOptions& o, const BenchSetup& setup, const Measurement
                           r.causal_efficiency, r.train_time));
     }
     if (i == 0) continue;
-    for (bool s : {false, true}) {
-      if (s ? !sparse : !dense) continue;
-      const Result* r = s ? m.sparse : m.dense;
-      scaling.push_back(absl::StrFormat(
+    for (bool s : models) {
+      out.scaling.push_back(absl::StrFormat(
           "{\"model\": \"%s\", \"threads\": %d, \"vs_threads\": %d, \"tokens_per_s_ratio\": "
           "%.6g}",
-          s ? "xmod" : "dense", o.threads[i], o.threads[0],
-          r[i].tokens_per_second / r[0].tokens_per_second));
+          ModelName(s), o.threads[i], o.threads[0],
+          ResultAt(m, i, s).tokens_per_second / ResultAt(m, 0, s).tokens_per_second));
     }
   }
+  return out;
+}
+
+void PrintJson(const BenchOptions& o, const BenchSetup& setup, const Measurement& m) {
+  const JsonArrays arrays = CollectJsonArrays(o, m);
   std::vector<std::string> backends;  // SDPA's backend per attention shape (CUDA)
   for (const auto& [shape, backend] : SdpaChoices()) {
     backends.push_back(absl::StrCat(JsonString(shape), ": ", JsonString(backend)));
@@ -306,8 +328,8 @@ void PrintJson(const BenchOptions& o, const BenchSetup& setup, const Measurement
       JsonString(o.precision), JsonString(setup.runtime.fused_attention ? "fused" : "manual"),
       o.checkpointing ? "true" : "false", JsonString(o.optimizer), setup.graphs ? "true" : "false",
       setup.warmup, o.steps, setup.peak_size, absl::StrJoin(backends, ", "),
-      absl::StrJoin(peaks, ", "), absl::StrJoin(results, ", "), absl::StrJoin(ratios, ", "),
-      absl::StrJoin(scaling, ", "));
+      absl::StrJoin(arrays.peaks, ", "), absl::StrJoin(arrays.results, ", "),
+      absl::StrJoin(arrays.ratios, ", "), absl::StrJoin(arrays.scaling, ", "));
   std::fputs(json.c_str(), stdout);
 }
 
@@ -332,11 +354,7 @@ int PrintPlans(const BenchOptions& o) {
   return 0;
 }
 
-int Main(int argc, char** argv) {
-  KeepFreedMemoryInProcess();  // as xmod-train
-  BenchOptions o;
-  bool json = false;
-  CLI::App app{"X-MoD vs Dense training-step benchmark"};
+void AddOptions(CLI::App& app, BenchOptions& o, bool& json) {
   app.add_option("--backbone", o.backbone, "backbone preset");
   app.add_option("--seq_len", o.seq_len, "context length L");
   app.add_option("--tokens_per_step", o.tokens_per_step, "tokens per step (batch = this / L)");
@@ -362,9 +380,10 @@ int Main(int argc, char** argv) {
   app.add_option("--profile", o.profile,
                  "write a chrome trace of one step to PATH.{dense,xmod} (op by op: "
                  "bench/model/trace_ops.py)");
-  CLI11_PARSE(app, argc, argv);
+}
 
-  if (o.arch == "plan") return PrintPlans(o);
+// Fails on an --arch, --threads, --seq_len, --steps or --warmup out of range.
+void CheckOptions(const BenchOptions& o) {
   if (o.arch != "both" && o.arch != "dense" && o.arch != "xmod") {
     Fail("--arch must be dense, xmod, both or plan, got '" + o.arch + "'");
   }
@@ -377,32 +396,46 @@ int Main(int argc, char** argv) {
   if (o.seq_len < 1 || o.steps < 1 || o.warmup < 0) {
     Fail("--seq_len and --steps must be >= 1, --warmup >= 0");
   }
+}
+
+// CUDA in this process, CPU in a child (see the top of the file).
+Measurement Measure(const BenchOptions& o, const BenchSetup& setup,
+                    const std::vector<bool>& models) {
+  if (setup.device.is_cuda()) {
+    if (o.threads.size() > 1) Fail("--device cuda takes one --threads value");
+    try {
+      return MeasureSequential(o, setup, models);
+    } catch (const c10::Error& e) {
+      Fail(e.what_without_backtrace());
+    }
+  }
+  return InChild<Measurement>([&] {
+    try {
+      return MeasureInterleaved(o, setup, models);
+    } catch (const c10::Error& e) {
+      Fail(e.what_without_backtrace());
+    }
+  });
+}
+
+int Main(int argc, char** argv) {
+  KeepFreedMemoryInProcess();  // as xmod-train
+  BenchOptions o;
+  bool json = false;
+  CLI::App app{"X-MoD vs Dense training-step benchmark"};
+  AddOptions(app, o, json);
+  CLI11_PARSE(app, argc, argv);
+
+  if (o.arch == "plan") return PrintPlans(o);
+  CheckOptions(o);
   absl::StatusOr<BenchSetup> setup = ResolveSetup(o);
   if (!setup.ok()) Fail(std::string(setup.status().message()));
-  std::vector<bool> models;
-  if (o.arch != "xmod") models.push_back(false);
-  if (o.arch != "dense") models.push_back(true);
+  const std::vector<bool> models = Models(o);
   for (bool sparse : models) {  // refuse a bad K / A here, not in a child
     absl::StatusOr<Accounting> acc = Account(MakeSpec(o, sparse), o.seq_len);
     if (!acc.ok()) Fail(acc.status().ToString());
   }
-  Measurement m;
-  if (setup->device.is_cuda()) {
-    if (o.threads.size() > 1) Fail("--device cuda takes one --threads value");
-    try {
-      m = MeasureSequential(o, *setup, models);
-    } catch (const c10::Error& e) {
-      Fail(e.what_without_backtrace());
-    }
-  } else {
-    m = InChild<Measurement>([&] {
-      try {
-        return MeasureInterleaved(o, *setup, models);
-      } catch (const c10::Error& e) {
-        Fail(e.what_without_backtrace());
-      }
-    });
-  }
+  const Measurement m = Measure(o, *setup, models);
   if (json) {
     PrintJson(o, *setup, m);
   } else {

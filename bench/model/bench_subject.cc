@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <initializer_list>
+#include <string>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -36,41 +38,46 @@ class Stopwatch {
   double cpu_;
 };
 
-}  // namespace
-
-absl::StatusOr<BenchSetup> ResolveSetup(const BenchOptions& o) {
-  BenchSetup setup;
-  if (o.device == "cpu") {
-    setup.device = torch::Device(torch::kCPU);
-  } else if (o.device == "cuda" || o.device.rfind("cuda:", 0) == 0) {
-    if (!HasCudaBuild()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--device ", o.device, ": this LibTorch has no CUDA (", TorchBuildSummary(), ")"));
-    }
-    try {
-      setup.device = torch::Device(o.device == "cuda" ? "cuda:0" : o.device);
-    } catch (const c10::Error& e) {
-      return absl::InvalidArgumentError(absl::StrCat("--device ", o.device, ": ", e.msg()));
-    }
-  } else {
+absl::StatusOr<torch::Device> ResolveDevice(const std::string& device) {
+  if (device == "cpu") return torch::Device(torch::kCPU);
+  if (device != "cuda" && device.rfind("cuda:", 0) != 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--device must be cpu, cuda or cuda:N, got '", o.device, "'"));
+        absl::StrCat("--device must be cpu, cuda or cuda:N, got '", device, "'"));
   }
-  if (o.precision == "bf16") {
+  if (!HasCudaBuild()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--device ", device, ": this LibTorch has no CUDA (", TorchBuildSummary(), ")"));
+  }
+  try {
+    return torch::Device(device == "cuda" ? "cuda:0" : device);
+  } catch (const c10::Error& e) {
+    return absl::InvalidArgumentError(absl::StrCat("--device ", device, ": ", e.msg()));
+  }
+}
+
+// --precision: bf16 autocasts the forward and computes in bf16.
+absl::Status ResolvePrecision(const std::string& precision, BenchSetup& setup) {
+  if (precision == "bf16") {
     setup.autocast = {true, torch::kBFloat16};
     setup.compute_dtype = torch::kBFloat16;
-  } else if (o.precision != "fp32") {
+  } else if (precision != "fp32") {
     return absl::InvalidArgumentError(
-        absl::StrCat("--precision must be fp32 or bf16, got '", o.precision, "'"));
+        absl::StrCat("--precision must be fp32 or bf16, got '", precision, "'"));
   }
-  if (o.attention != "auto" && o.attention != "fused" && o.attention != "manual") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--attention must be auto, fused or manual, got '", o.attention, "'"));
+  return absl::OkStatus();
+}
+
+// INVALID_ARGUMENT "FLAG must be LISTED, got 'VALUE'" unless `value` is one of `allowed`.
+absl::Status CheckChoice(const char* flag, const std::string& value,
+                         std::initializer_list<const char*> allowed, const char* listed) {
+  for (const char* choice : allowed) {
+    if (value == choice) return absl::OkStatus();
   }
-  if (o.optimizer != "none" && o.optimizer != "muon" && o.optimizer != "adamw") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--optimizer must be none, muon or adamw, got '", o.optimizer, "'"));
-  }
+  return absl::InvalidArgumentError(absl::StrCat(flag, " must be ", listed, ", got '", value, "'"));
+}
+
+// --cuda_graphs on this device, and the untimed steps that leave recording out.
+absl::Status ResolveGraphs(const BenchOptions& o, BenchSetup& setup) {
   absl::StatusOr<bool> graphs =
       UseStepGraphs(o.cuda_graphs, {DeviceHasGraphs(setup.device), 1, /*static_step=*/true});
   if (!graphs.ok()) {
@@ -79,6 +86,28 @@ absl::StatusOr<BenchSetup> ResolveSetup(const BenchOptions& o) {
   }
   setup.graphs = *graphs;
   setup.warmup = setup.graphs ? std::max(o.warmup, TrainStep::kWarmupSteps + 1) : o.warmup;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<BenchSetup> ResolveSetup(const BenchOptions& o) {
+  BenchSetup setup;
+  absl::StatusOr<torch::Device> device = ResolveDevice(o.device);
+  if (!device.ok()) return device.status();
+  setup.device = *device;
+  if (absl::Status s = ResolvePrecision(o.precision, setup); !s.ok()) return s;
+  if (absl::Status s = CheckChoice("--attention", o.attention, {"auto", "fused", "manual"},
+                                   "auto, fused or manual");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          CheckChoice("--optimizer", o.optimizer, {"none", "muon", "adamw"}, "none, muon or adamw");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ResolveGraphs(o, setup); !s.ok()) return s;
   setup.runtime.fused_attention = o.attention != "manual";
   setup.runtime.activation_checkpointing = o.checkpointing;
   setup.peak_size = o.peak_size > 0 ? o.peak_size : (setup.device.is_cuda() ? 8192 : 1024);

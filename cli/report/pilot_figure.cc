@@ -29,43 +29,48 @@ std::set<int> SelectedPairs(const SelectPilotResponse& pilot) {
   return out;
 }
 
-}  // namespace
-
-absl::StatusOr<Chart> PilotChart(const SelectPilotResponse& pilot) {
-  Chart chart;
-  chart.title = absl::StrCat("Pilot sweep ", pilot.sweep_id(), ": X-MoD and MoE (paper Fig. 4)");
-  chart.x = {"total parameters N", Scale::kLog};
-  chart.y = {"validation loss (mean over seeds)", Scale::kLinear};
-  const std::set<int> selected = SelectedPairs(pilot);
-  std::set<int> ks;
-  for (const PilotConfiguration& c : pilot.configurations()) ks.insert(c.k());
-  // One series per (K, arch, selected): the legend names each (K, arch) once.
+// The measured configurations as series, one per (K, arch, selected): the legend names each
+// (K, arch) once; and the range of their losses (`any`: there was a measured one).
+struct MeasuredSeries {
   std::map<std::tuple<int, bool, bool>, Series> series;
   double lo = 0, hi = 0;
   bool any = false;
+};
+
+// The colour (by K's rank in `ks`), marker, ring and legend of the series of `c`.
+void StyleSeries(const PilotConfiguration& c, bool moe, bool ringed, const std::set<int>& ks,
+                 Series& s) {
+  const int colour = static_cast<int>(std::distance(ks.begin(), ks.find(c.k())));
+  s.color = PaletteColor(colour);
+  s.marker = moe ? Marker::kDiamond : Marker::kCircle;
+  if (ringed) s.edge = kBlack;
+  s.label = absl::StrCat(ringed ? "selected " : "", moe ? "MoE" : "X-MoD", " K = ", c.k());
+}
+
+MeasuredSeries CollectMeasured(const SelectPilotResponse& pilot) {
+  const std::set<int> selected = SelectedPairs(pilot);
+  std::set<int> ks;
+  for (const PilotConfiguration& c : pilot.configurations()) ks.insert(c.k());
+  MeasuredSeries m;
   for (int i = 0; i < pilot.configurations_size(); ++i) {
     const PilotConfiguration& c = pilot.configurations(i);
     if (c.status() != xmod::v1::PILOT_MEASURED) continue;
     const bool moe = c.arch() == xmod::v1::MOE;
     const bool ringed = selected.count(i) > 0;
-    Series& s = series[{c.k(), moe, ringed}];
-    if (s.x.empty()) {
-      const int colour = static_cast<int>(std::distance(ks.begin(), ks.find(c.k())));
-      s.color = PaletteColor(colour);
-      s.marker = moe ? Marker::kDiamond : Marker::kCircle;
-      if (ringed) s.edge = kBlack;
-      s.label = absl::StrCat(ringed ? "selected " : "", moe ? "MoE" : "X-MoD", " K = ", c.k());
-    }
+    Series& s = m.series[{c.k(), moe, ringed}];
+    if (s.x.empty()) StyleSeries(c, moe, ringed, ks, s);
     s.x.push_back(c.total_params());
     s.y.push_back(c.val_loss());
-    lo = any ? std::min(lo, c.val_loss()) : c.val_loss();
-    hi = any ? std::max(hi, c.val_loss()) : c.val_loss();
-    any = true;
+    m.lo = m.any ? std::min(m.lo, c.val_loss()) : c.val_loss();
+    m.hi = m.any ? std::max(m.hi, c.val_loss()) : c.val_loss();
+    m.any = true;
   }
-  if (!any) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("pilot sweep ", pilot.sweep_id(), ": no configuration has a measured loss"));
-  }
+  return m;
+}
+
+// A dashed vertical line at each selected baseline MoE's size, over the losses [lo, hi] and
+// a margin; the first is in the legend.
+void AddBudgetLines(const SelectPilotResponse& pilot, double lo, double hi, Chart& chart) {
   const double margin = hi > lo ? 0.05 * (hi - lo) : 0.01;
   for (const xmod::v1::PilotSelection& s : pilot.selections()) {
     if (!s.baseline()) continue;
@@ -78,7 +83,22 @@ absl::StatusOr<Chart> PilotChart(const SelectPilotResponse& pilot) {
     budget.y = {lo - margin, hi + margin};
     chart.series.push_back(std::move(budget));
   }
-  for (auto& [key, s] : series) chart.series.push_back(std::move(s));
+}
+
+}  // namespace
+
+absl::StatusOr<Chart> PilotChart(const SelectPilotResponse& pilot) {
+  Chart chart;
+  chart.title = absl::StrCat("Pilot sweep ", pilot.sweep_id(), ": X-MoD and MoE (paper Fig. 4)");
+  chart.x = {"total parameters N", Scale::kLog};
+  chart.y = {"validation loss (mean over seeds)", Scale::kLinear};
+  MeasuredSeries measured = CollectMeasured(pilot);
+  if (!measured.any) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pilot sweep ", pilot.sweep_id(), ": no configuration has a measured loss"));
+  }
+  AddBudgetLines(pilot, measured.lo, measured.hi, chart);
+  for (auto& [key, s] : measured.series) chart.series.push_back(std::move(s));
   return chart;
 }
 

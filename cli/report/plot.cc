@@ -244,74 +244,96 @@ void DrawLegend(cairo_t* cr, const Chart& chart, double x, double y) {
   }
 }
 
-void Draw(const Chart& chart, cairo_t* cr) {
-  const double w = chart.width, h = chart.height;
-  cairo_set_source_rgb(cr, 1, 1, 1);
-  cairo_paint(cr);
+// The plot area in device coordinates and the axes' data ranges mapped onto it.
+struct PlotArea {
+  double left, top, right, bottom;
+  Mapping mx, my;
+};
 
-  bool legend = false;
-  for (const Series& s : chart.series) legend |= !s.label.empty();
+PlotArea LayOut(const Chart& chart, bool legend) {
+  const double w = chart.width, h = chart.height;
   const double left = kMarginLeft, top = kMarginTop;
   const double right = w - (legend ? kLegendWidth : 24), bottom = h - kMarginBottom;
   const auto [x_lo, x_hi] = AxisRange(chart.x, chart.series, /*is_x=*/true);
   const auto [y_lo, y_hi] = AxisRange(chart.y, chart.series, /*is_x=*/false);
   const Mapping mx{chart.x.scale, x_lo, x_hi, left, right};
   const Mapping my{chart.y.scale, y_lo, y_hi, bottom, top};
+  return {left, top, right, bottom, mx, my};
+}
 
-  // Grid, ticks and tick labels.
+std::vector<double> Ticks(const Mapping& m) {
+  return m.scale == Scale::kLog ? LogTicks(m.lo, m.hi) : LinearTicks(m.lo, m.hi);
+}
+
+// Grid, ticks and tick labels, and the frame.
+void DrawGrid(cairo_t* cr, const PlotArea& a) {
   SetFont(cr, kFontSize);
   cairo_set_line_width(cr, 1);
-  const std::vector<double> x_ticks =
-      chart.x.scale == Scale::kLog ? LogTicks(x_lo, x_hi) : LinearTicks(x_lo, x_hi);
-  const std::vector<double> y_ticks =
-      chart.y.scale == Scale::kLog ? LogTicks(y_lo, y_hi) : LinearTicks(y_lo, y_hi);
+  const std::vector<double> x_ticks = Ticks(a.mx);
+  const std::vector<double> y_ticks = Ticks(a.my);
   for (double t : x_ticks) {
-    const double px = mx(t);
+    const double px = a.mx(t);
     cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
-    cairo_move_to(cr, px, top);
-    cairo_line_to(cr, px, bottom);
+    cairo_move_to(cr, px, a.top);
+    cairo_line_to(cr, px, a.bottom);
     cairo_stroke(cr);
     SetColor(cr, kBlack);
-    cairo_move_to(cr, px, bottom);
-    cairo_line_to(cr, px, bottom + 5);
+    cairo_move_to(cr, px, a.bottom);
+    cairo_line_to(cr, px, a.bottom + 5);
     cairo_stroke(cr);
-    Text(cr, TickLabel(t), px, bottom + 16, 0.5);
+    Text(cr, TickLabel(t), px, a.bottom + 16, 0.5);
   }
   for (double t : y_ticks) {
-    const double py = my(t);
+    const double py = a.my(t);
     cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
-    cairo_move_to(cr, left, py);
-    cairo_line_to(cr, right, py);
+    cairo_move_to(cr, a.left, py);
+    cairo_line_to(cr, a.right, py);
     cairo_stroke(cr);
     SetColor(cr, kBlack);
-    cairo_move_to(cr, left - 5, py);
-    cairo_line_to(cr, left, py);
+    cairo_move_to(cr, a.left - 5, py);
+    cairo_line_to(cr, a.left, py);
     cairo_stroke(cr);
-    Text(cr, TickLabel(t), left - 8, py, 1);
+    Text(cr, TickLabel(t), a.left - 8, py, 1);
   }
   SetColor(cr, kBlack);
-  cairo_rectangle(cr, left, top, right - left, bottom - top);
+  cairo_rectangle(cr, a.left, a.top, a.right - a.left, a.bottom - a.top);
   cairo_stroke(cr);
+}
 
-  // Axis labels and title.
-  Text(cr, chart.x.label, (left + right) / 2, h - 18, 0.5);
+// Axis labels and title.
+void DrawLabels(cairo_t* cr, const Chart& chart, const PlotArea& a) {
+  const double h = chart.height;
+  Text(cr, chart.x.label, (a.left + a.right) / 2, h - 18, 0.5);
   cairo_save(cr);
-  cairo_translate(cr, 22, (top + bottom) / 2);
+  cairo_translate(cr, 22, (a.top + a.bottom) / 2);
   cairo_rotate(cr, -M_PI / 2);
   Text(cr, chart.y.label, 0, 0, 0.5);
   cairo_restore(cr);
   SetFont(cr, kTitleSize, /*bold=*/true);
-  Text(cr, chart.title, (left + right) / 2, top / 2, 0.5);
+  Text(cr, chart.title, (a.left + a.right) / 2, a.top / 2, 0.5);
+}
 
-  // Series, clipped to the plot area widened by a marker.
+// Series, clipped to the plot area widened by a marker.
+void DrawClippedSeries(cairo_t* cr, const Chart& chart, const PlotArea& a) {
   cairo_save(cr);
-  cairo_rectangle(cr, left - kMarkerRadius * 1.5, top - kMarkerRadius * 1.5,
-                  right - left + kMarkerRadius * 3, bottom - top + kMarkerRadius * 3);
+  cairo_rectangle(cr, a.left - kMarkerRadius * 1.5, a.top - kMarkerRadius * 1.5,
+                  a.right - a.left + kMarkerRadius * 3, a.bottom - a.top + kMarkerRadius * 3);
   cairo_clip(cr);
-  for (const Series& s : chart.series) DrawSeries(cr, s, chart, mx, my);
+  for (const Series& s : chart.series) DrawSeries(cr, s, chart, a.mx, a.my);
   cairo_restore(cr);
+}
 
-  if (legend) DrawLegend(cr, chart, right + 14, top + 10);
+void Draw(const Chart& chart, cairo_t* cr) {
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_paint(cr);
+
+  bool legend = false;
+  for (const Series& s : chart.series) legend |= !s.label.empty();
+  const PlotArea area = LayOut(chart, legend);
+  DrawGrid(cr, area);
+  DrawLabels(cr, chart, area);
+  DrawClippedSeries(cr, chart, area);
+  if (legend) DrawLegend(cr, chart, area.right + 14, area.top + 10);
 }
 
 absl::Status Check(const Chart& chart) {

@@ -204,7 +204,10 @@ void FitTrigger::RequestSweepFits(const PollRows& rows, bool first) {
   for (const SucceededRuns& r : rows.sweeps) {
     auto [it, inserted] = seen_.try_emplace(r.id);
     SweepSeen& seen = it->second;
-    if (inserted) seen.fit_enabled = rows.new_sweeps.at(r.id);
+    if (inserted) {
+      auto read = rows.new_sweeps.find(r.id);  // every sweep not seen before was read
+      seen.fit_enabled = read != rows.new_sweeps.end() && read->second;
+    }
     const bool changed = seen.succeeded != r.succeeded;
     seen.succeeded = r.succeeded;
     if (!seen.fit_enabled) continue;

@@ -1,11 +1,37 @@
 // See coordinator_metrics.h.
 #include "coordinator/metrics/coordinator_metrics.h"
 
+#include <string>
+#include <utility>
+
 #include "absl/time/clock.h"
 #include "common/build_metrics.h"
 #include "xmod/v1/types.pb.h"
 
 namespace xmod {
+namespace {
+
+prometheus::Family<prometheus::Gauge>& GaugeFamily(prometheus::Registry& registry,
+                                                   const std::string& name,
+                                                   const std::string& help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(registry);
+}
+
+prometheus::Family<prometheus::Counter>& CounterFamily(prometheus::Registry& registry,
+                                                       const std::string& name,
+                                                       const std::string& help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(registry);
+}
+
+// A histogram without labels.
+prometheus::Histogram& HistogramOf(prometheus::Registry& registry, const std::string& name,
+                                   const std::string& help,
+                                   prometheus::Histogram::BucketBoundaries buckets) {
+  return prometheus::BuildHistogram().Name(name).Help(help).Register(registry).Add(
+      {}, std::move(buckets));
+}
+
+}  // namespace
 
 DatabaseWriteMetrics::DatabaseWriteMetrics(prometheus::Registry& registry)
     : writable_(prometheus::BuildGauge()
@@ -45,68 +71,40 @@ void DatabaseWriteMetrics::Observe(const absl::Status& status) {
 
 CoordinatorMetrics::CoordinatorMetrics()
     : registry_(std::make_shared<prometheus::Registry>()),
-      runs_(prometheus::BuildGauge()
-                .Name("xmod_runs")
-                .Help("Runs in each state, over every sweep")
-                .Register(*registry_)),
-      workers_connected_(prometheus::BuildGauge()
-                             .Name("xmod_workers_connected")
-                             .Help("Workers heard from within one lease TTL")
-                             .Register(*registry_)
+      runs_(GaugeFamily(*registry_, "xmod_runs", "Runs in each state, over every sweep")),
+      workers_connected_(GaugeFamily(*registry_, "xmod_workers_connected",
+                                     "Workers heard from within one lease TTL")
                              .Add({})),
-      metric_points_(prometheus::BuildCounter()
-                         .Name("xmod_metric_points_ingested_total")
-                         .Help("Metric points made durable")
-                         .Register(*registry_)
+      metric_points_(CounterFamily(*registry_, "xmod_metric_points_ingested_total",
+                                   "Metric points made durable")
                          .Add({})),
-      commit_seconds_(
-          prometheus::BuildHistogram()
-              .Name("xmod_store_commit_seconds")
-              .Help("Duration of one store transaction (writes + commit)")
-              .Register(*registry_)
-              .Add({}, prometheus::Histogram::BucketBoundaries{0.0001, 0.0003, 0.001, 0.003, 0.01,
-                                                               0.03, 0.1, 0.3, 1})),
-      batch_size_(prometheus::BuildHistogram()
-                      .Name("xmod_store_batch_size")
-                      .Help("Write closures committed in one store transaction")
-                      .Register(*registry_)
-                      .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128,
-                                                                       256, 1024, 4096})),
+      commit_seconds_(HistogramOf(*registry_, "xmod_store_commit_seconds",
+                                  "Duration of one store transaction (writes + commit)",
+                                  {0.0001, 0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1})),
+      batch_size_(HistogramOf(*registry_, "xmod_store_batch_size",
+                              "Write closures committed in one store transaction",
+                              {1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096})),
       database_(*registry_),
-      rpcs_(prometheus::BuildCounter()
-                .Name("xmod_rpc_requests_total")
-                .Help("gRPC requests handled, by method and status code")
-                .Register(*registry_)),
-      leases_expired_(prometheus::BuildCounter()
-                          .Name("xmod_leases_expired_total")
-                          .Help("Attempts ended as lost because their lease expired, since "
-                                "the database was created")
-                          .Register(*registry_)
+      rpcs_(CounterFamily(*registry_, "xmod_rpc_requests_total",
+                          "gRPC requests handled, by method and status code")),
+      leases_expired_(CounterFamily(*registry_, "xmod_leases_expired_total",
+                                    "Attempts ended as lost because their lease expired, since "
+                                    "the database was created")
                           .Add({})),
-      oom_exits_(prometheus::BuildCounter()
-                     .Name("xmod_oom_exits_total")
-                     .Help("Attempts that failed with the trainer out of memory (exit 5), since "
-                           "the database was created")
-                     .Register(*registry_)
+      oom_exits_(CounterFamily(*registry_, "xmod_oom_exits_total",
+                               "Attempts that failed with the trainer out of memory (exit 5), "
+                               "since the database was created")
                      .Add({})),
-      preemptions_(prometheus::BuildCounter()
-                       .Name("xmod_preemptions_total")
-                       .Help("PREEMPT orders the scheduler gave running attempts, by cause "
-                             "(priority, quota), since the database was created")
-                       .Register(*registry_)),
-      run_flops_(prometheus::BuildGauge()
-                     .Name("xmod_run_flops_done")
-                     .Help("Training FLOPs spent by each running run")
-                     .Register(*registry_)),
-      run_loss_(prometheus::BuildGauge()
-                    .Name("xmod_run_train_loss")
-                    .Help("Latest training loss (nats) of each running run")
-                    .Register(*registry_)),
-      run_live_delta_(prometheus::BuildGauge()
-                          .Name("xmod_run_live_delta")
-                          .Help("Live matched-FLOP delta (nats) of each running sparse run: "
-                                "val/loss minus its dense reference's at the same FLOPs")
-                          .Register(*registry_)) {
+      preemptions_(CounterFamily(*registry_, "xmod_preemptions_total",
+                                 "PREEMPT orders the scheduler gave running attempts, by cause "
+                                 "(priority, quota), since the database was created")),
+      run_flops_(GaugeFamily(*registry_, "xmod_run_flops_done",
+                             "Training FLOPs spent by each running run")),
+      run_loss_(GaugeFamily(*registry_, "xmod_run_train_loss",
+                            "Latest training loss (nats) of each running run")),
+      run_live_delta_(GaugeFamily(*registry_, "xmod_run_live_delta",
+                                  "Live matched-FLOP delta (nats) of each running sparse run: "
+                                  "val/loss minus its dense reference's at the same FLOPs")) {
   AddBuildInfoGauge(*registry_);
   absl::MutexLock lock(&mu_);
   for (xmod::v1::RunState state : {xmod::v1::QUEUED, xmod::v1::RUNNING, xmod::v1::SUCCEEDED,

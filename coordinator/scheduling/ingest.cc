@@ -19,8 +19,10 @@ using scheduling::PendingChanges;
 using scheduling::RunEntry;
 using scheduling::WorkerEntry;
 
-absl::StatusOr<xmod::v1::RegisterResponse> Scheduler::Register(
-    const xmod::v1::RegisterRequest& request) {
+namespace {
+
+// INVALID_ARGUMENT naming the field of a registration the scheduler cannot take.
+absl::Status CheckRegistration(const xmod::v1::RegisterRequest& request) {
   if (request.worker_name().empty()) {
     return absl::InvalidArgumentError("worker_name: must not be empty");
   }
@@ -43,6 +45,30 @@ absl::StatusOr<xmod::v1::RegisterResponse> Scheduler::Register(
         absl::StrCat("rendezvous_port_first, rendezvous_port_last: ", first, "..", last,
                      " is not a port range within 1..65535 (or 0..0 for none)"));
   }
+  return absl::OkStatus();
+}
+
+// The failure of a write the database could not take (a full or failing volume: Store),
+// as opposed to one the request itself caused.
+bool IsStorageFault(const absl::Status& status) {
+  return absl::IsResourceExhausted(status) || absl::IsUnavailable(status);
+}
+
+void AddOrder(xmod::v1::HeartbeatResponse* response, const xmod::v1::RunningAttempt& running,
+              xmod::v1::OrderAction action) {
+  xmod::v1::Order* order = response->add_orders();
+  order->set_run_id(running.run_id());
+  order->set_attempt(running.attempt());
+  order->set_action(action);
+}
+
+}  // namespace
+
+absl::StatusOr<xmod::v1::RegisterResponse> Scheduler::Register(
+    const xmod::v1::RegisterRequest& request) {
+  if (absl::Status s = CheckRegistration(request); !s.ok()) return s;
+  const int32_t first = request.rendezvous_port_first();
+  const int32_t last = request.rendezvous_port_last();
   // The address gangs reach it at: as advertised, else (no address seen) its hostname.
   xmod::v1::RegisterRequest registration = request;
   if (registration.advertise_host().empty()) registration.set_advertise_host(request.hostname());
@@ -80,24 +106,6 @@ absl::StatusOr<xmod::v1::RegisterResponse> Scheduler::Register(
   response.set_lease_ttl_ms(options_.lease_ttl_ms);
   return response;
 }
-
-namespace {
-
-// The failure of a write the database could not take (a full or failing volume: Store),
-// as opposed to one the request itself caused.
-bool IsStorageFault(const absl::Status& status) {
-  return absl::IsResourceExhausted(status) || absl::IsUnavailable(status);
-}
-
-void AddOrder(xmod::v1::HeartbeatResponse* response, const xmod::v1::RunningAttempt& running,
-              xmod::v1::OrderAction action) {
-  xmod::v1::Order* order = response->add_orders();
-  order->set_run_id(running.run_id());
-  order->set_attempt(running.attempt());
-  order->set_action(action);
-}
-
-}  // namespace
 
 void Scheduler::RenewListedLocked(const xmod::v1::HeartbeatRequest& request, int64_t now,
                                   HeartbeatWork* work, xmod::v1::HeartbeatResponse* response) {

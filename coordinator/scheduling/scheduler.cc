@@ -155,6 +155,38 @@ absl::StatusOr<std::vector<xmod::v1::Assignment>> Scheduler::LeaseLocked(const P
   return std::move(lease.parts);
 }
 
+absl::Status Scheduler::PollLocked(const xmod::v1::AcquireRunRequest& request, int64_t arrived,
+                                   absl::Time deadline,
+                                   std::optional<xmod::v1::Assignment>* assignment,
+                                   std::vector<Touched>* started) {
+  const int64_t worker_id = request.worker_id();
+  while (!shutdown_) {
+    *assignment =
+        scheduling::TakePart(live_, worker_id, arrived, clock_->MonotonicMillis(), options_);
+    if (*assignment || request.free_slots().empty()) break;
+    int64_t next_ready = -1;
+    const int64_t now = clock_->MonotonicMillis();
+    if (std::optional<Placement> placement = PlanLocked(worker_id, now, &next_ready)) {
+      int64_t sweep_id = 0;
+      absl::StatusOr<std::vector<xmod::v1::Assignment>> parts =
+          LeaseLocked(*placement, arrived, &sweep_id);
+      if (!parts.ok()) return parts.status();
+      started->push_back({sweep_id, placement->run_id});
+      if (placement->members.size() == 1) {
+        *assignment = std::move(parts->front());
+        break;
+      }
+      queue_changed_.SignalAll();  // wakes the other members' polls
+      continue;                    // this worker's part, if any, is taken above
+    }
+    if (absl::Now() >= deadline) break;
+    absl::Time wake = deadline;
+    if (next_ready >= 0) wake = std::min(wake, absl::Now() + absl::Milliseconds(next_ready - now));
+    queue_changed_.WaitWithDeadline(&mu_, wake);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::optional<xmod::v1::Assignment>> Scheduler::Acquire(
     const xmod::v1::AcquireRunRequest& request) {
   const absl::Time deadline =
@@ -176,34 +208,7 @@ absl::StatusOr<std::optional<xmod::v1::Assignment>> Scheduler::Acquire(
     worker.free_slots.assign(request.free_slots().begin(), request.free_slots().end());
     // While it polls, its free slots are current: gangs placed by others may use them.
     worker.polling += 1;
-    while (!shutdown_) {
-      assignment =
-          scheduling::TakePart(live_, worker_id, arrived, clock_->MonotonicMillis(), options_);
-      if (assignment || request.free_slots().empty()) break;
-      int64_t next_ready = -1;
-      const int64_t now = clock_->MonotonicMillis();
-      if (std::optional<Placement> placement = PlanLocked(worker_id, now, &next_ready)) {
-        int64_t sweep_id = 0;
-        absl::StatusOr<std::vector<xmod::v1::Assignment>> parts =
-            LeaseLocked(*placement, arrived, &sweep_id);
-        if (!parts.ok()) {
-          status = parts.status();
-          break;
-        }
-        started.push_back({sweep_id, placement->run_id});
-        if (placement->members.size() == 1) {
-          assignment = std::move(parts->front());
-          break;
-        }
-        queue_changed_.SignalAll();  // wakes the other members' polls
-        continue;                    // this worker's part, if any, is taken above
-      }
-      if (absl::Now() >= deadline) break;
-      absl::Time wake = deadline;
-      if (next_ready >= 0)
-        wake = std::min(wake, absl::Now() + absl::Milliseconds(next_ready - now));
-      queue_changed_.WaitWithDeadline(&mu_, wake);
-    }
+    status = PollLocked(request, arrived, deadline, &assignment, &started);
     worker.polling -= 1;
     worker.poll_ended_ms = clock_->MonotonicMillis();
   }

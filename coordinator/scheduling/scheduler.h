@@ -257,6 +257,12 @@ class Scheduler {
   absl::StatusOr<std::vector<xmod::v1::Assignment>> LeaseLocked(
       const scheduling::Placement& placement, int64_t arrived, int64_t* sweep_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Acquire's wait, for the worker of `request` while it polls: until its part of a gang or
+  // a run it was leased (into `assignment`, the runs started into `started`), `deadline`, or
+  // shutdown. The error of a lease that could not be stored.
+  absl::Status PollLocked(const xmod::v1::AcquireRunRequest& request, int64_t arrived,
+                          absl::Time deadline, std::optional<xmod::v1::Assignment>* assignment,
+                          std::vector<Touched>* started) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Commits `writes` as one transaction and waits, holding mu_. On success publishes the
   // change's side effects; on failure restores the saved memory and returns the error.
   // Attempts the change starts, ends or cancels are told to ingest_ (metric_ingest.h).

@@ -29,7 +29,8 @@ absl::Status CheckGlob(const std::string& path, const std::string& pattern,
   return CheckDataGlob(path, pattern, options.data_roots, options.check_data_paths);
 }
 
-absl::Status ValidateTraining(const xmod::v1::TrainingSpec& t) {
+// The optimizer and its schedule: batch, optimizer, learning rates, warm-up, decay, clipping.
+absl::Status ValidateOptimization(const xmod::v1::TrainingSpec& t) {
   if (t.batch_tokens() < 1) {
     return InvalidField("training.batch_tokens", "tokens per optimizer step must be >= 1");
   }
@@ -47,6 +48,12 @@ absl::Status ValidateTraining(const xmod::v1::TrainingSpec& t) {
   }
   if (!(t.weight_decay() >= 0)) return InvalidField("training.weight_decay", "must be >= 0");
   if (!(t.grad_clip() >= 0)) return InvalidField("training.grad_clip", "must be >= 0");
+  return absl::OkStatus();
+}
+
+// The counts: evaluation marks and tokens, checkpoint interval, threads, ranks, and the FLOP
+// multiplier.
+absl::Status ValidateCounts(const xmod::v1::TrainingSpec& t) {
   if (t.eval_marks() < 0) return InvalidField("training.eval_marks", "must be >= 0");
   if (t.eval_tokens() < 0) return InvalidField("training.eval_tokens", "must be >= 0");
   if (t.checkpoint_every_steps() < 0) {
@@ -66,6 +73,10 @@ absl::Status ValidateTraining(const xmod::v1::TrainingSpec& t) {
     return InvalidField("training.train_flops_multiplier",
                         "must be finite and > 0 (0 = default 3)");
   }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateEvalTasks(const xmod::v1::TrainingSpec& t) {
   for (int i = 0; i < t.eval_tasks_size(); ++i) {
     const xmod::v1::EvalTask& task = t.eval_tasks(i);
     if (!IsEvalTask(task.task())) {
@@ -79,6 +90,13 @@ absl::Status ValidateTraining(const xmod::v1::TrainingSpec& t) {
     }
   }
   return absl::OkStatus();
+}
+
+// The first invalid training field, in the order the fields are listed above.
+absl::Status ValidateTraining(const xmod::v1::TrainingSpec& t) {
+  if (absl::Status s = ValidateOptimization(t); !s.ok()) return s;
+  if (absl::Status s = ValidateCounts(t); !s.ok()) return s;
+  return ValidateEvalTasks(t);
 }
 
 // Every repeated field of `message` has at most limits.max_values entries and every string at

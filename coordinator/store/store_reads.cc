@@ -273,10 +273,12 @@ absl::StatusOr<std::optional<xmod::v1::Checkpoint>> LatestCheckpoint(Db& db, int
   return std::optional<xmod::v1::Checkpoint>(c->front());
 }
 
-absl::StatusOr<std::vector<xmod::v1::MetricSeries>> LoadMetrics(
-    Db& db, int64_t run_id, const std::vector<std::string>& names, int max_points) {
-  // The reported series, and the live matched-FLOP Δ (sweep_monitor.h) as "delta/live" at
-  // the steps of the val/loss points it was computed at.
+namespace {
+
+// The query of LoadMetrics: the reported series, and the live matched-FLOP Δ
+// (sweep_monitor.h) as "delta/live" at the steps of the val/loss points it was computed at;
+// ?1 is the run, ?2... the `names` asked for (none: every series).
+std::string MetricsQuery(const std::vector<std::string>& names) {
   std::string in_names;
   if (!names.empty()) {
     std::vector<std::string> marks;
@@ -293,7 +295,31 @@ absl::StatusOr<std::vector<xmod::v1::MetricSeries>> LoadMetrics(
                   " AND c.name = 'val/loss' AND c.flops = d.flops WHERE d.run_id = ?1");
   if (!names.empty()) absl::StrAppend(&sql, " AND 'delta/live'", in_names);
   absl::StrAppend(&sql, " ORDER BY 1, 4, 2, 6");
-  absl::StatusOr<Stmt> stmt = db.Prepare(sql);
+  return sql;
+}
+
+// `points` (one series, in order) into `series`, at most `max_points` of them (0: all):
+// evenly spaced indices from the first to the last.
+void Downsample(std::vector<xmod::v1::MetricPoint> points, int max_points,
+                xmod::v1::MetricSeries* series) {
+  const size_t n = points.size();
+  const size_t cap = max_points > 0 ? static_cast<size_t>(max_points) : n;
+  if (n <= cap) {
+    for (auto& p : points) *series->add_points() = std::move(p);
+    return;
+  }
+  // Evenly spaced indices from 0 to n - 1 inclusive.
+  for (size_t i = 0; i < cap; ++i) {
+    const size_t index = cap == 1 ? n - 1 : i * (n - 1) / (cap - 1);
+    *series->add_points() = points[index];
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<xmod::v1::MetricSeries>> LoadMetrics(
+    Db& db, int64_t run_id, const std::vector<std::string>& names, int max_points) {
+  absl::StatusOr<Stmt> stmt = db.Prepare(MetricsQuery(names));
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, run_id);
   for (size_t i = 0; i < names.size(); ++i) stmt->Bind(static_cast<int>(i + 2), names[i]);
@@ -313,17 +339,7 @@ absl::StatusOr<std::vector<xmod::v1::MetricSeries>> LoadMetrics(
   for (auto& [name, points] : by_name) {
     xmod::v1::MetricSeries& series = out.emplace_back();
     series.set_name(name);
-    const size_t n = points.size();
-    const size_t cap = max_points > 0 ? static_cast<size_t>(max_points) : n;
-    if (n <= cap) {
-      for (auto& p : points) *series.add_points() = std::move(p);
-      continue;
-    }
-    // Evenly spaced indices from 0 to n - 1 inclusive.
-    for (size_t i = 0; i < cap; ++i) {
-      const size_t index = cap == 1 ? n - 1 : i * (n - 1) / (cap - 1);
-      *series.add_points() = points[index];
-    }
+    Downsample(std::move(points), max_points, &series);
   }
   return out;
 }

@@ -2,6 +2,7 @@
 #include "coordinator/store/store_writes.h"
 
 #include <cmath>
+#include <functional>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -78,31 +79,47 @@ absl::StatusOr<int64_t> InsertRun(Db& db, int64_t sweep_id, const xmod::v1::Run&
   return db.LastInsertRowId();
 }
 
+namespace {
+
+// A column an UPDATE sets, with how to bind its value.
+struct ColumnSet {
+  const char* column;
+  std::function<void(Stmt&, int)> bind;
+};
+
+// The columns `u` sets, in a fixed order.
+std::vector<ColumnSet> ColumnsOf(const RunUpdate& u) {
+  std::vector<ColumnSet> sets;
+  const auto value = [&sets](const char* column, auto v) {
+    sets.push_back({column, [v](Stmt& s, int i) { s.Bind(i, v); }});
+  };
+  const auto nullable_time = [&sets](const char* column, int64_t ms) {
+    sets.push_back({column, [ms](Stmt& s, int i) { s.BindOptional(i, NullIfZero(ms)); }});
+  };
+  if (u.state) value("state", RunState_Name(*u.state));
+  if (u.attempts) value("attempts", *u.attempts);
+  if (u.failures) value("failures", *u.failures);
+  if (u.max_attempts) value("max_attempts", *u.max_attempts);
+  if (u.not_before_ms) value("not_before_ms", *u.not_before_ms);
+  if (u.error) value("error", *u.error);
+  if (u.started_ms) nullable_time("started_ms", *u.started_ms);
+  if (u.finished_ms) nullable_time("finished_ms", *u.finished_ms);
+  if (u.oom_failures) value("oom_failures", *u.oom_failures);
+  return sets;
+}
+
+}  // namespace
+
 absl::Status UpdateRun(Db& db, const RunUpdate& u) {
-  std::vector<std::string> sets;
-  if (u.state) sets.push_back("state = ?");
-  if (u.attempts) sets.push_back("attempts = ?");
-  if (u.failures) sets.push_back("failures = ?");
-  if (u.max_attempts) sets.push_back("max_attempts = ?");
-  if (u.not_before_ms) sets.push_back("not_before_ms = ?");
-  if (u.error) sets.push_back("error = ?");
-  if (u.started_ms) sets.push_back("started_ms = ?");
-  if (u.finished_ms) sets.push_back("finished_ms = ?");
-  if (u.oom_failures) sets.push_back("oom_failures = ?");
+  const std::vector<ColumnSet> sets = ColumnsOf(u);
   if (sets.empty()) return absl::OkStatus();
-  absl::StatusOr<Stmt> stmt =
-      db.Prepare(absl::StrCat("UPDATE runs SET ", absl::StrJoin(sets, ", "), " WHERE id = ?"));
+  std::vector<std::string> assignments;
+  for (const ColumnSet& set : sets) assignments.push_back(absl::StrCat(set.column, " = ?"));
+  absl::StatusOr<Stmt> stmt = db.Prepare(
+      absl::StrCat("UPDATE runs SET ", absl::StrJoin(assignments, ", "), " WHERE id = ?"));
   if (!stmt.ok()) return stmt.status();
   int i = 1;
-  if (u.state) stmt->Bind(i++, RunState_Name(*u.state));
-  if (u.attempts) stmt->Bind(i++, *u.attempts);
-  if (u.failures) stmt->Bind(i++, *u.failures);
-  if (u.max_attempts) stmt->Bind(i++, *u.max_attempts);
-  if (u.not_before_ms) stmt->Bind(i++, *u.not_before_ms);
-  if (u.error) stmt->Bind(i++, *u.error);
-  if (u.started_ms) stmt->BindOptional(i++, NullIfZero(*u.started_ms));
-  if (u.finished_ms) stmt->BindOptional(i++, NullIfZero(*u.finished_ms));
-  if (u.oom_failures) stmt->Bind(i++, *u.oom_failures);
+  for (const ColumnSet& set : sets) set.bind(*stmt, i++);
   stmt->Bind(i, u.run_id);
   return stmt->Run();
 }

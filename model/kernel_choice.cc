@@ -59,6 +59,47 @@ const RmsNormKernels* const kCudaRmsNormTable = nullptr;
 const NextTokenLossKernels* const kCudaLossTable = nullptr;
 #endif
 
+// The dtypes each path's kernels take.
+const std::initializer_list<ScalarType> kCpuFloat = {ScalarType::Float, ScalarType::Double};
+const std::initializer_list<ScalarType> kWithBf16 = {ScalarType::Float, ScalarType::Double,
+                                                     ScalarType::BFloat16};
+const std::initializer_list<ScalarType> kGpu = {ScalarType::Float, ScalarType::BFloat16};
+
+KernelPath SwiGluPath(std::initializer_list<TensorKind> t, bool cuda_kernels) {
+  if (All(t, kCpu, kWithBf16, /*same_dtype=*/true, /*contiguous=*/false)) {
+    return KernelPath::kCpu;
+  }
+  if (cuda_kernels && All(t, kCuda, kGpu, true, true)) return KernelPath::kCuda;
+  return KernelPath::kComposite;
+}
+
+// t = (x, w).
+KernelPath RmsNormPath(std::initializer_list<TensorKind> t, bool cuda_kernels) {
+  const TensorKind* first = t.begin();
+  if (All(t, kCpu, kCpuFloat, true, false)) return KernelPath::kCpu;
+  if (cuda_kernels && t.size() == 2 && All({first[0]}, kCuda, kGpu, false, true) &&
+      All({first[1]}, kCuda, {ScalarType::Float}, false, true)) {
+    return KernelPath::kCuda;
+  }
+  return KernelPath::kComposite;
+}
+
+// t = (logits, targets).
+KernelPath NextTokenLossPath(std::initializer_list<TensorKind> t, bool cuda_kernels) {
+  const TensorKind* first = t.begin();
+  if (t.size() != 2 || first[1].dtype != ScalarType::Long || !first[1].contiguous) {
+    return KernelPath::kComposite;
+  }
+  if (All({first[0], first[1]}, kCpu, {first[0].dtype, ScalarType::Long}, false, true) &&
+      OneOf(first[0].dtype, kWithBf16)) {
+    return KernelPath::kCpu;
+  }
+  if (cuda_kernels && All({first[0]}, kCuda, kGpu, false, true) && first[1].device == kCuda) {
+    return KernelPath::kCuda;
+  }
+  return KernelPath::kComposite;
+}
+
 // The table of `path`: the CPU's, the CUDA kernels' (in builds that have them), or null.
 template <typename Table>
 const Table* TableOf(KernelPath path, const Table& on_cpu, const Table* on_cuda) {
@@ -94,35 +135,13 @@ bool HasCudaKernels() {
 }
 
 KernelPath PathFor(FusedOp op, std::initializer_list<TensorKind> t, bool cuda_kernels) {
-  const std::initializer_list<ScalarType> cpu_float = {ScalarType::Float, ScalarType::Double};
-  const std::initializer_list<ScalarType> with_bf16 = {ScalarType::Float, ScalarType::Double,
-                                                       ScalarType::BFloat16};
-  const std::initializer_list<ScalarType> gpu = {ScalarType::Float, ScalarType::BFloat16};
-  const TensorKind* first = t.begin();
   switch (op) {
     case FusedOp::kSwiGlu:
-      if (All(t, kCpu, with_bf16, /*same_dtype=*/true, /*contiguous=*/false)) {
-        return KernelPath::kCpu;
-      }
-      if (cuda_kernels && All(t, kCuda, gpu, true, true)) return KernelPath::kCuda;
-      break;
-    case FusedOp::kRmsNorm:  // (x, w)
-      if (All(t, kCpu, cpu_float, true, false)) return KernelPath::kCpu;
-      if (cuda_kernels && t.size() == 2 && All({first[0]}, kCuda, gpu, false, true) &&
-          All({first[1]}, kCuda, {ScalarType::Float}, false, true)) {
-        return KernelPath::kCuda;
-      }
-      break;
-    case FusedOp::kNextTokenLoss:  // (logits, targets)
-      if (t.size() != 2 || first[1].dtype != ScalarType::Long || !first[1].contiguous) break;
-      if (All({first[0], first[1]}, kCpu, {first[0].dtype, ScalarType::Long}, false, true) &&
-          OneOf(first[0].dtype, with_bf16)) {
-        return KernelPath::kCpu;
-      }
-      if (cuda_kernels && All({first[0]}, kCuda, gpu, false, true) && first[1].device == kCuda) {
-        return KernelPath::kCuda;
-      }
-      break;
+      return SwiGluPath(t, cuda_kernels);
+    case FusedOp::kRmsNorm:
+      return RmsNormPath(t, cuda_kernels);
+    case FusedOp::kNextTokenLoss:
+      return NextTokenLossPath(t, cuda_kernels);
   }
   return KernelPath::kComposite;
 }

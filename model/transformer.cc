@@ -63,6 +63,90 @@ AttentionOptions AttentionOptionsOf(const Backbone& bb, const ModelRuntimeOption
   return out;
 }
 
+// A dense layer's options: SwiGLU, or for MoE its experts.
+DenseBlockOptions DenseOptionsOf(const xmod::v1::ModelSpec& spec, const Backbone& bb,
+                                 const AttentionOptions& attention) {
+  DenseBlockOptions dense;
+  dense.attention = attention;
+  dense.ffn_dim = bb.ffn_dim;
+  if (spec.arch() == xmod::v1::MOE) {
+    const auto& m = spec.moe();
+    dense.use_moe = true;
+    dense.moe.d_model = bb.d_model;
+    dense.moe.total_experts = m.total_experts();
+    dense.moe.active_experts = m.active_experts();
+    dense.moe.shared_experts = m.shared_experts();
+    // Default d_e keeps the active width equal to the dense FFN (Table 6: 6:64+2 at 556M
+    // gives d_e = 3072 / 8 = 384).
+    dense.moe.expert_dim = m.expert_dim() > 0
+                               ? m.expert_dim()
+                               : bb.ffn_dim / (m.active_experts() + m.shared_experts());
+    dense.moe.bias_update_rate = m.bias_update_rate() > 0 ? m.bias_update_rate() : 1e-3;
+  }
+  return dense;
+}
+
+// A routed layer's options, whatever its attention kind.
+RoutedBlockOptions RoutedOptionsOf(const xmod::v1::ModelSpec& spec, const Backbone& bb,
+                                   const AttentionOptions& attention) {
+  const xmod::v1::Architecture arch = spec.arch();
+  RoutedBlockOptions routed;
+  routed.attention = attention;
+  routed.ffn_dim = bb.ffn_dim;
+  routed.sparsity = std::max(1, spec.k());
+  routed.tau = spec.has_tau() ? spec.tau() : 1.0;
+  if (spec.no_token_choice_bias() || arch == xmod::v1::MOD) routed.tau = 0.0;
+  routed.learn_gate_scale = !spec.no_gated_scaling();
+  routed.gate_scale_init = spec.has_gate_scale_init() ? spec.gate_scale_init() : 1.0;
+  routed.router_init_std = kInitStd;
+  if (arch == xmod::v1::MOD) routed.update = RoutedBlockOptions::Update::kMoD;
+  return routed;
+}
+
+// The options of every kind of layer of one model.
+struct BlockOptionsSet {
+  DenseBlockOptions dense;
+  DenseBlockOptions attention_only;
+  RoutedBlockOptions routed;
+};
+
+BlockOptionsSet BlockOptionsOf(const xmod::v1::ModelSpec& spec, const Backbone& bb,
+                               const ModelRuntimeOptions& runtime) {
+  const AttentionOptions attention = AttentionOptionsOf(bb, runtime);
+  BlockOptionsSet options;
+  options.dense = DenseOptionsOf(spec, bb, attention);
+  options.attention_only = options.dense;
+  options.attention_only.has_ffn = false;
+  options.routed = RoutedOptionsOf(spec, bb, attention);
+  return options;
+}
+
+std::shared_ptr<BlockImpl> MakeBlock(LayerKind kind, const BlockOptionsSet& options) {
+  std::shared_ptr<BlockImpl> block;
+  RoutedBlockOptions o = options.routed;
+  switch (kind) {
+    case LayerKind::kDense:
+      block = std::make_shared<DenseBlockImpl>(options.dense);
+      break;
+    case LayerKind::kAttention:
+      block = std::make_shared<DenseBlockImpl>(options.attention_only);
+      break;
+    case LayerKind::kSparse:
+      o.attention_kind = RoutedBlockOptions::AttentionKind::kSelected;
+      block = std::make_shared<RoutedBlockImpl>(o);
+      break;
+    case LayerKind::kSparseFullKv:
+      o.attention_kind = RoutedBlockOptions::AttentionKind::kFullKv;
+      block = std::make_shared<RoutedBlockImpl>(o);
+      break;
+    case LayerKind::kRoutedFfn:
+      o.attention_kind = RoutedBlockOptions::AttentionKind::kNone;
+      block = std::make_shared<RoutedBlockImpl>(o);
+      break;
+  }
+  return block;
+}
+
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -77,7 +161,6 @@ torch::Tensor NextTokenLoss(const torch::Tensor& logits, const torch::Tensor& ta
 TransformerImpl::TransformerImpl(const xmod::v1::ModelSpec& spec, const Accounting& accounting,
                                  int seq_len, const ModelRuntimeOptions& runtime) {
   const Backbone& bb = accounting.backbone;
-  const xmod::v1::Architecture arch = spec.arch();
   head_dim_ = bb.head_dim;
   interval_of_layer_ = accounting.plan.interval_of_layer;
   router_loss_weight_ = spec.has_router_loss_weight() ? spec.router_loss_weight() : 0.01;
@@ -87,62 +170,10 @@ TransformerImpl::TransformerImpl(const xmod::v1::ModelSpec& spec, const Accounti
               "layer plan: interval_of_layer has ", interval_of_layer_.size(), " entries for ",
               accounting.plan.layers.size(), " layers");
 
-  const AttentionOptions attention = AttentionOptionsOf(bb, runtime);
-  DenseBlockOptions dense;
-  dense.attention = attention;
-  dense.ffn_dim = bb.ffn_dim;
-  if (arch == xmod::v1::MOE) {
-    const auto& m = spec.moe();
-    dense.use_moe = true;
-    dense.moe.d_model = bb.d_model;
-    dense.moe.total_experts = m.total_experts();
-    dense.moe.active_experts = m.active_experts();
-    dense.moe.shared_experts = m.shared_experts();
-    // Default d_e keeps the active width equal to the dense FFN (Table 6: 6:64+2 at 556M
-    // gives d_e = 3072 / 8 = 384).
-    dense.moe.expert_dim = m.expert_dim() > 0
-                               ? m.expert_dim()
-                               : bb.ffn_dim / (m.active_experts() + m.shared_experts());
-    dense.moe.bias_update_rate = m.bias_update_rate() > 0 ? m.bias_update_rate() : 1e-3;
-  }
-  DenseBlockOptions attention_only = dense;
-  attention_only.has_ffn = false;
-
-  RoutedBlockOptions routed;
-  routed.attention = attention;
-  routed.ffn_dim = bb.ffn_dim;
-  routed.sparsity = std::max(1, spec.k());
-  routed.tau = spec.has_tau() ? spec.tau() : 1.0;
-  if (spec.no_token_choice_bias() || arch == xmod::v1::MOD) routed.tau = 0.0;
-  routed.learn_gate_scale = !spec.no_gated_scaling();
-  routed.gate_scale_init = spec.has_gate_scale_init() ? spec.gate_scale_init() : 1.0;
-  routed.router_init_std = kInitStd;
-  if (arch == xmod::v1::MOD) routed.update = RoutedBlockOptions::Update::kMoD;
-
+  const BlockOptionsSet options = BlockOptionsOf(spec, bb, runtime);
   embed = register_module("embed", torch::nn::Embedding(bb.vocab_size, bb.d_model));
   for (size_t l = 0; l < accounting.plan.layers.size(); ++l) {
-    std::shared_ptr<BlockImpl> block;
-    RoutedBlockOptions o = routed;
-    switch (accounting.plan.layers[l]) {
-      case LayerKind::kDense:
-        block = std::make_shared<DenseBlockImpl>(dense);
-        break;
-      case LayerKind::kAttention:
-        block = std::make_shared<DenseBlockImpl>(attention_only);
-        break;
-      case LayerKind::kSparse:
-        o.attention_kind = RoutedBlockOptions::AttentionKind::kSelected;
-        block = std::make_shared<RoutedBlockImpl>(o);
-        break;
-      case LayerKind::kSparseFullKv:
-        o.attention_kind = RoutedBlockOptions::AttentionKind::kFullKv;
-        block = std::make_shared<RoutedBlockImpl>(o);
-        break;
-      case LayerKind::kRoutedFfn:
-        o.attention_kind = RoutedBlockOptions::AttentionKind::kNone;
-        block = std::make_shared<RoutedBlockImpl>(o);
-        break;
-    }
+    std::shared_ptr<BlockImpl> block = MakeBlock(accounting.plan.layers[l], options);
     layers_.push_back(register_module("layer" + std::to_string(l), block));
     const auto* d = dynamic_cast<DenseBlockImpl*>(block.get());
     if (d != nullptr && d->moe) moe_layers_.push_back(d->moe);

@@ -61,40 +61,30 @@ absl::Status Invalid(const std::string& field, const std::string& message) {
   return InvalidField(absl::StrCat("backbone.", field), message);
 }
 
-}  // namespace
-
-std::vector<std::string> BackbonePresetNames() {
-  std::vector<std::string> names;
-  names.reserve(kPresets.size());
-  for (const Preset& p : kPresets) names.push_back(p.name);
-  return names;
-}
-
-absl::StatusOr<Backbone> ResolveBackbone(const xmod::v1::BackboneSpec& spec) {
+// The preset spec.name names, or a "custom" backbone with no dimensions when it is empty.
+absl::StatusOr<Backbone> PresetOf(const xmod::v1::BackboneSpec& spec) {
   Backbone b;
-  if (!spec.name().empty()) {
-    const Preset* found = nullptr;
-    for (const Preset& p : kPresets) {
-      if (spec.name() == p.name) found = &p;
-    }
-    if (found == nullptr) {
-      return Invalid("name", absl::StrCat("unknown backbone \"", spec.name(), "\"; presets are ",
-                                          absl::StrJoin(BackbonePresetNames(), ", ")));
-    }
-    b = Backbone{found->name,       found->d_model,    found->head_dim, found->n_layers,
-                 found->n_heads,    found->n_kv_heads, found->ffn_dim,  found->vocab_size,
-                 found->rope_theta, found->qk_norm};
-  } else {
+  if (spec.name().empty()) {
     b.name = "custom";
     b.rope_theta = kRopeTheta;
+    return b;
   }
-  if (!(spec.rope_theta() >= 0) || !std::isfinite(spec.rope_theta())) {
-    return Invalid("rope_theta",
-                   absl::StrCat("must be > 0 (0 = the preset's), got ", spec.rope_theta()));
+  const Preset* found = nullptr;
+  for (const Preset& p : kPresets) {
+    if (spec.name() == p.name) found = &p;
   }
-  if (spec.rope_theta() > 0) b.rope_theta = spec.rope_theta();
+  if (found == nullptr) {
+    return Invalid("name", absl::StrCat("unknown backbone \"", spec.name(), "\"; presets are ",
+                                        absl::StrJoin(BackbonePresetNames(), ", ")));
+  }
+  b = Backbone{found->name,       found->d_model,    found->head_dim, found->n_layers,
+               found->n_heads,    found->n_kv_heads, found->ffn_dim,  found->vocab_size,
+               found->rope_theta, found->qk_norm};
+  return b;
+}
 
-  // Every non-zero field overrides; with no preset every field must end up positive.
+// Every non-zero field overrides; with no preset every field must end up positive.
+absl::Status OverrideDimensions(const xmod::v1::BackboneSpec& spec, Backbone& b) {
   struct Field {
     const char* name;
     int value;
@@ -116,6 +106,10 @@ absl::StatusOr<Backbone> ResolveBackbone(const xmod::v1::BackboneSpec& spec) {
       return Invalid(f.name, "must be given (> 0) when backbone.name names no preset");
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateShape(const Backbone& b) {
   if (b.n_layers > kMaxLayers) {
     return Invalid("n_layers", absl::StrCat(b.n_layers, " exceeds the limit ", kMaxLayers));
   }
@@ -129,6 +123,28 @@ absl::StatusOr<Backbone> ResolveBackbone(const xmod::v1::BackboneSpec& spec) {
   if (b.head_dim % 2 != 0) {
     return Invalid("head_dim", absl::StrCat("RoPE needs an even head_dim, got ", b.head_dim));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<std::string> BackbonePresetNames() {
+  std::vector<std::string> names;
+  names.reserve(kPresets.size());
+  for (const Preset& p : kPresets) names.push_back(p.name);
+  return names;
+}
+
+absl::StatusOr<Backbone> ResolveBackbone(const xmod::v1::BackboneSpec& spec) {
+  absl::StatusOr<Backbone> b = PresetOf(spec);
+  if (!b.ok()) return b.status();
+  if (!(spec.rope_theta() >= 0) || !std::isfinite(spec.rope_theta())) {
+    return Invalid("rope_theta",
+                   absl::StrCat("must be > 0 (0 = the preset's), got ", spec.rope_theta()));
+  }
+  if (spec.rope_theta() > 0) b->rope_theta = spec.rope_theta();
+  if (absl::Status s = OverrideDimensions(spec, *b); !s.ok()) return s;
+  if (absl::Status s = ValidateShape(*b); !s.ok()) return s;
   return b;
 }
 

@@ -104,27 +104,23 @@ std::vector<Group> FillGroups(int n_layers, int n0, int k, int a_k) {
   return groups;
 }
 
-}  // namespace
-
-absl::StatusOr<LayerPlan> BuildLayerPlan(const xmod::v1::ModelSpec& model,
-                                         const Backbone& backbone) {
-  const Architecture arch = model.arch();
+absl::Status ValidateArch(Architecture arch) {
   switch (arch) {
     case xmod::v1::DENSE:
-      return DensePlan(backbone, /*moe=*/false);
     case xmod::v1::MOE:
-      return DensePlan(backbone, /*moe=*/true);
     case xmod::v1::MOD:
     case xmod::v1::XMOD:
     case xmod::v1::ROUTED_FFN:
     case xmod::v1::SELECTED_Q_FULL_KV:
-      break;
+      return absl::OkStatus();
     default:
       return InvalidField("arch", absl::StrCat("unsupported architecture ", static_cast<int>(arch),
                                                " (DENSE, MOD, XMOD, MOE, ROUTED_FFN, "
                                                "SELECTED_Q_FULL_KV)"));
   }
-  const int k = model.k();
+}
+
+absl::Status ValidateK(int k) {
   if (k < 1) return InvalidField("k", absl::StrCat("K must be >= 1, got ", k));
   // A group's first sparse layers can number up to K - 1 whatever A is (MoD ignores A): the
   // same bound as A*K keeps a hostile K from a plan of billions of layers (found by
@@ -132,61 +128,105 @@ absl::StatusOr<LayerPlan> BuildLayerPlan(const xmod::v1::ModelSpec& model,
   if (k > kMaxSparseLayersPerGroup) {
     return InvalidField("k", absl::StrCat("K = ", k, " is more than ", kMaxSparseLayersPerGroup));
   }
-  if (k == 1) return DensePlan(backbone, /*moe=*/false);  // every token in every layer
+  return absl::OkStatus();
+}
 
-  // MoD is the one-sparse-one-dense pattern: A*K = 1, whatever `a` says (paper §2.1, B.1).
-  const bool mod = arch == xmod::v1::MOD;
-  const int default_n0 = mod ? 1 : 4;
+absl::StatusOr<int> ResolveN0(const xmod::v1::ModelSpec& model, const Backbone& backbone) {
+  const int default_n0 = model.arch() == xmod::v1::MOD ? 1 : 4;
   const int n0 = model.has_n0() ? model.n0() : default_n0;
   if (n0 < 0 || n0 > backbone.n_layers) {
     return InvalidField("n0", absl::StrCat("dense prefix N0 must be in [0, n_layers = ",
                                            backbone.n_layers, "], got ", n0));
   }
-  int a_k = 1;
-  if (!mod) {
-    const double a = model.a();
-    if (!(a > 0) || !std::isfinite(a)) {
-      return InvalidField("a", absl::StrCat("anchor stride A must be > 0, got ", a));
-    }
-    const double layers = a * k;
-    // The paper's deepest groups have 48 sparse layers (A3K16); the bound keeps a hostile
-    // spec from building a plan of billions of layers (found by fuzz/spec_text_fuzzer).
-    if (layers > kMaxSparseLayersPerGroup) {
-      return InvalidField(
-          "a", absl::StrCat("A*K = ", a, "*", k, " = ", layers,
-                            " sparse layers per group is more than ", kMaxSparseLayersPerGroup));
-    }
-    a_k = static_cast<int>(std::lround(layers));
-    if (std::abs(layers - a_k) > 1e-9 || a_k < 1) {
-      return InvalidField("a", absl::StrCat("A*K = ", a, "*", k, " = ", layers,
-                                            " is not a whole number of sparse layers"));
-    }
-    if (arch == xmod::v1::ROUTED_FFN && a_k % k != 0) {
-      return InvalidField("a", absl::StrCat("Routed-FFN repeats [Attention]+[RoutedFfn]xK A times: "
-                                            "A must be a whole number, got ",
-                                            a));
-    }
-  }
+  return n0;
+}
 
-  std::vector<Group> groups = FillGroups(backbone.n_layers, n0, k, a_k);
-  // No-anchors ablation (Table 3, B.6), at matched size: each anchor leaves its group and
-  // joins the dense prefix, so the sparse layers run back to back while the model keeps
-  // its layer counts — the same N_act (active-equivalent layers), N, total depth and
-  // FLOPs per token (phi/phi_D) as full X-MoD; only the periodic full-token
-  // synchronisation between sparse stacks is gone (what §4.4 says the anchors provide).
-  // Sparse intervals still reset where the anchors were, so the token-choice bias (a
-  // separate ablation) keeps its per-interval meaning.
+// A*K, the sparse layers of a full group.
+absl::StatusOr<int> ResolveSparsePerGroup(const xmod::v1::ModelSpec& model) {
+  // MoD is the one-sparse-one-dense pattern: A*K = 1, whatever `a` says (paper §2.1, B.1).
+  if (model.arch() == xmod::v1::MOD) return 1;
+  const int k = model.k();
+  const double a = model.a();
+  if (!(a > 0) || !std::isfinite(a)) {
+    return InvalidField("a", absl::StrCat("anchor stride A must be > 0, got ", a));
+  }
+  const double layers = a * k;
+  // The paper's deepest groups have 48 sparse layers (A3K16); the bound keeps a hostile
+  // spec from building a plan of billions of layers (found by fuzz/spec_text_fuzzer).
+  if (layers > kMaxSparseLayersPerGroup) {
+    return InvalidField(
+        "a", absl::StrCat("A*K = ", a, "*", k, " = ", layers,
+                          " sparse layers per group is more than ", kMaxSparseLayersPerGroup));
+  }
+  const int a_k = static_cast<int>(std::lround(layers));
+  if (std::abs(layers - a_k) > 1e-9 || a_k < 1) {
+    return InvalidField("a", absl::StrCat("A*K = ", a, "*", k, " = ", layers,
+                                          " is not a whole number of sparse layers"));
+  }
+  if (model.arch() == xmod::v1::ROUTED_FFN && a_k % k != 0) {
+    return InvalidField("a", absl::StrCat("Routed-FFN repeats [Attention]+[RoutedFfn]xK A times: "
+                                          "A must be a whole number, got ",
+                                          a));
+  }
+  return a_k;
+}
+
+// No-anchors ablation (Table 3, B.6), at matched size: each anchor leaves its group and
+// joins the dense prefix, so the sparse layers run back to back while the model keeps
+// its layer counts — the same N_act (active-equivalent layers), N, total depth and
+// FLOPs per token (phi/phi_D) as full X-MoD; only the periodic full-token
+// synchronisation between sparse stacks is gone (what §4.4 says the anchors provide).
+// Sparse intervals still reset where the anchors were, so the token-choice bias (a
+// separate ablation) keeps its per-interval meaning. Returns the grown dense prefix.
+int RemoveAnchors(int n0, std::vector<Group>& groups) {
   int prefix = n0;
-  if (model.no_anchors()) {
-    for (Group& g : groups) {
-      if (g.anchor) ++prefix;
-      g.anchor = false;
-    }
-    groups.erase(
-        std::remove_if(groups.begin(), groups.end(), [](const Group& g) { return g.sparse == 0; }),
-        groups.end());
+  for (Group& g : groups) {
+    if (g.anchor) ++prefix;
+    g.anchor = false;
   }
+  groups.erase(
+      std::remove_if(groups.begin(), groups.end(), [](const Group& g) { return g.sparse == 0; }),
+      groups.end());
+  return prefix;
+}
 
+LayerKind SparseKind(Architecture arch) {
+  switch (arch) {
+    case xmod::v1::ROUTED_FFN:
+      return LayerKind::kRoutedFfn;
+    case xmod::v1::SELECTED_Q_FULL_KV:
+      return LayerKind::kSparseFullKv;
+    default:
+      return LayerKind::kSparse;
+  }
+}
+
+// What the layers of a routed plan are laid out from.
+struct Layout {
+  Architecture arch;
+  int k;
+  bool no_anchors;
+};
+
+// Appends one group's layers: its sparse layers in sparse interval `interval` (each K of
+// Routed-FFN's after an attention module), then its anchor.
+void AppendGroupLayers(const Layout& layout, const Group& g, int interval, LayerPlan& plan) {
+  for (int i = 0; i < g.sparse; ++i) {
+    if (layout.arch == xmod::v1::ROUTED_FFN && i % layout.k == 0) {
+      plan.layers.push_back(LayerKind::kAttention);
+      plan.interval_of_layer.push_back(-1);
+    }
+    plan.layers.push_back(SparseKind(layout.arch));
+    plan.interval_of_layer.push_back(interval);
+  }
+  if (g.anchor) {
+    plan.layers.push_back(LayerKind::kDense);
+    plan.interval_of_layer.push_back(-1);
+  }
+}
+
+// The plan of `prefix` dense layers followed by `groups`, with its notation.
+LayerPlan LayOut(const Layout& layout, int prefix, const std::vector<Group>& groups) {
   LayerPlan plan;
   plan.n0 = prefix;
   std::vector<std::string> parts;
@@ -195,29 +235,9 @@ absl::StatusOr<LayerPlan> BuildLayerPlan(const xmod::v1::ModelSpec& model,
   bool open_interval = false;  // an anchorless group continues into the next one
   for (const Group& g : groups) {
     if (g.sparse > 0 && !open_interval) ++interval;
-    for (int i = 0; i < g.sparse; ++i) {
-      if (arch == xmod::v1::ROUTED_FFN && i % k == 0) {
-        plan.layers.push_back(LayerKind::kAttention);
-        plan.interval_of_layer.push_back(-1);
-      }
-      switch (arch) {
-        case xmod::v1::ROUTED_FFN:
-          plan.layers.push_back(LayerKind::kRoutedFfn);
-          break;
-        case xmod::v1::SELECTED_Q_FULL_KV:
-          plan.layers.push_back(LayerKind::kSparseFullKv);
-          break;
-        default:
-          plan.layers.push_back(LayerKind::kSparse);
-      }
-      plan.interval_of_layer.push_back(interval);
-    }
-    if (g.anchor) {
-      plan.layers.push_back(LayerKind::kDense);
-      plan.interval_of_layer.push_back(-1);
-    }
-    open_interval = !g.anchor && !model.no_anchors();
-    parts.push_back(GroupText(arch, k, g));
+    AppendGroupLayers(layout, g, interval, plan);
+    open_interval = !g.anchor && !layout.no_anchors;
+    parts.push_back(GroupText(layout.arch, layout.k, g));
   }
   // Dense layers of the prefix and the following anchor-only first group read as one run.
   if (prefix > 0 && parts.size() > 1 && parts[1] == "[D]") {
@@ -228,6 +248,28 @@ absl::StatusOr<LayerPlan> BuildLayerPlan(const xmod::v1::ModelSpec& model,
   plan.interval_of_layer.insert(plan.interval_of_layer.begin(), prefix, -1);
   plan.notation = JoinRuns(parts);
   return plan;
+}
+
+}  // namespace
+
+absl::StatusOr<LayerPlan> BuildLayerPlan(const xmod::v1::ModelSpec& model,
+                                         const Backbone& backbone) {
+  const Architecture arch = model.arch();
+  if (absl::Status s = ValidateArch(arch); !s.ok()) return s;
+  if (arch == xmod::v1::DENSE || arch == xmod::v1::MOE) {
+    return DensePlan(backbone, /*moe=*/arch == xmod::v1::MOE);
+  }
+  const int k = model.k();
+  if (absl::Status s = ValidateK(k); !s.ok()) return s;
+  if (k == 1) return DensePlan(backbone, /*moe=*/false);  // every token in every layer
+
+  absl::StatusOr<int> n0 = ResolveN0(model, backbone);
+  if (!n0.ok()) return n0.status();
+  absl::StatusOr<int> a_k = ResolveSparsePerGroup(model);
+  if (!a_k.ok()) return a_k.status();
+  std::vector<Group> groups = FillGroups(backbone.n_layers, *n0, k, *a_k);
+  const int prefix = model.no_anchors() ? RemoveAnchors(*n0, groups) : *n0;
+  return LayOut(Layout{arch, k, model.no_anchors()}, prefix, groups);
 }
 
 }  // namespace xmod

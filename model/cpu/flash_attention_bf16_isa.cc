@@ -149,6 +149,74 @@ void StoreRows(const float* src, int64_t rows, int64_t e, BFloat16* dst, int64_t
   for (int64_t r = 0; r < rows; ++r) ToBf16(src + r * e, e, dst + r * row);
 }
 
+// One thread's buffers of the backward pass.
+struct BackwardScratch {
+  BackwardScratch(int64_t e, int64_t padded_t)
+      : q_a(kTile * e),
+        q_t(kTile * e),
+        do_a(kTile * e),
+        do_t(kTile * e),
+        ds_a(kTile * kTile),
+        p_pairs(kTile * kTile),
+        ds_pairs(kTile * kTile),
+        probs(kTile * kTile),
+        dprobs(kTile * kTile),
+        dq_f(kTile * e),
+        dk_t(e * padded_t),
+        dv_t(e * padded_t),
+        dk_token(e),
+        dv_token(e) {}
+  std::vector<BFloat16> q_a, q_t, do_a, do_t;
+  std::vector<BFloat16> ds_a, p_pairs, ds_pairs;
+  std::vector<float> probs, dprobs, dq_f;
+  std::vector<float> dk_t, dv_t;  // (E, T) of the group
+  std::vector<float> dk_token, dv_token;
+  float delta[kTile];
+};
+
+// One kv group's packed tiles: K^T, V^T (VNNI pairs of E) and K (VNNI pairs of tokens).
+struct GroupTiles {
+  const BFloat16* kt;
+  const BFloat16* vt;
+  const BFloat16* k;
+  int64_t tile_size, padded_t;
+};
+
+// The products of query tile i0 (packed in w) with key tile j0: recomputed P and dS, then
+// dV^T, dK^T and dq's share.
+inline void BackwardKeyTile(const FlashGeometry& s, const GroupTiles& g, int64_t i0, int64_t j0,
+                            int64_t rows, const float* lse_i, BackwardScratch& w) {
+  const int64_t keys = std::min(kTile, i0 + rows - j0), tile = j0 / kTile;
+  Product(kTile, kTile, s.e, w.q_a.data(), s.e, g.kt + tile * g.tile_size, w.probs.data(), kTile,
+          false);  // q k^T
+  Product(kTile, kTile, s.e, w.do_a.data(), s.e, g.vt + tile * g.tile_size, w.dprobs.data(), kTile,
+          false);  // dP = dout v^T
+  tiles::ProbsAndScoreGrads(s, i0, j0, rows, keys, lse_i, w.delta, w.probs.data(), w.dprobs.data());
+  ToBf16(w.dprobs.data(), kTile * kTile, w.ds_a.data());
+  TileRowPairs(w.probs.data(), w.p_pairs.data());
+  TileRowPairs(w.dprobs.data(), w.ds_pairs.data());
+  Product(s.e, kTile, kTile, w.do_t.data(), kTile, w.p_pairs.data(), w.dv_t.data() + j0, g.padded_t,
+          true);  // dv^T += dout^T P
+  Product(s.e, kTile, kTile, w.q_t.data(), kTile, w.ds_pairs.data(), w.dk_t.data() + j0, g.padded_t,
+          true);  // dk^T += q^T dS
+  Product(rows, s.e, kTile, w.ds_a.data(), kTile, g.k + tile * g.tile_size, w.dq_f.data(), s.e,
+          j0 != 0);  // dq (+)= dS k
+}
+
+// Group (bi, gi)'s dK^T, dV^T in w -> its rows of dk, dv.
+inline void StoreKvGrads(const FlashGeometry& s, int64_t bi, int64_t gi, int64_t padded_t,
+                         BackwardScratch& w, BFloat16* dk, BFloat16* dv) {
+  const int64_t kv_row = s.g * s.e;
+  for (int64_t t = 0; t < s.t; ++t) {  // (E, T) float32 -> rows of (B, T, G, E)
+    for (int64_t c = 0; c < s.e; ++c) {
+      w.dk_token[c] = w.dk_t[c * padded_t + t];
+      w.dv_token[c] = w.dv_t[c * padded_t + t];
+    }
+    ToBf16(w.dk_token.data(), s.e, dk + (bi * s.t + t) * kv_row + gi * s.e);
+    ToBf16(w.dv_token.data(), s.e, dv + (bi * s.t + t) * kv_row + gi * s.e);
+  }
+}
+
 }  // namespace
 
 void ForwardBf16Products(const FlashGeometry& s, const BFloat16* q, const BFloat16* k,
@@ -189,63 +257,36 @@ void BackwardBf16Products(const FlashGeometry& s, const BFloat16* q, const BFloa
                           const float* lse, BFloat16* dq, BFloat16* dk, BFloat16* dv) {
   const int64_t tiles = (s.t + kTile - 1) / kTile, tile_size = kTile * s.e;
   const int64_t group_size = tiles * tile_size, padded_t = tiles * kTile;
-  const int64_t per_group = s.h / s.g, kv_row = s.g * s.e, q_out_row = s.h * s.e;
+  const int64_t per_group = s.h / s.g, q_out_row = s.h * s.e;
   const std::unique_ptr<BFloat16[]> kt = PackKvTiles(s, k, s.k_batch, s.k_row, true);
   const std::unique_ptr<BFloat16[]> vt = PackKvTiles(s, v, s.v_batch, s.v_row, true);
   const std::unique_ptr<BFloat16[]> k_pairs = PackKvTiles(s, k, s.k_batch, s.k_row, false);
   at::parallel_for(0, s.b * s.g, 1, [&](int64_t begin, int64_t end) {
-    std::vector<BFloat16> q_a(tile_size), q_t(tile_size), do_a(tile_size), do_t(tile_size);
-    std::vector<BFloat16> ds_a(kTile * kTile), p_pairs(kTile * kTile), ds_pairs(kTile * kTile);
-    std::vector<float> probs(kTile * kTile), dprobs(kTile * kTile), dq_f(tile_size);
-    std::vector<float> dk_t(s.e * padded_t), dv_t(s.e * padded_t);  // (E, T) of the group
-    std::vector<float> dk_token(s.e), dv_token(s.e);
-    float delta[kTile];
+    BackwardScratch w(s.e, padded_t);
     for (int64_t bg = begin; bg < end; ++bg) {
       const int64_t bi = bg / s.g, gi = bg % s.g;
-      const BFloat16* group_kt = kt.get() + bg * group_size;
-      const BFloat16* group_vt = vt.get() + bg * group_size;
-      const BFloat16* group_k = k_pairs.get() + bg * group_size;
-      std::fill(dk_t.begin(), dk_t.end(), 0.f);
-      std::fill(dv_t.begin(), dv_t.end(), 0.f);
+      const GroupTiles group{kt.get() + bg * group_size, vt.get() + bg * group_size,
+                             k_pairs.get() + bg * group_size, tile_size, padded_t};
+      std::fill(w.dk_t.begin(), w.dk_t.end(), 0.f);
+      std::fill(w.dv_t.begin(), w.dv_t.end(), 0.f);
       for (int64_t hi = gi * per_group; hi < (gi + 1) * per_group; ++hi) {
         for (int64_t i0 = 0; i0 < s.t; i0 += kTile) {
           const int64_t rows = std::min(kTile, s.t - i0);
           const float* lse_i = lse + (bi * s.h + hi) * s.t + i0;
           PackQueryRows(q + bi * s.q_batch + i0 * s.q_row + hi * s.e, s.q_row, rows, s.e,
-                        q_a.data(), q_t.data());
+                        w.q_a.data(), w.q_t.data());
           PackQueryRows(dout + bi * s.dout_batch + i0 * s.dout_row + hi * s.e, s.dout_row, rows,
-                        s.e, do_a.data(), do_t.data());
-          tiles::RowDots(rows, s.e, do_a.data(), s.e, out + (bi * s.t + i0) * q_out_row + hi * s.e,
-                         q_out_row, delta);
+                        s.e, w.do_a.data(), w.do_t.data());
+          tiles::RowDots(rows, s.e, w.do_a.data(), s.e,
+                         out + (bi * s.t + i0) * q_out_row + hi * s.e, q_out_row, w.delta);
           for (int64_t j0 = 0; j0 < i0 + rows; j0 += kTile) {
-            const int64_t keys = std::min(kTile, i0 + rows - j0), tile = j0 / kTile;
-            Product(kTile, kTile, s.e, q_a.data(), s.e, group_kt + tile * tile_size, probs.data(),
-                    kTile, false);  // q k^T
-            Product(kTile, kTile, s.e, do_a.data(), s.e, group_vt + tile * tile_size, dprobs.data(),
-                    kTile, false);  // dP = dout v^T
-            tiles::ProbsAndScoreGrads(s, i0, j0, rows, keys, lse_i, delta, probs.data(),
-                                      dprobs.data());
-            ToBf16(dprobs.data(), kTile * kTile, ds_a.data());
-            TileRowPairs(probs.data(), p_pairs.data());
-            TileRowPairs(dprobs.data(), ds_pairs.data());
-            Product(s.e, kTile, kTile, do_t.data(), kTile, p_pairs.data(), dv_t.data() + j0,
-                    padded_t, true);  // dv^T += dout^T P
-            Product(s.e, kTile, kTile, q_t.data(), kTile, ds_pairs.data(), dk_t.data() + j0,
-                    padded_t, true);  // dk^T += q^T dS
-            Product(rows, s.e, kTile, ds_a.data(), kTile, group_k + tile * tile_size, dq_f.data(),
-                    s.e, j0 != 0);  // dq (+)= dS k
+            BackwardKeyTile(s, group, i0, j0, rows, lse_i, w);
           }
-          StoreRows(dq_f.data(), rows, s.e, dq + (bi * s.t + i0) * q_out_row + hi * s.e, q_out_row);
+          StoreRows(w.dq_f.data(), rows, s.e, dq + (bi * s.t + i0) * q_out_row + hi * s.e,
+                    q_out_row);
         }
       }
-      for (int64_t t = 0; t < s.t; ++t) {  // (E, T) float32 -> rows of (B, T, G, E)
-        for (int64_t c = 0; c < s.e; ++c) {
-          dk_token[c] = dk_t[c * padded_t + t];
-          dv_token[c] = dv_t[c * padded_t + t];
-        }
-        ToBf16(dk_token.data(), s.e, dk + (bi * s.t + t) * kv_row + gi * s.e);
-        ToBf16(dv_token.data(), s.e, dv + (bi * s.t + t) * kv_row + gi * s.e);
-      }
+      StoreKvGrads(s, bi, gi, padded_t, w, dk, dv);
     }
     at::native::cpublas::brgemm_release();
   });

@@ -334,6 +334,36 @@ void ScatterScaledAddBackwardLoop(const T* g, const int64_t* rows, const T* r, c
   });
 }
 
+// The terms of one row of GatherRowsBackwardLoop; a null base, sel or xr reads as zero.
+template <typename T>
+struct GatherRowTerms {
+  const T* base;  // g_pass's row
+  const T* sel;   // g_rows's row
+  const T* xr;    // x's row
+  T va, vb;       // alpha's and beta's
+};
+
+// o = base + sel + va c + vb xr over d columns.
+template <typename T>
+inline void GatherRowBackward(const GatherRowTerms<T>& r, const T* c, T* o, int64_t d) {
+  using V = Vectorized<T>;
+  int64_t j = 0;
+  for (; j + V::size() <= d; j += V::size()) {
+    V sum(T(0));
+    if (r.base != nullptr) sum = V::loadu(r.base + j);
+    if (r.sel != nullptr) sum = sum + V::loadu(r.sel + j);
+    if (r.xr != nullptr) {
+      sum = at::vec::fmadd(V(r.va), V::loadu(c + j), sum);
+      sum = at::vec::fmadd(V(r.vb), V::loadu(r.xr + j), sum);
+    }
+    sum.store(o + j);
+  }
+  for (; j < d; ++j) {
+    o[j] = (r.base == nullptr ? T(0) : r.base[j]) + (r.sel == nullptr ? T(0) : r.sel[j]) +
+           (r.xr == nullptr ? T(0) : r.va * c[j] + r.vb * r.xr[j]);
+  }
+}
+
 // The gradient of a routed layer's input: dx[n] = g_pass[n] + (pos[n] < 0 ? 0 : g_rows[pos[n]])
 // + alpha[n] c + beta[n] x[n]; g_pass, g_rows and alpha (with beta, c, x) may be null (zero).
 // One pass over dx, rows in parallel.
@@ -341,28 +371,14 @@ template <typename T>
 void GatherRowsBackwardLoop(const T* g_pass, const T* g_rows, const int64_t* pos, const T* alpha,
                             const T* beta, const T* c, const T* x, T* dx, int64_t n, int64_t d) {
   at::parallel_for(0, n, std::max<int64_t>(1, kGrain / d), [&](int64_t begin, int64_t end) {
-    using V = Vectorized<T>;
     for (int64_t row = begin; row < end; ++row) {
-      T* o = dx + row * d;
-      const T* base = g_pass == nullptr ? nullptr : g_pass + row * d;
-      const T* sel = g_rows == nullptr || pos[row] < 0 ? nullptr : g_rows + pos[row] * d;
-      const T* xr = alpha == nullptr ? nullptr : x + row * d;
-      const T va = alpha == nullptr ? T(0) : alpha[row], vb = alpha == nullptr ? T(0) : beta[row];
-      int64_t j = 0;
-      for (; j + V::size() <= d; j += V::size()) {
-        V sum(T(0));
-        if (base != nullptr) sum = V::loadu(base + j);
-        if (sel != nullptr) sum = sum + V::loadu(sel + j);
-        if (xr != nullptr) {
-          sum = at::vec::fmadd(V(va), V::loadu(c + j), sum);
-          sum = at::vec::fmadd(V(vb), V::loadu(xr + j), sum);
-        }
-        sum.store(o + j);
-      }
-      for (; j < d; ++j) {
-        o[j] = (base == nullptr ? T(0) : base[j]) + (sel == nullptr ? T(0) : sel[j]) +
-               (xr == nullptr ? T(0) : va * c[j] + vb * xr[j]);
-      }
+      GatherRowTerms<T> terms;
+      terms.base = g_pass == nullptr ? nullptr : g_pass + row * d;
+      terms.sel = g_rows == nullptr || pos[row] < 0 ? nullptr : g_rows + pos[row] * d;
+      terms.xr = alpha == nullptr ? nullptr : x + row * d;
+      terms.va = alpha == nullptr ? T(0) : alpha[row];
+      terms.vb = alpha == nullptr ? T(0) : beta[row];
+      GatherRowBackward(terms, c, dx + row * d, d);
     }
   });
 }

@@ -299,6 +299,52 @@ absl::StatusOr<std::vector<int>> ReadLabels(const std::string& path) {
   return labels;
 }
 
+// PIQA's labels: labels_path's, else the "-labels.lst" file beside path if there is one,
+// else none.
+absl::StatusOr<std::vector<int>> PiqaLabels(const std::string& path,
+                                            const std::string& labels_path) {
+  std::string labels_file = labels_path;
+  if (labels_file.empty()) {
+    const std::string sibling = absl::StrCat(absl::StripSuffix(path, ".jsonl"), "-labels.lst");
+    if (ReadFile(sibling).ok()) labels_file = sibling;
+  }
+  if (labels_file.empty()) return std::vector<int>();
+  return ReadLabels(labels_file);
+}
+
+absl::StatusOr<Struct> ParseRow(absl::string_view row, const Line& line) {
+  Struct object;
+  auto parsed = google::protobuf::util::JsonStringToMessage(std::string(row), &object);
+  if (!parsed.ok()) {
+    // protobuf's message: what went wrong, then lines pointing into the text.
+    const std::string message(parsed.message().data(), parsed.message().size());
+    return line.Error(absl::StrCat("not a JSON object: ", message.substr(0, message.find('\n'))));
+  }
+  return object;
+}
+
+// The task's example of one parsed line, the index-th of the file; PIQA's label is
+// labels[index] when labels are given.
+absl::StatusOr<TaskExample> ParseExample(const std::string& task, const Struct& object,
+                                         const Line& line, const std::vector<int>& labels,
+                                         size_t index) {
+  if (task == "hellaswag") return HellaSwag(object, line);
+  if (absl::StartsWith(task, "arc_")) return Arc(object, line);
+  if (task == "piqa") {
+    int label = -1;
+    if (!labels.empty()) {
+      if (index >= labels.size()) {
+        return line.Error(absl::StrCat("more examples than the ", labels.size(), " labels"));
+      }
+      label = labels[index];
+    }
+    return Piqa(object, line, label);
+  }
+  if (task == "boolq") return BoolQ(object, line);
+  if (task == "lambada") return Lambada(object, line);
+  return Gcide(object, line);
+}
+
 }  // namespace
 
 const std::vector<std::string>& EvalTaskNames() {
@@ -324,50 +370,19 @@ absl::StatusOr<std::vector<TaskExample>> ReadTask(const std::string& task, const
   if (!text.ok()) return text.status();
   std::vector<int> labels;
   if (task == "piqa") {
-    std::string labels_file = labels_path;
-    if (labels_file.empty()) {
-      const std::string sibling = absl::StrCat(absl::StripSuffix(path, ".jsonl"), "-labels.lst");
-      if (ReadFile(sibling).ok()) labels_file = sibling;
-    }
-    if (!labels_file.empty()) {
-      absl::StatusOr<std::vector<int>> read = ReadLabels(labels_file);
-      if (!read.ok()) return read.status();
-      labels = *std::move(read);
-    }
+    absl::StatusOr<std::vector<int>> read = PiqaLabels(path, labels_path);
+    if (!read.ok()) return read.status();
+    labels = *std::move(read);
   }
   std::vector<TaskExample> examples;
   int number = 0;
   for (absl::string_view row : absl::StrSplit(*text, '\n')) {
     const Line line{path, ++number};
     if (absl::StripAsciiWhitespace(row).empty()) continue;
-    Struct object;
-    auto parsed = google::protobuf::util::JsonStringToMessage(std::string(row), &object);
-    if (!parsed.ok()) {
-      // protobuf's message: what went wrong, then lines pointing into the text.
-      const std::string message(parsed.message().data(), parsed.message().size());
-      return line.Error(absl::StrCat("not a JSON object: ", message.substr(0, message.find('\n'))));
-    }
-    absl::StatusOr<TaskExample> example;
-    if (task == "hellaswag") {
-      example = HellaSwag(object, line);
-    } else if (absl::StartsWith(task, "arc_")) {
-      example = Arc(object, line);
-    } else if (task == "piqa") {
-      int label = -1;
-      if (!labels.empty()) {
-        if (examples.size() >= labels.size()) {
-          return line.Error(absl::StrCat("more examples than the ", labels.size(), " labels"));
-        }
-        label = labels[examples.size()];
-      }
-      example = Piqa(object, line, label);
-    } else if (task == "boolq") {
-      example = BoolQ(object, line);
-    } else if (task == "lambada") {
-      example = Lambada(object, line);
-    } else {
-      example = Gcide(object, line);
-    }
+    absl::StatusOr<Struct> object = ParseRow(row, line);
+    if (!object.ok()) return object.status();
+    absl::StatusOr<TaskExample> example =
+        ParseExample(task, *object, line, labels, examples.size());
     if (!example.ok()) return example.status();
     examples.push_back(*std::move(example));
   }

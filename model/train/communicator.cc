@@ -57,6 +57,61 @@ class C10dWork : public CollectiveWork {
   WorkPtr work_;
 };
 
+// Whether this build and `device` can run options.backend.
+absl::Status CheckBackend(const DistributedOptions& options, torch::Device device) {
+  const bool nccl = options.backend == "nccl";
+  if (nccl && !device.is_cuda()) {
+    return absl::InvalidArgumentError("--backend nccl: needs a CUDA --device");
+  }
+#ifndef USE_C10D_NCCL
+  if (nccl) {
+    return absl::InvalidArgumentError(
+        "--backend nccl: this xmod-train was built without NCCL (build against a CUDA "
+        "LibTorch with -DXMOD_TRAIN_NCCL=ON); use --backend gloo");
+  }
+#endif
+  return absl::OkStatus();
+}
+
+// The rendezvous store: a TCP store (rank 0 serves it) or a shared file. Throws on failure.
+c10::intrusive_ptr<c10d::Store> OpenStore(const DistributedOptions& options,
+                                          std::chrono::milliseconds timeout) {
+  const TcpRendezvous tcp = ParseTcpRendezvous(options.rendezvous);
+  if (tcp.ok) {
+    c10d::TCPStoreOptions store_options;
+    store_options.port = tcp.port;
+    store_options.isServer = options.rank == 0;
+    store_options.numWorkers = options.world_size;
+    store_options.waitWorkers = true;
+    store_options.timeout = timeout;
+    return c10::make_intrusive<c10d::TCPStore>(tcp.host, store_options);
+  }
+  c10::intrusive_ptr<c10d::Store> store =
+      c10::make_intrusive<c10d::FileStore>(options.rendezvous, options.world_size);
+  store->setTimeout(timeout);
+  return store;
+}
+
+// The process group of options.backend over `store`. Throws on failure.
+c10::intrusive_ptr<c10d::Backend> OpenProcessGroup(const DistributedOptions& options,
+                                                   const c10::intrusive_ptr<c10d::Store>& store,
+                                                   std::chrono::milliseconds timeout) {
+#ifdef USE_C10D_NCCL  // (without it, CheckBackend refuses nccl)
+  if (options.backend == "nccl") {
+    auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+    nccl_options->timeout = timeout;
+    return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, options.rank, options.world_size,
+                                                       nccl_options);
+  }
+#endif
+  auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
+  gloo_options->devices.push_back(
+      options.host.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
+                           : c10d::ProcessGroupGloo::createDeviceForHostname(options.host));
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(
+      c10::make_intrusive<c10d::PrefixStore>("xmod", store), options.rank, options.world_size,
+      gloo_options);
+}
 }  // namespace
 
 // The common base of c10d's Gloo and NCCL process groups.
@@ -80,17 +135,9 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Connect(
     const DistributedOptions& options, torch::Device device) {
   absl::Status status = ValidateDistributedOptions(options);
   if (!status.ok()) return status;
+  status = CheckBackend(options, device);
+  if (!status.ok()) return status;
   const bool nccl = options.backend == "nccl";
-  if (nccl && !device.is_cuda()) {
-    return absl::InvalidArgumentError("--backend nccl: needs a CUDA --device");
-  }
-#ifndef USE_C10D_NCCL
-  if (nccl) {
-    return absl::InvalidArgumentError(
-        "--backend nccl: this xmod-train was built without NCCL (build against a CUDA "
-        "LibTorch with -DXMOD_TRAIN_NCCL=ON); use --backend gloo");
-  }
-#endif
   // Gloo reduces CPU tensors: CUDA gradients are staged through host memory.
   const torch::Device collective_device = nccl ? device : torch::Device(torch::kCPU);
   if (options.world_size == 1) {
@@ -101,35 +148,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Connect(
   auto group = std::make_unique<Group>();
   const std::chrono::milliseconds timeout(int64_t{options.timeout_s} * 1000);
   status = Guard("rendezvous", [&] {
-    const TcpRendezvous tcp = ParseTcpRendezvous(options.rendezvous);
-    if (tcp.ok) {
-      c10d::TCPStoreOptions store_options;
-      store_options.port = tcp.port;
-      store_options.isServer = options.rank == 0;
-      store_options.numWorkers = options.world_size;
-      store_options.waitWorkers = true;
-      store_options.timeout = timeout;
-      group->store = c10::make_intrusive<c10d::TCPStore>(tcp.host, store_options);
-    } else {
-      group->store = c10::make_intrusive<c10d::FileStore>(options.rendezvous, options.world_size);
-      group->store->setTimeout(timeout);
-    }
-    if (nccl) {
-#ifdef USE_C10D_NCCL
-      auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
-      nccl_options->timeout = timeout;
-      group->group = c10::make_intrusive<c10d::ProcessGroupNCCL>(group->store, options.rank,
-                                                                 options.world_size, nccl_options);
-#endif
-    } else {
-      auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
-      gloo_options->devices.push_back(
-          options.host.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
-                               : c10d::ProcessGroupGloo::createDeviceForHostname(options.host));
-      group->group = c10::make_intrusive<c10d::ProcessGroupGloo>(
-          c10::make_intrusive<c10d::PrefixStore>("xmod", group->store), options.rank,
-          options.world_size, gloo_options);
-    }
+    group->store = OpenStore(options, timeout);
+    group->group = OpenProcessGroup(options, group->store, timeout);
   });
   if (!status.ok()) {
     return absl::UnavailableError(absl::StrCat("--rendezvous ", options.rendezvous, ": rank ",

@@ -92,15 +92,7 @@ absl::StatusOr<std::string> ChooseResumePath(const xmod::TrainerArgs& args,
   return choice.chosen->path;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // The command line is the worker contract's (trainer_contract/trainer_args.h); a command
-  // line this binary cannot parse exits kExitBadFlags.
-  const xmod::ParsedTrainerArgs parsed =
-      xmod::TrainerArgs::Parse(argc, argv, "xmod-train", "LibTorch " TORCH_VERSION);
-  if (!parsed.args.has_value()) return parsed.exit_code;
-  const xmod::TrainerArgs& args = *parsed.args;
+xmod::TrainerOptions OptionsOf(const xmod::TrainerArgs& args) {
   xmod::TrainerOptions options;
   options.events_fd = args.events_fd;
   options.device = args.device;
@@ -113,6 +105,52 @@ int main(int argc, char** argv) {
   dist.backend = args.backend;
   dist.host = args.dist_host;
   dist.timeout_s = args.dist_timeout_s;
+  return options;
+}
+
+// --threads, else the spec's training.threads, else every hardware thread.
+int ThreadCount(const xmod::TrainerArgs& args, const xmod::v1::RunSpec& spec) {
+  int threads = args.threads;
+  if (threads <= 0) threads = spec.training().threads();
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return threads;
+}
+
+void InstallStopHandlers(xmod::TrainerOptions& options) {
+  std::signal(SIGTERM, OnSigterm);
+  std::signal(SIGPIPE, SIG_IGN);  // a closed events pipe is reported as a write error
+  // Polled after every step: a lapsed lease ends the process here, before anything more.
+  options.stop_requested = [](int64_t) {
+    xmod::ExitIfLeaseLapsed();
+    return g_stop.load();
+  };
+}
+
+// The last line of stderr of a run that ended well.
+void PrintSummary(const xmod::TrainerResult& result, const xmod::DistributedOptions& dist) {
+  std::string rank;
+  if (dist.world_size > 1) {
+    rank = " [rank " + std::to_string(dist.rank) + "/" + std::to_string(dist.world_size) +
+           ", parameters sha256 " + result.parameters_sha256 + "]";
+  }
+  std::fprintf(stderr,
+               "xmod-train: %s after %lld steps, %.0f tokens/s, %.3g FLOP/s achieved, val/loss "
+               "%.4f, %.1f s%s\n",
+               result.preempted ? "stopped (SIGTERM)" : "done",
+               static_cast<long long>(result.steps), result.tokens_per_second,
+               result.achieved_flops_per_second, result.final_val_loss, result.seconds,
+               rank.c_str());
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  // The command line is the worker contract's (trainer_contract/trainer_args.h); a command
+  // line this binary cannot parse exits kExitBadFlags.
+  const xmod::ParsedTrainerArgs parsed =
+      xmod::TrainerArgs::Parse(argc, argv, "xmod-train", "LibTorch " TORCH_VERSION);
+  if (!parsed.args.has_value()) return parsed.exit_code;
+  const xmod::TrainerArgs& args = *parsed.args;
+  xmod::TrainerOptions options = OptionsOf(args);
 
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
@@ -124,22 +162,12 @@ int main(int argc, char** argv) {
     return ExitCodeFor(spec.status());
   }
   options.spec = *std::move(spec);
-  int threads = args.threads;
-  if (threads <= 0) threads = options.spec.training().threads();
-  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  xmod::ApplyThreadBudget(threads);
+  xmod::ApplyThreadBudget(ThreadCount(args, options.spec));
   xmod::KeepFreedMemoryInProcess();
-
-  std::signal(SIGTERM, OnSigterm);
-  std::signal(SIGPIPE, SIG_IGN);  // a closed events pipe is reported as a write error
-  // Polled after every step: a lapsed lease ends the process here, before anything more.
-  options.stop_requested = [](int64_t) {
-    xmod::ExitIfLeaseLapsed();
-    return g_stop.load();
-  };
+  InstallStopHandlers(options);
 
   if (!args.resume.empty()) {
-    xmod::EventWriter events(dist.rank == 0 ? options.events_fd : -1);
+    xmod::EventWriter events(options.distributed.rank == 0 ? options.events_fd : -1);
     absl::StatusOr<std::string> resume = ChooseResumePath(args, events);
     if (!resume.ok()) {
       std::fprintf(stderr, "xmod-train: %s\n", resume.status().ToString().c_str());
@@ -153,17 +181,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "xmod-train: %s\n", result.status().ToString().c_str());
     return ExitCodeFor(result.status());
   }
-  std::string rank;
-  if (dist.world_size > 1) {
-    rank = " [rank " + std::to_string(dist.rank) + "/" + std::to_string(dist.world_size) +
-           ", parameters sha256 " + result->parameters_sha256 + "]";
-  }
-  std::fprintf(stderr,
-               "xmod-train: %s after %lld steps, %.0f tokens/s, %.3g FLOP/s achieved, val/loss "
-               "%.4f, %.1f s%s\n",
-               result->preempted ? "stopped (SIGTERM)" : "done",
-               static_cast<long long>(result->steps), result->tokens_per_second,
-               result->achieved_flops_per_second, result->final_val_loss, result->seconds,
-               rank.c_str());
+  PrintSummary(*result, options.distributed);
   return result->preempted ? xmod::kExitPreempted : xmod::kExitOk;
 }

@@ -138,6 +138,13 @@ class Run {
   std::vector<std::pair<std::string, double>> EvaluationMetrics(const Evaluation& evaluation) const;
   // Whether any rank was asked to stop after this step (never after the last one).
   absl::StatusOr<bool> AnyStopRequested();
+  // One step of Train() and what follows it (evaluation, progress, checkpoint); true when a
+  // stop request ended the run after it.
+  absl::StatusOr<bool> StepAndReport();
+  // Whether step (1..steps) is followed by an evaluation mark.
+  bool IsEvalMark(int64_t step) const;
+  // On a stop request: a checkpoint, then true.
+  absl::StatusOr<bool> StopIfRequested();
   // The result of this call, which took `seconds`.
   TrainerResult Result(bool preempted, double seconds);
   absl::Status WriteFinished(const TrainerResult& result);
@@ -673,35 +680,11 @@ absl::StatusOr<TrainerResult> Run::Train() {
   const auto begin = std::chrono::steady_clock::now();
   absl::Status status = Setup();
   if (!status.ok()) return status;
-  const int64_t marks = training_.eval_marks();
-  // Mark m (1..marks) falls after step ceil(m * steps / marks); the last one at the end.
-  auto mark_of = [&](int64_t step) { return step * marks / steps_; };
   bool preempted = false;
-  while (state_.step < steps_) {
-    status = GuardedStep();
-    if (!status.ok()) return status;
-    const bool eval_mark = mark_of(state_.step) > mark_of(state_.step - 1);
-    if (eval_mark) {
-      status = ReportEvaluation();
-      if (!status.ok()) return status;
-    }
-    // After the evaluation, so a mark's progress carries its validation loss.
-    status = MaybeProgress(/*force=*/eval_mark || state_.step == steps_);
-    if (!status.ok()) return status;
-    const int every = training_.checkpoint_every_steps();
-    if (eval_mark || (every > 0 && state_.step % every == 0)) {
-      status = CheckpointOrGoOn();
-      if (!status.ok()) return status;
-    }
-    absl::StatusOr<bool> stop = AnyStopRequested();
-    if (!stop.ok()) return stop.status();
-    if (*stop) {
-      status = CheckpointOrGoOn();
-      if (!status.ok()) return status;
-      preempted = true;
-      LOG(INFO) << "stopped at step " << state_.step << " on request";
-      break;
-    }
+  while (!preempted && state_.step < steps_) {
+    absl::StatusOr<bool> stopped = StepAndReport();
+    if (!stopped.ok()) return stopped.status();
+    preempted = *stopped;
   }
 
   if (!preempted) {
@@ -714,6 +697,42 @@ absl::StatusOr<TrainerResult> Run::Train() {
     if (!status.ok()) return status;
   }
   return result;
+}
+
+absl::StatusOr<bool> Run::StepAndReport() {
+  absl::Status status = GuardedStep();
+  if (!status.ok()) return status;
+  const bool eval_mark = IsEvalMark(state_.step);
+  if (eval_mark) {
+    status = ReportEvaluation();
+    if (!status.ok()) return status;
+  }
+  // After the evaluation, so a mark's progress carries its validation loss.
+  status = MaybeProgress(/*force=*/eval_mark || state_.step == steps_);
+  if (!status.ok()) return status;
+  const int every = training_.checkpoint_every_steps();
+  if (eval_mark || (every > 0 && state_.step % every == 0)) {
+    status = CheckpointOrGoOn();
+    if (!status.ok()) return status;
+  }
+  return StopIfRequested();
+}
+
+bool Run::IsEvalMark(int64_t step) const {
+  const int64_t marks = training_.eval_marks();
+  // Mark m (1..marks) falls after step ceil(m * steps / marks); the last one at the end.
+  auto mark_of = [&](int64_t n) { return n * marks / steps_; };
+  return mark_of(step) > mark_of(step - 1);
+}
+
+absl::StatusOr<bool> Run::StopIfRequested() {
+  absl::StatusOr<bool> stop = AnyStopRequested();
+  if (!stop.ok()) return stop.status();
+  if (!*stop) return false;
+  absl::Status status = CheckpointOrGoOn();
+  if (!status.ok()) return status;
+  LOG(INFO) << "stopped at step " << state_.step << " on request";
+  return true;
 }
 
 absl::Status Run::ReportEvaluation() {

@@ -64,8 +64,9 @@ bool IsValidationDocument(int64_t index, double val_fraction) {
   return std::floor((index + 1) * val_fraction) > std::floor(index * val_fraction);
 }
 
-absl::StatusOr<CorpusEncodeStats> EncodeCorpus(absl::string_view text, Tokenizer& tokenizer,
-                                               const CorpusEncodeOptions& options) {
+namespace {
+
+absl::Status ValidateOptions(const Tokenizer& tokenizer, const CorpusEncodeOptions& options) {
   if (options.out_prefix.empty()) {
     return absl::InvalidArgumentError("out_prefix: must not be empty");
   }
@@ -85,16 +86,24 @@ absl::StatusOr<CorpusEncodeStats> EncodeCorpus(absl::string_view text, Tokenizer
     return absl::InvalidArgumentError(
         absl::StrCat("eot_id: ", options.eot_id, " is outside the vocabulary"));
   }
-  const std::filesystem::path parent = std::filesystem::path(options.out_prefix).parent_path();
-  if (!parent.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(parent, ec);
-    if (ec) {
-      return absl::InternalError(
-          absl::StrCat("cannot create ", parent.string(), ": ", ec.message()));
-    }
-  }
+  return absl::OkStatus();
+}
 
+absl::Status CreateParentDirectory(const std::string& out_prefix) {
+  const std::filesystem::path parent = std::filesystem::path(out_prefix).parent_path();
+  if (parent.empty()) return absl::OkStatus();
+  std::error_code ec;
+  std::filesystem::create_directories(parent, ec);
+  if (ec) {
+    return absl::InternalError(absl::StrCat("cannot create ", parent.string(), ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+// Encodes each document (after an end-of-text token when eot_id >= 0) into the train or the
+// validation shards.
+absl::StatusOr<CorpusEncodeStats> EncodeDocuments(absl::string_view text, Tokenizer& tokenizer,
+                                                  const CorpusEncodeOptions& options) {
   CorpusEncodeStats stats;
   ShardSink train(options.out_prefix + "_train", options.shard_tokens, &stats.train_shards);
   ShardSink val(options.out_prefix + "_val", options.shard_tokens, &stats.val_shards);
@@ -112,6 +121,15 @@ absl::StatusOr<CorpusEncodeStats> EncodeCorpus(absl::string_view text, Tokenizer
   if (absl::Status s = train.Flush(); !s.ok()) return s;
   if (absl::Status s = val.Flush(); !s.ok()) return s;
   return stats;
+}
+
+}  // namespace
+
+absl::StatusOr<CorpusEncodeStats> EncodeCorpus(absl::string_view text, Tokenizer& tokenizer,
+                                               const CorpusEncodeOptions& options) {
+  if (absl::Status s = ValidateOptions(tokenizer, options); !s.ok()) return s;
+  if (absl::Status s = CreateParentDirectory(options.out_prefix); !s.ok()) return s;
+  return EncodeDocuments(text, tokenizer, options);
 }
 
 }  // namespace xmod

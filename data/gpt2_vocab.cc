@@ -129,56 +129,46 @@ class VocabJsonReader {
   absl::Status ReadKey(std::string* bytes) {
     if (!Consume('"')) return Error("expected '\"'");
     while (pos_ < json_.size() && json_[pos_] != '"') {
-      char32_t c;
-      if (json_[pos_] == '\\') {
-        ++pos_;
-        if (pos_ >= json_.size()) return Error("unterminated escape");
-        const char e = json_[pos_++];
-        switch (e) {
-          case '"':
-            c = '"';
-            break;
-          case '\\':
-            c = '\\';
-            break;
-          case '/':
-            c = '/';
-            break;
-          case 'b':
-            c = '\b';
-            break;
-          case 'f':
-            c = '\f';
-            break;
-          case 'n':
-            c = '\n';
-            break;
-          case 'r':
-            c = '\r';
-            break;
-          case 't':
-            c = '\t';
-            break;
-          case 'u': {
-            uint32_t v;
-            if (!Hex4(&v)) return Error("bad \\u escape");
-            c = v;
-            break;
-          }
-          default:
-            return Error("bad escape");
-        }
-        if (!decoder_.Append(c, bytes)) return Error("character outside the byte alphabet");
-      } else {
-        // Raw UTF-8: one code point of the alphabet (at most 2 bytes).
-        size_t len = (static_cast<unsigned char>(json_[pos_]) & 0xE0) == 0xC0 ? 2 : 1;
-        if (!decoder_.DecodeUtf8(json_.substr(pos_, len), bytes)) {
-          return Error("character outside the byte alphabet");
-        }
-        pos_ += len;
-      }
+      absl::Status s = json_[pos_] == '\\' ? ReadEscaped(bytes) : ReadRaw(bytes);
+      if (!s.ok()) return s;
     }
     if (!Consume('"')) return Error("unterminated string");
+    return absl::OkStatus();
+  }
+  // One escape sequence (at its backslash) of an alphabet code point.
+  absl::Status ReadEscaped(std::string* bytes) {
+    ++pos_;
+    if (pos_ >= json_.size()) return Error("unterminated escape");
+    char32_t c;
+    if (absl::Status s = ReadEscapedChar(json_[pos_++], &c); !s.ok()) return s;
+    if (!decoder_.Append(c, bytes)) return Error("character outside the byte alphabet");
+    return absl::OkStatus();
+  }
+  // The code point of the escape `\e`, reading a \u escape's hex digits.
+  absl::Status ReadEscapedChar(char e, char32_t* c) {
+    static constexpr std::pair<char, char32_t> kSimpleEscapes[] = {
+        {'"', '"'},  {'\\', '\\'}, {'/', '/'},  {'b', '\b'},
+        {'f', '\f'}, {'n', '\n'},  {'r', '\r'}, {'t', '\t'},
+    };
+    for (const auto& [name, value] : kSimpleEscapes) {
+      if (e == name) {
+        *c = value;
+        return absl::OkStatus();
+      }
+    }
+    if (e != 'u') return Error("bad escape");
+    uint32_t v;
+    if (!Hex4(&v)) return Error("bad \\u escape");
+    *c = v;
+    return absl::OkStatus();
+  }
+  // Raw UTF-8: one code point of the alphabet (at most 2 bytes).
+  absl::Status ReadRaw(std::string* bytes) {
+    size_t len = (static_cast<unsigned char>(json_[pos_]) & 0xE0) == 0xC0 ? 2 : 1;
+    if (!decoder_.DecodeUtf8(json_.substr(pos_, len), bytes)) {
+      return Error("character outside the byte alphabet");
+    }
+    pos_ += len;
     return absl::OkStatus();
   }
 
@@ -187,6 +177,64 @@ class VocabJsonReader {
   const ByteDecoder& decoder_;
   size_t pos_ = 0;
 };
+
+using Vocab = absl::flat_hash_map<std::string, uint32_t>;
+
+// The token strings indexed by id, which must be 0 .. vocab.size() - 1.
+absl::StatusOr<std::vector<std::string>> TokensById(const Vocab& vocab,
+                                                    const std::string& json_path) {
+  std::vector<std::string> tokens(vocab.size());
+  std::vector<bool> seen(vocab.size(), false);
+  for (const auto& [bytes, id] : vocab) {
+    if (id >= tokens.size() || seen[id]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(json_path, ": ids are not 0..", tokens.size() - 1, " (id ", id, ")"));
+    }
+    tokens[id] = bytes;
+    seen[id] = true;
+  }
+  return tokens;
+}
+
+// The id of each single-byte token; every byte must have one.
+absl::StatusOr<std::array<uint32_t, 256>> ByteTokenIds(const Vocab& vocab,
+                                                       const std::string& json_path) {
+  std::array<uint32_t, 256> byte_ids{};
+  for (int b = 0; b < 256; ++b) {
+    auto it = vocab.find(std::string(1, static_cast<char>(b)));
+    if (it == vocab.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(json_path, ": no token for byte ", b));
+    }
+    byte_ids[b] = it->second;
+  }
+  return byte_ids;
+}
+
+// vocab.bpe: a "#version" line, then "left right" per line in rank order.
+absl::StatusOr<std::vector<BpeMerge>> ParseMerges(absl::string_view merges_text,
+                                                  const std::string& merges_path,
+                                                  const ByteDecoder& decoder, const Vocab& vocab) {
+  std::vector<BpeMerge> merges;
+  std::vector<absl::string_view> lines = absl::StrSplit(merges_text, '\n');
+  for (size_t i = 1; i < lines.size(); ++i) {
+    if (lines[i].empty()) continue;
+    std::vector<absl::string_view> parts =
+        absl::StrSplit(lines[i], absl::ByAnyChar(" \t\r"), absl::SkipEmpty());
+    std::string left, right;
+    if (parts.size() != 2 || !decoder.DecodeUtf8(parts[0], &left) ||
+        !decoder.DecodeUtf8(parts[1], &right)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(merges_path, ":", i + 1, ": expected two tokens of the byte alphabet"));
+    }
+    auto l = vocab.find(left), r = vocab.find(right), m = vocab.find(left + right);
+    if (l == vocab.end() || r == vocab.end() || m == vocab.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(merges_path, ":", i + 1, ": merge of tokens not in encoder.json"));
+    }
+    merges.push_back(BpeMerge{l->second, r->second, m->second});
+  }
+  return merges;
+}
 
 }  // namespace
 
@@ -209,49 +257,17 @@ absl::StatusOr<std::unique_ptr<BpeTokenizer>> LoadGpt2Tokenizer(const std::strin
   if (!merges_text.ok()) return merges_text.status();
 
   const ByteDecoder decoder;
-  absl::flat_hash_map<std::string, uint32_t> vocab;
+  Vocab vocab;
   if (absl::Status s = VocabJsonReader(*json, json_path, decoder).Read(&vocab); !s.ok()) return s;
-  std::vector<std::string> tokens(vocab.size());
-  std::vector<bool> seen(vocab.size(), false);
-  for (const auto& [bytes, id] : vocab) {
-    if (id >= tokens.size() || seen[id]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(json_path, ": ids are not 0..", tokens.size() - 1, " (id ", id, ")"));
-    }
-    tokens[id] = bytes;
-    seen[id] = true;
-  }
-  std::array<uint32_t, 256> byte_ids{};
-  for (int b = 0; b < 256; ++b) {
-    auto it = vocab.find(std::string(1, static_cast<char>(b)));
-    if (it == vocab.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(json_path, ": no token for byte ", b));
-    }
-    byte_ids[b] = it->second;
-  }
-
-  // vocab.bpe: a "#version" line, then "left right" per line in rank order.
-  std::vector<BpeMerge> merges;
-  std::vector<absl::string_view> lines = absl::StrSplit(*merges_text, '\n');
-  for (size_t i = 1; i < lines.size(); ++i) {
-    if (lines[i].empty()) continue;
-    std::vector<absl::string_view> parts =
-        absl::StrSplit(lines[i], absl::ByAnyChar(" \t\r"), absl::SkipEmpty());
-    std::string left, right;
-    if (parts.size() != 2 || !decoder.DecodeUtf8(parts[0], &left) ||
-        !decoder.DecodeUtf8(parts[1], &right)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(merges_path, ":", i + 1, ": expected two tokens of the byte alphabet"));
-    }
-    auto l = vocab.find(left), r = vocab.find(right), m = vocab.find(left + right);
-    if (l == vocab.end() || r == vocab.end() || m == vocab.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(merges_path, ":", i + 1, ": merge of tokens not in encoder.json"));
-    }
-    merges.push_back(BpeMerge{l->second, r->second, m->second});
-  }
+  absl::StatusOr<std::vector<std::string>> tokens = TokensById(vocab, json_path);
+  if (!tokens.ok()) return tokens.status();
+  absl::StatusOr<std::array<uint32_t, 256>> byte_ids = ByteTokenIds(vocab, json_path);
+  if (!byte_ids.ok()) return byte_ids.status();
+  absl::StatusOr<std::vector<BpeMerge>> merges =
+      ParseMerges(*merges_text, merges_path, decoder, vocab);
+  if (!merges.ok()) return merges.status();
   absl::StatusOr<std::unique_ptr<BytePairEncoder>> encoder =
-      BytePairEncoder::Create(std::move(tokens), byte_ids, merges);
+      BytePairEncoder::Create(*std::move(tokens), *byte_ids, *merges);
   if (!encoder.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(merges_path, ": ", encoder.status().message()));
   }

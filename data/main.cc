@@ -138,55 +138,65 @@ absl::Status RunInspect(const Flags& flags) {
   return absl::OkStatus();
 }
 
-int Main(int argc, char** argv) {
-  CLI::App app{"xmod-data: text to llm.c token shards, tokenizers and the gcide zero-shot task"};
-  AddVersionFlag(app, "xmod-data");
-  app.option_defaults()->always_capture_default();
-  // At most one subcommand: an unknown word is then an unexpected argument, named.
-  app.require_subcommand(0, 1);
-  Flags flags;
-  using Body = absl::Status (*)(const Flags&);
-  std::vector<std::pair<CLI::App*, Body>> commands;
+using Body = absl::Status (*)(const Flags&);
+using Commands = std::vector<std::pair<CLI::App*, Body>>;
+
+void AddGcideFlags(CLI::App* gcide, Flags* flags) {
+  gcide->add_option("--dict", flags->dict, "dictd data file");
+  gcide->add_option("--index", flags->index, "dictd index (default: --dict with .index)");
+  gcide->add_option("--out", flags->out, "output text file")->required();
+}
+
+void AddTrainBpeFlags(CLI::App* bpe, Flags* flags) {
+  bpe->add_option("--text", flags->text, "input text file")->required();
+  bpe->add_option("--vocab", flags->vocab, "vocabulary size (256 byte tokens + merges)");
+  bpe->add_option("--max_bytes", flags->max_bytes, "train on the first N bytes only (0 = all)");
+  bpe->add_option("--out", flags->out, "output merges file")->required();
+}
+
+void AddEncodeFlags(CLI::App* encode, Flags* flags) {
+  encode->add_option("--tokenizer", flags->tokenizer, "'gpt2' or a merges file from train-bpe")
+      ->required();
+  encode->add_option("--gpt2_dir", flags->gpt2_dir,
+                     "directory with GPT-2's encoder.json and vocab.bpe");
+  encode->add_option("--text", flags->text, "input text file")->required();
+  encode->add_option("--out_prefix", flags->encode.out_prefix, "shard path prefix")->required();
+  encode->add_option("--val_fraction", flags->encode.val_fraction,
+                     "fraction of documents for validation");
+  encode->add_option("--shard_tokens", flags->encode.shard_tokens, "tokens per shard");
+}
+
+void AddInspectFlags(CLI::App* inspect, Flags* flags) {
+  inspect->add_option("FILE", flags->inspect_path, "shard file (.bin)")->required();
+  inspect->add_option("--show", flags->show, "number of leading tokens to print");
+}
+
+void AddGcideTaskFlags(CLI::App* task, Flags* flags) {
+  task->add_option("--text", flags->text, "gcide text (from the gcide subcommand)")->required();
+  task->add_option("--out", flags->out, "output JSONL file")->required();
+  task->add_option("--val_fraction", flags->task.val_fraction, "the encode run's --val_fraction");
+  task->add_option("--max_examples", flags->task.max_examples, "examples to write at most");
+  task->add_option("--seed", flags->task.seed, "seed of the distractors and answer positions");
+}
+
+// The subcommands, each with its flags (read into `flags`) and its body.
+Commands AddCommands(CLI::App& app, Flags* flags) {
+  Commands commands;
   auto command = [&app, &commands](const char* name, const char* description, Body body) {
     commands.emplace_back(app.add_subcommand(name, description), body);
     return commands.back().first;
   };
+  AddGcideFlags(command("gcide", "dict-gcide's dictd files to plain text", RunGcide), flags);
+  AddTrainBpeFlags(command("train-bpe", "a small byte-level BPE vocabulary", RunTrainBpe), flags);
+  AddEncodeFlags(command("encode", "text to train / validation token shards", RunEncode), flags);
+  AddInspectFlags(command("inspect", "a shard's header and first tokens", RunInspect), flags);
+  AddGcideTaskFlags(
+      command("gcide-task", "the zero-shot task gcide (data/gcide_task.h)", RunGcideTask), flags);
+  return commands;
+}
 
-  CLI::App* gcide = command("gcide", "dict-gcide's dictd files to plain text", RunGcide);
-  gcide->add_option("--dict", flags.dict, "dictd data file");
-  gcide->add_option("--index", flags.index, "dictd index (default: --dict with .index)");
-  gcide->add_option("--out", flags.out, "output text file")->required();
-
-  CLI::App* bpe = command("train-bpe", "a small byte-level BPE vocabulary", RunTrainBpe);
-  bpe->add_option("--text", flags.text, "input text file")->required();
-  bpe->add_option("--vocab", flags.vocab, "vocabulary size (256 byte tokens + merges)");
-  bpe->add_option("--max_bytes", flags.max_bytes, "train on the first N bytes only (0 = all)");
-  bpe->add_option("--out", flags.out, "output merges file")->required();
-
-  CLI::App* encode = command("encode", "text to train / validation token shards", RunEncode);
-  encode->add_option("--tokenizer", flags.tokenizer, "'gpt2' or a merges file from train-bpe")
-      ->required();
-  encode->add_option("--gpt2_dir", flags.gpt2_dir,
-                     "directory with GPT-2's encoder.json and vocab.bpe");
-  encode->add_option("--text", flags.text, "input text file")->required();
-  encode->add_option("--out_prefix", flags.encode.out_prefix, "shard path prefix")->required();
-  encode->add_option("--val_fraction", flags.encode.val_fraction,
-                     "fraction of documents for validation");
-  encode->add_option("--shard_tokens", flags.encode.shard_tokens, "tokens per shard");
-
-  CLI::App* inspect = command("inspect", "a shard's header and first tokens", RunInspect);
-  inspect->add_option("FILE", flags.inspect_path, "shard file (.bin)")->required();
-  inspect->add_option("--show", flags.show, "number of leading tokens to print");
-
-  CLI::App* task =
-      command("gcide-task", "the zero-shot task gcide (data/gcide_task.h)", RunGcideTask);
-  task->add_option("--text", flags.text, "gcide text (from the gcide subcommand)")->required();
-  task->add_option("--out", flags.out, "output JSONL file")->required();
-  task->add_option("--val_fraction", flags.task.val_fraction, "the encode run's --val_fraction");
-  task->add_option("--max_examples", flags.task.max_examples, "examples to write at most");
-  task->add_option("--seed", flags.task.seed, "seed of the distractors and answer positions");
-
-  if (std::optional<int> exit = ParseCommandLine(app, argc, argv)) return *exit;
+// Runs the subcommand the command line named; its exit code.
+int RunParsedCommand(const Commands& commands, const Flags& flags) {
   const auto parsed = std::find_if(commands.begin(), commands.end(),
                                    [](const auto& c) { return c.first->parsed(); });
   if (parsed == commands.end()) {
@@ -202,6 +212,18 @@ int Main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"xmod-data: text to llm.c token shards, tokenizers and the gcide zero-shot task"};
+  AddVersionFlag(app, "xmod-data");
+  app.option_defaults()->always_capture_default();
+  // At most one subcommand: an unknown word is then an unexpected argument, named.
+  app.require_subcommand(0, 1);
+  Flags flags;
+  const Commands commands = AddCommands(app, &flags);
+  if (std::optional<int> exit = ParseCommandLine(app, argc, argv)) return *exit;
+  return RunParsedCommand(commands, flags);
 }
 
 }  // namespace

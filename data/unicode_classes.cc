@@ -5,32 +5,57 @@
 
 #include <unicode/uchar.h>
 
+#include <algorithm>
+#include <iterator>
+
 namespace xmod {
 namespace {
 
+// ECMAScript's WhiteSpace and LineTerminator code points outside U+2000..U+200A.
+constexpr char32_t kEcmaSpaces[] = {
+    0x09,  // tab
+    0x0A,  // line feed
+    0x0B,  // vertical tab
+    0x0C,  // form feed
+    0x0D,  // carriage return
+    0x20, 0xA0, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0xFEFF,
+};
+
 bool IsEcmaSpace(char32_t c) {
-  switch (c) {
-    case 0x09:  // tab
-    case 0x0A:  // line feed
-    case 0x0B:  // vertical tab
-    case 0x0C:  // form feed
-    case 0x0D:  // carriage return
-    case 0x20:
-    case 0xA0:
-    case 0x1680:
-    case 0x2028:
-    case 0x2029:
-    case 0x202F:
-    case 0x205F:
-    case 0x3000:
-    case 0xFEFF:
-      return true;
-    default:
-      return c >= 0x2000 && c <= 0x200A;
-  }
+  if (c >= 0x2000 && c <= 0x200A) return true;
+  return std::find(std::begin(kEcmaSpaces), std::end(kEcmaSpaces), c) != std::end(kEcmaSpaces);
 }
 
 bool IsContinuation(unsigned char b) { return (b & 0xC0) == 0x80; }
+
+// The length of the UTF-8 sequence a non-ASCII lead byte starts (0 when it starts none) and
+// the mask of its payload bits.
+struct LeadByte {
+  uint8_t length;
+  unsigned char payload_mask;
+};
+
+LeadByte ClassifyLead(unsigned char b0) {
+  if (b0 >= 0xC2 && b0 <= 0xDF) return {2, 0x1F};
+  if (b0 >= 0xE0 && b0 <= 0xEF) return {3, 0x0F};
+  if (b0 >= 0xF0 && b0 <= 0xF4) return {4, 0x07};
+  return {0, 0};
+}
+
+bool ContinuationsFollow(const unsigned char* s, uint8_t length) {
+  for (uint8_t i = 1; i < length; ++i) {
+    if (!IsContinuation(s[i])) return false;
+  }
+  return true;
+}
+
+// Shortest form, no surrogates, at most U+10FFFF.
+bool IsScalarOfLength(char32_t c, uint8_t length) {
+  constexpr char32_t kShortest[] = {0, 0, 0x80, 0x800, 0x10000};
+  return c >= kShortest[length] && c <= 0x10FFFF && (c < 0xD800 || c > 0xDFFF);
+}
+
+constexpr CodePoint kInvalid{0xFFFD, 1, CharClass::kOther};
 
 }  // namespace
 
@@ -49,29 +74,16 @@ CharClass ClassOf(char32_t c) {
 }
 
 CodePoint DecodeCodePoint(absl::string_view text, size_t pos) {
-  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
-  const size_t left = text.size() - pos;
-  const unsigned char b0 = s[pos];
-  char32_t c = 0;
-  uint8_t n = 0;
-  if (b0 < 0x80) {
-    c = b0;
-    n = 1;
-  } else if (b0 >= 0xC2 && b0 <= 0xDF && left >= 2 && IsContinuation(s[pos + 1])) {
-    c = ((b0 & 0x1Fu) << 6) | (s[pos + 1] & 0x3Fu);
-    n = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF && left >= 3 && IsContinuation(s[pos + 1]) &&
-             IsContinuation(s[pos + 2])) {
-    c = ((b0 & 0x0Fu) << 12) | ((s[pos + 1] & 0x3Fu) << 6) | (s[pos + 2] & 0x3Fu);
-    if (c >= 0x800 && (c < 0xD800 || c > 0xDFFF)) n = 3;  // shortest form, no surrogates
-  } else if (b0 >= 0xF0 && b0 <= 0xF4 && left >= 4 && IsContinuation(s[pos + 1]) &&
-             IsContinuation(s[pos + 2]) && IsContinuation(s[pos + 3])) {
-    c = ((b0 & 0x07u) << 18) | ((s[pos + 1] & 0x3Fu) << 12) | ((s[pos + 2] & 0x3Fu) << 6) |
-        (s[pos + 3] & 0x3Fu);
-    if (c >= 0x10000 && c <= 0x10FFFF) n = 4;
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data()) + pos;
+  if (s[0] < 0x80) return CodePoint{s[0], 1, ClassOf(s[0])};
+  const LeadByte lead = ClassifyLead(s[0]);
+  if (lead.length == 0 || text.size() - pos < lead.length || !ContinuationsFollow(s, lead.length)) {
+    return kInvalid;
   }
-  if (n == 0) return CodePoint{0xFFFD, 1, CharClass::kOther};
-  return CodePoint{c, n, ClassOf(c)};
+  char32_t c = s[0] & lead.payload_mask;
+  for (uint8_t i = 1; i < lead.length; ++i) c = (c << 6) | (s[i] & 0x3Fu);
+  if (!IsScalarOfLength(c, lead.length)) return kInvalid;
+  return CodePoint{c, lead.length, ClassOf(c)};
 }
 
 }  // namespace xmod

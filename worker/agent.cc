@@ -157,29 +157,9 @@ int64_t Agent::LeaseDeadline(int64_t sent_ms, int64_t ttl_ms) const {
 }
 
 absl::Status Agent::HeartbeatOnce() {
-  v1::HeartbeatRequest request;
   // Read before the request leaves: the renewal happens later, so the lease lasts longer.
   const int64_t sent = clock_->MonotonicMillis();
-  {
-    absl::MutexLock lock(&mu_);
-    request.set_worker_id(worker_id_);
-    for (const auto& [key, attempt] : attempts_) {
-      v1::RunningAttempt* running = request.add_running();
-      running->set_run_id(key.run_id);
-      running->set_attempt(key.attempt);
-      *running->mutable_progress() = attempt->progress;
-    }
-    // Attempts whose reports are still on their way (kept by an earlier start, or refused
-    // at start) hold their lease until their FinishRun arrives, unless the coordinator keeps
-    // answering their reports with errors: then it may end them as lost.
-    for (const AttemptKey& key :
-         relay_.attempts_to_hold(kHoldStuckReportsLeaseTtls * lease_ttl_ms_)) {
-      if (attempts_.count(key) > 0) continue;
-      v1::RunningAttempt* running = request.add_running();
-      running->set_run_id(key.run_id);
-      running->set_attempt(key.attempt);
-    }
-  }
+  const v1::HeartbeatRequest request = HeartbeatRequestNow();
   absl::StatusOr<v1::HeartbeatResponse> reply = gateway_->Heartbeat(request);
   if (!reply.ok()) return reply.status();
   if (reply->reregister()) {
@@ -188,26 +168,56 @@ absl::Status Agent::HeartbeatOnce() {
     if (!status.ok()) return status;
   }
   absl::MutexLock lock(&mu_);
-  for (const v1::Order& order : reply->orders()) {
-    auto it = attempts_.find({order.run_id(), order.attempt()});
-    if (it == attempts_.end()) continue;
-    if (order.action() == v1::STOP) {
-      LOG(INFO) << "run " << order.run_id() << " attempt " << order.attempt() << ": STOP order";
-      StopLocked(*it->second, v1::OUTCOME_CANCELLED);
-    } else if (order.action() == v1::PREEMPT) {
-      LOG(INFO) << "run " << order.run_id() << " attempt " << order.attempt() << ": PREEMPT order";
-      StopLocked(*it->second, v1::OUTCOME_PREEMPTED);
-    } else if (order.action() == v1::KILL) {
-      LOG(WARNING) << "run " << order.run_id() << " attempt " << order.attempt()
-                   << ": KILL order, the attempt is no longer current";
-      KillLocked(*it->second, v1::OUTCOME_PREEMPTED,
-                 "the coordinator no longer holds the attempt's lease");
-    }
-  }
+  for (const v1::Order& order : reply->orders()) ApplyOrderLocked(order);
   // A reply that asks to re-register renewed nothing.
   if (reply->reregister()) return absl::OkStatus();
   const int64_t deadline =
       LeaseDeadline(sent, reply->lease_ttl_ms() > 0 ? reply->lease_ttl_ms() : lease_ttl_ms_);
+  RenewLeasesLocked(request, deadline);
+  return absl::OkStatus();
+}
+
+v1::HeartbeatRequest Agent::HeartbeatRequestNow() {
+  v1::HeartbeatRequest request;
+  absl::MutexLock lock(&mu_);
+  request.set_worker_id(worker_id_);
+  for (const auto& [key, attempt] : attempts_) {
+    v1::RunningAttempt* running = request.add_running();
+    running->set_run_id(key.run_id);
+    running->set_attempt(key.attempt);
+    *running->mutable_progress() = attempt->progress;
+  }
+  // Attempts whose reports are still on their way (kept by an earlier start, or refused
+  // at start) hold their lease until their FinishRun arrives, unless the coordinator keeps
+  // answering their reports with errors: then it may end them as lost.
+  for (const AttemptKey& key :
+       relay_.attempts_to_hold(kHoldStuckReportsLeaseTtls * lease_ttl_ms_)) {
+    if (attempts_.count(key) > 0) continue;
+    v1::RunningAttempt* running = request.add_running();
+    running->set_run_id(key.run_id);
+    running->set_attempt(key.attempt);
+  }
+  return request;
+}
+
+void Agent::ApplyOrderLocked(const v1::Order& order) {
+  auto it = attempts_.find({order.run_id(), order.attempt()});
+  if (it == attempts_.end()) return;
+  if (order.action() == v1::STOP) {
+    LOG(INFO) << "run " << order.run_id() << " attempt " << order.attempt() << ": STOP order";
+    StopLocked(*it->second, v1::OUTCOME_CANCELLED);
+  } else if (order.action() == v1::PREEMPT) {
+    LOG(INFO) << "run " << order.run_id() << " attempt " << order.attempt() << ": PREEMPT order";
+    StopLocked(*it->second, v1::OUTCOME_PREEMPTED);
+  } else if (order.action() == v1::KILL) {
+    LOG(WARNING) << "run " << order.run_id() << " attempt " << order.attempt()
+                 << ": KILL order, the attempt is no longer current";
+    KillLocked(*it->second, v1::OUTCOME_PREEMPTED,
+               "the coordinator no longer holds the attempt's lease");
+  }
+}
+
+void Agent::RenewLeasesLocked(const v1::HeartbeatRequest& request, int64_t deadline) {
   for (const v1::RunningAttempt& running : request.running()) {
     auto it = attempts_.find({running.run_id(), running.attempt()});
     if (it == attempts_.end() || it->second->killed) continue;
@@ -216,7 +226,6 @@ absl::Status Agent::HeartbeatOnce() {
     attempt.lease_deadline_ms = deadline;
     attempt.child->ExtendLease(deadline);
   }
-  return absl::OkStatus();
 }
 
 void Agent::EnforceLeases() {

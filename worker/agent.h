@@ -206,6 +206,13 @@ class Agent {
   absl::StatusOr<std::vector<int32_t>> ReserveSlots(const v1::Assignment& assignment);
   // The child deadline of a lease granted or renewed by a request sent at `sent_ms`.
   int64_t LeaseDeadline(int64_t sent_ms, int64_t ttl_ms) const;
+  // HeartbeatOnce's steps: the attempts held now (with those whose reports still hold a
+  // lease), a STOP, PREEMPT or KILL order carried out, and the listed attempts' leases
+  // extended to `deadline`.
+  v1::HeartbeatRequest HeartbeatRequestNow();
+  void ApplyOrderLocked(const v1::Order& order) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RenewLeasesLocked(const v1::HeartbeatRequest& request, int64_t deadline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One child for one rank; a RankGroup of W children for W > 1 ranks (rank r = ranks[r]);
   // if a rank cannot start, those already started are killed.
   absl::StatusOr<std::unique_ptr<ChildProcess>> StartRanks(const std::vector<RankLaunch>& ranks);

@@ -86,6 +86,45 @@ std::optional<v1::ReportCheckpointRequest> RefusedResumeReport(
   return std::nullopt;
 }
 
+using StepPaths = std::vector<std::pair<int64_t, std::string>>;  // (step, path)
+
+// The relay's refused checkpoints and the resume candidates the trainer rejected.
+std::set<std::string> RefusedCheckpoints(std::set<std::string> refused,
+                                         const std::vector<v1::ReportCheckpointRequest>& reports) {
+  for (const v1::ReportCheckpointRequest& r : reports) {
+    if (!r.rejected().empty()) refused.insert(r.path());
+  }
+  return refused;
+}
+
+// The assignment's candidates and the first `acked` reports (those not rejected).
+StepPaths KnownCheckpoints(const v1::Assignment& assignment,
+                           const std::vector<v1::ReportCheckpointRequest>& reports, size_t acked) {
+  StepPaths known;
+  if (assignment.has_resume() && !assignment.resume().path().empty()) {
+    known.emplace_back(assignment.resume().step(), assignment.resume().path());
+  }
+  for (const v1::ResumePoint& p : assignment.fallbacks()) {
+    known.emplace_back(p.step(), p.path());
+  }
+  for (size_t i = 0; i < acked; ++i) {
+    if (reports[i].rejected().empty()) known.emplace_back(reports[i].step(), reports[i].path());
+  }
+  return known;
+}
+
+// The step from which known checkpoints stay: the two newest good ones stay (a fallback for
+// a retry). None with fewer than two good ones.
+std::optional<int64_t> KeepFromStep(const StepPaths& known, const std::set<std::string>& refused) {
+  std::vector<int64_t> good;
+  for (const auto& [step, path] : known) {
+    if (refused.count(path) == 0) good.push_back(step);
+  }
+  if (good.size() < 2) return std::nullopt;
+  std::sort(good.rbegin(), good.rend());
+  return good[1];
+}
+
 }  // namespace
 
 void Agent::Supervise(Attempt* attempt) {
@@ -240,30 +279,14 @@ void Agent::CollectCheckpoints(Attempt* attempt, bool all_delivered) {
   }
   // What the coordinator holds: the assignment's candidates and the acknowledged reports,
   // less the candidates the trainer refused.
-  std::set<std::string> refused = relay_.refused_checkpoints(attempt->key);
-  for (const v1::ReportCheckpointRequest& r : reports) {
-    if (!r.rejected().empty()) refused.insert(r.path());
-  }
-  std::vector<std::pair<int64_t, std::string>> known;  // (step, path)
-  if (attempt->assignment.has_resume() && !attempt->assignment.resume().path().empty()) {
-    known.emplace_back(attempt->assignment.resume().step(), attempt->assignment.resume().path());
-  }
-  for (const v1::ResumePoint& p : attempt->assignment.fallbacks()) {
-    known.emplace_back(p.step(), p.path());
-  }
-  for (size_t i = 0; i < acked; ++i) {
-    if (reports[i].rejected().empty()) known.emplace_back(reports[i].step(), reports[i].path());
-  }
-  std::vector<int64_t> good;
+  const std::set<std::string> refused =
+      RefusedCheckpoints(relay_.refused_checkpoints(attempt->key), reports);
+  const StepPaths known = KnownCheckpoints(attempt->assignment, reports, acked);
+  const std::optional<int64_t> keep_from = KeepFromStep(known, refused);
+  if (!keep_from.has_value()) return;
   for (const auto& [step, path] : known) {
-    if (refused.count(path) == 0) good.push_back(step);
-  }
-  if (good.size() < 2) return;
-  std::sort(good.rbegin(), good.rend());
-  const int64_t keep_from = good[1];  // the two newest good ones stay (a fallback for a retry)
-  for (const auto& [step, path] : known) {
-    if (step >= keep_from || std::find(attempt->deleted.begin(), attempt->deleted.end(), path) !=
-                                 attempt->deleted.end()) {
+    if (step >= *keep_from || std::find(attempt->deleted.begin(), attempt->deleted.end(), path) !=
+                                  attempt->deleted.end()) {
       continue;
     }
     attempt->deleted.push_back(path);

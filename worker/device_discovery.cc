@@ -156,40 +156,52 @@ absl::StatusOr<std::vector<v1::Slot>> MakeCpuSlots(int slots, int cores_per_slot
   return result;
 }
 
-absl::StatusOr<std::vector<v1::Slot>> SystemDeviceProbe::Probe() {
+namespace {
+
+// The machine's cores, or inside a Slurm job its allocated CPUs (logged with its GPUs).
+int TotalCores(const std::optional<SlurmAllocation>& slurm) {
   int total_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (!slurm.has_value()) return total_cores;
+  if (slurm->cpus > 0) total_cores = slurm->cpus;
+  LOG(INFO) << "Slurm job " << slurm->job_id << ": " << total_cores << " CPUs, GPUs ["
+            << absl::StrJoin(slurm->gpus, ",") << "]" << (slurm->gpus_from.empty() ? "" : " from ")
+            << slurm->gpus_from;
+  return total_cores;
+}
+
+// The GPUs `nvidia_smi_command` lists (none when it cannot run), inside a Slurm job only
+// the allocated ones.
+absl::StatusOr<std::vector<v1::Slot>> UsableGpus(const std::string& nvidia_smi_command,
+                                                 const std::optional<SlurmAllocation>& slurm) {
+  std::vector<v1::Slot> gpus;
+  absl::StatusOr<std::string> csv = RunCommand(nvidia_smi_command);
+  if (csv.ok()) {
+    absl::StatusOr<std::vector<v1::Slot>> listed = ParseNvidiaSmiCsv(*csv, 1);
+    if (!listed.ok()) return listed.status();
+    gpus = *std::move(listed);
+  }
+  if (!slurm.has_value()) return gpus;
+  return SelectAllocatedGpus(std::move(gpus), *slurm);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<v1::Slot>> SystemDeviceProbe::Probe() {
   absl::StatusOr<std::optional<SlurmAllocation>> slurm = ReadSlurmAllocation(options_.environment);
   if (!slurm.ok()) return slurm.status();
-  if (slurm->has_value()) {
-    const SlurmAllocation& allocation = **slurm;
-    if (allocation.cpus > 0) total_cores = allocation.cpus;
-    LOG(INFO) << "Slurm job " << allocation.job_id << ": " << total_cores << " CPUs, GPUs ["
-              << absl::StrJoin(allocation.gpus, ",") << "]"
-              << (allocation.gpus_from.empty() ? "" : " from ") << allocation.gpus_from;
-  }
+  const int total_cores = TotalCores(*slurm);
   // Outside Slurm every GPU nvidia-smi lists is ours; inside, only allocated ones.
   const bool look_for_gpus = options_.use_gpus && !options_.nvidia_smi_command.empty() &&
                              (!slurm->has_value() || !(*slurm)->gpus.empty());
   if (look_for_gpus) {
-    std::vector<v1::Slot> gpus;
-    absl::StatusOr<std::string> csv = RunCommand(options_.nvidia_smi_command);
-    if (csv.ok()) {
-      absl::StatusOr<std::vector<v1::Slot>> listed = ParseNvidiaSmiCsv(*csv, 1);
-      if (!listed.ok()) return listed.status();
-      gpus = *std::move(listed);
-    }
-    if (slurm->has_value()) {
-      absl::StatusOr<std::vector<v1::Slot>> allocated =
-          SelectAllocatedGpus(std::move(gpus), **slurm);
-      if (!allocated.ok()) return allocated.status();
-      gpus = *std::move(allocated);
-    }
-    if (!gpus.empty()) {
+    absl::StatusOr<std::vector<v1::Slot>> gpus = UsableGpus(options_.nvidia_smi_command, *slurm);
+    if (!gpus.ok()) return gpus.status();
+    if (!gpus->empty()) {
       // The cores are shared among the GPUs' data loaders and launch threads.
       int cores = options_.cores_per_slot > 0
                       ? options_.cores_per_slot
-                      : std::max(1, total_cores / static_cast<int>(gpus.size()));
-      for (v1::Slot& slot : gpus) slot.set_cores(cores);
+                      : std::max(1, total_cores / static_cast<int>(gpus->size()));
+      for (v1::Slot& slot : *gpus) slot.set_cores(cores);
       return gpus;
     }
   }

@@ -181,14 +181,46 @@ int RunSteps(const xmod::v1::RunSpec& spec, const Mode& mode, int64_t resumed, c
   return xmod::kExitOk;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// Prints the arguments and the thread variable to stdout (the attempt's log file).
+void PrintInvocation(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) std::printf("%s%s", i ? " " : "", argv[i]);
   const char* omp = std::getenv(xmod::kEnvOmpNumThreads);
   std::printf("\n%s=%s\n", xmod::kEnvOmpNumThreads, omp ? omp : "");
   std::fflush(stdout);
+}
 
+// Emits the started event; the step a FAKE_TRAIN_RESUME run continues after (0 otherwise).
+int64_t EmitStarted(const xmod::TrainerArgs& args, const Mode& mode, const Emit& emit) {
+  const int64_t resumed =
+      mode.resume && !args.resume.empty() ? CheckpointStep(args.resume.front()) : 0;
+  xmod::v1::TrainerEvent started;
+  started.mutable_started()->set_resumed_from_step(
+      args.resume.empty() ? 0 : (mode.resume ? resumed : 1));
+  started.mutable_started()->set_steps_planned(mode.steps);
+  emit(started);
+  return resumed;
+}
+
+// Runs FAKE_TRAIN_MODE's events after the started one; the exit code.
+int RunMode(const xmod::v1::RunSpec& spec, const Mode& mode, int64_t resumed, const Emit& emit) {
+  if (mode.name == "fail") {
+    emit(Metric(1, "train/loss", 5.0));
+    std::fprintf(stderr, "fake_train: step 1\nfake_train: boom\n");
+    return xmod::kExitInvalidConfig;
+  }
+  if (mode.name == "term") {
+    while (!g_terminate) usleep(5'000);
+    emit(Checkpoint(1, spec.checkpoint_dir()));
+    return xmod::kExitPreempted;
+  }
+  if (mode.name == "law") return RunLaw(spec, mode, emit);
+  return RunSteps(spec, mode, resumed, emit);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  PrintInvocation(argc, argv);
   const xmod::ParsedTrainerArgs parsed = xmod::TrainerArgs::Parse(argc, argv, "fake_train");
   if (!parsed.args.has_value()) return parsed.exit_code;
   const xmod::TrainerArgs& args = *parsed.args;
@@ -202,25 +234,6 @@ int main(int argc, char** argv) {
   const Emit emit = [&events](const xmod::v1::TrainerEvent& event) { (void)events.Write(event); };
   signal(SIGTERM, OnTerm);
   const Mode mode = ModeFromEnvironment();
-
-  const int64_t resumed =
-      mode.resume && !args.resume.empty() ? CheckpointStep(args.resume.front()) : 0;
-  xmod::v1::TrainerEvent started;
-  started.mutable_started()->set_resumed_from_step(
-      args.resume.empty() ? 0 : (mode.resume ? resumed : 1));
-  started.mutable_started()->set_steps_planned(mode.steps);
-  emit(started);
-
-  if (mode.name == "fail") {
-    emit(Metric(1, "train/loss", 5.0));
-    std::fprintf(stderr, "fake_train: step 1\nfake_train: boom\n");
-    return xmod::kExitInvalidConfig;
-  }
-  if (mode.name == "term") {
-    while (!g_terminate) usleep(5'000);
-    emit(Checkpoint(1, spec.checkpoint_dir()));
-    return xmod::kExitPreempted;
-  }
-  if (mode.name == "law") return RunLaw(spec, mode, emit);
-  return RunSteps(spec, mode, resumed, emit);
+  const int64_t resumed = EmitStarted(args, mode, emit);
+  return RunMode(spec, mode, resumed, emit);
 }

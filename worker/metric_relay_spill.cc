@@ -1,6 +1,7 @@
 // See metric_relay.h. This file: the spill folder — points spilled past the memory bound and
 // read back, the attempts a drain keeps for the next start (Keep) and their replay at start.
 #include <algorithm>
+#include <deque>
 #include <filesystem>
 #include <system_error>
 #include <vector>
@@ -18,6 +19,27 @@ namespace {
 
 constexpr char kSpillSuffix[] = ".spill";
 constexpr char kOutcomeSuffix[] = ".outcome";
+
+// Every unacknowledged point, in order: those in memory (seq acked_seq + 1 on), then those
+// still on disk in `spill` (if any), into a fresh spill file at `path`.
+absl::Status WriteUnacknowledged(const std::string& path, int64_t acked_seq,
+                                 const std::deque<v1::MetricPoint>& points, SpillFile* spill) {
+  absl::StatusOr<std::unique_ptr<SpillFile>> fresh = SpillFile::Create(path + ".tmp");
+  if (!fresh.ok()) return fresh.status();
+  int64_t seq = acked_seq;
+  for (const v1::MetricPoint& point : points) {
+    if (absl::Status s = (*fresh)->Append(++seq, point, /*durable=*/false); !s.ok()) return s;
+  }
+  v1::MetricPoint point;
+  while (spill != nullptr) {
+    absl::StatusOr<bool> read = spill->ReadNext(&seq, &point);
+    if (!read.ok()) return read.status();
+    if (!*read) break;
+    if (absl::Status s = (*fresh)->Append(seq, point, /*durable=*/false); !s.ok()) return s;
+  }
+  // The rename replaces the old file at `path` (if any), which must then not be deleted.
+  return (*fresh)->Persist(path);
+}
 
 }  // namespace
 
@@ -119,23 +141,11 @@ absl::Status MetricRelay::KeepLocked(AttemptKey key, Stream& stream) {
     if (absl::Status s = WriteFileAtomic(OutcomePath(key), outcome); !s.ok()) return s;
   }
   if (!stream.points.empty() || (stream.spill != nullptr && stream.spill->unread() > 0)) {
-    // Every unacknowledged point, in order: those in memory, then those still on disk.
-    const std::string path = SpillPath(key);
-    absl::StatusOr<std::unique_ptr<SpillFile>> fresh = SpillFile::Create(path + ".tmp");
-    if (!fresh.ok()) return fresh.status();
-    int64_t seq = stream.acked_seq;
-    for (const v1::MetricPoint& point : stream.points) {
-      if (absl::Status s = (*fresh)->Append(++seq, point, /*durable=*/false); !s.ok()) return s;
+    if (absl::Status s = WriteUnacknowledged(SpillPath(key), stream.acked_seq, stream.points,
+                                             stream.spill.get());
+        !s.ok()) {
+      return s;
     }
-    v1::MetricPoint point;
-    while (stream.spill != nullptr) {
-      absl::StatusOr<bool> read = stream.spill->ReadNext(&seq, &point);
-      if (!read.ok()) return read.status();
-      if (!*read) break;
-      if (absl::Status s = (*fresh)->Append(seq, point, /*durable=*/false); !s.ok()) return s;
-    }
-    // The rename replaces the old file at `path` (if any), which must then not be deleted.
-    if (absl::Status s = (*fresh)->Persist(path); !s.ok()) return s;
     if (stream.spill != nullptr) stream.spill->Release();
     stream.spill.reset();
   }

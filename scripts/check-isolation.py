@@ -79,28 +79,48 @@ BASE_RUNTIME = {"libc6", "libgcc-s1", "libstdc++6", "zlib1g", "liblzma5", "libzs
                 "libbz2-1.0", "libcrypt1"}
 
 
-def leaked_runtime(prefix, binaries):
+def loaded_libraries(prefix, binaries):
+    """{name: path, or "not found"} of the shared libraries ldd resolves for the binaries, with
+    the prefix's library folder first on the search path."""
     env = dict(os.environ)
     lib = os.path.join(prefix, "usr/lib/x86_64-linux-gnu")
-    env["LD_LIBRARY_PATH"] = lib + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    env["LD_LIBRARY_PATH"] = lib + (":" + env["LD_LIBRARY_PATH"]
+                                    if env.get("LD_LIBRARY_PATH") else "")
     resolved = {}
     for binary in binaries:
         out = subprocess.run(["ldd", binary], capture_output=True, text=True, env=env).stdout
         for line in out.splitlines():
-            m = re.match(r"\s*(\S+) => (.*?) \(", line) or re.match(r"\s*(\S+) => (not found)", line)
+            m = (re.match(r"\s*(\S+) => (.*?) \(", line)
+                 or re.match(r"\s*(\S+) => (not found)", line))
             if m:
                 resolved.setdefault(m.group(1), m.group(2))
+    return resolved
+
+
+def from_system(path, prefix):
+    """Whether a library resolved to path comes from neither the prefix (a folder ending in /)
+    nor LibTorch's wheel; one not found does."""
+    return path == "not found" or not (os.path.realpath(path).startswith(prefix)
+                                       or "/site-packages/" in path)
+
+
+def from_base_runtime(path, owner):
+    """Whether a system library at path (or "not found") of package owner (None when dpkg does
+    not know it) is the base runtime's, which the binaries may load."""
+    return path != "not found" and owner is not None and owner.split(":")[0] in BASE_RUNTIME
+
+
+def leaked_runtime(prefix, binaries):
+    resolved = loaded_libraries(prefix, binaries)
     prefix = os.path.realpath(prefix) + "/"
-    system = {name: path for name, path in resolved.items()
-              if path == "not found" or not (os.path.realpath(path).startswith(prefix)
-                                             or "/site-packages/" in path)}
+    system = {name: path for name, path in resolved.items() if from_system(path, prefix)}
     # dpkg records /usr/lib/... where ldd prints /lib/... (merged /usr): ask for both names.
     found = {p for p in system.values() if p != "not found"}
     package = owners(found | {os.path.realpath(p) for p in found})
     bad = []
     for name, path in sorted(system.items()):
         owner = package.get(path) or package.get(os.path.realpath(path))
-        if path == "not found" or owner is None or owner.split(":")[0] not in BASE_RUNTIME:
+        if not from_base_runtime(path, owner):
             bad.append(f"{name} => {path} ({owner or 'no package'})")
     return bad
 

@@ -186,7 +186,7 @@ class Model(nn.Module):
         return loss, (0.01 * aux / routed if routed else torch.zeros((), device=tokens.device))
 
 
-def main():
+def parse_args():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--name", default="dense")
     p.add_argument("--plan", required=True, help="layer kinds, e.g. DDDDSSSSDSSSSD")
@@ -214,11 +214,12 @@ def main():
     p.add_argument("--optimizer", default="none", help="none | adamw (fused on CUDA)")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    args = p.parse_args()
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    device = torch.device(args.device)
-    cuda = device.type == "cuda"
+    return p.parse_args()
+
+
+def build_model(args, device):
+    """The model of the arguments in training mode on device, and its AdamW optimizer (None
+    without --optimizer adamw)."""
 
     class Cfg:
         d, head_dim, heads, kv_heads = args.d, args.head_dim, args.heads, args.kv_heads
@@ -231,40 +232,49 @@ def main():
     optimizer = None
     if args.optimizer == "adamw":
         optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.95),
-                                      weight_decay=0.1, fused=cuda)
-    step_fn = torch.compile(model) if args.compile else model
-    batch = max(1, args.tokens_per_step // args.seq_len)
-    tokens = torch.randint(0, args.vocab, (batch, args.seq_len + 1), device=device)
-    inputs, targets = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+                                      weight_decay=0.1, fused=device.type == "cuda")
+    return model, optimizer
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def time_steps(args, model, optimizer, step_fn, inputs, targets):
+    """Runs --warmup + --steps training steps; returns the seconds of each step after the
+    warmup (forward and backward) and of its optimizer step, the first step's seconds and the
+    last loss."""
+    device = inputs.device
     bf16 = args.precision == "bf16"
-
-    def sync():
-        if cuda:
-            torch.cuda.synchronize()
-
     steps, optimizer_s, first_s = [], [], 0.0
     for step in range(args.warmup + args.steps):
         model.zero_grad(set_to_none=True)
-        sync()
+        sync(device)
         start = time.perf_counter()
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
             loss, aux = step_fn(inputs, targets)
         (loss + aux).backward()
-        sync()
+        sync(device)
         seconds = time.perf_counter() - start
         if step == 0:
             first_s = seconds  # with --compile: the compilation
         if optimizer is not None:
             start = time.perf_counter()
             optimizer.step()
-            sync()
+            sync(device)
             if step >= args.warmup:
                 optimizer_s.append(time.perf_counter() - start)
         if step >= args.warmup:
             steps.append(seconds)
+    return steps, optimizer_s, first_s, loss
+
+
+def summarize(args, batch, steps, optimizer_s, first_s, loss):
+    """The JSON object that --json prints."""
     step_s = statistics.mean(steps)
     tps = batch * args.seq_len / step_s
-    result = {
+    return {
         "model": ("compiled_" if args.compile else "eager_") + args.name,
         "device": args.device, "precision": args.precision, "attention": args.attention,
         "layers": len(args.plan), "L": args.seq_len, "threads": args.threads,
@@ -272,15 +282,35 @@ def main():
         "achieved_flops_per_s": tps * args.train_flops_per_token, "first_step_s": first_s,
         "optimizer_s": statistics.mean(optimizer_s) if optimizer_s else 0.0,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
-        "peak_device_mib": torch.cuda.max_memory_allocated() / 2**20 if cuda else 0.0,
+        "peak_device_mib": (torch.cuda.max_memory_allocated() / 2**20
+                            if torch.device(args.device).type == "cuda" else 0.0),
         "loss": loss.item(), "torch": torch.__version__}
+
+
+def print_result(args, result):
     if args.json:
         print(json.dumps(result))
         return
+    step_s, tps = result["step_s"], result["tokens_per_s"]
     print(f"model={result['model']} L={args.seq_len} threads={args.threads} "
           f"layers={len(args.plan)} step_s={step_s:.4f} tokens_per_s={tps:.1f} "
           f"achieved_gflops={tps * args.train_flops_per_token / 1e9:.2f} "
           f"peak_rss_mib={result['peak_rss_mib']:.1f} loss={result['loss']:.4f}")
+
+
+def main():
+    args = parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    device = torch.device(args.device)
+    model, optimizer = build_model(args, device)
+    step_fn = torch.compile(model) if args.compile else model
+    batch = max(1, args.tokens_per_step // args.seq_len)
+    tokens = torch.randint(0, args.vocab, (batch, args.seq_len + 1), device=device)
+    inputs, targets = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+    steps, optimizer_s, first_s, loss = time_steps(args, model, optimizer, step_fn, inputs,
+                                                   targets)
+    print_result(args, summarize(args, batch, steps, optimizer_s, first_s, loss))
 
 
 if __name__ == "__main__":

@@ -321,44 +321,55 @@ const XmodChart = (() => {
     drawOverlay(svg);
   }
 
-  // The drag selection, or the hover read-out of the point nearest the pointer.
-  function drawOverlay(svg) {
-    const v = view(svg);
-    const overlay = svg.querySelector('g.overlay');
-    if (!overlay) return;
-    overlay.replaceChildren();
-    if (v.drag) {
-      const x = Math.min(v.drag.from, v.drag.to);
-      overlay.appendChild(el('rect', {
-        class: 'selection',
-        x,
-        y: TOP,
-        width: Math.abs(v.drag.to - v.drag.from),
-        height: H - TOP - BOTTOM,
-        fill: 'rgba(47, 111, 223, 0.12)',
-        stroke: '#2f6fdf',
-        'stroke-dasharray': '3 2'
-      }));
-      return;
-    }
-    if (!v.hover) return;
+  // The dragged x range, shaded across the plot's height.
+  function drawSelection(overlay, drag) {
+    const x = Math.min(drag.from, drag.to);
+    overlay.appendChild(el('rect', {
+      class: 'selection',
+      x,
+      y: TOP,
+      width: Math.abs(drag.to - drag.from),
+      height: H - TOP - BOTTOM,
+      fill: 'rgba(47, 111, 223, 0.12)',
+      stroke: '#2f6fdf',
+      'stroke-dasharray': '3 2'
+    }));
+  }
+
+  // The drawn point in the plot's x range nearest the pointer, null when none is within
+  // HOVER_PX.
+  function nearestPoint(drawn, hover) {
     let best = null, bestD = HOVER_PX * HOVER_PX;
-    for (const p of v.drawn) {
+    for (const p of drawn) {
       if (p.x < LEFT - 0.5 || p.x > W - RIGHT + 0.5) continue;  // zoomed out of view
-      const d = (p.x - v.hover.x) ** 2 + (p.y - v.hover.y) ** 2;
+      const d = (p.x - hover.x) ** 2 + (p.y - hover.y) ** 2;
       if (d < bestD) {
         best = p;
         bestD = d;
       }
     }
-    if (!best) return;
+    return best;
+  }
+
+  // The top left corner of a width x height box beside point p: below right of it, flipped
+  // to the other side where that would leave the plot.
+  function tooltipCorner(p, width, height) {
+    let tx = p.x + 12, ty = p.y + 12;
+    if (tx + width > W - RIGHT) tx = p.x - 12 - width;
+    if (ty + height > H - BOTTOM) ty = p.y - 12 - height;
+    return {tx: Math.max(LEFT, tx), ty: Math.max(TOP, ty)};
+  }
+
+  // The read-out of point best: a vertical guide, a ring around the point and a box with its
+  // series, C and value.
+  function drawReadout(overlay, best, yLabel) {
     overlay.appendChild(el('line', {
       x1: best.x, x2: best.x, y1: TOP, y2: H - BOTTOM, stroke: '#9aa5b1', 'stroke-dasharray': '2 3'
     }));
     overlay.appendChild(el('circle', {
       cx: best.x, cy: best.y, r: 5, fill: 'none', stroke: colour(best.i), 'stroke-width': 2
     }));
-    const name = v.yLabel.split(' ')[0];  // "val/loss (nats)" -> "val/loss"
+    const name = yLabel.split(' ')[0];  // "val/loss (nats)" -> "val/loss"
     const lines =
         [best.label, `C = ${sci(best.c, 3)} FLOPs`, `${name} = ${best.value.toFixed(4)}`];
     const tip = overlay.appendChild(el('g', {
@@ -369,11 +380,7 @@ const XmodChart = (() => {
     }));
     const width = 14 + 6.6 * Math.max(...lines.map(s => s.length));
     const height = 10 + 16 * lines.length;
-    let tx = best.x + 12, ty = best.y + 12;
-    if (tx + width > W - RIGHT) tx = best.x - 12 - width;
-    if (ty + height > H - BOTTOM) ty = best.y - 12 - height;
-    tx = Math.max(LEFT, tx);
-    ty = Math.max(TOP, ty);
+    const {tx, ty} = tooltipCorner(best, width, height);
     tip.appendChild(el('rect', {
       x: tx, y: ty, width, height, rx: 4, fill: '#fff', stroke: colour(best.i), opacity: 0.95
     }));
@@ -386,6 +393,21 @@ const XmodChart = (() => {
         class: j === 0 ? 'series' : 'value'
       }, line));
     });
+  }
+
+  // The drag selection, or the hover read-out of the point nearest the pointer.
+  function drawOverlay(svg) {
+    const v = view(svg);
+    const overlay = svg.querySelector('g.overlay');
+    if (!overlay) return;
+    overlay.replaceChildren();
+    if (v.drag) {
+      drawSelection(overlay, v.drag);
+      return;
+    }
+    if (!v.hover) return;
+    const best = nearestPoint(v.drawn, v.hover);
+    if (best) drawReadout(overlay, best, v.yLabel);
   }
 
   return {draw, colour, sci, resetZoom};

@@ -115,6 +115,7 @@ absl::Status Coordinator::StartBackgroundParts() {
   SchedulerOptions scheduler_options;
   scheduler_options.lease_ttl_ms = options_.lease_ttl_ms;
   scheduler_options.heartbeat_interval_ms = options_.heartbeat_interval_ms;
+  scheduler_options.max_ingest_writes = options_.max_ingest_writes;
   // A polling worker takes its gang part at once; one lease TTL covers a slow start.
   scheduler_options.gang_start_timeout_ms = options_.lease_ttl_ms;
   scheduler_options.checkpoint_root = options_.checkpoint_root;

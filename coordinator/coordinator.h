@@ -66,7 +66,8 @@ struct CoordinatorOptions {
   std::string ports_file;  // {"grpc":P,"http":P,"metrics":P,"health":P} once listening
   int64_t lease_ttl_ms = 30000;
   int64_t heartbeat_interval_ms = 2000;
-  int64_t tick_ms = 500;  // lease expiry / gauge refresh / refit poll period
+  int max_ingest_writes = 8;  // SchedulerOptions::max_ingest_writes
+  int64_t tick_ms = 500;       // lease expiry / gauge refresh / refit poll period
   bool check_data_paths = true;
   // Absolute directories the sweeps' data globs must lie under (--data_root, data_roots.h);
   // empty: data globs are not looked up.

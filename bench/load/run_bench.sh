@@ -6,6 +6,7 @@
 #
 # Usage: bench/load/run_bench.sh [BUILD_DIR] [bench_load flags...]
 #   (BUILD_DIR needs the targets xmod-coordinator and bench_load; default build/release)
+#   COORDINATOR_FLAGS: more flags of the coordinator, e.g. "--max_ingest_writes=64".
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 build="${1:-$here/../../build/release}"
@@ -26,7 +27,7 @@ ulimit -n 8192 2>/dev/null || true
 "$build/bin/xmod-coordinator" --listen=127.0.0.1:0 --http_listen= --metrics_listen= \
   --db="$work/xmod.db" --checkpoint_root="$work/checkpoints" --ports_file="$work/ports.json" \
   --check_data_paths=false --heartbeat_interval_ms=1000 --lease_ttl_ms=15000 \
-  >"$work/coordinator.log" 2>&1 &
+  ${COORDINATOR_FLAGS:-} >"$work/coordinator.log" 2>&1 &
 coordinator=$!
 for _ in $(seq 100); do
   [[ -s "$work/ports.json" ]] && break

@@ -31,8 +31,9 @@ xmod::v1::Progress ProgressOf(const xmod::v1::ReportMetricsRequest& request) {
 
 }  // namespace
 
-MetricIngest::MetricIngest(Store* store, ChangeFeed* feed, CoordinatorMetrics* metrics)
-    : store_(store), feed_(feed), metrics_(metrics) {}
+MetricIngest::MetricIngest(Store* store, ChangeFeed* feed, CoordinatorMetrics* metrics,
+                           int max_writes)
+    : store_(store), feed_(feed), metrics_(metrics), max_writes_(std::max(1, max_writes)) {}
 
 void MetricIngest::Open(const AttemptKey& key, LiveAttempt attempt) {
   absl::MutexLock lock(&mu_);
@@ -80,12 +81,15 @@ int MetricIngest::WaitingForClose() {
 MetricIngest::Entry* MetricIngest::AwaitReporterLocked(
     const xmod::v1::ReportMetricsRequest& request) {
   const AttemptKey key{request.run_id(), request.attempt()};
-  auto it = attempts_.find(key);
-  while (it != attempts_.end() && it->second.closing) {
+  const bool writes = request.points_size() > 0;
+  std::map<AttemptKey, Entry>::iterator it;
+  while (true) {
+    while (writes && writes_ >= max_writes_) write_done_.Wait(&mu_);
+    it = attempts_.find(key);
+    if (it == attempts_.end() || !it->second.closing) break;
     ++waiting_for_close_;
     close_resolved_.Wait(&mu_);
     --waiting_for_close_;
-    it = attempts_.find(key);
   }
   if (it == attempts_.end() || it->second.attempt.reporter != request.worker_id()) return nullptr;
   return &it->second;
@@ -134,6 +138,7 @@ absl::StatusOr<xmod::v1::ReportMetricsResponse> MetricIngest::ReportMetrics(
     progress = ProgressOf(request);
     sweep_id = entry->attempt.sweep_id;
     // Queued under this lock, so before any end of the attempt (header comment).
+    ++writes_;
     std::vector<xmod::v1::MetricPoint> points(request.points().begin(), request.points().end());
     done =
         store_->Write([run_id = request.run_id(), attempt = request.attempt(),
@@ -142,11 +147,14 @@ absl::StatusOr<xmod::v1::ReportMetricsResponse> MetricIngest::ReportMetrics(
           return UpdateProgress(db, run_id, progress);
         });
   }
-  if (absl::Status s = done.get(); !s.ok()) return s;
+  const absl::Status stored = done.get();
   {
     absl::MutexLock lock(&mu_);
-    NoteStoredLocked(request, acked, progress);
+    --writes_;
+    write_done_.Signal();
+    if (stored.ok()) NoteStoredLocked(request, acked, progress);
   }
+  if (!stored.ok()) return stored;
   feed_->Publish(sweep_id, request.run_id());
   response.set_acked_seq(acked);
   return response;

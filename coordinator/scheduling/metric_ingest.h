@@ -41,8 +41,9 @@ class MetricIngest {
     int64_t acked_seq = -1;  // highest seq with every earlier point durable (-1 = none)
   };
 
-  // `store` and `feed` must outlive it; `metrics` may be null.
-  MetricIngest(Store* store, ChangeFeed* feed, CoordinatorMetrics* metrics);
+  // `store` and `feed` must outlive it; `metrics` may be null. At most `max_writes` batches
+  // are being written at once; more wait (scheduling writes queue behind at most that many).
+  MetricIngest(Store* store, ChangeFeed* feed, CoordinatorMetrics* metrics, int max_writes);
 
   // Stores points idempotently (by run, attempt, seq) and acknowledges the highest seq up to
   // which every point is durable. A stale attempt's points are acknowledged, not stored,
@@ -67,8 +68,9 @@ class MetricIngest {
     bool closing = false;  // between BeginClose and EndClose
   };
 
-  // The open attempt `request` reports for, once no end of it is in flight; null when it is
-  // not open or another worker holds it (stale).
+  // The open attempt `request` reports for, once no end of it is in flight and, when it has
+  // points, a write may start (writes_ < max_writes_); null when it is not open or another
+  // worker holds it (stale).
   Entry* AwaitReporterLocked(const xmod::v1::ReportMetricsRequest& request)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Once a batch is durable: its acknowledgement and the run's progress gauges.
@@ -78,9 +80,12 @@ class MetricIngest {
   Store* const store_;
   ChangeFeed* const feed_;
   CoordinatorMetrics* const metrics_;
+  const int max_writes_;
 
   absl::Mutex mu_;
-  absl::CondVar close_resolved_;  // signalled by EndClose
+  absl::CondVar close_resolved_;         // signalled by EndClose
+  absl::CondVar write_done_;             // signalled when a batch's write ends
+  int writes_ ABSL_GUARDED_BY(mu_) = 0;  // batches being written
   std::map<scheduling::AttemptKey, Entry> attempts_ ABSL_GUARDED_BY(mu_);
   int waiting_for_close_ ABSL_GUARDED_BY(mu_) = 0;
 };

@@ -34,7 +34,7 @@ Scheduler::Scheduler(Store* store, Clock* clock, ChangeFeed* feed, CoordinatorMe
       feed_(feed),
       metrics_(metrics),
       options_(options),
-      ingest_(store, feed, metrics) {}
+      ingest_(store, feed, metrics, options.max_ingest_writes) {}
 
 int64_t Scheduler::BackoffMillis(int failures) const {
   return scheduling::BackoffMillis(failures, options_);

@@ -7,7 +7,7 @@
 # constructed long function and a constructed complex one.
 # Usage: structure_limits_test.sh <source dir>
 set -euo pipefail
-src=$1
+src=$(cd "$1" && pwd)
 max_file_lines=500
 max_function_lines=60
 max_complexity=15

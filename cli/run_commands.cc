@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "cli/render.h"
+#include "trainer_contract/series.h"
 
 namespace xmod::cli {
 namespace {
@@ -39,7 +40,8 @@ absl::StatusOr<Table> EvalTable(CoordinatorClient& client, const xmod::v1::Run& 
   request.set_max_points(100);
   for (const auto& task : tasks) {
     for (const char* field : kFields) {
-      request.add_names(absl::StrCat("eval/", task.task(), "/", field));
+      request.add_names(
+          absl::StrCat(SeriesName(xmod::v1::SERIES_EVAL_PREFIX), task.task(), "/", field));
     }
   }
   auto response = client.Call(&Coordinator::Stub::GetMetrics, request);
@@ -47,7 +49,8 @@ absl::StatusOr<Table> EvalTable(CoordinatorClient& client, const xmod::v1::Run& 
   for (const auto& task : tasks) {
     std::vector<Cell> row = {Cell::Str(task.task())};
     for (const char* field : kFields) {
-      const std::string name = absl::StrCat("eval/", task.task(), "/", field);
+      const std::string name =
+          absl::StrCat(SeriesName(xmod::v1::SERIES_EVAL_PREFIX), task.task(), "/", field);
       Cell cell = Cell::Null();
       for (const auto& series : response->series()) {
         if (series.name() != name || series.points().empty()) continue;

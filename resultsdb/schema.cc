@@ -1,6 +1,7 @@
 // Schema of the results database (docs/results-database.md). Each entry of kMigrations
-// moves the database from version i to i + 1; never edit an entry once released, append a
-// new one.
+// moves the database from version i to i + 1; never change what an entry executes once
+// released, append a new one. A metric series is named as {series:NAME} (SERIES_NAME of
+// xmod.v1.Series, whose strings never change), replaced by its string literal when it runs.
 //
 // Units: *_ms columns are Unix milliseconds; flops are training FLOPs; losses in nats.
 // Run and attempt states are stored as their proto enum names ("QUEUED", "RUNNING", ...)
@@ -8,7 +9,14 @@
 // does not apply is NULL, never a 0 or '' that reads like a value.
 #include "resultsdb/schema.h"
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "resultsdb/sqlite_db.h"
+#include "trainer_contract/series.h"
 
 namespace xmod {
 namespace {
@@ -152,7 +160,7 @@ CREATE VIEW run_summary AS
 SELECT r.id AS run_id, r.sweep_id, r.name, r.arch, r.k, r.a, r.seq_len AS l, r.backbone,
        r.state, r.attempts, r.flop_budget, r.flops_done,
        (SELECT c.value FROM canonical_metrics c
-         WHERE c.run_id = r.id AND c.name = 'val/loss'
+         WHERE c.run_id = r.id AND c.name = {series:VAL_LOSS}
          ORDER BY c.step DESC, c.attempt DESC LIMIT 1) AS final_val_loss,
        r.train_loss, r.tokens_per_second, r.held_out, r.total_params,
        r.forward_flops_per_token
@@ -164,7 +172,7 @@ CREATE VIEW flop_aligned_loss AS
 SELECT r.sweep_id, r.id AS run_id, r.name, r.arch, r.k, r.a, r.seq_len AS l, r.backbone,
        r.held_out, c.step, c.tokens, c.flops, c.value AS val_loss
 FROM canonical_metrics c JOIN runs r ON r.id = c.run_id
-WHERE c.name = 'val/loss';
+WHERE c.name = {series:VAL_LOSS};
 )sql",
     // Version 2: studies, one fit over several sweeps. A study's fits rows have
     // study_id set and sweep_id 0.
@@ -304,7 +312,7 @@ CREATE VIEW run_summary AS
 SELECT r.id AS run_id, r.sweep_id, r.name, r.arch, r.k, r.a, r.seq_len AS l, r.backbone,
        r.state, r.attempts, r.flop_budget, r.flops_done,
        (SELECT c.value FROM canonical_metrics c
-         WHERE c.run_id = r.id AND c.name = 'val/loss'
+         WHERE c.run_id = r.id AND c.name = {series:VAL_LOSS}
          ORDER BY c.step DESC, c.attempt DESC LIMIT 1) AS final_val_loss,
        r.train_loss, r.tokens_per_second, r.held_out, r.total_params,
        r.forward_flops_per_token
@@ -314,7 +322,7 @@ CREATE VIEW flop_aligned_loss AS
 SELECT r.sweep_id, r.id AS run_id, r.name, r.arch, r.k, r.a, r.seq_len AS l, r.backbone,
        r.held_out, c.step, c.tokens, c.flops, c.value AS val_loss
 FROM canonical_metrics c JOIN runs r ON r.id = c.run_id
-WHERE c.name = 'val/loss';
+WHERE c.name = {series:VAL_LOSS};
 )sql",
     // Version 4: law-guided designs (docs/adaptive-design.md): the live matched-FLOP Δ of
     // sparse runs, runs stopped early (censored observations), and the decisions of
@@ -469,6 +477,17 @@ ALTER TABLE attempts ADD COLUMN memory_plan TEXT;
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
 static_assert(kMigrationCount == kSchemaVersion, "one migration per schema version");
 
+// A migration's SQL with each {series:NAME} replaced by the string literal of SERIES_NAME's
+// name (trainer_contract/series.h): the views name metric series through their one
+// definition.
+std::string WithSeriesNames(const char* migration) {
+  std::vector<std::pair<std::string, std::string>> replacements;
+  for (const auto& [value, name] : AllSeries()) {
+    replacements.emplace_back(absl::StrCat("{series:", value, "}"), SqlString(name));
+  }
+  return absl::StrReplaceAll(migration, replacements);
+}
+
 }  // namespace
 
 absl::StatusOr<int> SchemaVersion(Db& db) {
@@ -492,7 +511,7 @@ absl::Status MigrateTo(Db& db, int target) {
         "database schema version ", *version, " is newer than this coordinator's ", target));
   }
   for (int v = status.ok() ? *version : target; status.ok() && v < target; ++v) {
-    status = db.Exec(kMigrations[v]);
+    status = db.Exec(WithSeriesNames(kMigrations[v]));
     if (status.ok()) status = db.Exec(absl::StrCat("PRAGMA user_version = ", v + 1));
   }
   if (!status.ok()) {

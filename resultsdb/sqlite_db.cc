@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 
 namespace xmod {
 namespace {
@@ -142,6 +143,10 @@ std::string Stmt::Text(int col) const {
   const unsigned char* text = sqlite3_column_text(stmt_, col);
   if (text == nullptr) return "";
   return std::string(reinterpret_cast<const char*>(text), sqlite3_column_bytes(stmt_, col));
+}
+
+std::string SqlString(absl::string_view text) {
+  return absl::StrCat("'", absl::StrReplaceAll(text, {{"'", "''"}}), "'");
 }
 
 }  // namespace xmod

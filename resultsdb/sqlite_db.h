@@ -96,6 +96,9 @@ class Stmt {
   sqlite3_stmt* stmt_;
 };
 
+// `text` as an SQL string literal: in single quotes, each quote doubled.
+std::string SqlString(absl::string_view text);
+
 }  // namespace xmod
 
 #endif  // XMOD_RESULTSDB_SQLITE_DB_H_

@@ -413,7 +413,7 @@ RUN_S=$(since "$run_start")
 # ---------------------------------------------------------------------------------------
 mkdir -p "$(dirname "$RESULT")"
 ISOLATION="$ISOLATION" KERNELS="$KERNELS" TEST_FILES="${test_files[*]}" \
-  TWIN_FILES="${twin_files[*]}" python3 - "$WORK" "$RESULT" "$DEVICE" "$BUILD_S" "$RUN_S" \
+  TWIN_FILES="${twin_files[*]}" SERIES_PROTO="$ROOT/proto/xmod/v1/series.proto" python3 - "$WORK" "$RESULT" "$DEVICE" "$BUILD_S" "$RUN_S" \
   "$built" "$train_status" "$nccl_status" "$T_STEPS" "${bench_files[@]}" <<'EOF'
 import json, math, os, re, struct, sys
 work, result, device, build_s, run_s, built, train_status, nccl_status, steps = sys.argv[1:10]
@@ -464,14 +464,18 @@ def compare(a, b, keys):
             "max_abs_diff": max(diffs, default=0.0)}
 
 whole, repeat, resumed = metrics("whole"), metrics("repeat"), metrics("resumed")
-LOSSES = ("train/loss", "train/aux_loss", "val/loss")
+# The series' names from their one definition.
+SERIES = dict(re.findall(r'SERIES_(\w+) = \d+ \[\(series_name\) = "([^"]+)"\]',
+                         open(os.environ["SERIES_PROTO"]).read()))
+TRAIN_LOSS = SERIES["TRAIN_LOSS"]
+LOSSES = (TRAIN_LOSS, SERIES["TRAIN_AUX_LOSS"], SERIES["VAL_LOSS"])
 losses = sorted(k for k in whole if k[0] in LOSSES)
 resume = compare(whole, resumed, [k for k in losses if k[1] > steps // 2])
 floor = compare(whole, repeat, losses)
 # Tolerance: bit-identical where the kernels are deterministic (CPU); on CUDA, atomics in
 # backward (scatter/index_add of the routing, attention) may reorder sums, so the resumed
 # losses may differ by as much as two runs from scratch do, with a relative floor of 1e-3.
-loss_scale = max((abs(v) for k, v in whole.items() if k[0] == "train/loss"), default=1.0)
+loss_scale = max((abs(v) for k, v in whole.items() if k[0] == TRAIN_LOSS), default=1.0)
 tolerance = 0.0 if device == "cpu" else max(2 * floor["max_abs_diff"], 1e-3 * loss_scale)
 resume_ok = train_status == "ok" and resume["compared"] > 0 and resume["missing"] == 0 and \
     resume["max_abs_diff"] <= tolerance
@@ -490,7 +494,7 @@ def load(f):
 eager = metrics("eager")
 graphs_vs_eager = None
 if eager:
-    keys = [k for k in losses if k[0] == "train/loss"]
+    keys = [k for k in losses if k[0] == TRAIN_LOSS]
     cmp = compare(whole, eager, keys)
     limit = max(2 * floor["max_abs_diff"], 1e-2 * loss_scale)
     graphs_vs_eager = {**cmp, "tolerance_abs": limit,

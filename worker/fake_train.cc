@@ -39,6 +39,7 @@
 #include "fitter/observations.h"
 #include "trainer_contract/event_stream.h"
 #include "trainer_contract/exit_codes.h"
+#include "trainer_contract/series.h"
 #include "trainer_contract/trainer_args.h"
 #include "trainer_contract/trainer_env.h"
 #include "xmod/v1/spec.pb.h"
@@ -50,7 +51,7 @@ volatile sig_atomic_t g_terminate = 0;
 
 void OnTerm(int) { g_terminate = 1; }
 
-xmod::v1::TrainerEvent Metric(int64_t step, const char* name, double value) {
+xmod::v1::TrainerEvent Metric(int64_t step, const std::string& name, double value) {
   xmod::v1::TrainerEvent event;
   auto* point = event.mutable_metric();
   point->set_step(step);
@@ -136,8 +137,8 @@ int RunLaw(const xmod::v1::RunSpec& spec, const Mode& mode, const Emit& emit) {
     if (mode.step_ms > 0) usleep(mode.step_ms * 1000);
     const double flops = budget * step / mode.steps;
     loss = 2 + 40 * std::pow(flops, -0.15) + *delta;
-    for (const char* name : {"train/loss", "val/loss"}) {
-      xmod::v1::TrainerEvent event = Metric(step, name, loss);
+    for (xmod::v1::Series series : {xmod::v1::SERIES_TRAIN_LOSS, xmod::v1::SERIES_VAL_LOSS}) {
+      xmod::v1::TrainerEvent event = Metric(step, xmod::SeriesName(series), loss);
       event.mutable_metric()->set_flops(flops);
       emit(event);
     }
@@ -171,7 +172,7 @@ int RunSteps(const xmod::v1::RunSpec& spec, const Mode& mode, int64_t resumed, c
       }
     }
     if (mode.extra_metric != nullptr) emit(Metric(step, mode.extra_metric, 1.0));
-    emit(Metric(step, "train/loss", 5.0 / step));
+    emit(Metric(step, xmod::SeriesName(xmod::v1::SERIES_TRAIN_LOSS), 5.0 / step));
   }
   emit(Checkpoint(mode.steps, spec.checkpoint_dir()));
   xmod::v1::TrainerEvent finished;
@@ -204,7 +205,7 @@ int64_t EmitStarted(const xmod::TrainerArgs& args, const Mode& mode, const Emit&
 // Runs FAKE_TRAIN_MODE's events after the started one; the exit code.
 int RunMode(const xmod::v1::RunSpec& spec, const Mode& mode, int64_t resumed, const Emit& emit) {
   if (mode.name == "fail") {
-    emit(Metric(1, "train/loss", 5.0));
+    emit(Metric(1, xmod::SeriesName(xmod::v1::SERIES_TRAIN_LOSS), 5.0));
     std::fprintf(stderr, "fake_train: step 1\nfake_train: boom\n");
     return xmod::kExitInvalidConfig;
   }

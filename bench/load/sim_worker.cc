@@ -7,6 +7,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "trainer_contract/series.h"
 
 namespace xmod::bench {
 namespace {
@@ -168,7 +169,7 @@ bool SimWorker::TrainRun(int64_t run_id, int attempt, int64_t* last_seq) {
       point->set_step(step);
       point->set_tokens(step * 512);
       point->set_flops(static_cast<double>(step) * 1.6e9);
-      point->set_name("train/loss");
+      point->set_name(SeriesName(xmod::v1::SERIES_TRAIN_LOSS));
       point->set_value(4.0 / (1.0 + 0.01 * static_cast<double>(step)));
     }
     v1::ReportMetricsResponse response;

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "coordinator/store/store.h"
 #include "coordinator/store/store_writes.h"
+#include "trainer_contract/series.h"
 
 namespace xmod {
 namespace {
@@ -24,7 +25,7 @@ std::atomic<int64_t> g_seq{0};
 std::vector<xmod::v1::MetricPoint> Points(int n) {
   std::vector<xmod::v1::MetricPoint> points(n);
   for (int i = 0; i < n; ++i) {
-    points[i].set_name("train/loss");
+    points[i].set_name(SeriesName(xmod::v1::SERIES_TRAIN_LOSS));
     points[i].set_step(i);
     points[i].set_tokens(i * 4096);
     points[i].set_flops(i * 1e12);

@@ -9,6 +9,7 @@
 #include "coordinator/api/http_auth.h"
 #include "coordinator/api/http_events.h"
 #include "coordinator/api/http_routes.h"
+#include "coordinator/api/http_series.h"
 #include "glog/logging.h"
 
 namespace xmod {
@@ -46,6 +47,7 @@ constexpr RouteEntry kRoutes[] = {
     {Method::kPost, R"(/api/sweeps/(\d+)/retry)", PostRetrySweep},
     {Method::kPost, R"(/api/runs/(\d+)/cancel)", PostCancelRun},
     {Method::kPost, R"(/api/runs/(\d+)/resume)", PostResumeRun},
+    {Method::kGet, "/series.js", GetSeriesScript},
 };
 
 }  // namespace

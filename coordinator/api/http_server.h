@@ -26,6 +26,8 @@
 //   POST /api/login   (body: the token, text/plain)    sets the session cookie (http_sessions.h;
 //                                                      429 past a sign-in limit)
 //   POST /api/logout                                   ends the session
+//   GET /series.js                                     the metric series' names for the
+//                                                      dashboard (http_series.h; no sign-in)
 // The handlers are http_routes.h's and http_auth.h's; each read answers through the same
 // function as its gRPC method (user_queries.h, fit_queries.h). Every body is JSON in the
 // project's one API shape (common/proto_json.h: proto field names, defaults printed), the

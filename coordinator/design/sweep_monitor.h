@@ -6,7 +6,7 @@
 // live Δ (fitter/live_delta.h: each sparse run's val/loss minus its dense reference's at the
 // same training FLOPs, interpolated, never extrapolated). Every point is stored in the
 // live_delta table, replacing the sweep's previous rows in one transaction; the run's
-// latest point is its Progress.live_delta, its series is "delta/live" in GetMetrics, and
+// latest point is its Progress.live_delta, its series is SERIES_LIVE_DELTA in GetMetrics, and
 // running runs export xmod_run_live_delta{run}. Watchers are told through the change feed.
 //
 // Early stopping (EarlyStopping in the sweep spec, off by default). At the same pass, a

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "coordinator/store/store_writes.h"
+#include "trainer_contract/series.h"
 
 namespace xmod {
 namespace {
@@ -19,9 +20,10 @@ xmod::v1::Progress ProgressOf(const xmod::v1::ReportMetricsRequest& request) {
   const xmod::v1::MetricPoint* furthest = &request.points(0);
   for (const xmod::v1::MetricPoint& p : request.points()) {
     if (p.step() >= furthest->step()) furthest = &p;
-    if (p.name() == "train/loss") progress.set_train_loss(p.value());
-    if (p.name() == "val/loss") progress.set_val_loss(p.value());
-    if (p.name() == "perf/tokens_per_second") progress.set_tokens_per_second(p.value());
+    if (p.name() == SeriesName(xmod::v1::SERIES_TRAIN_LOSS)) progress.set_train_loss(p.value());
+    if (p.name() == SeriesName(xmod::v1::SERIES_VAL_LOSS)) progress.set_val_loss(p.value());
+    if (p.name() == SeriesName(xmod::v1::SERIES_TOKENS_PER_SECOND))
+      progress.set_tokens_per_second(p.value());
   }
   progress.set_step(furthest->step());
   progress.set_tokens(furthest->tokens());

@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "trainer_contract/series.h"
 
 namespace xmod {
 
@@ -31,7 +32,9 @@ absl::StatusOr<std::map<int64_t, ValLossCounts>> LoadValLossCounts(
   absl::StatusOr<Stmt> counts = db.Prepare(absl::StrCat(
       "SELECT r.sweep_id, COUNT(m.value), TOTAL(m.flops), "
       "  MAX(r.state IN ('QUEUED', 'RUNNING')) "
-      "FROM runs r LEFT JOIN metrics m ON m.run_id = r.id AND m.name = 'val/loss' "
+      "FROM runs r LEFT JOIN metrics m ON m.run_id = r.id AND m.name = ",
+      SqlString(SeriesName(xmod::v1::SERIES_VAL_LOSS)),
+      " "
       "WHERE r.sweep_id IN (SELECT sweep_id FROM runs WHERE state IN ('QUEUED', 'RUNNING')",
       also.empty()
           ? ""

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "coordinator/store/run_progress.h"
 #include "google/protobuf/util/json_util.h"
+#include "trainer_contract/series.h"
 
 namespace xmod {
 
@@ -276,7 +277,7 @@ absl::StatusOr<std::optional<xmod::v1::Checkpoint>> LatestCheckpoint(Db& db, int
 namespace {
 
 // The query of LoadMetrics: the reported series, and the live matched-FLOP Δ
-// (sweep_monitor.h) as "delta/live" at the steps of the val/loss points it was computed at;
+// (sweep_monitor.h) as SERIES_LIVE_DELTA at the steps of the val/loss points it was computed at;
 // ?1 is the run, ?2... the `names` asked for (none: every series).
 std::string MetricsQuery(const std::vector<std::string>& names) {
   std::string in_names;
@@ -285,15 +286,18 @@ std::string MetricsQuery(const std::vector<std::string>& names) {
     for (size_t i = 0; i < names.size(); ++i) marks.push_back(absl::StrCat("?", i + 2));
     in_names = absl::StrCat(" IN (", absl::StrJoin(marks, ","), ")");
   }
+  const std::string live_delta = SqlString(SeriesName(xmod::v1::SERIES_LIVE_DELTA));
   std::string sql =
       "SELECT name, step, tokens, flops, value, attempt FROM canonical_metrics "
       "WHERE run_id = ?1";
   if (!names.empty()) absl::StrAppend(&sql, " AND name", in_names);
-  absl::StrAppend(&sql,
-                  " UNION ALL SELECT 'delta/live', c.step, c.tokens, d.flops, d.delta, c.attempt"
-                  " FROM live_delta d JOIN canonical_metrics c ON c.run_id = d.run_id"
-                  " AND c.name = 'val/loss' AND c.flops = d.flops WHERE d.run_id = ?1");
-  if (!names.empty()) absl::StrAppend(&sql, " AND 'delta/live'", in_names);
+  absl::StrAppend(
+      &sql, " UNION ALL SELECT ", live_delta,
+      ", c.step, c.tokens, d.flops, d.delta, c.attempt"
+      " FROM live_delta d JOIN canonical_metrics c ON c.run_id = d.run_id AND c.name = ",
+      SqlString(SeriesName(xmod::v1::SERIES_VAL_LOSS)),
+      " AND c.flops = d.flops WHERE d.run_id = ?1");
+  if (!names.empty()) absl::StrAppend(&sql, " AND ", live_delta, in_names);
   absl::StrAppend(&sql, " ORDER BY 1, 4, 2, 6");
   return sql;
 }

@@ -16,15 +16,16 @@ const REFRESH_MS = 5000;
 const CURVE_MS = 2000;  // a training run's curve is read again at most this often
 const RUN_STATES = ['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED'];
 const ENDED = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
-const SERIES = ['val/loss', 'train/loss'];
+// Series names come from the coordinator's one definition (/series.js: XmodSeries).
+const SERIES = [XmodSeries.VAL_LOSS, XmodSeries.TRAIN_LOSS];
 const SERIES_TITLE = {
-  'val/loss': 'Validation loss',
-  'train/loss': 'Training loss'
+  [XmodSeries.VAL_LOSS]: 'Validation loss',
+  [XmodSeries.TRAIN_LOSS]: 'Training loss'
 };
 
 const state = {
   sweepId: null,
-  series: 'val/loss',
+  series: XmodSeries.VAL_LOSS,
   runs: [],
   metrics: new Map(),  // run id -> {state, series: {name: [[flops, value], ...]}}
 };
@@ -358,6 +359,8 @@ async function start() {
 }
 
 for (const input of document.querySelectorAll('input[name=series]')) {
+  input.value = XmodSeries[input.dataset.series];
+  input.parentElement.querySelector('.series-name').textContent = input.value;
   if (input.checked) state.series = input.value;
   input.addEventListener('change', () => {
     state.series = input.value;

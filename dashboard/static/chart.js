@@ -369,7 +369,7 @@ const XmodChart = (() => {
     overlay.appendChild(el('circle', {
       cx: best.x, cy: best.y, r: 5, fill: 'none', stroke: colour(best.i), 'stroke-width': 2
     }));
-    const name = yLabel.split(' ')[0];  // "val/loss (nats)" -> "val/loss"
+    const name = yLabel.split(' ')[0];  // the series' name: "<series> (nats)" -> "<series>"
     const lines =
         [best.label, `C = ${sci(best.c, 3)} FLOPs`, `${name} = ${best.value.toFixed(4)}`];
     const tip = overlay.appendChild(el('g', {

@@ -40,14 +40,14 @@ const XmodRows = (() => {
   }
   function evalSeries(run) {
     const fields = EVAL_METRICS.flatMap(m => [m, `${m}_stderr`]).concat(['n']);
-    return evalTasks(run).flatMap(task => fields.map(field => `eval/${task}/${field}`));
+    return evalTasks(run).flatMap(task => fields.map(field => `${XmodSeries.EVAL_PREFIX}${task}/${field}`));
   }
 
   // "0.438 ± 0.022": a metric of a task with its standard error when there is one.
   function withStderr(id, task, metric, digits) {
-    const value = lastValue(id, `eval/${task}/${metric}`);
+    const value = lastValue(id, `${XmodSeries.EVAL_PREFIX}${task}/${metric}`);
     if (value === undefined) return undefined;
-    const se = lastValue(id, `eval/${task}/${metric}_stderr`);
+    const se = lastValue(id, `${XmodSeries.EVAL_PREFIX}${task}/${metric}_stderr`);
     return value.toFixed(digits) + (se === undefined ? '' : ` ± ${se.toFixed(digits)}`);
   }
 
@@ -64,7 +64,7 @@ const XmodRows = (() => {
       item.title = [
         norm === undefined ? '' : `acc_norm ${norm}`,
         ppl === undefined ? '' : `ppl ${ppl}`,
-        `n ${lastValue(id, `eval/${task}/n`)}`,
+        `n ${lastValue(id, `${XmodSeries.EVAL_PREFIX}${task}/n`)}`,
       ].filter(Boolean).join(', ');
     }
   }
@@ -132,8 +132,8 @@ const XmodRows = (() => {
     // 100% once SUCCEEDED; the read-out says why that can be short of the budget.
     const short = endedShortNote(run, budget);
     if (short) progressCell.title += `\n${short}`;
-    Xmod.cell(tr, Xmod.loss(lastValue(id, 'train/loss', progress.train_loss)), 'num');
-    Xmod.cell(tr, Xmod.loss(lastValue(id, 'val/loss', progress.val_loss)), 'num');
+    Xmod.cell(tr, Xmod.loss(lastValue(id, XmodSeries.TRAIN_LOSS, progress.train_loss)), 'num');
+    Xmod.cell(tr, Xmod.loss(lastValue(id, XmodSeries.VAL_LOSS, progress.val_loss)), 'num');
     const live = progress.live_delta;
     Xmod.cell(tr, live === undefined ? '' : (live >= 0 ? '+' : '') + live.toFixed(4), 'num')
         .title = run.censored ? 'stopped early: a censored observation, never fitted' :

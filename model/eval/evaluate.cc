@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "data/open_tokenizer.h"
+#include "trainer_contract/series.h"
 
 namespace xmod {
 namespace {
@@ -109,7 +110,8 @@ xmod::v1::EvalTaskResult AggregateTask(const std::string& task,
 }
 
 std::vector<std::pair<std::string, double>> EvalMetrics(const xmod::v1::EvalTaskResult& result) {
-  const std::string prefix = absl::StrCat("eval/", result.task(), "/");
+  const std::string prefix =
+      absl::StrCat(SeriesName(xmod::v1::SERIES_EVAL_PREFIX), result.task(), "/");
   std::vector<std::pair<std::string, double>> metrics = {{prefix + "acc", result.acc()}};
   if (result.has_acc_stderr()) metrics.push_back({prefix + "acc_stderr", result.acc_stderr()});
   if (result.has_acc_norm()) metrics.push_back({prefix + "acc_norm", result.acc_norm()});

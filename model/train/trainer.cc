@@ -37,6 +37,7 @@
 #include "model/train/training_config.h"
 #include "model/transformer.h"
 #include "trainer_contract/event_stream.h"
+#include "trainer_contract/series.h"
 
 namespace xmod {
 namespace {
@@ -493,15 +494,16 @@ absl::Status Run::LogTraining(const torch::Tensor& loss_tensor, const torch::Ten
   const double loss = loss_tensor.item<double>(), aux = aux_tensor.item<double>();
   // Every rank sees the same global mean, so every rank fails alike.
   if (!std::isfinite(loss)) {
-    return absl::InternalError(
-        absl::StrCat("train/loss is ", loss, " at step ", state_.step, " (diverged)"));
+    return absl::InternalError(absl::StrCat(SeriesName(xmod::v1::SERIES_TRAIN_LOSS), " is ", loss,
+                                            " at step ", state_.step, " (diverged)"));
   }
   last_loss_ = loss;
   if (rank_ != 0) return absl::OkStatus();
-  for (auto [name, value] : {std::pair<const char*, double>{"train/loss", loss},
-                             {"train/aux_loss", aux},
-                             {"train/lr", lr}}) {
-    absl::Status status = Metric(name, value);
+  for (auto [series, value] :
+       {std::pair<xmod::v1::Series, double>{xmod::v1::SERIES_TRAIN_LOSS, loss},
+        {xmod::v1::SERIES_TRAIN_AUX_LOSS, aux},
+        {xmod::v1::SERIES_TRAIN_LR, lr}}) {
+    absl::Status status = Metric(SeriesName(series), value);
     if (!status.ok()) return status;
   }
   LOG(INFO) << absl::StrFormat("step %d/%d loss %.4f aux %.4f lr %.3g tok/s %.0f", state_.step,
@@ -754,28 +756,33 @@ absl::Status Run::ReportEvaluation() {
 std::vector<std::pair<std::string, double>> Run::EvaluationMetrics(
     const Evaluation& evaluation) const {
   std::vector<std::pair<std::string, double>> metrics = {
-      {"val/loss", evaluation.loss},
-      {"perf/tokens_per_second", (state_.tokens - start_.tokens) / TrainSeconds()},
-      {"perf/flops_per_second", (state_.flops - start_.flops) / TrainSeconds()}};
+      {SeriesName(xmod::v1::SERIES_VAL_LOSS), evaluation.loss},
+      {SeriesName(xmod::v1::SERIES_TOKENS_PER_SECOND),
+       (state_.tokens - start_.tokens) / TrainSeconds()},
+      {SeriesName(xmod::v1::SERIES_FLOPS_PER_SECOND),
+       (state_.flops - start_.flops) / TrainSeconds()}};
   if (!evaluation.routing.has_value()) return metrics;
   const RoutingDiagnostics& routing = *evaluation.routing;
-  metrics.push_back({"val/loss_topk", evaluation.loss_topk});
-  metrics.push_back({"route/coverage", routing.coverage});
-  metrics.push_back({"route/jaccard", routing.jaccard});
-  metrics.push_back({"route/agreement", routing.agreement});
-  metrics.push_back({"route/agreement_topk_pass", routing.agreement_topk_pass});
-  metrics.push_back({"route/agreement_passes", routing.agreement_passes});
+  metrics.push_back({SeriesName(xmod::v1::SERIES_VAL_LOSS_TOPK), evaluation.loss_topk});
+  metrics.push_back({SeriesName(xmod::v1::SERIES_ROUTE_COVERAGE), routing.coverage});
+  metrics.push_back({SeriesName(xmod::v1::SERIES_ROUTE_JACCARD), routing.jaccard});
+  metrics.push_back({SeriesName(xmod::v1::SERIES_ROUTE_AGREEMENT), routing.agreement});
+  metrics.push_back(
+      {SeriesName(xmod::v1::SERIES_ROUTE_AGREEMENT_TOPK_PASS), routing.agreement_topk_pass});
+  metrics.push_back(
+      {SeriesName(xmod::v1::SERIES_ROUTE_AGREEMENT_PASSES), routing.agreement_passes});
   if (options_.spec.model().k() >= 1 && routing.interval_length >= 1) {
     const int k = options_.spec.model().k(), n = routing.interval_length;
     const ReferenceScheme identical = IdenticalSubsetReference(k, n);
     const ReferenceScheme random = RandomSubsetsReference(k, n);
-    metrics.push_back({"route/coverage_identical", identical.coverage});
-    metrics.push_back({"route/jaccard_identical", identical.jaccard});
-    metrics.push_back({"route/coverage_random", random.coverage});
-    metrics.push_back({"route/jaccard_random", random.jaccard});
+    metrics.push_back({SeriesName(xmod::v1::SERIES_ROUTE_COVERAGE_IDENTICAL), identical.coverage});
+    metrics.push_back({SeriesName(xmod::v1::SERIES_ROUTE_JACCARD_IDENTICAL), identical.jaccard});
+    metrics.push_back({SeriesName(xmod::v1::SERIES_ROUTE_COVERAGE_RANDOM), random.coverage});
+    metrics.push_back({SeriesName(xmod::v1::SERIES_ROUTE_JACCARD_RANDOM), random.jaccard});
   }
   for (size_t n = 0; n < routing.updates.size(); ++n) {
-    metrics.push_back({absl::StrCat("route/updates_", n), routing.updates[n]});
+    metrics.push_back(
+        {absl::StrCat(SeriesName(xmod::v1::SERIES_ROUTE_UPDATES_PREFIX), n), routing.updates[n]});
   }
   return metrics;
 }

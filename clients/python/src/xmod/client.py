@@ -303,7 +303,8 @@ class Client:
     def metrics(self, run_ids, names=None, *, max_points=0):
         """Metric series of one or more runs as a long DataFrame with columns run_id, name,
         step, tokens, flops, value (canonical points, downsampled by the server to max_points
-        per series; 0 = its default of 500). names: only these series, e.g. ["val/loss"]."""
+        per series; 0 = its default of 500). names: only these series, e.g.
+        [xmod.series.VAL_LOSS]."""
         if isinstance(names, str):
             names = [names]
         rows = []

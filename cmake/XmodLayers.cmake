@@ -28,7 +28,7 @@ set(XMOD_LAYERS
 set(XMOD_SUBLAYERS_coordinator
   "store metrics spec"
   "scheduling fitting"
-  "design"
+  "adaptive"
   "api"
   "."
   "tests")

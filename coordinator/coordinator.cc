@@ -18,7 +18,7 @@
 #include "coordinator/api/standard_services.h"
 #include "coordinator/api/user_actions.h"
 #include "coordinator/api/worker_gateway_service.h"
-#include "coordinator/design/sweep_monitor.h"
+#include "coordinator/adaptive/sweep_monitor.h"
 #include "coordinator/fitting/fit_trigger.h"
 #include "coordinator/spec/data_roots.h"
 #include "coordinator/store/database_lock.h"

@@ -24,7 +24,7 @@
 #include "common/transport.h"
 #include "coordinator/api/http_sessions.h"
 #include "coordinator/api/stream_caps.h"
-#include "coordinator/design/adaptive_controller.h"
+#include "coordinator/adaptive/adaptive_controller.h"
 #include "coordinator/metrics/coordinator_metrics.h"
 #include "coordinator/scheduling/scheduler.h"
 #include "coordinator/store/backup.h"

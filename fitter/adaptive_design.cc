@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/field_path.h"
-#include "fitter/backbones.h"
+#include "fitter/law_backbones.h"
 #include "fitter/design_evidence.h"
 
 namespace xmod::fitter {

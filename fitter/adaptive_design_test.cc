@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "fitter/design_sim.h"
+#include "fitter/law_json.h"
 #include "fitter/two_stage.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"

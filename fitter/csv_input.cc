@@ -11,7 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "fitter/backbones.h"
+#include "fitter/law_backbones.h"
 
 namespace xmod::fitter {
 namespace {

@@ -67,12 +67,6 @@ struct DesignSimOptions {
 // budget_fraction <= 0, confidence outside (0, 1), marks < 1; errors of the fits pass through.
 absl::StatusOr<xmod::v1::DesignSimReport> RunDesignSim(const DesignSimOptions& options);
 
-// Law parameters from a JSON object with the keys of xmod-fit's "params" (e, u, eta_n,
-// rho_n, w, eta_l, rho_l, z, rho_k, rho_a, each required; v, eta_d, rho_d of Eq. 24's
-// exposure term optional, 0 when absent), each a finite number. INVALID_ARGUMENT naming the
-// key that is missing, unknown or not a number.
-absl::StatusOr<LawParams> LawParamsFromJson(const std::string& json);
-
 }  // namespace xmod::fitter
 
 #endif  // XMOD_FITTER_DESIGN_SIM_H_

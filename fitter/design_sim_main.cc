@@ -9,6 +9,7 @@
 #include "common/build_info.h"
 #include "common/proto_json.h"
 #include "fitter/design_sim.h"
+#include "fitter/law_json.h"
 
 namespace {
 

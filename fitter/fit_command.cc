@@ -12,7 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "common/files.h"
 #include "common/proto_json.h"
-#include "fitter/backbones.h"
+#include "fitter/law_backbones.h"
 #include "fitter/csv_input.h"
 #include "fitter/db_source.h"
 #include "fitter/law_comparison.h"

@@ -10,7 +10,7 @@
 // physical layer parameters to active-equivalent layer parameters from the accounting
 // library (per-layer params × physical layers / active params): embeddings, head and
 // routers are excluded. The N_act that enters N_act^{−η_N} is the backbone's nominal size
-// (the paper's labels 165M … 1.65B; Table 8's u absorbs that unit), see backbones.h.
+// (the paper's labels 165M … 1.65B; Table 8's u absorbs that unit), see law_backbones.h.
 //
 // The full candidate law (Appendix A.2, Eq. 24) adds the exposure correction:
 //   Δ ≈ e − u·R_N + v·P_D + w·P_L − z·R_{A,K},   u, v, w, z ≥ 0

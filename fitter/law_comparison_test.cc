@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "fitter/backbones.h"
+#include "fitter/law_backbones.h"
 #include "fitter/synthetic.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

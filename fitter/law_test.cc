@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "fitter/backbones.h"
+#include "fitter/law_backbones.h"
 #include "gtest/gtest.h"
 
 namespace xmod::fitter {

@@ -12,7 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "fitter/backbones.h"
+#include "fitter/law_backbones.h"
 
 namespace xmod::fitter {
 

@@ -66,7 +66,7 @@ struct Observation {
   double a = 1;
   int n0 = 4;                        // dense prefix N0 of the layer plan
   double capacity_ratio = 1;         // N(K,A)/N_act, layers only
-  double exposure = 1;               // D/D_D at matched C (backbones.h ExposureOf; Eq. 24)
+  double exposure = 1;               // D/D_D at matched C (law_backbones.h ExposureOf; Eq. 24)
   double dense_tokens_per_flop = 0;  // 1/φ_dense: D_D = flops x this (Eq. 24)
   double flops = 0;                  // C (0 when Δ was given directly)
   double dense_loss = 0;             // L̂_dense(C) (0 when Δ was given directly)

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "fitter/backbones.h"
+#include "fitter/law_backbones.h"
 
 namespace xmod::fitter {
 

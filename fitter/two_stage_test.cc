@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "fitter/backbones.h"
+#include "fitter/law_backbones.h"
 #include "fitter/recommend.h"
 #include "fitter/sweep_fit.h"
 #include "fitter/synthetic.h"

@@ -34,8 +34,8 @@
 #include <string>
 
 #include "common/files.h"
-#include "fitter/design_sim.h"
 #include "fitter/law.h"
+#include "fitter/law_json.h"
 #include "fitter/observations.h"
 #include "trainer_contract/event_stream.h"
 #include "trainer_contract/exit_codes.h"

@@ -10,7 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "fitter/backbones.h"
+#include "fitter/law_backbones.h"
 #include "fitter/law.h"
 #include "fitter/sweep_fit.h"
 

@@ -7,13 +7,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/field_path.h"
-#include "coordinator/api/pilot_selection.h"
+#include "coordinator/api/pilot_queries.h"
 #include "coordinator/api/service_util.h"
 #include "coordinator/api/sweep_forecast.h"
 #include "coordinator/api/usage_queries.h"
 #include "coordinator/api/user_queries.h"
-#include "coordinator/design/adaptive_controller.h"
-#include "coordinator/design/seeding.h"
+#include "coordinator/adaptive/adaptive_controller.h"
+#include "coordinator/adaptive/seeding.h"
 #include "coordinator/fitting/fit_queries.h"
 #include "coordinator/fitting/fit_trigger.h"
 #include "coordinator/fitting/studies.h"
@@ -362,7 +362,7 @@ grpc::Status CoordinatorService::ListDecisions(ServerContext* context,
                });
 }
 
-// The B.3 pilot pick by measured loss (pilot_selection.h).
+// The B.3 pilot pick by measured loss (pilot_queries.h).
 grpc::Status CoordinatorService::SelectPilot(ServerContext* context,
                                              const xmod::v1::SelectPilotRequest* request,
                                              xmod::v1::SelectPilotResponse* response) {

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/proto_json.h"
-#include "coordinator/api/pilot_selection.h"
+#include "coordinator/api/pilot_queries.h"
 #include "coordinator/api/user_queries.h"
 #include "coordinator/fitting/fit_queries.h"
 #include "coordinator/store/store_reads.h"

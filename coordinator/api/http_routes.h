@@ -1,6 +1,6 @@
 // The handlers of the dashboard's JSON API (the routes http_server.h lists): each parses its
 // path and query parameters into the Coordinator request, answers through the same read as
-// the gRPC method (user_queries.h, fit_queries.h, pilot_selection.h) and prints the response
+// the gRPC method (user_queries.h, fit_queries.h, pilot_queries.h) and prints the response
 // message through common/proto_json.h. Errors are {"error": message} (HttpError, http_api.proto)
 // with the HTTP status of their code. The caller's scope is checked before any of them runs
 // (http_auth.h). Thread-safe.
@@ -69,7 +69,7 @@ void GetSweepFit(const HttpContext& context, const httplib::Request& request,
                  httplib::Response& response);
 void GetSweepRecommendation(const HttpContext& context, const httplib::Request& request,
                             httplib::Response& response);
-// GET /api/sweeps/{id}/pilot: the B.3 pilot selection (pilot_selection.h).
+// GET /api/sweeps/{id}/pilot: the B.3 pilot selection (pilot_queries.h).
 void GetSweepPilot(const HttpContext& context, const httplib::Request& request,
                    httplib::Response& response);
 // GET /api/studies, /api/studies/{name}, /api/studies/{name}/fit.

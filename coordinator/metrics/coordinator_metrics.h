@@ -58,7 +58,7 @@ class CoordinatorMetrics {
   void AddPreemptions(const std::string& cause, int64_t orders);
   // Progress of a running run; the labelled series exist until RunEnded(run).
   void SetRunProgress(const std::string& run, double flops_done, double train_loss);
-  // Live matched-FLOP Δ of a running run (coordinator/design/sweep_monitor.h); removed by RunEnded.
+  // Live matched-FLOP Δ of a running run (coordinator/adaptive/sweep_monitor.h); removed by RunEnded.
   void SetRunLiveDelta(const std::string& run, double delta);
   void RunEnded(const std::string& run);
 

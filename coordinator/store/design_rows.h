@@ -1,4 +1,4 @@
-// Design rows: the queries of the design layer (coordinator/design/) that are not stored
+// Design rows: the queries of the design layer (coordinator/adaptive/) that are not stored
 // decisions (design_store.h) — the per-sweep run counts the adaptive controller polls and the
 // val/loss point counts the sweep monitor polls (its live_delta rows: live_delta_rows.h).
 // Functions run inside the caller's transaction; thread-compatible.

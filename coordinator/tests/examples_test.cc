@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
-#include "coordinator/design/seeding.h"
+#include "coordinator/adaptive/seeding.h"
 #include "coordinator/fitting/study_sharing.h"
 #include "coordinator/spec/sweep_expansion.h"
 #include "google/protobuf/text_format.h"

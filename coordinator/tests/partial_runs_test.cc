@@ -1,7 +1,7 @@
-// Partial runs as a design's evidence (coordinator/design/partial_runs.h): forecasts come from
+// Partial runs as a design's evidence (coordinator/adaptive/partial_runs.h): forecasts come from
 // the sweep's own succeeded curves, for sparse runs running or stopped early, never for dense
 // runs, finished runs or runs without a mark; none until enough curves succeeded.
-#include "coordinator/design/partial_runs.h"
+#include "coordinator/adaptive/partial_runs.h"
 
 #include <cmath>
 #include <map>

@@ -1,4 +1,4 @@
-// Test fixtures of the B.3 pilot selection (coordinator/api/pilot_selection.h): a small pilot
+// Test fixtures of the B.3 pilot selection (coordinator/api/pilot_queries.h): a small pilot
 // sweep of MoE and X-MoD runs, and runs finished through the real WorkerGateway with a
 // chosen final validation loss, so that SelectPilot reads results stored as a worker stores
 // them.

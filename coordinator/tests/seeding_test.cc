@@ -1,7 +1,7 @@
-// Seeding (coordinator/design/seeding.h): a submitted spec's one expansion, the adaptive
+// Seeding (coordinator/adaptive/seeding.h): a submitted spec's one expansion, the adaptive
 // design's candidate space and configuration read from it, the seed set it queues, and the
 // field paths of its errors.
-#include "coordinator/design/seeding.h"
+#include "coordinator/adaptive/seeding.h"
 
 #include <string>
 #include <vector>

@@ -33,9 +33,9 @@ expect_violation "store/ including api/" \
   "coordinator/store/store.cc includes coordinator/api/coordinator_service.h, a higher layer"
 
 copy_tree
-echo '#include "coordinator/design/adaptive_controller.h"' >>"$work/tree/coordinator/scheduling/scheduler.h"
+echo '#include "coordinator/adaptive/adaptive_controller.h"' >>"$work/tree/coordinator/scheduling/scheduler.h"
 expect_violation "scheduling/ including design/" \
-  "coordinator/scheduling/scheduler.h includes coordinator/design/adaptive_controller.h"
+  "coordinator/scheduling/scheduler.h includes coordinator/adaptive/adaptive_controller.h"
 
 for domain in fitter/live_delta.h model/train/training_config.h; do
   copy_tree

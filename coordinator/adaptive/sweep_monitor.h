@@ -16,8 +16,8 @@
 // CANCELLED and records it in censored_runs).
 //
 // Runs on the ticker's thread; Poll() is not reentrant. Thread-compatible.
-#ifndef XMOD_COORDINATOR_DESIGN_SWEEP_MONITOR_H_
-#define XMOD_COORDINATOR_DESIGN_SWEEP_MONITOR_H_
+#ifndef XMOD_COORDINATOR_ADAPTIVE_SWEEP_MONITOR_H_
+#define XMOD_COORDINATOR_ADAPTIVE_SWEEP_MONITOR_H_
 
 #include <cstdint>
 #include <functional>
@@ -59,4 +59,4 @@ class SweepMonitor {
 
 }  // namespace xmod
 
-#endif  // XMOD_COORDINATOR_DESIGN_SWEEP_MONITOR_H_
+#endif  // XMOD_COORDINATOR_ADAPTIVE_SWEEP_MONITOR_H_

@@ -3,7 +3,7 @@
 // answer (DecideProposal). Both read a snapshot (design_snapshot.h), take the candidate
 // space from the stored spec's grids (seeding.h), fit (Fit) and queue and store what they
 // decide (StoreDecision).
-#include "coordinator/design/adaptive_controller.h"
+#include "coordinator/adaptive/adaptive_controller.h"
 
 #include <algorithm>
 #include <optional>
@@ -14,8 +14,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/field_path.h"
-#include "coordinator/design/design_snapshot.h"
-#include "coordinator/design/seeding.h"
+#include "coordinator/adaptive/design_snapshot.h"
+#include "coordinator/adaptive/seeding.h"
 #include "coordinator/spec/request_limits.h"
 #include "coordinator/store/design_rows.h"
 #include "coordinator/store/design_store.h"

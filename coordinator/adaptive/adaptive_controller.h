@@ -33,8 +33,8 @@
 // Thread-safe. Decisions that store (the thread's, submitted proposals) are serialized per
 // sweep (a sweep guard held from the read to the write, so two never queue the same run);
 // no lock shared across sweeps is held while a decision fits its ensemble.
-#ifndef XMOD_COORDINATOR_DESIGN_ADAPTIVE_CONTROLLER_H_
-#define XMOD_COORDINATOR_DESIGN_ADAPTIVE_CONTROLLER_H_
+#ifndef XMOD_COORDINATOR_ADAPTIVE_ADAPTIVE_CONTROLLER_H_
+#define XMOD_COORDINATOR_ADAPTIVE_ADAPTIVE_CONTROLLER_H_
 
 #include <atomic>
 #include <cstdint>
@@ -173,4 +173,4 @@ class AdaptiveController {
 
 }  // namespace xmod
 
-#endif  // XMOD_COORDINATOR_DESIGN_ADAPTIVE_CONTROLLER_H_
+#endif  // XMOD_COORDINATOR_ADAPTIVE_ADAPTIVE_CONTROLLER_H_

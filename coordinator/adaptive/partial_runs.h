@@ -2,8 +2,8 @@
 // from the stored live matched-FLOP Δ of a sweep's runs, the partial-curve model fitted on its
 // succeeded sparse runs' curves (fitter/partial_curve.h), and the forecast of the final Δ of
 // every sparse run still running or stopped early (censored) that has a mark. Pure.
-#ifndef XMOD_COORDINATOR_DESIGN_PARTIAL_RUNS_H_
-#define XMOD_COORDINATOR_DESIGN_PARTIAL_RUNS_H_
+#ifndef XMOD_COORDINATOR_ADAPTIVE_PARTIAL_RUNS_H_
+#define XMOD_COORDINATOR_ADAPTIVE_PARTIAL_RUNS_H_
 
 #include <cstdint>
 #include <map>
@@ -25,4 +25,4 @@ std::vector<fitter::PartialRun> PartialRunsOf(
 
 }  // namespace xmod
 
-#endif  // XMOD_COORDINATOR_DESIGN_PARTIAL_RUNS_H_
+#endif  // XMOD_COORDINATOR_ADAPTIVE_PARTIAL_RUNS_H_

@@ -5,8 +5,8 @@
 // runs of fitter::SeedDesign's seed set are queued; the AdaptiveController decides the rest
 // later. Also the mapping between expanded runs and the fitter's candidates that the
 // controller's decisions use. Pure functions; thread-safe.
-#ifndef XMOD_COORDINATOR_DESIGN_SEEDING_H_
-#define XMOD_COORDINATOR_DESIGN_SEEDING_H_
+#ifndef XMOD_COORDINATOR_ADAPTIVE_SEEDING_H_
+#define XMOD_COORDINATOR_ADAPTIVE_SEEDING_H_
 
 #include <optional>
 #include <string>
@@ -81,4 +81,4 @@ absl::Status InSpec(const absl::Status& status);
 
 }  // namespace xmod
 
-#endif  // XMOD_COORDINATOR_DESIGN_SEEDING_H_
+#endif  // XMOD_COORDINATOR_ADAPTIVE_SEEDING_H_

@@ -1,5 +1,5 @@
 // See sweep_monitor.h.
-#include "coordinator/design/sweep_monitor.h"
+#include "coordinator/adaptive/sweep_monitor.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // See seeding.h.
-#include "coordinator/design/seeding.h"
+#include "coordinator/adaptive/seeding.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/field_path.h"
-#include "fitter/backbones.h"
+#include "fitter/law_backbones.h"
 
 namespace xmod {
 namespace {

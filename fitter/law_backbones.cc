@@ -1,5 +1,5 @@
-// Backbone facts for the law, from the accounting library. See backbones.h.
-#include "fitter/backbones.h"
+// Backbone facts for the law, from the accounting library. See law_backbones.h.
+#include "fitter/law_backbones.h"
 
 #include <cctype>
 #include <cmath>

@@ -3,8 +3,8 @@
 // a study's fit, the other members' runs), what the fitter sees of it (fitter::DesignState),
 // and the decision as it is stored and answered (xmod.v1.DesignDecision). Used by the
 // AdaptiveController (adaptive_controller.h); apart from ReadSnapshot, pure functions.
-#ifndef XMOD_COORDINATOR_DESIGN_DESIGN_SNAPSHOT_H_
-#define XMOD_COORDINATOR_DESIGN_DESIGN_SNAPSHOT_H_
+#ifndef XMOD_COORDINATOR_ADAPTIVE_DESIGN_SNAPSHOT_H_
+#define XMOD_COORDINATOR_ADAPTIVE_DESIGN_SNAPSHOT_H_
 
 #include <cstdint>
 #include <map>
@@ -61,4 +61,4 @@ xmod::v1::DesignDecision DecisionProto(const fitter::Decision& d);
 
 }  // namespace xmod
 
-#endif  // XMOD_COORDINATOR_DESIGN_DESIGN_SNAPSHOT_H_
+#endif  // XMOD_COORDINATOR_ADAPTIVE_DESIGN_SNAPSHOT_H_

@@ -4,8 +4,8 @@
 // Convention (law.h): N(K,A)/N_act counts layers only (paper Eq. 3); N for a parameter
 // cap (paper B.3) is the accounting's total, embeddings and head included (Table 6 "N").
 // All functions are pure and thread-safe.
-#ifndef XMOD_FITTER_BACKBONES_H_
-#define XMOD_FITTER_BACKBONES_H_
+#ifndef XMOD_FITTER_LAW_BACKBONES_H_
+#define XMOD_FITTER_LAW_BACKBONES_H_
 
 #include <string>
 
@@ -50,4 +50,4 @@ absl::StatusOr<TokenExposure> ExposureOf(const std::string& backbone, int k, dou
 
 }  // namespace xmod::fitter
 
-#endif  // XMOD_FITTER_BACKBONES_H_
+#endif  // XMOD_FITTER_LAW_BACKBONES_H_

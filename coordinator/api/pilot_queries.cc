@@ -1,5 +1,5 @@
-// See pilot_selection.h.
-#include "coordinator/api/pilot_selection.h"
+// See pilot_queries.h.
+#include "coordinator/api/pilot_queries.h"
 
 #include <utility>
 #include <vector>

@@ -1,10 +1,10 @@
 // See partial_runs.h.
-#include "coordinator/design/partial_runs.h"
+#include "coordinator/adaptive/partial_runs.h"
 
 #include <algorithm>
 #include <optional>
 
-#include "coordinator/design/seeding.h"
+#include "coordinator/adaptive/seeding.h"
 #include "fitter/observations.h"
 #include "fitter/partial_curve.h"
 

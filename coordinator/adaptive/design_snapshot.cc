@@ -1,13 +1,13 @@
 // See design_snapshot.h.
-#include "coordinator/design/design_snapshot.h"
+#include "coordinator/adaptive/design_snapshot.h"
 
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/field_path.h"
-#include "coordinator/design/partial_runs.h"
-#include "coordinator/design/seeding.h"
+#include "coordinator/adaptive/partial_runs.h"
+#include "coordinator/adaptive/seeding.h"
 #include "coordinator/fitting/studies.h"
 #include "coordinator/store/design_store.h"
 #include "coordinator/store/live_delta_rows.h"

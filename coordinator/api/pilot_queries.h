@@ -2,8 +2,8 @@
 // (store/pilot_rows.h) through the selection rule (fitter/pilot_selection.h). One function
 // serves the gRPC method and the HTTP route GET /api/sweeps/{id}/pilot, so they cannot
 // drift apart. Thread-safe.
-#ifndef XMOD_COORDINATOR_API_PILOT_SELECTION_H_
-#define XMOD_COORDINATOR_API_PILOT_SELECTION_H_
+#ifndef XMOD_COORDINATOR_API_PILOT_QUERIES_H_
+#define XMOD_COORDINATOR_API_PILOT_QUERIES_H_
 
 #include "absl/status/statusor.h"
 #include "coordinator/store/store.h"
@@ -19,4 +19,4 @@ absl::StatusOr<xmod::v1::SelectPilotResponse> SelectPilot(
 
 }  // namespace xmod
 
-#endif  // XMOD_COORDINATOR_API_PILOT_SELECTION_H_
+#endif  // XMOD_COORDINATOR_API_PILOT_QUERIES_H_

@@ -13,12 +13,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
 #include "common/http_listener.h"
+#include "coordinator/adaptive/sweep_monitor.h"
 #include "coordinator/api/coordinator_service.h"
 #include "coordinator/api/http_server.h"
 #include "coordinator/api/standard_services.h"
 #include "coordinator/api/user_actions.h"
 #include "coordinator/api/worker_gateway_service.h"
-#include "coordinator/adaptive/sweep_monitor.h"
 #include "coordinator/fitting/fit_trigger.h"
 #include "coordinator/spec/data_roots.h"
 #include "coordinator/store/database_lock.h"
@@ -115,13 +115,16 @@ absl::Status Coordinator::StartBackgroundParts() {
   SchedulerOptions scheduler_options;
   scheduler_options.lease_ttl_ms = options_.lease_ttl_ms;
   scheduler_options.heartbeat_interval_ms = options_.heartbeat_interval_ms;
-  scheduler_options.max_ingest_writes = options_.max_ingest_writes;
   // A polling worker takes its gang part at once; one lease TTL covers a slow start.
   scheduler_options.gang_start_timeout_ms = options_.lease_ttl_ms;
   scheduler_options.checkpoint_root = options_.checkpoint_root;
   scheduler_options.sharing = options_.sharing;
-  absl::StatusOr<std::unique_ptr<Scheduler>> scheduler =
-      Scheduler::Create(store_.get(), clock_, &feed_, metrics_.get(), scheduler_options);
+  // As Ray's GcsServer wires its managers: the metric ingest first, then the run queue (with
+  // its worker registry) that keeps the ingest's table of live attempts in step.
+  ingest_ = std::make_unique<MetricIngest>(store_.get(), &feed_, metrics_.get(),
+                                           options_.max_ingest_writes);
+  absl::StatusOr<std::unique_ptr<Scheduler>> scheduler = Scheduler::Create(
+      store_.get(), clock_, &feed_, metrics_.get(), ingest_.get(), scheduler_options);
   if (!scheduler.ok()) return scheduler.status();
   scheduler_ = *std::move(scheduler);
   prometheus::Registry* registry = metrics_->registry().get();
@@ -155,8 +158,8 @@ void Coordinator::MakeServices() {
                                                        metrics_.get(), user_options);
   WorkerGatewayOptions worker_options;
   worker_options.credentials = options_.credentials;
-  worker_service_ = std::make_unique<WorkerGatewayService>(scheduler_.get(), store_.get(),
-                                                           metrics_.get(), worker_options);
+  worker_service_ = std::make_unique<WorkerGatewayService>(
+      scheduler_.get(), ingest_.get(), store_.get(), metrics_.get(), worker_options);
 }
 
 absl::Status Coordinator::StartSideListeners() {

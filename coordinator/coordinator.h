@@ -22,9 +22,9 @@
 #include "common/credentials.h"
 #include "common/metrics_endpoint.h"
 #include "common/transport.h"
+#include "coordinator/adaptive/adaptive_controller.h"
 #include "coordinator/api/http_sessions.h"
 #include "coordinator/api/stream_caps.h"
-#include "coordinator/adaptive/adaptive_controller.h"
 #include "coordinator/metrics/coordinator_metrics.h"
 #include "coordinator/scheduling/scheduler.h"
 #include "coordinator/store/backup.h"
@@ -66,8 +66,10 @@ struct CoordinatorOptions {
   std::string ports_file;  // {"grpc":P,"http":P,"metrics":P,"health":P} once listening
   int64_t lease_ttl_ms = 30000;
   int64_t heartbeat_interval_ms = 2000;
-  int max_ingest_writes = 8;  // SchedulerOptions::max_ingest_writes
-  int64_t tick_ms = 500;       // lease expiry / gauge refresh / refit poll period
+  // Metric batches being written at once (MetricIngest); more wait. The store has one writer
+  // in arrival order, so a scheduling write waits behind at most this many batches.
+  int max_ingest_writes = 8;
+  int64_t tick_ms = 500;  // lease expiry / gauge refresh / refit poll period
   bool check_data_paths = true;
   // Absolute directories the sweeps' data globs must lie under (--data_root, data_roots.h);
   // empty: data globs are not looked up.
@@ -136,6 +138,8 @@ class Coordinator {
   std::unique_ptr<CoordinatorMetrics> metrics_;
   std::unique_ptr<Store> store_;
   ChangeFeed feed_;
+  // The scheduler's owners (scheduler.h, "Owners"): the ingest outlives the run queue.
+  std::unique_ptr<MetricIngest> ingest_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<FitTrigger> fit_trigger_;
   std::unique_ptr<AdaptiveController> adaptive_;

@@ -37,10 +37,14 @@ std::string PeerHost(const std::string& peer) {
 
 }  // namespace
 
-WorkerGatewayService::WorkerGatewayService(Scheduler* scheduler, Store* store,
+WorkerGatewayService::WorkerGatewayService(Scheduler* scheduler, MetricIngest* ingest, Store* store,
                                            CoordinatorMetrics* metrics,
                                            WorkerGatewayOptions options)
-    : scheduler_(scheduler), metrics_(metrics), options_(std::move(options)), identity_(store) {}
+    : scheduler_(scheduler),
+      ingest_(ingest),
+      metrics_(metrics),
+      options_(std::move(options)),
+      identity_(store) {}
 
 grpc::Status WorkerGatewayService::Register(ServerContext* context,
                                             const xmod::v1::RegisterRequest* request,
@@ -118,7 +122,7 @@ grpc::Status WorkerGatewayService::ReportMetrics(ServerContext* context,
                  }
                  if (absl::Status s = CheckLimits(*request); !s.ok()) return s;
                  absl::StatusOr<xmod::v1::ReportMetricsResponse> r =
-                     scheduler_->ingest().ReportMetrics(*request);
+                     ingest_->ReportMetrics(*request);
                  if (!r.ok()) return r.status();
                  *response = *std::move(r);
                  return absl::OkStatus();

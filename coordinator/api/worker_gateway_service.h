@@ -28,10 +28,10 @@ struct WorkerGatewayOptions {
 
 class WorkerGatewayService final : public xmod::v1::WorkerGateway::Service {
  public:
-  // `scheduler` and `store` (for worker identities) must outlive the service; `metrics` may
-  // be null.
-  WorkerGatewayService(Scheduler* scheduler, Store* store, CoordinatorMetrics* metrics,
-                       WorkerGatewayOptions options);
+  // `scheduler`, `ingest` (metric points) and `store` (for worker identities) must outlive
+  // the service; `metrics` may be null.
+  WorkerGatewayService(Scheduler* scheduler, MetricIngest* ingest, Store* store,
+                       CoordinatorMetrics* metrics, WorkerGatewayOptions options);
 
   grpc::Status Register(grpc::ServerContext* context, const xmod::v1::RegisterRequest* request,
                         xmod::v1::RegisterResponse* response) override;
@@ -50,6 +50,7 @@ class WorkerGatewayService final : public xmod::v1::WorkerGateway::Service {
 
  private:
   Scheduler* const scheduler_;
+  MetricIngest* const ingest_;
   CoordinatorMetrics* const metrics_;
   const WorkerGatewayOptions options_;
   WorkerIdentity identity_;

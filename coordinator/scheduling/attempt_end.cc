@@ -70,7 +70,7 @@ Scheduler::Retry Scheduler::FinishRetryLocked(const xmod::v1::FinishRunRequest& 
     *error =
         absl::StrCat("gang member ", member, " (", attempt.members[member].worker, "): ", *error);
   }
-  const int64_t acked_seq = ingest_.AckedSeq(key);
+  const int64_t acked_seq = ingest_->AckedSeq(key);
   if (request.outcome() == xmod::v1::OUTCOME_SUCCEEDED && request.last_seq() > 0 &&
       acked_seq < request.last_seq()) {
     // Points the trainer produced are missing: not a success. The retry resumes from the
@@ -176,11 +176,7 @@ int Scheduler::ExpireLeases() {
       const Retry retry = scheduling::RetryOfLoss(live_, key, options_, change);
       EndAttemptLocked(key, "lost", retry, 0, reason, now, mono, &writes, &touched, &change);
     }
-    int connected = 0;
-    for (const auto& [id, worker] : live_.workers) {
-      if (mono - worker.last_seen_ms <= options_.lease_ttl_ms) ++connected;
-    }
-    if (metrics_ != nullptr) metrics_->SetWorkersConnected(connected);
+    if (metrics_ != nullptr) metrics_->SetWorkersConnected(workers_.CountLive(mono));
     if (!lapsed.empty()) {
       writes.push_back([lost = static_cast<int64_t>(lapsed.size())](Db& db) {
         return AddToCounter(db, kLeasesLostCounter, lost);

@@ -13,21 +13,6 @@
 namespace xmod::scheduling {
 namespace {
 
-// Takes `slots` off `worker`'s free slots.
-void TakeFreeSlots(WorkerEntry& worker, const std::vector<int32_t>& slots) {
-  for (int32_t slot : slots) {
-    worker.free_slots.erase(std::remove(worker.free_slots.begin(), worker.free_slots.end(), slot),
-                            worker.free_slots.end());
-  }
-}
-
-// The rendezvous address of a gang placed with `port` on `host`; the next gang there tries
-// the port after it first.
-std::string TakePort(WorkerEntry& host, int32_t port) {
-  host.next_port = (port - host.port_first + 1) % (host.port_last - host.port_first + 1);
-  return RendezvousAddress(host.host, port);
-}
-
 std::vector<AttemptMemberRow> MemberRows(const AttemptEntry& attempt) {
   std::vector<AttemptMemberRow> rows;
   for (const Member& m : attempt.members) rows.push_back({m.worker_id, m.worker, m.slots});
@@ -36,7 +21,7 @@ std::vector<AttemptMemberRow> MemberRows(const AttemptEntry& attempt) {
 
 }  // namespace
 
-std::set<std::string> HeldRendezvous(const LiveState& live) {
+std::set<std::string> HeldRendezvous(const LiveState& live, const WorkerRegistry& workers) {
   std::set<std::string> held;
   for (const auto& [key, open] : live.attempts) {
     if (!open.rendezvous.empty()) {
@@ -44,10 +29,10 @@ std::set<std::string> HeldRendezvous(const LiveState& live) {
     } else if (open.members.size() > 1) {
       // A gang recorded before its address was (schema version < 5): any port of its
       // member 0's range may be its store, so all of them are held until it ends.
-      auto host = live.workers.find(open.members.front().worker_id);
-      if (host == live.workers.end() || host->second.port_first <= 0) continue;
-      for (int32_t port = host->second.port_first; port <= host->second.port_last; ++port) {
-        held.insert(RendezvousAddress(host->second.host, port));
+      const WorkerEntry* host = workers.Find(open.members.front().worker_id);
+      if (host == nullptr || host->port_first <= 0) continue;
+      for (int32_t port = host->port_first; port <= host->port_last; ++port) {
+        held.insert(RendezvousAddress(host->host, port));
       }
     }
   }
@@ -74,17 +59,17 @@ xmod::v1::Assignment BaseAssignment(int64_t run_id, const RunEntry& run,
   return base;
 }
 
-Lease GrantLease(std::map<int64_t, WorkerEntry>& workers, const Placement& placement,
+Lease GrantLease(WorkerRegistry& workers, const Placement& placement,
                  const xmod::v1::Assignment& base, int world, int64_t mono, int64_t arrived,
                  const SchedulerOptions& options) {
   const bool gang = placement.members.size() > 1;
   Lease lease;
   if (gang) {
-    lease.attempt.rendezvous = TakePort(workers.at(placement.members[0].first), placement.port);
+    lease.attempt.rendezvous = workers.TakePort(placement.members[0].first, placement.port);
   }
   for (size_t m = 0; m < placement.members.size(); ++m) {
     const auto& [worker_id, slots] = placement.members[m];
-    WorkerEntry& worker = workers.at(worker_id);
+    const WorkerEntry& worker = *workers.Find(worker_id);
     Member member;
     member.worker_id = worker_id;
     member.worker = worker.name;
@@ -93,7 +78,7 @@ Lease GrantLease(std::map<int64_t, WorkerEntry>& workers, const Placement& place
     member.delivered = !gang;  // a gang's members take their parts when they poll
     member.lease_expires_ms = mono + (gang ? options.gang_start_timeout_ms : options.lease_ttl_ms);
     lease.attempt.members.push_back(member);
-    TakeFreeSlots(worker, slots);
+    workers.TakeSlots(worker_id, slots);
     xmod::v1::Assignment part = base;
     for (int32_t slot : slots) part.add_slots(slot);
     if (gang) {
@@ -145,8 +130,9 @@ Store::WriteFn StartAttemptWrite(int64_t sweep_id, int64_t run_id, const RunEntr
   };
 }
 
-std::optional<xmod::v1::Assignment> TakePart(LiveState& live, int64_t worker_id, int64_t arrived,
-                                             int64_t mono, const SchedulerOptions& options) {
+std::optional<xmod::v1::Assignment> TakePart(LiveState& live, WorkerRegistry& workers,
+                                             int64_t worker_id, int64_t arrived, int64_t mono,
+                                             const SchedulerOptions& options) {
   for (auto& [key, attempt] : live.attempts) {
     auto run = live.runs.find(key.first);
     // A cancelled run's parts are never handed out; its members' leases lapse.
@@ -157,11 +143,10 @@ std::optional<xmod::v1::Assignment> TakePart(LiveState& live, int64_t worker_id,
     for (size_t m = 0; m < attempt.members.size(); ++m) {
       Member& member = attempt.members[m];
       if (member.worker_id != worker_id || member.delivered) continue;
-      WorkerEntry& worker = live.workers.at(worker_id);
       member.delivered = true;
-      member.worker_epoch = worker.epoch;
+      member.worker_epoch = workers.Find(worker_id)->epoch;
       member.lease_expires_ms = mono + options.lease_ttl_ms;
-      TakeFreeSlots(worker, member.slots);
+      workers.TakeSlots(worker_id, member.slots);
       xmod::v1::Assignment part = attempt.parts[m];
       part.set_lease_ttl_ms(member.lease_expires_ms - arrived);
       return part;

@@ -15,13 +15,14 @@
 #include "coordinator/scheduling/live_state.h"
 #include "coordinator/scheduling/placement.h"
 #include "coordinator/scheduling/scheduler_options.h"
+#include "coordinator/scheduling/worker_registry.h"
 #include "coordinator/store/store.h"
 #include "xmod/v1/worker.pb.h"
 
 namespace xmod::scheduling {
 
-// The rendezvous addresses open gangs hold.
-std::set<std::string> HeldRendezvous(const LiveState& live);
+// The rendezvous addresses open gangs hold (ports on `workers`).
+std::set<std::string> HeldRendezvous(const LiveState& live, const WorkerRegistry& workers);
 
 // The assignment every member's part starts from: run `run_id`'s next attempt
 // (run.attempts, already counted), its spec with `checkpoint_dir` and the memory plan its
@@ -39,7 +40,7 @@ struct Lease {
 // tries the one after it first). A single worker's lease lasts lease_ttl_ms from `mono` (its
 // part's lease_ttl_ms counts from `arrived`, when the poll arrived); a gang's members have
 // gang_start_timeout_ms to take their parts.
-Lease GrantLease(std::map<int64_t, WorkerEntry>& workers, const Placement& placement,
+Lease GrantLease(WorkerRegistry& workers, const Placement& placement,
                  const xmod::v1::Assignment& base, int world, int64_t mono, int64_t arrived,
                  const SchedulerOptions& options);
 
@@ -53,8 +54,9 @@ Store::WriteFn StartAttemptWrite(int64_t sweep_id, int64_t run_id, const RunEntr
 // A gang part placed for `worker_id` that it has not taken yet: marks it taken (its lease
 // runs lease_ttl_ms from `mono`; the part's lease_ttl_ms counts from `arrived`) and returns
 // it.
-std::optional<xmod::v1::Assignment> TakePart(LiveState& live, int64_t worker_id, int64_t arrived,
-                                             int64_t mono, const SchedulerOptions& options);
+std::optional<xmod::v1::Assignment> TakePart(LiveState& live, WorkerRegistry& workers,
+                                             int64_t worker_id, int64_t arrived, int64_t mono,
+                                             const SchedulerOptions& options);
 
 }  // namespace xmod::scheduling
 

@@ -1,7 +1,7 @@
-// LiveState: the scheduler's memory copy of the live part of the database (queued and
-// running runs, open attempts, workers; scheduler.h, "State"), as plain data that the
-// scheduler's parts (placement, leases, pending changes, rebuild, ingest) read and change
-// while the Scheduler holds its lock.
+// LiveState: the run queue's memory copy of the live part of the database (queued and
+// running runs, open attempts; scheduler.h, "State"), as plain data that the scheduler's
+// parts (placement, leases, pending changes, rebuild) read and change while the Scheduler
+// holds its lock. The workers are the WorkerRegistry's (worker_registry.h).
 #ifndef XMOD_COORDINATOR_SCHEDULING_LIVE_STATE_H_
 #define XMOD_COORDINATOR_SCHEDULING_LIVE_STATE_H_
 
@@ -77,22 +77,6 @@ struct AttemptEntry {
   int64_t checkpointed_ms = -1;  // monotonic, its newest recorded checkpoint (-1: none)
 };
 
-struct WorkerEntry {
-  std::string name;
-  std::vector<xmod::v1::Slot> slots;
-  int64_t last_seen_ms = 0;  // monotonic
-  int64_t epoch = 0;         // registrations seen by this coordinator process
-  std::string host;          // advertised address (RegisterRequest.advertise_host)
-  int32_t port_first = 0;    // rendezvous ports it declared (0 = none)
-  int32_t port_last = 0;
-  int32_t next_port = 0;  // the next one to hand out, round robin
-  // Free slots as of its last AcquireRun, less those leased since; meaningful while it
-  // polls (polling > 0) or stopped polling at most a heartbeat interval ago.
-  std::vector<int32_t> free_slots;
-  int polling = 0;
-  int64_t poll_ended_ms = 0;  // monotonic
-};
-
 using QueueKey = std::tuple<int, int64_t, int64_t>;  // (-priority, sweep, run)
 using AttemptKey = std::pair<int64_t, int>;          // (run, attempt)
 
@@ -112,7 +96,6 @@ struct LiveState {
   // and its key never changes.
   std::set<QueueKey> queue;
   std::map<AttemptKey, AttemptEntry> attempts;
-  std::map<int64_t, WorkerEntry> workers;
   // Slot-milliseconds of ended attempts by user, since the scheduler started plus the 24 h
   // before it (the share order's tie-break; a heuristic: a failed commit does not undo it).
   std::map<std::string, double> used_slot_ms;

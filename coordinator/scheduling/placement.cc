@@ -183,10 +183,6 @@ PlacementPlan PlanPlacement(const std::vector<QueuedRun>& queue,
   return std::move(planner).Finish();
 }
 
-std::string RendezvousAddress(const std::string& host, int32_t port) {
-  return absl::StrCat("tcp://", host, ":", port);
-}
-
 std::optional<int32_t> FreePort(const WorkerEntry& worker, const std::set<std::string>& held) {
   if (worker.port_first <= 0) return std::nullopt;
   // Ends within held.size() + 1 tries unless the range is exhausted (span <= held.size()).

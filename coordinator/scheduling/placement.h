@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "coordinator/scheduling/live_state.h"
+#include "coordinator/scheduling/worker_registry.h"
 #include "xmod/v1/types.pb.h"
 
 namespace xmod::scheduling {
@@ -86,8 +87,6 @@ PlacementPlan PlanPlacement(const std::vector<QueuedRun>& queue,
                             const std::map<int64_t, WorkerEntry>& workers,
                             const std::set<std::string>& held, const PlacementClock& clock);
 
-// The TCPStore address of a gang whose member 0 advertises `host`.
-std::string RendezvousAddress(const std::string& host, int32_t port);
 // The first port of `worker`'s declared range, round robin from its next_port, whose
 // address is not in `held`; nullopt when it declared none or every one is held.
 std::optional<int32_t> FreePort(const WorkerEntry& worker, const std::set<std::string>& held);

@@ -22,19 +22,6 @@ struct RebuildClock {
   int64_t mono = 0;
 };
 
-void RestoreWorkers(const std::vector<WorkerRow>& rows, const RebuildClock& clock,
-                    LiveState& live) {
-  for (const WorkerRow& w : rows) {
-    scheduling::WorkerEntry& worker = live.workers[w.id];
-    worker.name = w.name;
-    worker.slots = w.slots;
-    worker.last_seen_ms = clock.mono - std::max<int64_t>(0, clock.now - w.last_seen_ms);
-    worker.host = w.advertise_host;
-    worker.port_first = w.rendezvous_port_first;
-    worker.port_last = w.rendezvous_port_last;
-  }
-}
-
 // `previous`: by run, the fallback of its latest checkpoint.
 void RestoreRuns(const std::vector<RunQueueEntry>& rows,
                  const std::map<int64_t, xmod::v1::Checkpoint>& previous, const RebuildClock& clock,
@@ -144,10 +131,10 @@ absl::Status Scheduler::Rebuild() {
   std::vector<Store::WriteFn> writes;
   {
     absl::MutexLock lock(&mu_);
-    RestoreWorkers(snap.workers, clock, live_);
+    workers_.Restore(snap.workers, clock.now, clock.mono);
     RestoreRuns(snap.runs, previous, clock, live_);
     RestoreAttempts(snap.open_attempts, clock, options_.lease_ttl_ms, live_);
-    OpenForIngest(snap.open_attempts, live_, ingest_);
+    OpenForIngest(snap.open_attempts, live_, *ingest_);
     QueueRuns(live_, &writes);
     if (metrics_ != nullptr) {
       // The counts since the database was created, not since this process started.
@@ -155,8 +142,8 @@ absl::Status Scheduler::Rebuild() {
       metrics_->AddOomExits(snap.counters[kOomExitsCounter]);
     }
     LOG(INFO) << "scheduler: rebuilt " << live_.runs.size() << " live runs, " << live_.queue.size()
-              << " queued, " << live_.attempts.size() << " open attempts, " << live_.workers.size()
-              << " workers";
+              << " queued, " << live_.attempts.size() << " open attempts, "
+              << workers_.entries().size() << " workers";
   }
   if (absl::Status s = RestoreSharing(clock.mono, snap.counters); !s.ok()) return s;
   if (writes.empty()) return absl::OkStatus();

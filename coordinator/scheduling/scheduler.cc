@@ -1,7 +1,8 @@
 // See scheduler.h. This file: the Scheduler's core — its construction, the commit of an
 // operation's writes (with the rollback of pending_changes.h), Acquire with the policy
 // (placement.h) and the lease (leases.h). The rest, by concept: run_queue.cc (user actions),
-// attempt_end.cc (FinishRun, lease expiry), ingest.cc (workers' reports), rebuild.cc.
+// attempt_end.cc (FinishRun, lease expiry), heartbeats.cc (Register, Heartbeat), checkpoints.cc,
+// rebuild.cc and sharing.cc.
 #include "coordinator/scheduling/scheduler.h"
 
 #include <algorithm>
@@ -21,20 +22,22 @@ using scheduling::RunEntry;
 absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(Store* store, Clock* clock,
                                                              ChangeFeed* feed,
                                                              CoordinatorMetrics* metrics,
+                                                             MetricIngest* ingest,
                                                              const SchedulerOptions& options) {
-  std::unique_ptr<Scheduler> scheduler(new Scheduler(store, clock, feed, metrics, options));
+  std::unique_ptr<Scheduler> scheduler(new Scheduler(store, clock, feed, metrics, ingest, options));
   if (absl::Status s = scheduler->Rebuild(); !s.ok()) return s;
   return scheduler;
 }
 
 Scheduler::Scheduler(Store* store, Clock* clock, ChangeFeed* feed, CoordinatorMetrics* metrics,
-                     const SchedulerOptions& options)
+                     MetricIngest* ingest, const SchedulerOptions& options)
     : store_(store),
       clock_(clock),
       feed_(feed),
       metrics_(metrics),
       options_(options),
-      ingest_(store, feed, metrics, options.max_ingest_writes) {}
+      workers_(options.lease_ttl_ms),
+      ingest_(ingest) {}
 
 int64_t Scheduler::BackoffMillis(int failures) const {
   return scheduling::BackoffMillis(failures, options_);
@@ -66,14 +69,14 @@ void Scheduler::OpenToIngestLocked(const PendingChanges& change) {
     auto attempt = live_.attempts.find(key);
     auto run = live_.runs.find(key.first);
     if (saved.has_value() || attempt == live_.attempts.end() || run == live_.runs.end()) continue;
-    ingest_.Open(
+    ingest_->Open(
         key, {attempt->second.members.front().worker_id, run->second.sweep_id, run->second.name});
   }
   for (const auto& [run_id, saved] : change.saved_runs()) {
     auto run = live_.runs.find(run_id);
     if (run == live_.runs.end() || run->second.current_attempt == 0) continue;
     if (run->second.state == xmod::v1::CANCELLED) {
-      ingest_.MarkCancelled({run_id, run->second.current_attempt});
+      ingest_->MarkCancelled({run_id, run->second.current_attempt});
     }
   }
 }
@@ -82,9 +85,9 @@ absl::Status Scheduler::CommitLocked(std::vector<Store::WriteFn> writes,
                                      const PendingChanges& change) {
   // Ingest stops taking points of the attempts this ends before their end is queued.
   const std::vector<AttemptKey> ending = EndingLocked(change);
-  ingest_.BeginClose(ending);
+  ingest_->BeginClose(ending);
   absl::Status status = writes.empty() ? absl::OkStatus() : Submit(std::move(writes)).get();
-  ingest_.EndClose(ending, status.ok());
+  ingest_->EndClose(ending, status.ok());
   if (status.ok()) {
     OpenToIngestLocked(change);
     if (metrics_ != nullptr) {
@@ -110,11 +113,11 @@ std::string Scheduler::PendingReason(int64_t run_id) {
 }
 
 std::optional<Placement> Scheduler::PlanLocked(int64_t poller, int64_t mono, int64_t* next_ready) {
-  const std::vector<scheduling::QueuedRun> queue = ShareQueueLocked(KindOfLocked(poller));
+  const std::vector<scheduling::QueuedRun> queue = ShareQueueLocked(workers_.KindOf(poller));
   const scheduling::PlacementClock clock{poller, mono, options_.lease_ttl_ms,
                                          options_.heartbeat_interval_ms};
-  scheduling::PlacementPlan plan =
-      scheduling::PlanPlacement(queue, live_.workers, scheduling::HeldRendezvous(live_), clock);
+  scheduling::PlacementPlan plan = scheduling::PlanPlacement(
+      queue, workers_.entries(), scheduling::HeldRendezvous(live_, workers_), clock);
   for (const auto& [run_id, reason] : plan.pending_reasons) {
     live_.runs.at(run_id).pending_reason = reason;
   }
@@ -143,7 +146,7 @@ absl::StatusOr<std::vector<xmod::v1::Assignment>> Scheduler::LeaseLocked(const P
       scheduling::BaseAssignment(run_id, run, CheckpointDir(run.sweep_id, run_id));
   const int world = std::max(1, run.spec.training().ranks());
   scheduling::Lease lease =
-      scheduling::GrantLease(live_.workers, placement, base, world, mono, arrived, options_);
+      scheduling::GrantLease(workers_, placement, base, world, mono, arrived, options_);
   lease.attempt.started_ms = mono;
   live_.attempts[{run_id, run.attempts}] = lease.attempt;
   const int64_t resumed_from = run.latest_checkpoint ? run.latest_checkpoint->step : 0;
@@ -161,8 +164,8 @@ absl::Status Scheduler::PollLocked(const xmod::v1::AcquireRunRequest& request, i
                                    std::vector<Touched>* started) {
   const int64_t worker_id = request.worker_id();
   while (!shutdown_) {
-    *assignment =
-        scheduling::TakePart(live_, worker_id, arrived, clock_->MonotonicMillis(), options_);
+    *assignment = scheduling::TakePart(live_, workers_, worker_id, arrived,
+                                       clock_->MonotonicMillis(), options_);
     if (*assignment || request.free_slots().empty()) break;
     int64_t next_ready = -1;
     const int64_t now = clock_->MonotonicMillis();
@@ -199,18 +202,13 @@ absl::StatusOr<std::optional<xmod::v1::Assignment>> Scheduler::Acquire(
   absl::Status status;
   {
     absl::MutexLock lock(&mu_);
-    auto it = live_.workers.find(worker_id);
-    if (it == live_.workers.end()) {
+    if (workers_.Find(worker_id) == nullptr) {
       return absl::FailedPreconditionError(
           absl::StrCat("unknown worker ", worker_id, ": register again"));
     }
-    scheduling::WorkerEntry& worker = it->second;
-    worker.free_slots.assign(request.free_slots().begin(), request.free_slots().end());
-    // While it polls, its free slots are current: gangs placed by others may use them.
-    worker.polling += 1;
+    workers_.BeginPoll(worker_id, {request.free_slots().begin(), request.free_slots().end()});
     status = PollLocked(request, arrived, deadline, &assignment, &started);
-    worker.polling -= 1;
-    worker.poll_ended_ms = clock_->MonotonicMillis();
+    workers_.EndPoll(worker_id, clock_->MonotonicMillis());
   }
   if (!status.ok()) return status;
   if (assignment) {

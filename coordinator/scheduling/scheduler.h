@@ -1,5 +1,5 @@
-// Scheduler: the run queue, worker registry and attempt leases, and metric / checkpoint
-// ingest of running attempts.
+// Scheduler: the run queue with its attempt leases and fencing, the checkpoints that are its
+// runs' resume points, and the worker registry it places runs on ("Owners" below).
 //
 // Pull model: workers long-poll Acquire(); each attempt holds a lease that Heartbeat()
 // renews; ExpireLeases() ends attempts whose lease lapsed as "lost" and requeues their run
@@ -70,15 +70,25 @@
 // checkpoint its trainer wrote on SIGTERM.
 // Thread-safe.
 //
-// Parts: the Scheduler owns the lock and the memory (live_state.h) and calls on
-// placement.h (the policy, a pure function), leases.h (what a placement becomes: members,
-// parts, ports), retry_policy.h (how an ended attempt moves its run on) and
-// pending_changes.h (the rollback of a failed commit), share_order.h and preemption.h (the
-// sharing policy, pure); its methods are spread by concept over scheduler.cc, run_queue.cc,
-// attempt_end.cc, ingest.cc, rebuild.cc and sharing.cc. Metric points are MetricIngest's
-// (metric_ingest.h): it checks them against its own table of live attempts, which
-// CommitLocked keeps in step, and stores them without this class's lock. Its SQL is in
-// coordinator/store/ (scheduler_rows.h and the domain reads and writes).
+// Owners (docs/architecture.md, "The scheduler's owners"), wired by coordinator.cc:
+// - the run queue with its leases and fencing: this class. It owns the scheduling lock and,
+//   under it, the live runs and open attempts (live_state.h) and the resume points
+//   (checkpoints: a checkpoint moves the resume point a placement reads, so it is recorded
+//   under the lock and kept in memory once stored). It decides with placement.h (the policy,
+//   pure), grants with leases.h, moves ended attempts on with retry_policy.h and rolls a
+//   failed commit back with pending_changes.h. Its methods are spread by concept over
+//   scheduler.cc (commit, Acquire), run_queue.cc (user actions), attempt_end.cc (FinishRun,
+//   lease expiry), heartbeats.cc (Register, Heartbeat), checkpoints.cc, rebuild.cc and
+//   sharing.cc. Its SQL is in coordinator/store/.
+// - the worker registry (worker_registry.h): registrations, liveness, epochs, free slots and
+//   ports. A member of this class guarded by the same lock, because one placement reads and
+//   takes from both.
+// - metric ingest (metric_ingest.h): given to Create, not owned. Metric points are checked
+//   against its own table of live attempts, which CommitLocked keeps in step, and stored
+//   without the scheduling lock; it never calls back. Lock order: the scheduling lock, then
+//   the ingest's.
+// - the sharing policy (share_order.h, preemption.h): pure functions of the queue, the
+//   attempts and the workers' room, called under the lock.
 #ifndef XMOD_COORDINATOR_SCHEDULING_SCHEDULER_H_
 #define XMOD_COORDINATOR_SCHEDULING_SCHEDULER_H_
 
@@ -106,6 +116,7 @@
 #include "coordinator/scheduling/retry_policy.h"
 #include "coordinator/scheduling/scheduler_options.h"
 #include "coordinator/scheduling/share_order.h"
+#include "coordinator/scheduling/worker_registry.h"
 #include "coordinator/store/change_feed.h"
 #include "coordinator/store/store.h"
 #include "xmod/v1/coordinator.pb.h"
@@ -115,11 +126,12 @@ namespace xmod {
 
 class Scheduler {
  public:
-  // Rebuilds the live state from `store`. `store`, `clock` and `feed` must outlive the
-  // scheduler; `metrics` may be null.
+  // Rebuilds the live state from `store` and opens the open attempts to `ingest`. `store`,
+  // `clock`, `feed` and `ingest` must outlive the scheduler; `metrics` may be null.
   static absl::StatusOr<std::unique_ptr<Scheduler>> Create(Store* store, Clock* clock,
                                                            ChangeFeed* feed,
                                                            CoordinatorMetrics* metrics,
+                                                           MetricIngest* ingest,
                                                            const SchedulerOptions& options);
 
   // --- User actions -------------------------------------------------------------------
@@ -167,8 +179,6 @@ class Scheduler {
   // FAILED_PRECONDITION for an unknown worker (it should register again).
   absl::StatusOr<std::optional<xmod::v1::Assignment>> Acquire(
       const xmod::v1::AcquireRunRequest& request);
-  // Metric points: their owner, which takes them without this class's lock.
-  MetricIngest& ingest() { return ingest_; }
   // Records a checkpoint of the current attempt (a resume point). FAILED_PRECONDITION for a
   // stale attempt; INVALID_ARGUMENT, storing nothing, for a path outside the run's
   // checkpoint folder (CheckReportedPath).
@@ -222,7 +232,7 @@ class Scheduler {
   };
 
   Scheduler(Store* store, Clock* clock, ChangeFeed* feed, CoordinatorMetrics* metrics,
-            const SchedulerOptions& options);
+            MetricIngest* ingest, const SchedulerOptions& options);
   // Rebuilds memory from the database (rebuild.cc).
   absl::Status Rebuild();
   // After the rebuild: the runs' users and preemptible flags, the open attempts' PREEMPT
@@ -230,8 +240,6 @@ class Scheduler {
   absl::Status RestoreSharing(int64_t mono, const std::map<std::string, int64_t>& counters);
 
   // --- Sharing (sharing.cc) -------------------------------------------------------------
-  // The kind of a worker's slots (its first slot's; CPU when it has none).
-  xmod::v1::SlotKind KindOfLocked(int64_t worker_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Slots every user's open attempts hold, by kind.
   scheduling::SlotsByUser InUseLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The queue in share order for a poller with slots of `kind`.
@@ -265,7 +273,7 @@ class Scheduler {
                           std::vector<Touched>* started) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Commits `writes` as one transaction and waits, holding mu_. On success publishes the
   // change's side effects; on failure restores the saved memory and returns the error.
-  // Attempts the change starts, ends or cancels are told to ingest_ (metric_ingest.h).
+  // Attempts the change starts, ends or cancels are told to the ingest (metric_ingest.h).
   absl::Status CommitLocked(std::vector<Store::WriteFn> writes,
                             const scheduling::PendingChanges& change)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -355,7 +363,8 @@ class Scheduler {
   absl::CondVar queue_changed_;  // signalled when a run is queued or at shutdown
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   scheduling::LiveState live_ ABSL_GUARDED_BY(mu_);
-  MetricIngest ingest_;  // its own lock, taken after mu_
+  scheduling::WorkerRegistry workers_ ABSL_GUARDED_BY(mu_);
+  MetricIngest* const ingest_;  // its own lock, taken after mu_
 };
 
 }  // namespace xmod

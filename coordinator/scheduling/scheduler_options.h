@@ -26,9 +26,6 @@ struct SchedulerOptions {
   // A gang member that has not taken its part (AcquireRun) this long after the placement
   // ends the attempt as lost and releases every member.
   int64_t gang_start_timeout_ms = 30000;
-  // Metric batches being written at once (MetricIngest); more wait. The store has one writer
-  // in arrival order, so a scheduling write waits behind at most this many batches.
-  int max_ingest_writes = 8;
   // Quotas, fair-share weights and preemption hysteresis (--sharing_config).
   scheduling::SharingPolicy sharing;
 };

@@ -15,19 +15,13 @@ namespace xmod {
 
 using scheduling::PendingChanges;
 
-xmod::v1::SlotKind Scheduler::KindOfLocked(int64_t worker_id) const {
-  auto it = live_.workers.find(worker_id);
-  if (it == live_.workers.end() || it->second.slots.empty()) return xmod::v1::CPU;
-  return it->second.slots.front().kind() == xmod::v1::CUDA ? xmod::v1::CUDA : xmod::v1::CPU;
-}
-
 scheduling::SlotsByUser Scheduler::InUseLocked() const {
   scheduling::SlotsByUser in_use;
   for (const auto& [key, attempt] : live_.attempts) {
     auto run = live_.runs.find(key.first);
     if (run == live_.runs.end()) continue;
     for (const scheduling::Member& m : attempt.members) {
-      in_use[run->second.user].Of(KindOfLocked(m.worker_id)) += static_cast<int>(m.slots.size());
+      in_use[run->second.user].Of(workers_.KindOf(m.worker_id)) += static_cast<int>(m.slots.size());
     }
   }
   return in_use;
@@ -55,15 +49,8 @@ Store::WriteFn Scheduler::SlotKindWriteLocked(const AttemptKey& key,
                                               const scheduling::AttemptEntry& attempt) const {
   std::vector<std::pair<std::string, int>> kinds;  // by member: (kind, cores)
   for (const scheduling::Member& m : attempt.members) {
-    const scheduling::WorkerEntry& worker = live_.workers.at(m.worker_id);
-    const bool gpu = KindOfLocked(m.worker_id) == xmod::v1::CUDA;
-    int cores = 0;
-    for (int32_t index : m.slots) {
-      for (const xmod::v1::Slot& slot : worker.slots) {
-        if (slot.index() == index) cores += std::max(1, slot.cores());
-      }
-    }
-    kinds.emplace_back(gpu ? "cuda" : "cpu", gpu ? 0 : cores);
+    const bool gpu = workers_.KindOf(m.worker_id) == xmod::v1::CUDA;
+    kinds.emplace_back(gpu ? "cuda" : "cpu", gpu ? 0 : workers_.CoresOf(m.worker_id, m.slots));
   }
   return [key, kinds](Db& db) {
     for (size_t m = 0; m < kinds.size(); ++m) {
@@ -93,7 +80,7 @@ std::vector<scheduling::RunningAttempt> Scheduler::RunningLocked() const {
     a.ordered = !attempt.preempt_reason.empty();
     a.started_ms = attempt.started_ms;
     a.checkpointed_ms = attempt.checkpointed_ms;
-    a.kind = KindOfLocked(attempt.members.front().worker_id);
+    a.kind = workers_.KindOf(attempt.members.front().worker_id);
     for (const scheduling::Member& m : attempt.members) {
       a.members.emplace_back(m.worker_id, static_cast<int>(m.slots.size()));
     }
@@ -109,12 +96,12 @@ std::map<int64_t, scheduling::WorkerRoom> Scheduler::RoomsLocked(int64_t mono) c
     }
   }
   std::map<int64_t, scheduling::WorkerRoom> rooms;
-  for (const auto& [id, worker] : live_.workers) {
-    if (mono - worker.last_seen_ms > options_.lease_ttl_ms) continue;
+  for (const auto& [id, worker] : workers_.entries()) {
+    if (!workers_.IsLive(worker, mono)) continue;
     scheduling::WorkerRoom& room = rooms[id];
     room.slots = static_cast<int>(worker.slots.size());
     room.free = std::max(0, room.slots - held[id]);
-    room.kind = KindOfLocked(id);
+    room.kind = workers_.KindOf(id);
   }
   return rooms;
 }
@@ -127,10 +114,10 @@ int Scheduler::Preempt() {
   absl::Status status;
   {
     absl::MutexLock lock(&mu_);
-    if (live_.queue.empty() || live_.workers.empty()) return 0;
+    if (live_.queue.empty() || workers_.empty()) return 0;
     const std::map<int64_t, scheduling::WorkerRoom> rooms = RoomsLocked(mono);
     const xmod::v1::SlotKind kind =
-        rooms.empty() ? xmod::v1::CPU : KindOfLocked(rooms.begin()->first);
+        rooms.empty() ? xmod::v1::CPU : workers_.KindOf(rooms.begin()->first);
     orders = scheduling::PlanPreemptions(ShareQueueLocked(kind), RunningLocked(), rooms,
                                          InUseLocked(), options_.sharing, mono);
     if (orders.empty()) return 0;

@@ -24,8 +24,9 @@ struct Life {
     SchedulerOptions options;
     options.lease_ttl_ms = 10000;
     options.checkpoint_root = dir + "/ckpt";
+    ingest = std::make_unique<MetricIngest>(store.get(), &feed, &metrics, 8);
     absl::StatusOr<std::unique_ptr<Scheduler>> created =
-        Scheduler::Create(store.get(), &clock, &feed, &metrics, options);
+        Scheduler::Create(store.get(), &clock, &feed, &metrics, ingest.get(), options);
     EXPECT_TRUE(created.ok()) << created.status();
     scheduler = *std::move(created);
   }
@@ -76,6 +77,7 @@ struct Life {
   ChangeFeed feed;
   CoordinatorMetrics metrics;
   std::unique_ptr<Store> store;
+  std::unique_ptr<MetricIngest> ingest;  // outlives the scheduler
   std::unique_ptr<Scheduler> scheduler;
 };
 

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "coordinator/api/coordinator_service.h"
-#include "coordinator/api/user_queries.h"
 #include "coordinator/adaptive/adaptive_controller.h"
 #include "coordinator/adaptive/sweep_monitor.h"
+#include "coordinator/api/coordinator_service.h"
+#include "coordinator/api/user_queries.h"
 #include "coordinator/fitting/studies.h"
 #include "coordinator/scheduling/scheduler.h"
 #include "coordinator/spec/sweep_expansion.h"
@@ -37,8 +37,9 @@ class DesignTest : public testing::Test {
     store_ = *std::move(store);
     SchedulerOptions options;
     options.checkpoint_root = dir_ + "/ckpt";
+    ingest_ = std::make_unique<MetricIngest>(store_.get(), &feed_, nullptr, 8);
     absl::StatusOr<std::unique_ptr<Scheduler>> s =
-        Scheduler::Create(store_.get(), &clock_, &feed_, nullptr, options);
+        Scheduler::Create(store_.get(), &clock_, &feed_, nullptr, ingest_.get(), options);
     ASSERT_TRUE(s.ok()) << s.status();
     scheduler_ = *std::move(s);
   }
@@ -78,7 +79,7 @@ class DesignTest : public testing::Test {
       p->set_name("val/loss");
       p->set_value(loss);
     }
-    absl::StatusOr<xmod::v1::ReportMetricsResponse> r = scheduler_->ingest().ReportMetrics(request);
+    absl::StatusOr<xmod::v1::ReportMetricsResponse> r = ingest_->ReportMetrics(request);
     ASSERT_TRUE(r.ok()) << r.status();
   }
 
@@ -98,6 +99,7 @@ class DesignTest : public testing::Test {
   FakeClock clock_;
   ChangeFeed feed_;
   std::unique_ptr<Store> store_;
+  std::unique_ptr<MetricIngest> ingest_;  // outlives the scheduler
   std::unique_ptr<Scheduler> scheduler_;
   int64_t worker_id_ = 0;
 };

@@ -35,8 +35,9 @@ class GangSchedulerTest : public testing::Test {
     options_.gang_start_timeout_ms = 5000;
     options_.backoff_base_ms = 1000;
     options_.checkpoint_root = dir_ + "/ckpt";
+    ingest_ = std::make_unique<MetricIngest>(store_.get(), &feed_, nullptr, 8);
     absl::StatusOr<std::unique_ptr<Scheduler>> s =
-        Scheduler::Create(store_.get(), &clock_, &feed_, nullptr, options_);
+        Scheduler::Create(store_.get(), &clock_, &feed_, nullptr, ingest_.get(), options_);
     ASSERT_TRUE(s.ok()) << s.status();
     scheduler_ = *std::move(s);
   }
@@ -143,6 +144,7 @@ class GangSchedulerTest : public testing::Test {
   ChangeFeed feed_;
   SchedulerOptions options_;
   std::unique_ptr<Store> store_;
+  std::unique_ptr<MetricIngest> ingest_;  // outlives the scheduler
   std::unique_ptr<Scheduler> scheduler_;
 };
 
@@ -312,6 +314,7 @@ TEST_F(GangSchedulerTest, ARestartKeepsTheRendezvousPortsOfRunningGangs) {
   ASSERT_TRUE(first_a.has_value());
   EXPECT_EQ(FirstAttemptColumn(gangs[0], "rendezvous"), "tcp://host-b:29500");
   scheduler_.reset();
+  ingest_.reset();
   store_.reset();
   Open();
   // The running gang keeps 29500 after the restart: the next gang gets 29501...
@@ -345,6 +348,7 @@ TEST_F(GangSchedulerTest, AGangRecordedWithoutItsAddressHoldsItsHostsWholeRange)
       store_->WriteAndWait([](Db& db) { return db.Exec("UPDATE attempts SET rendezvous = NULL"); })
           .ok());
   scheduler_.reset();
+  ingest_.reset();
   store_.reset();
   Open();
   EXPECT_TRUE(Beat(a, *first_a).orders().empty());
@@ -404,9 +408,9 @@ TEST_F(GangSchedulerTest, LossOfOneMemberEndsTheAttemptEverywhereAndItResumes) {
   point->set_step(5);
   point->set_name("train/loss");
   point->set_value(2.5);
-  EXPECT_TRUE(scheduler_->ingest().ReportMetrics(metrics)->stale());
+  EXPECT_TRUE(ingest_->ReportMetrics(metrics)->stale());
   metrics.set_worker_id(b);
-  EXPECT_FALSE(scheduler_->ingest().ReportMetrics(metrics)->stale());
+  EXPECT_FALSE(ingest_->ReportMetrics(metrics)->stale());
   xmod::v1::ReportCheckpointRequest checkpoint;
   checkpoint.set_worker_id(b);
   checkpoint.set_run_id(run);
@@ -425,7 +429,7 @@ TEST_F(GangSchedulerTest, LossOfOneMemberEndsTheAttemptEverywhereAndItResumes) {
   EXPECT_EQ(Load(run).state(), xmod::v1::QUEUED);
   // b is told to kill its trainers; late reports of the dead gang are fenced off.
   EXPECT_TRUE(Killed(Beat(b, *part_b)));
-  EXPECT_TRUE(scheduler_->ingest().ReportMetrics(metrics)->stale());
+  EXPECT_TRUE(ingest_->ReportMetrics(metrics)->stale());
   EXPECT_FALSE(scheduler_->ReportCheckpoint(checkpoint).ok());
   // A fresh gang (b and a replacement c) resumes from the checkpoint at step 5.
   const int64_t c = RegisterWorker("c");
@@ -456,6 +460,7 @@ TEST_F(GangSchedulerTest, OpenGangSurvivesARestart) {
   std::optional<xmod::v1::Assignment> part_a = Acquire(a);
   ASSERT_TRUE(part_a && part_b);
   scheduler_.reset();
+  ingest_.reset();
   store_.reset();
   Open();
   // Both members still hold the attempt: their heartbeats renew it, nobody is killed.

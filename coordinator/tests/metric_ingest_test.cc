@@ -41,8 +41,9 @@ class MetricIngestTest : public testing::Test {
     ASSERT_NE(store_, nullptr);
     SchedulerOptions options;
     options.checkpoint_root = dir_ + "/ckpt";
+    ingest_ = std::make_unique<MetricIngest>(store_.get(), &feed_, nullptr, 8);
     absl::StatusOr<std::unique_ptr<Scheduler>> s =
-        Scheduler::Create(store_.get(), &clock_, &feed_, nullptr, options);
+        Scheduler::Create(store_.get(), &clock_, &feed_, nullptr, ingest_.get(), options);
     ASSERT_TRUE(s.ok()) << s.status();
     scheduler_ = *std::move(s);
   }
@@ -76,7 +77,7 @@ class MetricIngestTest : public testing::Test {
   // report's reply.
   xmod::v1::ReportMetricsResponse ReportDuringClose(const xmod::v1::ReportMetricsRequest& request,
                                                     bool committed) {
-    MetricIngest& ingest = scheduler_->ingest();
+    MetricIngest& ingest = *ingest_;
     const scheduling::AttemptKey key{run_id_, 1};
     ingest.BeginClose({key});
     absl::StatusOr<xmod::v1::ReportMetricsResponse> reply;
@@ -96,6 +97,7 @@ class MetricIngestTest : public testing::Test {
   FakeClock clock_;
   ChangeFeed feed_;
   std::unique_ptr<Store> store_;
+  std::unique_ptr<MetricIngest> ingest_;  // outlives the scheduler
   std::unique_ptr<Scheduler> scheduler_;
   int64_t worker_ = 0;
   int64_t run_id_ = 0;
@@ -103,17 +105,17 @@ class MetricIngestTest : public testing::Test {
 
 TEST_F(MetricIngestTest, StoresAndAcknowledgesTheCurrentAttemptsPoints) {
   absl::StatusOr<xmod::v1::ReportMetricsResponse> ack =
-      scheduler_->ingest().ReportMetrics(Batch(0, 4, worker_));
+      ingest_->ReportMetrics(Batch(0, 4, worker_));
   ASSERT_TRUE(ack.ok()) << ack.status();
   EXPECT_EQ(ack->acked_seq(), 3);
   EXPECT_FALSE(ack->stale());
   EXPECT_EQ(StoredPoints(), 4);
-  EXPECT_EQ(scheduler_->ingest().AckedSeq({run_id_, 1}), 3);
+  EXPECT_EQ(ingest_->AckedSeq({run_id_, 1}), 3);
 }
 
 TEST_F(MetricIngestTest, AnotherWorkersBatchIsStaleAndStoresNothing) {
   absl::StatusOr<xmod::v1::ReportMetricsResponse> ack =
-      scheduler_->ingest().ReportMetrics(Batch(0, 4, worker_ + 1));
+      ingest_->ReportMetrics(Batch(0, 4, worker_ + 1));
   ASSERT_TRUE(ack.ok()) << ack.status();
   EXPECT_TRUE(ack->stale());
   EXPECT_EQ(ack->acked_seq(), 3);
@@ -136,7 +138,7 @@ TEST_F(MetricIngestTest, ABatchDuringARefusedEndIsStored) {
 TEST_F(MetricIngestTest, ACancelledRunsPointsAreStoredAndCalledStale) {
   ASSERT_TRUE(scheduler_->CancelRun(run_id_, kTestActor).ok());
   absl::StatusOr<xmod::v1::ReportMetricsResponse> ack =
-      scheduler_->ingest().ReportMetrics(Batch(0, 2, worker_));
+      ingest_->ReportMetrics(Batch(0, 2, worker_));
   ASSERT_TRUE(ack.ok()) << ack.status();
   EXPECT_TRUE(ack->stale());
   EXPECT_EQ(ack->acked_seq(), 1);
@@ -144,14 +146,15 @@ TEST_F(MetricIngestTest, ACancelledRunsPointsAreStoredAndCalledStale) {
 }
 
 TEST_F(MetricIngestTest, AcknowledgementsSurviveARestart) {
-  ASSERT_TRUE(scheduler_->ingest().ReportMetrics(Batch(0, 3, worker_)).ok());
+  ASSERT_TRUE(ingest_->ReportMetrics(Batch(0, 3, worker_)).ok());
   scheduler_.reset();
+  ingest_.reset();
   store_.reset();
   Open();
-  EXPECT_EQ(scheduler_->ingest().AckedSeq({run_id_, 1}), 2);
+  EXPECT_EQ(ingest_->AckedSeq({run_id_, 1}), 2);
   // The next batch follows on from the acknowledgement the database restored.
   absl::StatusOr<xmod::v1::ReportMetricsResponse> ack =
-      scheduler_->ingest().ReportMetrics(Batch(3, 2, worker_));
+      ingest_->ReportMetrics(Batch(3, 2, worker_));
   ASSERT_TRUE(ack.ok()) << ack.status();
   EXPECT_EQ(ack->acked_seq(), 4);
 }

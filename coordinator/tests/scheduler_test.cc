@@ -33,14 +33,16 @@ class SchedulerTest : public testing::Test {
     options_.backoff_base_ms = 1000;
     options_.backoff_max_ms = 4000;
     options_.checkpoint_root = dir_ + "/ckpt";
+    ingest_ = std::make_unique<MetricIngest>(store_.get(), &feed_, nullptr, 8);
     absl::StatusOr<std::unique_ptr<Scheduler>> s =
-        Scheduler::Create(store_.get(), &clock_, &feed_, nullptr, options_);
+        Scheduler::Create(store_.get(), &clock_, &feed_, nullptr, ingest_.get(), options_);
     ASSERT_TRUE(s.ok()) << s.status();
     scheduler_ = *std::move(s);
   }
 
   void Restart() {
     scheduler_.reset();
+    ingest_.reset();
     store_.reset();
     Open();
   }
@@ -96,6 +98,7 @@ class SchedulerTest : public testing::Test {
   ChangeFeed feed_;
   SchedulerOptions options_;
   std::unique_ptr<Store> store_;
+  std::unique_ptr<MetricIngest> ingest_;  // outlives the scheduler
   std::unique_ptr<Scheduler> scheduler_;
 };
 
@@ -338,14 +341,14 @@ TEST_F(SchedulerTest, RetryResumesFromTheLatestCheckpointAndAcksMetrics) {
     p->set_flops((i + 1) * 1e9);
     p->set_value(5 - i * 0.1);
   }
-  auto ack = scheduler_->ingest().ReportMetrics(metrics);
+  auto ack = ingest_->ReportMetrics(metrics);
   ASSERT_TRUE(ack.ok());
   EXPECT_EQ(ack->acked_seq(), 4);
   EXPECT_FALSE(ack->stale());
-  ack = scheduler_->ingest().ReportMetrics(metrics);  // replay
+  ack = ingest_->ReportMetrics(metrics);  // replay
   EXPECT_EQ(ack->acked_seq(), 4);
   metrics.set_first_seq(10);  // a gap: stored, but the ack stays put
-  ack = scheduler_->ingest().ReportMetrics(metrics);
+  ack = ingest_->ReportMetrics(metrics);
   EXPECT_EQ(ack->acked_seq(), 4);
   EXPECT_DOUBLE_EQ(Load(a->run_id()).progress().train_loss(), 5 - 4 * 0.1);
 
@@ -371,7 +374,7 @@ TEST_F(SchedulerTest, RetryResumesFromTheLatestCheckpointAndAcksMetrics) {
   EXPECT_NE(Load(a->run_id()).error().find("CUDA out of memory"), std::string::npos);
   // The failed attempt's late points are stale.
   metrics.set_first_seq(5);
-  ack = scheduler_->ingest().ReportMetrics(metrics);
+  ack = ingest_->ReportMetrics(metrics);
   EXPECT_TRUE(ack->stale());
   // The other runs come first (backoff), then the retry resumes at step 4.
   clock_.Advance(scheduler_->BackoffMillis(1));
@@ -448,7 +451,7 @@ TEST_F(SchedulerTest, RestartRebuildsQueueLeasesAndWorkers) {
   metrics.set_attempt(1);
   metrics.set_first_seq(0);
   metrics.add_points()->set_name("train/loss");
-  ASSERT_EQ(scheduler_->ingest().ReportMetrics(metrics)->acked_seq(), 0);
+  ASSERT_EQ(ingest_->ReportMetrics(metrics)->acked_seq(), 0);
 
   Restart();
   // The worker is still known and its attempt continues: heartbeat renews, no orders.
@@ -457,7 +460,7 @@ TEST_F(SchedulerTest, RestartRebuildsQueueLeasesAndWorkers) {
   EXPECT_EQ(Load(a->run_id()).state(), xmod::v1::RUNNING);
   // The acked seq survived the restart.
   metrics.set_first_seq(1);
-  EXPECT_EQ(scheduler_->ingest().ReportMetrics(metrics)->acked_seq(), 1);
+  EXPECT_EQ(ingest_->ReportMetrics(metrics)->acked_seq(), 1);
   // The queue survived: the two other runs come out in order.
   EXPECT_EQ(Acquire(worker)->run_id(), runs[1]);
   EXPECT_EQ(Acquire(worker)->run_id(), runs[2]);
@@ -603,7 +606,7 @@ TEST_F(SchedulerTest, SuccessNeedsEveryProducedPointDurable) {
     p->set_step(i);
     p->set_value(1.0 / i);
   }
-  ASSERT_EQ(scheduler_->ingest().ReportMetrics(metrics)->acked_seq(), 3);
+  ASSERT_EQ(ingest_->ReportMetrics(metrics)->acked_seq(), 3);
   // The trainer produced 5 points; only 3 are durable: not a success.
   ASSERT_TRUE(
       scheduler_->FinishRun(Finish(worker, *a, xmod::v1::OUTCOME_SUCCEEDED, 0, /*last_seq=*/5))
@@ -620,7 +623,7 @@ TEST_F(SchedulerTest, SuccessNeedsEveryProducedPointDurable) {
   ASSERT_TRUE(retry.has_value());
   ASSERT_EQ(retry->run_id(), a->run_id());
   metrics.set_attempt(retry->attempt());
-  ASSERT_EQ(scheduler_->ingest().ReportMetrics(metrics)->acked_seq(), 3);
+  ASSERT_EQ(ingest_->ReportMetrics(metrics)->acked_seq(), 3);
   ASSERT_TRUE(
       scheduler_->FinishRun(Finish(worker, *retry, xmod::v1::OUTCOME_SUCCEEDED, 0, /*last_seq=*/3))
           .ok());

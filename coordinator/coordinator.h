@@ -1,8 +1,8 @@
-// Coordinator: assembles the xmod-coordinator process from its parts — store, scheduler,
-// the two gRPC services (with grpc.health.v1.Health and, optionally, server reflection), the
-// HTTP dashboard API, the Prometheus endpoint, the fit trigger
-// (background scaling-law refits) and a ticker that expires leases, refreshes gauges and
-// polls for sweeps to refit. main.cc parses flags into CoordinatorOptions and calls
+// Coordinator: assembles the xmod-coordinator process from its parts — store, metric ingest,
+// scheduler, the two gRPC services (with grpc.health.v1.Health and, optionally, server
+// reflection), the HTTP dashboard API, the Prometheus endpoint, the fit trigger (background
+// scaling-law refits) and a ticker that expires leases, refreshes gauges and polls for
+// sweeps to refit. main.cc parses flags into CoordinatorOptions and calls
 // RunCoordinator(); tests start a Coordinator in-process on loopback ports.
 // Thread-safe: Start once, then Shutdown from any thread.
 #ifndef XMOD_COORDINATOR_COORDINATOR_H_
@@ -26,6 +26,7 @@
 #include "coordinator/api/http_sessions.h"
 #include "coordinator/api/stream_caps.h"
 #include "coordinator/metrics/coordinator_metrics.h"
+#include "coordinator/scheduling/metric_ingest.h"
 #include "coordinator/scheduling/scheduler.h"
 #include "coordinator/store/backup.h"
 #include "coordinator/store/change_feed.h"

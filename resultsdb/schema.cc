@@ -126,7 +126,7 @@ CREATE TABLE checkpoints (
 CREATE TABLE events (
   id INTEGER PRIMARY KEY,
   time_ms INTEGER NOT NULL,
-  kind TEXT NOT NULL,                 -- e.g. "sweep_submitted", "attempt_lost"
+  kind TEXT NOT NULL,                 -- an xmod.v1.EventKind's event_kind_name
   sweep_id INTEGER,
   run_id INTEGER,
   text TEXT NOT NULL DEFAULT ''

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/strings/match.h"
+#include "common/enum_option_names.h"
 
 namespace xmod {
 namespace {
@@ -17,12 +18,9 @@ const SeriesTable& Table() {
   static const SeriesTable* const table = [] {
     auto* t = new SeriesTable;
     const google::protobuf::EnumDescriptor* series = xmod::v1::Series_descriptor();
-    for (int i = 0; i < series->value_count(); ++i) {
-      const google::protobuf::EnumValueDescriptor* value = series->value(i);
-      const std::string& name = value->options().GetExtension(xmod::v1::series_name);
-      if (name.empty()) continue;
-      t->by_number[value->number()] = name;
-      std::string short_name = value->name();
+    t->by_number = EnumOptionNames(series, xmod::v1::series_name);
+    for (const auto& [number, name] : t->by_number) {
+      std::string short_name = series->FindValueByNumber(number)->name();
       if (absl::StartsWith(short_name, "SERIES_")) short_name.erase(0, 7);
       t->all.emplace_back(std::move(short_name), name);
     }
@@ -34,10 +32,7 @@ const SeriesTable& Table() {
 }  // namespace
 
 const std::string& SeriesName(xmod::v1::Series series) {
-  static const std::string* const kNone = new std::string;
-  const SeriesTable& table = Table();
-  auto it = table.by_number.find(series);
-  return it == table.by_number.end() ? *kNone : it->second;
+  return EnumOptionName(Table().by_number, series);
 }
 
 const std::vector<std::pair<std::string, std::string>>& AllSeries() { return Table().all; }

@@ -16,7 +16,7 @@ namespace xmod {
 const std::string& SeriesName(xmod::v1::Series series);
 
 // Every series but SERIES_UNSPECIFIED as (value name without "SERIES_", series name), in the
-// order of the enum: e.g. ("TRAIN_LOSS", train/loss).
+// order of their numbers: e.g. ("TRAIN_LOSS", train/loss).
 const std::vector<std::pair<std::string, std::string>>& AllSeries();
 
 }  // namespace xmod

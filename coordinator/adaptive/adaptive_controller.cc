@@ -434,7 +434,7 @@ absl::Status AdaptiveController::StoreDecision(int64_t sweep_id, QueuedRuns* que
   const auto insert = [&](Db& db) -> absl::Status {
     absl::StatusOr<int64_t> id = InsertDecision(db, decision);
     if (!id.ok() || !actor.has_value()) return id.status();
-    return InsertEvent(db, now, "proposal_submitted", sweep_id, 0,
+    return InsertEvent(db, now, xmod::v1::EVENT_PROPOSAL_SUBMITTED, sweep_id, 0,
                        absl::StrCat("decision ", *id, ": ", queued->runs.size(), " runs queued"),
                        actor);
   };

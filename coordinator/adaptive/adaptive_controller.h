@@ -95,7 +95,7 @@ class AdaptiveController {
   // (targets[i].backbone, count, bootstrap_samples past its limit, ...) or the spec field it
   // inherits. `caller_gone` (may be empty) is polled while it fits: once it returns true the
   // fit stops, CANCELLED; UNAVAILABLE during and after Shutdown(). Either stores nothing.
-  // A submitted decision is stored with a "proposal_submitted" event whose actor is `actor`
+  // A submitted decision is stored with an EVENT_PROPOSAL_SUBMITTED event whose actor is `actor`
   // (the credential that asked; whether it may change the sweep is the caller's to check).
   absl::StatusOr<xmod::v1::DesignDecision> Propose(
       const xmod::v1::ProposeRunsRequest& request,

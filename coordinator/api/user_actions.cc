@@ -111,7 +111,7 @@ absl::StatusOr<xmod::v1::Study> CountStudy(Db& db, const xmod::v1::StudySpec& sp
 }
 
 // Each member sweep of the stored `study` is `caller`'s to change (else PERMISSION_DENIED);
-// a "study_created" event for each.
+// an EVENT_STUDY_CREATED event for each.
 absl::Status CheckAndRecordMembers(Db& db, absl::string_view method, const Principal& caller,
                                    const scheduling::SharingPolicy& policy,
                                    const xmod::v1::Study& study, int64_t now_ms) {
@@ -120,7 +120,7 @@ absl::Status CheckAndRecordMembers(Db& db, absl::string_view method, const Princ
     if (!work.ok()) return work.status();
     if (absl::Status s = CheckMayChange(method, caller, *work, policy); !s.ok()) return s;
     if (absl::Status s =
-            InsertEvent(db, now_ms, "study_created", member.sweep_id(), 0,
+            InsertEvent(db, now_ms, xmod::v1::EVENT_STUDY_CREATED, member.sweep_id(), 0,
                         absl::StrCat("study ", study.spec().name(), " (role ", member.role(), ")"),
                         ActorOf(caller));
         !s.ok()) {
@@ -130,7 +130,7 @@ absl::Status CheckAndRecordMembers(Db& db, absl::string_view method, const Princ
   return absl::OkStatus();
 }
 
-// Links the study's shared runs with a "run_linked" event each; the linked runs, with why
+// Links the study's shared runs with an EVENT_RUN_LINKED event each; the linked runs, with why
 // they are not trained, go to `to_cancel`.
 absl::Status LinkSharedRuns(Db& db, const std::optional<std::string>& actor, int64_t now_ms,
                             xmod::v1::Study* study,
@@ -144,8 +144,8 @@ absl::Status LinkSharedRuns(Db& db, const std::optional<std::string>& actor, int
     if (!why.ok()) return why.status();
     absl::StatusOr<RunOwnerRow> run = LoadRunOwner(db, link.run_id);
     if (!run.ok()) return run.status();
-    if (absl::Status s =
-            InsertEvent(db, now_ms, "run_linked", run->sweep_id, link.run_id, *why, actor);
+    if (absl::Status s = InsertEvent(db, now_ms, xmod::v1::EVENT_RUN_LINKED, run->sweep_id,
+                                     link.run_id, *why, actor);
         !s.ok()) {
       return s;
     }

@@ -55,8 +55,8 @@ class UserActions {
   absl::Status CheckSweep(absl::string_view method, const Principal& caller, int64_t sweep_id);
 
   // Stores the study of `request`, owned by `caller`, with its shared runs linked
-  // (coordinator/fitting/study_sharing.h) and a "study_created" event per member and a
-  // "run_linked" one per link, then cancels each linked run ("linked to run N of sweep S");
+  // (coordinator/fitting/study_sharing.h) and an EVENT_STUDY_CREATED event per member and an
+  // EVENT_RUN_LINKED one per link, then cancels each linked run ("linked to run N of sweep S");
   // PERMISSION_DENIED, storing nothing, when a member sweep is not the caller's to change.
   // A dry run stores and cancels nothing and checks no owner (a read). Otherwise as
   // coordinator/fitting/studies.h's InsertStudy (errors naming the field).

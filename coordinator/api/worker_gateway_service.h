@@ -1,8 +1,8 @@
 // WorkerGatewayService: the worker API (xmod.v1.WorkerGateway, proto/xmod/v1/worker.proto),
-// a thin layer over the Scheduler. AcquireRun long-polls for at most min(wait_ms,
-// max_wait_ms, the call's deadline). Every RPC needs a worker credential (common/auth.h)
-// and is bound to that worker's identity (worker_identity.h): a worker may register only
-// under its credential's name, and may heartbeat, acquire and report only as itself and only
+// a thin layer over the Scheduler and the MetricIngest. AcquireRun long-polls for at most
+// min(wait_ms, max_wait_ms, the call's deadline). Every RPC needs a worker credential
+// (common/auth.h) and is bound to that worker's identity (worker_identity.h): a worker may register
+// only under its credential's name, and may heartbeat, acquire and report only as itself and only
 // for its own attempts (PERMISSION_DENIED otherwise). Every request is held to the limits of
 // worker_request_limits.h before the scheduler sees it. Thread-safe.
 #ifndef XMOD_COORDINATOR_API_WORKER_GATEWAY_SERVICE_H_
@@ -14,6 +14,7 @@
 #include "common/credentials.h"
 #include "coordinator/api/worker_identity.h"
 #include "coordinator/metrics/coordinator_metrics.h"
+#include "coordinator/scheduling/metric_ingest.h"
 #include "coordinator/scheduling/scheduler.h"
 #include "coordinator/store/store.h"
 #include "xmod/v1/worker.grpc.pb.h"

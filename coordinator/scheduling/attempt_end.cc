@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "coordinator/scheduling/scheduler.h"
+#include "coordinator/store/event_kinds.h"
 #include "coordinator/store/event_rows.h"
 #include "coordinator/store/sharing_rows.h"
 #include "coordinator/store/store_writes.h"
@@ -44,7 +45,7 @@ void Scheduler::EndAttemptLocked(const AttemptKey& key, const std::string& outco
   if (run.state == xmod::v1::CANCELLED) {
     // Its cancellation is already stored.
     verdict.update.run_id = run_id;
-    verdict.event_kind = absl::StrCat("attempt_", outcome);
+    verdict.event_kind = AttemptEndedKind(outcome);
   } else {
     verdict = scheduling::JudgeRun(run, run_id, outcome, retry, exit_code, event_text, now, mono,
                                    options_);

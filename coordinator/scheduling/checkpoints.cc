@@ -73,7 +73,7 @@ std::future<absl::Status> Scheduler::RejectCheckpointLocked(
         absl::StatusOr<std::vector<xmod::v1::Checkpoint>> left = LoadCheckpoints(db, key.first);
         if (!left.ok()) return left.status();
         *remaining = *std::move(left);
-        return InsertEvent(db, now, "checkpoint_rejected", sweep_id, key.first,
+        return InsertEvent(db, now, xmod::v1::EVENT_CHECKPOINT_REJECTED, sweep_id, key.first,
                            absl::StrCat("attempt ", key.second, ": ", note));
       });
 }
@@ -92,7 +92,7 @@ std::future<absl::Status> Scheduler::RecordCheckpointLocked(
     if (absl::Status s = InsertCheckpoint(db, key.first, key.second, c, now); !s.ok()) return s;
     // The worker deletes the files of older ones once this report is acknowledged.
     if (absl::Status s = KeepNewestCheckpoints(db, key.first, 2); !s.ok()) return s;
-    return InsertEvent(db, now, "checkpoint", sweep_id, key.first,
+    return InsertEvent(db, now, xmod::v1::EVENT_CHECKPOINT, sweep_id, key.first,
                        absl::StrCat("attempt ", key.second, " step ", c.step(), ": ", c.path()));
   });
 }

@@ -48,7 +48,7 @@ absl::StatusOr<xmod::v1::RegisterResponse> Scheduler::Register(
     absl::StatusOr<int64_t> id = UpsertWorker(db, registration, now);
     if (!id.ok()) return id.status();
     worker_id = *id;
-    return InsertEvent(db, now, "worker_registered", 0, 0,
+    return InsertEvent(db, now, xmod::v1::EVENT_WORKER_REGISTERED, 0, 0,
                        absl::StrCat(request.worker_name(), " (", request.hostname(), ") with ",
                                     request.slots_size(), " slots"));
   });

@@ -121,7 +121,7 @@ Store::WriteFn StartAttemptWrite(int64_t sweep_id, int64_t run_id, const RunEntr
     if (absl::Status s = UpdateRun(db, u); !s.ok()) return s;
     if (absl::Status s = MarkRunStarted(db, start.run_id, start.started_ms); !s.ok()) return s;
     return InsertEvent(
-        db, start.started_ms, "attempt_started", sweep_id, start.run_id,
+        db, start.started_ms, xmod::v1::EVENT_ATTEMPT_STARTED, sweep_id, start.run_id,
         absl::StrCat(
             "attempt ", start.attempt, " on ", JoinedMemberNames(members),
             start.rendezvous.empty() ? "" : absl::StrCat(" (gang, ", start.rendezvous, ")"),

@@ -46,7 +46,7 @@ Lease GrantLease(WorkerRegistry& workers, const Placement& placement,
 
 // The database writes that start the attempt `lease` of `run` (id `run_id`, in sweep
 // `sweep_id`): its row and members with the memory plan it runs with, the run RUNNING, an
-// "attempt_started" event. `now` is the wall clock.
+// EVENT_ATTEMPT_STARTED event. `now` is the wall clock.
 Store::WriteFn StartAttemptWrite(int64_t sweep_id, int64_t run_id, const RunEntry& run,
                                  const Lease& lease, int64_t resumed_from_step, int64_t now,
                                  const SchedulerOptions& options);

@@ -89,7 +89,7 @@ RunVerdict JudgeRun(RunEntry& run, int64_t run_id, const std::string& outcome, R
   RunVerdict verdict;
   RunUpdate& u = verdict.update;
   u.run_id = run_id;
-  verdict.event_kind = absl::StrCat("attempt_", outcome);
+  verdict.event_kind = AttemptEndedKind(outcome);
   if (outcome == "succeeded") {
     u.state = xmod::v1::SUCCEEDED;
     u.finished_ms = now;
@@ -115,7 +115,7 @@ RunVerdict JudgeRun(RunEntry& run, int64_t run_id, const std::string& outcome, R
     u.state = xmod::v1::FAILED;
     u.finished_ms = now;
     u.error = FailedRunError(run, outcome, retry, exit_code, event_text);
-    verdict.event_kind = "run_failed";
+    verdict.event_kind = xmod::v1::EVENT_RUN_FAILED;
     return verdict;
   }
   const int64_t backoff = failure ? BackoffMillis(run.failures, options) : 0;

@@ -12,6 +12,7 @@
 #include "coordinator/scheduling/live_state.h"
 #include "coordinator/scheduling/pending_changes.h"
 #include "coordinator/scheduling/scheduler_options.h"
+#include "coordinator/store/event_kinds.h"
 #include "coordinator/store/store_writes.h"
 #include "xmod/v1/worker.pb.h"
 
@@ -47,9 +48,11 @@ std::string AttemptEventText(int attempt, const std::string& outcome, int exit_c
 
 // What ending its current attempt does to a run that is not cancelled.
 struct RunVerdict {
-  RunUpdate update;        // the run row's change (run_id set)
-  std::string event_kind;  // "attempt_<outcome>" or "run_failed"
-  bool requeue = false;    // the run stays in memory and is queued again; else it ended
+  RunUpdate update;  // the run row's change (run_id set)
+  // The event of the attempt's end (AttemptEndedKind), or EVENT_RUN_FAILED when it failed
+  // the run.
+  xmod::v1::EventKind event_kind = xmod::v1::EVENT_KIND_UNSPECIFIED;
+  bool requeue = false;  // the run stays in memory and is queued again; else it ended
 };
 // The verdict on `run` (id `run_id`) whose current attempt ended with `outcome` and `retry`
 // (`event_text` from AttemptEventText); counts the failure on `run` and sets its backoff.

@@ -52,7 +52,7 @@ absl::StatusOr<int64_t> Scheduler::SubmitSweep(const xmod::v1::SweepSpec& spec,
     sweep_id = *id;
     if (absl::Status s = InsertRuns(db, sweep_id, runs, now); !s.ok()) return s;
     return InsertEvent(
-        db, now, "sweep_submitted", sweep_id, 0,
+        db, now, xmod::v1::EVENT_SWEEP_SUBMITTED, sweep_id, 0,
         absl::StrCat(spec.name(), ": ", runs->size(), " runs, priority ", spec.priority()),
         submitter);
   });
@@ -72,8 +72,8 @@ absl::Status Scheduler::AddRuns(int64_t sweep_id, std::vector<xmod::v1::Run>* ru
     submitter = *std::move(owner);
     if (absl::Status s = InsertRuns(db, sweep_id, runs, now); !s.ok()) return s;
     if (absl::Status s = also(db); !s.ok()) return s;
-    return InsertEvent(db, now, "runs_added", sweep_id, 0, absl::StrCat(runs->size(), " runs"),
-                       actor);
+    return InsertEvent(db, now, xmod::v1::EVENT_RUNS_ADDED, sweep_id, 0,
+                       absl::StrCat(runs->size(), " runs"), actor);
   });
   if (!status.ok()) return status;
   QueueStored(sweep_id, *runs, submitter);
@@ -146,13 +146,15 @@ absl::Status Scheduler::EndRunByUser(int64_t run_id, std::optional<Censoring> ce
       u.finished_ms = now;
       if (!reason.empty()) u.error = reason;
       if (absl::Status s = UpdateRun(db, u); !s.ok()) return s;
-      if (!censoring) return InsertEvent(db, now, "run_cancelled", sweep_id, run_id, reason, actor);
+      if (!censoring)
+        return InsertEvent(db, now, xmod::v1::EVENT_RUN_CANCELLED, sweep_id, run_id, reason, actor);
       if (absl::Status s = InsertCensoredRun(db, run_id, censoring->flops, censoring->live_delta,
                                              censoring->reason, now);
           !s.ok()) {
         return s;
       }
-      return InsertEvent(db, now, "run_stopped_early", sweep_id, run_id, censoring->reason);
+      return InsertEvent(db, now, xmod::v1::EVENT_RUN_STOPPED_EARLY, sweep_id, run_id,
+                         censoring->reason);
     });
     status = CommitLocked(std::move(writes), change);
   }
@@ -191,7 +193,7 @@ absl::Status Scheduler::CancelSweep(int64_t sweep_id, const std::optional<std::s
     }
     writes.push_back([sweep_id, now, n = touched.size(), actor](Db& db) {
       if (absl::Status s = MarkSweepCancelled(db, sweep_id); !s.ok()) return s;
-      return InsertEvent(db, now, "sweep_cancelled", sweep_id, 0,
+      return InsertEvent(db, now, xmod::v1::EVENT_SWEEP_CANCELLED, sweep_id, 0,
                          absl::StrCat(n, " runs cancelled"), actor);
     });
     status = CommitLocked(std::move(writes), change);
@@ -247,7 +249,7 @@ absl::Status Scheduler::Requeue(const xmod::v1::Run& stored,
       u.error = "";
       u.finished_ms = 0;
       if (absl::Status s = UpdateRun(db, u); !s.ok()) return s;
-      return InsertEvent(db, now, "run_resumed", sweep_id, run_id, "", actor);
+      return InsertEvent(db, now, xmod::v1::EVENT_RUN_RESUMED, sweep_id, run_id, "", actor);
     });
     status = CommitLocked(std::move(writes), change);
   }
@@ -308,7 +310,7 @@ absl::StatusOr<std::vector<int64_t>> Scheduler::RetryFailed(
   }
   const int64_t now = clock_->NowMillis();
   if (absl::Status s = store_->WriteAndWait([&](Db& db) {
-        return InsertEvent(db, now, "sweep_retried", sweep_id, 0,
+        return InsertEvent(db, now, xmod::v1::EVENT_SWEEP_RETRIED, sweep_id, 0,
                            absl::StrCat(ids.size(), " failed runs requeued"), actor);
       });
       !s.ok()) {

@@ -10,7 +10,7 @@
 // (Assignment.fallbacks); a checkpoint the trainer refuses (ReportCheckpoint{rejected}: its
 // digest does not match, it is missing, or it does not load) is deleted from the
 // checkpoints table so it is never offered again, and the attempt's resumed_from_step and
-// error note the fallback (shown by `xmodctl run show`) with a "checkpoint_rejected" event.
+// error note the fallback (shown by `xmodctl run show`) with an EVENT_CHECKPOINT_REJECTED event.
 // Replies carry lease_ttl_ms so the worker can fence its trainers (worker/agent.h).
 //
 // Gangs (training.ranks_per_worker = P > 0 with ranks R > P): one attempt spans R / P
@@ -64,7 +64,7 @@
 // weighted share, then FIFO); a run beyond its user's quota only borrows idle slots. Preempt(),
 // called by the coordinator's ticker, orders running attempts to stop (preemption.h) so that
 // higher-priority runs, or runs of users taking back borrowed slots, can start: the order is
-// stored with the attempt (attempts.preempt_reason, a "run_preempt_ordered" event), sent as
+// stored with the attempt (attempts.preempt_reason, an EVENT_RUN_PREEMPT_ORDERED event), sent as
 // PREEMPT in every heartbeat reply to its members until the attempt ends, and the run's
 // PREEMPTED FinishRun requeues it at once without counting a failure; it resumes from the
 // checkpoint its trainer wrote on SIGTERM.
@@ -157,7 +157,7 @@ class Scheduler {
   absl::Status CancelRun(int64_t run_id, const std::optional<std::string>& actor,
                          const std::string& reason = "");
   // Early stopping (EarlyStopping): CancelRun, plus the run's censored_runs row (the live
-  // Δ `live_delta` at `flops` and the reason) and a "run_stopped_early" event.
+  // Δ `live_delta` at `flops` and the reason) and an EVENT_RUN_STOPPED_EARLY event.
   absl::Status StopEarly(int64_t run_id, double flops, double live_delta,
                          const std::string& reason);
   // Cancels every queued or running run of the sweep and marks the sweep cancelled.
@@ -165,7 +165,7 @@ class Scheduler {
   // FAILED or CANCELLED -> QUEUED with a fresh allowance of attempts; the next attempt
   // resumes from the latest checkpoint. FAILED_PRECONDITION for other states.
   absl::Status ResumeRun(int64_t run_id, const std::optional<std::string>& actor);
-  // ResumeRun for every FAILED run of a sweep, and a "sweep_retried" event; returns their ids.
+  // ResumeRun for every FAILED run of a sweep, and an EVENT_SWEEP_RETRIED event; returns their ids.
   absl::StatusOr<std::vector<int64_t>> RetryFailed(int64_t sweep_id,
                                                    const std::optional<std::string>& actor);
 

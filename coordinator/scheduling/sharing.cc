@@ -139,8 +139,8 @@ int Scheduler::Preempt() {
             !s.ok()) {
           return s;
         }
-        return InsertEvent(db, now, "run_preempt_ordered", sweep_id, order.key.first, order.reason,
-                           order.claimant_user);
+        return InsertEvent(db, now, xmod::v1::EVENT_RUN_PREEMPT_ORDERED, sweep_id, order.key.first,
+                           order.reason, order.claimant_user);
       });
     }
     status = CommitLocked(std::move(writes), change);

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "coordinator/store/event_kinds.h"
 
 namespace xmod {
 namespace {
@@ -49,13 +50,17 @@ xmod::v1::Event EventOf(const Stmt& row) {
 
 }  // namespace
 
-absl::Status InsertEvent(Db& db, int64_t now_ms, const std::string& kind, int64_t sweep_id,
+absl::Status InsertEvent(Db& db, int64_t now_ms, xmod::v1::EventKind kind, int64_t sweep_id,
                          int64_t run_id, const std::string& text,
                          const std::optional<std::string>& actor) {
+  const std::string& name = EventKindName(kind);
+  if (name.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("event kind ", kind, " has no name"));
+  }
   absl::StatusOr<Stmt> stmt = db.Prepare(
       "INSERT INTO events (time_ms, kind, sweep_id, run_id, text, actor) VALUES (?,?,?,?,?,?)");
   if (!stmt.ok()) return stmt.status();
-  stmt->Bind(1, now_ms).Bind(2, kind).BindOptional(3, NullIfZero(sweep_id));
+  stmt->Bind(1, now_ms).Bind(2, name).BindOptional(3, NullIfZero(sweep_id));
   stmt->BindOptional(4, NullIfZero(run_id)).Bind(5, text);
   if (actor.has_value()) {
     stmt->Bind(6, *actor);
@@ -83,11 +88,11 @@ absl::StatusOr<std::vector<xmod::v1::Event>> LoadEvents(Db& db, const EventQuery
 absl::StatusOr<std::map<std::string, ActorChanges>> CountChangesByActor(Db& db, int64_t since_ms) {
   absl::StatusOr<Stmt> stmt = db.Prepare(
       "SELECT e.actor, COUNT(*),"
-      " SUM(e.kind <> 'run_preempt_ordered' AND s.submitter IS NOT NULL AND s.submitter <> e.actor)"
+      " SUM(e.kind <> ?2 AND s.submitter IS NOT NULL AND s.submitter <> e.actor)"
       " FROM events e LEFT JOIN sweeps s ON s.id = e.sweep_id"
-      " WHERE e.actor IS NOT NULL AND e.time_ms >= ? GROUP BY e.actor");
+      " WHERE e.actor IS NOT NULL AND e.time_ms >= ?1 GROUP BY e.actor");
   if (!stmt.ok()) return stmt.status();
-  stmt->Bind(1, since_ms);
+  stmt->Bind(1, since_ms).Bind(2, EventKindName(xmod::v1::EVENT_RUN_PREEMPT_ORDERED));
   std::map<std::string, ActorChanges> out;
   while (true) {
     absl::StatusOr<bool> row = stmt->Step();

@@ -16,13 +16,14 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "resultsdb/sqlite_db.h"
+#include "xmod/v1/event_kind.pb.h"
 #include "xmod/v1/types.pb.h"
 
 namespace xmod {
 
 // sweep_id or run_id 0: the event concerns none (stored NULL). `actor`: the credential that
 // made the change ("" = the anonymous caller); nullopt when the coordinator acted on its own.
-absl::Status InsertEvent(Db& db, int64_t now_ms, const std::string& kind, int64_t sweep_id,
+absl::Status InsertEvent(Db& db, int64_t now_ms, xmod::v1::EventKind kind, int64_t sweep_id,
                          int64_t run_id, const std::string& text,
                          const std::optional<std::string>& actor = std::nullopt);
 

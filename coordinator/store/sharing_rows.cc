@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/store/event_kinds.h"
 
 namespace xmod {
 namespace {
@@ -90,9 +91,9 @@ absl::StatusOr<RunSharingRow> LoadRunSharing(Db& db, int64_t run_id) {
   absl::StatusOr<Stmt> events = db.Prepare(
       "SELECT e.time_ms, (SELECT MAX(a.attempt) FROM attempts a WHERE a.run_id = e.run_id"
       "   AND a.started_ms <= e.time_ms), e.text"
-      " FROM events e WHERE e.run_id = ? AND e.kind = 'run_preempt_ordered' ORDER BY e.id");
+      " FROM events e WHERE e.run_id = ? AND e.kind = ? ORDER BY e.id");
   if (!events.ok()) return events.status();
-  events->Bind(1, run_id);
+  events->Bind(1, run_id).Bind(2, EventKindName(xmod::v1::EVENT_RUN_PREEMPT_ORDERED));
   if (absl::Status s =
           ForEachRow(*events,
                      [&](const Stmt& e) {

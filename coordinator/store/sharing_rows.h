@@ -40,7 +40,7 @@ struct RunOwnerRow {
 absl::StatusOr<RunOwnerRow> LoadRunOwner(Db& db, int64_t run_id);
 
 // A run's sharing facts, and the PREEMPT orders its attempts were given (events
-// "run_preempt_ordered", oldest first).
+// EVENT_RUN_PREEMPT_ORDERED, oldest first).
 struct PreemptionRow {
   int64_t time_ms = 0;
   int attempt = 0;

@@ -30,8 +30,10 @@ std::string Cell(const std::string& path, const std::string& sql) {
   return stmt->Text(0);
 }
 
-absl::Status AddEvent(Store& store, const std::string& kind) {
-  return store.WriteAndWait([&](Db& db) { return InsertEvent(db, 1, kind, 0, 0, ""); });
+// An event whose text is `marker`.
+absl::Status AddEvent(Store& store, const std::string& marker) {
+  return store.WriteAndWait(
+      [&](Db& db) { return InsertEvent(db, 1, xmod::v1::EVENT_RUNS_ADDED, 0, 0, marker); });
 }
 
 TEST(DbBackupTest, ABackupTakenWhileWritesGoOnIsOneConsistentSnapshot) {
@@ -44,8 +46,11 @@ TEST(DbBackupTest, ABackupTakenWhileWritesGoOnIsOneConsistentSnapshot) {
     while (!stop) {
       EXPECT_TRUE(store
                       ->WriteAndWait([](Db& db) {
-                        if (absl::Status s = InsertEvent(db, 2, "a", 0, 0, ""); !s.ok()) return s;
-                        return InsertEvent(db, 2, "b", 0, 0, "");
+                        if (absl::Status s =
+                                InsertEvent(db, 2, xmod::v1::EVENT_RUNS_ADDED, 0, 0, "a");
+                            !s.ok())
+                          return s;
+                        return InsertEvent(db, 2, xmod::v1::EVENT_RUNS_ADDED, 0, 0, "b");
                       })
                       .ok());
     }
@@ -59,8 +64,8 @@ TEST(DbBackupTest, ABackupTakenWhileWritesGoOnIsOneConsistentSnapshot) {
   EXPECT_EQ(info->sha256, *Sha256File(dir + "/backup.db"));
   EXPECT_EQ(info->bytes, static_cast<int64_t>(std::filesystem::file_size(dir + "/backup.db")));
   EXPECT_EQ(Cell(dir + "/backup.db", "PRAGMA integrity_check"), "ok");
-  EXPECT_EQ(Cell(dir + "/backup.db", "SELECT COUNT(*) FROM events WHERE kind = 'before'"), "1");
-  EXPECT_EQ(Cell(dir + "/backup.db", "SELECT COUNT(*) % 2 FROM events WHERE kind <> 'before'"),
+  EXPECT_EQ(Cell(dir + "/backup.db", "SELECT COUNT(*) FROM events WHERE text = 'before'"), "1");
+  EXPECT_EQ(Cell(dir + "/backup.db", "SELECT COUNT(*) % 2 FROM events WHERE text <> 'before'"),
             "0");
   // A file of its own: not in WAL mode, nothing beside it.
   EXPECT_EQ(Cell(dir + "/backup.db", "PRAGMA journal_mode"), "delete");
@@ -105,7 +110,7 @@ TEST(DbBackupTest, ARestorePutsTheBackupInPlaceAndKeepsWhatWasThere) {
 
   absl::StatusOr<BackupInfo> restored = RestoreDatabase(dir + "/backup.db", path, 7);
   ASSERT_TRUE(restored.ok()) << restored.status();
-  EXPECT_EQ(Cell(path, "SELECT group_concat(kind) FROM events"), "in the backup");
+  EXPECT_EQ(Cell(path, "SELECT group_concat(text) FROM events"), "in the backup");
   EXPECT_EQ(*Sha256File(path), restored->sha256);
   const std::string aside = path + ".before-restore-7";
   ASSERT_TRUE(std::filesystem::exists(aside));

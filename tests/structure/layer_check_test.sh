@@ -49,8 +49,8 @@ echo '#include "coordinator/store/store.h"' >>"$work/tree/fitter/recommend.cc"
 expect_violation "fitter/ including coordinator/" "fitter/recommend.cc includes coordinator/store/store.h"
 
 copy_tree
-printf 'constexpr char kCount[] = "SELECT COUNT(*) FROM runs";\n' >>"$work/tree/coordinator/scheduling/ingest.cc"
-expect_violation "SQL in scheduling/" "coordinator/scheduling/ingest.cc holds SQL"
+printf 'constexpr char kCount[] = "SELECT COUNT(*) FROM runs";\n' >>"$work/tree/coordinator/scheduling/heartbeats.cc"
+expect_violation "SQL in scheduling/" "coordinator/scheduling/heartbeats.cc holds SQL"
 
 copy_tree
 echo '#include <sqlite3.h>' >>"$work/tree/coordinator/api/http_server.cc"

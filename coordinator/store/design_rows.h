@@ -34,8 +34,12 @@ struct ValLossCounts {
 };
 
 // Per sweep with a queued or running run, or listed in `also`: its val/loss point counts.
+// Polled twice a second (the sweep monitor): it reads each run's val/loss rows through
+// metrics_by_name, never its other points.
 absl::StatusOr<std::map<int64_t, ValLossCounts>> LoadValLossCounts(
     Db& db, const std::vector<int64_t>& also);
+// The statement LoadValLossCounts runs (tests check its plan).
+std::string ValLossCountsSql(const std::vector<int64_t>& also);
 
 }  // namespace xmod
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/store/design_rows.h"
 #include "coordinator/store/store_reads.h"
 #include "coordinator/store/store_writes.h"
 #include "coordinator/tests/test_util.h"
@@ -414,6 +415,31 @@ TEST(StoreTest, UserQueriesRunAtMostMaxConcurrentAtOnce) {
   EXPECT_EQ(second.status().code(), absl::StatusCode::kResourceExhausted);
   // The connection went back to the pool: later queries run.
   EXPECT_EQ(Count(*store, "SELECT 7"), 7);
+}
+
+// The sweep monitor's poll (twice a second) reads each run's val/loss rows through
+// metrics_by_name: never every metric row of a run.
+TEST(StoreTest, TheValLossPollReadsOnlyValLossRows) {
+  std::unique_ptr<Store> store = OpenStore(NewTestDir("val_loss_plan") + "/x.db");
+  ASSERT_NE(store, nullptr);
+  for (const std::vector<int64_t>& also : {std::vector<int64_t>{}, std::vector<int64_t>{7}}) {
+    std::string plan;
+    ASSERT_TRUE(store
+                    ->Read([&](Db& db) {
+                      absl::StatusOr<Stmt> explain =
+                          db.Prepare("EXPLAIN QUERY PLAN " + ValLossCountsSql(also));
+                      if (!explain.ok()) return explain.status();
+                      while (explain->Step().value_or(false)) {
+                        absl::StrAppend(&plan, explain->Text(3), "\n");
+                      }
+                      return absl::OkStatus();
+                    })
+                    .ok());
+    EXPECT_NE(plan.find("SEARCH m USING INDEX metrics_by_name (run_id=? AND name=?)"),
+              std::string::npos)
+        << plan;
+    EXPECT_EQ(plan.find("SCAN m"), std::string::npos) << plan;
+  }
 }
 
 }  // namespace

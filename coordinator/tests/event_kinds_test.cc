@@ -3,6 +3,7 @@
 // kind without one.
 #include "coordinator/store/event_kinds.h"
 
+#include <cctype>
 #include <set>
 #include <string>
 

@@ -70,13 +70,9 @@ const WorkerEntry* WorkerRegistry::Find(int64_t id) const {
   return it == workers_.end() ? nullptr : &it->second;
 }
 
-WorkerEntry* WorkerRegistry::Find(int64_t id) {
-  auto it = workers_.find(id);
-  return it == workers_.end() ? nullptr : &it->second;
-}
-
 void WorkerRegistry::Seen(int64_t id, int64_t mono) {
-  if (WorkerEntry* worker = Find(id)) worker->last_seen_ms = std::max(worker->last_seen_ms, mono);
+  auto it = workers_.find(id);
+  if (it != workers_.end()) it->second.last_seen_ms = std::max(it->second.last_seen_ms, mono);
 }
 
 int WorkerRegistry::CountLive(int64_t mono) const {

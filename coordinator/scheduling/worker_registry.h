@@ -62,8 +62,8 @@ class WorkerRegistry {
   // becomes monotonic by `now` (wall) and `mono` (monotonic) read together.
   void Restore(const std::vector<WorkerRow>& rows, int64_t now, int64_t mono);
 
+  // Null when unknown. Changes go through the methods below.
   const WorkerEntry* Find(int64_t id) const;
-  WorkerEntry* Find(int64_t id);
   const std::map<int64_t, WorkerEntry>& entries() const { return workers_; }
   bool empty() const { return workers_.empty(); }
 

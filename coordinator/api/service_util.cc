@@ -7,9 +7,11 @@
 
 namespace xmod {
 
-grpc::Status Finish(const char* method, const absl::Status& status, CoordinatorMetrics* metrics) {
+grpc::Status Finish(const char* method, const absl::Status& status, absl::Time start,
+                    CoordinatorMetrics* metrics) {
   if (metrics != nullptr) {
-    metrics->CountRpc(method, absl::AsciiStrToUpper(absl::StatusCodeToString(status.code())));
+    metrics->ObserveRpc(method, absl::AsciiStrToUpper(absl::StatusCodeToString(status.code())),
+                        absl::ToDoubleSeconds(absl::Now() - start));
   }
   if (!status.ok() && status.code() != absl::StatusCode::kInvalidArgument &&
       status.code() != absl::StatusCode::kNotFound &&

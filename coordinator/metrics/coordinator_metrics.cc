@@ -31,6 +31,11 @@ prometheus::Histogram& HistogramOf(prometheus::Registry& registry, const std::st
       {}, std::move(buckets));
 }
 
+// xmod_rpc_duration_seconds: a heartbeat takes about a millisecond, a long poll up to its
+// wait, a WatchSweep stream as long as it is watched.
+const prometheus::Histogram::BucketBoundaries kRpcBuckets = {0.001, 0.003, 0.01, 0.03, 0.1, 0.3,
+                                                             1,     3,     10,   30,   100};
+
 }  // namespace
 
 DatabaseWriteMetrics::DatabaseWriteMetrics(prometheus::Registry& registry)
@@ -87,6 +92,11 @@ CoordinatorMetrics::CoordinatorMetrics()
       database_(*registry_),
       rpcs_(CounterFamily(*registry_, "xmod_rpc_requests_total",
                           "gRPC requests handled, by method and status code")),
+      rpc_seconds_(prometheus::BuildHistogram()
+                       .Name("xmod_rpc_duration_seconds")
+                       .Help("Seconds the coordinator took to handle a gRPC request (a "
+                             "stream: its whole life), by method")
+                       .Register(*registry_)),
       leases_expired_(CounterFamily(*registry_, "xmod_leases_expired_total",
                                     "Attempts ended as lost because their lease expired, since "
                                     "the database was created")
@@ -132,8 +142,10 @@ void CoordinatorMetrics::ObserveCommit(double seconds, int batch_size, const abs
   database_.Observe(status);
 }
 
-void CoordinatorMetrics::CountRpc(const std::string& method, const std::string& code) {
+void CoordinatorMetrics::ObserveRpc(const std::string& method, const std::string& code,
+                                    double seconds) {
   rpcs_.Add({{"method", method}, {"code", code}}).Increment();
+  rpc_seconds_.Add({{"method", method}}, kRpcBuckets).Observe(seconds);
 }
 
 void CoordinatorMetrics::AddLeasesExpired(int64_t leases) {

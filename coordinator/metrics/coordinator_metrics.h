@@ -49,8 +49,9 @@ class CoordinatorMetrics {
   // xmod_database_unwritable_since_seconds to when the failures began; the next committed one
   // sets them back.
   void ObserveCommit(double seconds, int batch_size, const absl::Status& status);
-  // One finished RPC: method name and gRPC code name ("OK", "INVALID_ARGUMENT", ...).
-  void CountRpc(const std::string& method, const std::string& code);
+  // One finished RPC: method name, gRPC code name ("OK", "INVALID_ARGUMENT", ...) and the
+  // seconds its handler took (authorization included; a stream's whole life).
+  void ObserveRpc(const std::string& method, const std::string& code, double seconds);
   // Counts since the database was created: the scheduler adds the stored ones at startup.
   void AddLeasesExpired(int64_t leases);
   void AddOomExits(int64_t exits);
@@ -58,7 +59,8 @@ class CoordinatorMetrics {
   void AddPreemptions(const std::string& cause, int64_t orders);
   // Progress of a running run; the labelled series exist until RunEnded(run).
   void SetRunProgress(const std::string& run, double flops_done, double train_loss);
-  // Live matched-FLOP Δ of a running run (coordinator/adaptive/sweep_monitor.h); removed by RunEnded.
+  // Live matched-FLOP Δ of a running run (coordinator/adaptive/sweep_monitor.h); removed by
+  // RunEnded.
   void SetRunLiveDelta(const std::string& run, double delta);
   void RunEnded(const std::string& run);
 
@@ -71,6 +73,7 @@ class CoordinatorMetrics {
   prometheus::Histogram& batch_size_;
   DatabaseWriteMetrics database_;
   prometheus::Family<prometheus::Counter>& rpcs_;
+  prometheus::Family<prometheus::Histogram>& rpc_seconds_;
   prometheus::Counter& leases_expired_;
   prometheus::Counter& oom_exits_;
   prometheus::Family<prometheus::Counter>& preemptions_;

@@ -252,6 +252,10 @@ TEST_F(ServiceTest, SweepRunsToCompletionThroughBothApis) {
   EXPECT_THAT(res->body, HasSubstr("xmod_metric_points_ingested_total 12"));
   EXPECT_THAT(res->body, HasSubstr("xmod_rpc_requests_total{code=\"INVALID_ARGUMENT\","
                                    "method=\"SubmitSweep\"} 1"));
+  // Every call is timed, whatever its code: the bad one, the dry run and the submission.
+  EXPECT_THAT(res->body, HasSubstr("xmod_rpc_duration_seconds_count{method=\"SubmitSweep\"} 3"));
+  EXPECT_THAT(res->body, HasSubstr("xmod_rpc_duration_seconds_bucket{method=\"SubmitSweep\","
+                                   "le=\"+Inf\"} 3"));
   EXPECT_THAT(res->body, HasSubstr(absl::StrCat("xmod_build_info{git_sha=\"", BuildGitSha(),
                                                 "\",version=\"", BuildVersion(), "\"} 1")));
 }

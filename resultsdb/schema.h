@@ -11,7 +11,7 @@
 
 namespace xmod {
 
-inline constexpr int kSchemaVersion = 11;
+inline constexpr int kSchemaVersion = 12;
 
 // Applies every migration the database lacks. FAILED_PRECONDITION when the database was
 // written by a newer coordinator.

@@ -127,7 +127,7 @@ std::vector<Scheduler::AttemptKey> Scheduler::OrphanedLocked(
 }
 
 void Scheduler::ApplyHeartbeatLocked(int64_t worker_id, int64_t mono, const HeartbeatWork& work) {
-  // Renewals take effect once stored. An attempt that ended meanwhile stays ended.
+  // Only attempts still open renew (the orphaned ones ended above).
   if (const scheduling::WorkerEntry* worker = workers_.Find(worker_id)) {
     workers_.Seen(worker_id, mono);
     for (const AttemptKey& key : work.renewed) {
@@ -168,7 +168,7 @@ absl::StatusOr<xmod::v1::HeartbeatResponse> Scheduler::Heartbeat(
       return response;
     }
     work.writes.push_back([worker_id, now](Db& db) { return TouchWorker(db, worker_id, now); });
-    // Renewals are kept in memory after the commit: lease_ttl_ms from later than the arrival.
+    // The worker counts its lease from its request; the renewal counts from the arrival.
     response.set_lease_ttl_ms(options_.lease_ttl_ms);
     RenewListedLocked(request, now, &work, &response);
     // After a re-registration, attempts begun earlier that the worker no longer lists ended
@@ -184,24 +184,27 @@ absl::StatusOr<xmod::v1::HeartbeatResponse> Scheduler::Heartbeat(
       }
       status = CommitLocked(std::move(work.writes), change);
       committed = true;
+      if (!status.ok()) return status;
     } else {
       done = Submit(std::move(work.writes));
     }
+    // Renewals and liveness take effect now, in this one hold of the lock, before their rows
+    // are stored: nothing reads the stored lease times while this coordinator runs (a
+    // restarted one gives every open attempt a TTL of grace), and a second hold after the
+    // commit made each heartbeat wait for the lock twice (docs/architecture.md, "The
+    // scheduler's owners").
+    ApplyHeartbeatLocked(worker_id, mono, work);
   }
   if (!committed) status = done.get();
   if (!status.ok()) {
     // A database that cannot be written (a full or failing volume) fails the worker's
-    // heartbeat row and renewals, not its running attempts: the leases are renewed in memory
-    // (a restarted coordinator gives every open attempt a TTL of grace anyway), their metric
-    // points wait in the worker's spill, and the next committed heartbeat stores the lease.
-    // Ending orphaned attempts (committed above) stays refused until it can be stored.
-    if (committed || !IsStorageFault(status)) return status;
+    // heartbeat row and stored renewals, not its running attempts: their leases are renewed
+    // in memory, their metric points wait in the worker's spill, and the next committed
+    // heartbeat stores the lease. Ending orphaned attempts (committed above) stays refused
+    // until it can be stored.
+    if (!IsStorageFault(status)) return status;
     LOG_EVERY_N(WARNING, 100) << "worker " << worker_id
                               << ": heartbeat renewed in memory only: " << status;
-  }
-  {
-    absl::MutexLock lock(&mu_);
-    ApplyHeartbeatLocked(worker_id, mono, work);
   }
   Publish(work.touched);
   return response;

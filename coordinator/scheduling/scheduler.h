@@ -324,7 +324,8 @@ class Scheduler {
   std::vector<AttemptKey> OrphanedLocked(int64_t worker_id,
                                          const std::set<AttemptKey>& listed) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The renewals and progress of a stored heartbeat, taking effect now.
+  // The renewals, liveness and progress gauges of a heartbeat, taking effect now (before its
+  // rows are stored: see Heartbeat).
   void ApplyHeartbeatLocked(int64_t worker_id, int64_t mono, const HeartbeatWork& work)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

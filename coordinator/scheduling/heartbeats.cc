@@ -127,7 +127,8 @@ std::vector<Scheduler::AttemptKey> Scheduler::OrphanedLocked(
 }
 
 void Scheduler::ApplyHeartbeatLocked(int64_t worker_id, int64_t mono, const HeartbeatWork& work) {
-  // Only attempts still open renew (the orphaned ones ended above).
+  // In the hold of the lock that listed the renewals (Heartbeat), so each is still open; the
+  // check below keeps that true for any other caller.
   if (const scheduling::WorkerEntry* worker = workers_.Find(worker_id)) {
     workers_.Seen(worker_id, mono);
     for (const AttemptKey& key : work.renewed) {

@@ -417,8 +417,6 @@ TEST(StoreTest, UserQueriesRunAtMostMaxConcurrentAtOnce) {
   EXPECT_EQ(Count(*store, "SELECT 7"), 7);
 }
 
-// The sweep monitor's poll (twice a second) reads each run's val/loss rows through
-// metrics_by_name: never every metric row of a run.
 // The details of SQLite's plan of `sql`, one per line.
 std::string QueryPlan(Store& store, const std::string& sql) {
   std::string plan;
@@ -435,6 +433,8 @@ std::string QueryPlan(Store& store, const std::string& sql) {
   return plan;
 }
 
+// The sweep monitor's poll (twice a second) reads each run's val/loss rows through
+// metrics_by_name: never every metric row of a run.
 TEST(StoreTest, TheValLossPollReadsOnlyValLossRows) {
   std::unique_ptr<Store> store = OpenStore(NewTestDir("val_loss_plan") + "/x.db");
   ASSERT_NE(store, nullptr);

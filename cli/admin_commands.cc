@@ -34,7 +34,7 @@ absl::StatusOr<xmod::v1::BackupInfo> Receive(CoordinatorClient& client, AtomicFi
     received += static_cast<int64_t>(chunk.data().size());
   }
   const grpc::Status status = stream->Finish();
-  if (!status.ok()) return client.Error(status);
+  if (!status.ok()) return client.Error(status, context.get());
   if (!announced || received != info.bytes()) {
     return absl::DataLossError(absl::StrCat("the backup ended after ", received, " of ",
                                             info.bytes(), " bytes; nothing was written"));

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/auth.h"
 #include "common/grpc_status.h"
+#include "common/status_origin.h"
 
 namespace xmod::cli {
 
@@ -32,9 +33,23 @@ std::unique_ptr<grpc::ClientContext> CoordinatorClient::NewContext(bool with_dea
   return context;
 }
 
-absl::Status CoordinatorClient::Error(const grpc::Status& status) const {
+namespace {
+
+// Whether the coordinator itself produced the failed call's status.
+bool AnsweredByCoordinator(const grpc::ClientContext* context) {
+  if (context == nullptr) return false;
+  const auto& trailers = context->GetServerTrailingMetadata();
+  auto origin = trailers.find(kStatusOriginKey);
+  return origin != trailers.end() && origin->second == kStatusOriginCoordinator;
+}
+
+}  // namespace
+
+absl::Status CoordinatorClient::Error(const grpc::Status& status,
+                                      const grpc::ClientContext* context) const {
   switch (status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE:
+      if (AnsweredByCoordinator(context)) return FromGrpcStatus(status);
       return absl::UnavailableError(absl::StrCat("cannot reach the coordinator at ", options_.addr,
                                                  ": ", status.error_message()));
     case grpc::StatusCode::DEADLINE_EXCEEDED:

@@ -36,9 +36,13 @@ class CoordinatorClient {
   // A context with the token attached and, when `with_deadline`, the unary deadline.
   std::unique_ptr<grpc::ClientContext> NewContext(bool with_deadline = true) const;
 
-  // A failed call as a status: UNAVAILABLE says "cannot reach the coordinator at ADDR",
-  // DEADLINE_EXCEEDED says which address timed out; other codes keep the server's message.
-  absl::Status Error(const grpc::Status& status) const;
+  // A failed call as a status: an UNAVAILABLE that the coordinator did not answer itself
+  // (`context`'s trailing metadata lacks the status origin, common/status_origin.h; no
+  // context: not known) says "cannot reach the coordinator at ADDR", DEADLINE_EXCEEDED says
+  // which address timed out; other codes, and an UNAVAILABLE the coordinator answered (its
+  // database cannot be written for now), keep the server's message.
+  absl::Status Error(const grpc::Status& status,
+                     const grpc::ClientContext* context = nullptr) const;
 
   // Unary call helper: Call(&Stub::ListSweeps, request) -> response or Error(status).
   template <typename Request, typename Response>
@@ -48,7 +52,7 @@ class CoordinatorClient {
     auto context = NewContext();
     Response response;
     grpc::Status status = ((*stub_).*method)(context.get(), request, &response);
-    if (!status.ok()) return Error(status);
+    if (!status.ok()) return Error(status, context.get());
     return response;
   }
 

@@ -33,7 +33,7 @@ PACKAGES=(
 # What the tests, the demo and the deploy files run.
 if [[ ${1:-} != --build ]]; then
   PACKAGES+=(
-    sqlite3 dict-gcide python3-scipy python3-numpy
+    sqlite3 dict-gcide python3-scipy python3-numpy fiu-utils
     prometheus chromium chromium-driver clang-format nodejs
     clang libclang-rt-14-dev
     zsh fish

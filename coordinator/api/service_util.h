@@ -1,6 +1,7 @@
 // Helpers shared by the two gRPC services: authentication and the scope check of each call
 // (common/auth.h), and the conversion of a handler's absl::Status into grpc::Status, counted
-// in xmod_rpc_requests_total and timed in xmod_rpc_duration_seconds. Thread-safe.
+// in xmod_rpc_requests_total and timed in xmod_rpc_duration_seconds; a failed call carries
+// the coordinator's status origin (common/status_origin.h). Thread-safe.
 #ifndef XMOD_COORDINATOR_API_SERVICE_UTIL_H_
 #define XMOD_COORDINATOR_API_SERVICE_UTIL_H_
 
@@ -15,6 +16,7 @@
 #include "absl/time/time.h"
 #include "common/auth.h"
 #include "common/credentials.h"
+#include "common/status_origin.h"
 #include "coordinator/metrics/coordinator_metrics.h"
 
 namespace xmod {
@@ -42,6 +44,7 @@ grpc::Status Serve(const char* method, Access access, const CredentialSet& crede
       status = handler();
     }
   }
+  if (!status.ok()) context->AddTrailingMetadata(kStatusOriginKey, kStatusOriginCoordinator);
   return Finish(method, status, start, metrics);
 }
 

@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "common/auth.h"
 #include "common/build_info.h"
+#include "common/status_origin.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/tests/test_util.h"
 #include "gmock/gmock.h"
@@ -74,9 +75,14 @@ TEST_F(ServiceTest, SweepRunsToCompletionThroughBothApis) {
   *bad.mutable_spec() = TinySweep(dir_);
   bad.mutable_spec()->mutable_grids(0)->set_ks(2, 0);
   xmod::v1::SubmitSweepResponse submitted;
-  grpc::Status status = user_->SubmitSweep(Context().get(), bad, &submitted);
+  std::unique_ptr<grpc::ClientContext> refused = Context();
+  grpc::Status status = user_->SubmitSweep(refused.get(), bad, &submitted);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(status.error_message(), "grids[0].ks[2]: K must be >= 1, got 0");
+  // The coordinator marks the status as its own (common/status_origin.h).
+  const auto origin = refused->GetServerTrailingMetadata().find(kStatusOriginKey);
+  ASSERT_NE(origin, refused->GetServerTrailingMetadata().end());
+  EXPECT_EQ(origin->second, kStatusOriginCoordinator);
   xmod::v1::ListSweepsResponse sweeps;
   ASSERT_TRUE(user_->ListSweeps(Context().get(), {}, &sweeps).ok());
   EXPECT_EQ(sweeps.sweeps_size(), 0);

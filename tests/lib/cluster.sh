@@ -138,10 +138,11 @@ use_credentials() {
 
 # start_coordinator [extra flags]: sets COORD_GRPC, COORD_HTTP, COORD_METRICS. The database
 # is $TEST_TMP/xmod.db and the checkpoint root $TEST_TMP/checkpoints unless DB_PATH or
-# CHECKPOINT_ROOT name others.
+# CHECKPOINT_ROOT name others. COORDINATOR_WRAPPER, when set, is a command (split on spaces)
+# that execs the coordinator, e.g. "fiu-run -x".
 start_coordinator() {
-  "$XMOD_BIN_DIR/xmod-coordinator" --listen=127.0.0.1:0 --http_listen=127.0.0.1:0 \
-    --metrics_listen=127.0.0.1:0 --db="${DB_PATH:-$TEST_TMP/xmod.db}" \
+  ${COORDINATOR_WRAPPER:-} "$XMOD_BIN_DIR/xmod-coordinator" --listen=127.0.0.1:0 \
+    --http_listen=127.0.0.1:0 --metrics_listen=127.0.0.1:0 --db="${DB_PATH:-$TEST_TMP/xmod.db}" \
     --checkpoint_root="${CHECKPOINT_ROOT:-$TEST_TMP/checkpoints}" \
     --ports_file="$TEST_TMP/ports.json" \
     ${CREDENTIALS_FILE:+--credentials_file="$CREDENTIALS_FILE"} "$@" \

@@ -26,6 +26,10 @@ class FakeCoordinator(coordinator_pb2_grpc.CoordinatorServicer):
         self._seen(request, context)
         if request.spec.grids and list(request.spec.grids[0].ks) == [0]:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "grids[0].ks[0]: K must be >= 1")
+        if request.spec.name == "unwritable":  # as the coordinator answers when its volume fails
+            context.set_trailing_metadata(((xmod.errors.STATUS_ORIGIN_KEY,
+                                            xmod.errors.STATUS_ORIGIN_COORDINATOR),))
+            context.abort(grpc.StatusCode.UNAVAILABLE, "the database /db cannot be written")
         return pb.SubmitSweepResponse(sweep_id=0 if request.dry_run else 7)
 
     def ListSweeps(self, request, context):
@@ -195,7 +199,16 @@ def test_unreachable_coordinator_is_unavailable():
     with pytest.raises(xmod.XmodError) as e:
         xmod.Client("127.0.0.1:1", timeout=5).sweeps()
     assert e.value.code == grpc.StatusCode.UNAVAILABLE
+    assert not e.value.answered
     assert "cannot reach the coordinator at 127.0.0.1:1" in str(e.value)
+
+
+def test_unavailable_answered_by_the_coordinator_keeps_its_message(fake):
+    with pytest.raises(xmod.XmodError) as e:
+        xmod.Client(fake.addr).submit({"name": "unwritable"})
+    assert e.value.code == grpc.StatusCode.UNAVAILABLE
+    assert e.value.answered
+    assert str(e.value) == "UNAVAILABLE: the database /db cannot be written"
 
 
 def test_select_pilot_sends_the_sweep_and_returns_the_document(fake):

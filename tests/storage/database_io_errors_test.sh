@@ -11,7 +11,7 @@
 # train/loss, and the database passes integrity_check. Needs XMOD_BIN_DIR and
 # XMOD_FAKE_TRAIN; fiu-run and fiu-ctrl (Debian's fiu-utils, scripts/setup.sh).
 source "$(dirname "$0")/../lib/cluster.sh"
-STEPS=1500
+STEPS=3000  # 30 s or more: the trainer is still running when the fault has held 3 TTLs
 TTL_MS=2000
 
 fail() {

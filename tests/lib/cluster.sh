@@ -65,6 +65,12 @@ wait_until() {
 }
 
 # json_field FILE KEY: a top-level number from a small JSON file.
+# metric NAME: its value on the coordinator's /metrics (NAME with its labels, as exposed).
+metric() {
+  curl -sf "http://127.0.0.1:$COORD_METRICS/metrics" | awk -v m="$1" '$1 == m {print $2}'
+}
+metric_is() { [ "$(metric "$1")" = "$2" ]; }
+
 json_field() {
   /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
 }

@@ -23,10 +23,6 @@ command -v fiu-run >/dev/null && command -v fiu-ctrl >/dev/null ||
   fail "fiu-run and fiu-ctrl not found: install fiu-utils (scripts/setup.sh)"
 : "${XMOD_FAKE_TRAIN:?}"
 
-metric() {  # NAME: its value on the coordinator's /metrics
-  curl -sf "http://127.0.0.1:$COORD_METRICS/metrics" | awk -v n="$1" '$1 == n { print $2 }'
-}
-writable_is() { [ "$(metric xmod_database_writable)" = "$1" ]; }
 xmodctl() { "$XMOD_BIN_DIR/xmodctl" --timeout 30 "$@"; }
 # fault enable|disable: fsync and fdatasync of the coordinator fail with EIO (5), or work.
 fault() {
@@ -52,7 +48,7 @@ wait_query "SELECT count(*) > 0 FROM metrics WHERE run_id = 1 AND step >= 20" 1 
 
 # --- the volume fails -------------------------------------------------------------------------
 fault enable
-wait_until 30 "xmod_database_writable 0" writable_is 0
+wait_until 30 "xmod_database_writable 0" metric_is xmod_database_writable 0
 if xmodctl sweep submit "$TEST_TMP/sweep.textpb" >"$TEST_TMP/refused.txt" 2>&1; then
   fail "a submission was accepted while the database cannot be written"
 fi
@@ -64,14 +60,14 @@ xmodctl sweep list | grep -q io-errors || fail "reads are not served while write
 [ "$(metric 'xmod_database_failed_commits_total{code="UNAVAILABLE"}')" -gt 0 ] ||
   fail "no failed commit counted as UNAVAILABLE"
 sleep $((3 * TTL_MS / 1000))  # three lease TTLs without a stored heartbeat
-writable_is 0 || fail "the database became writable while the fault holds"
+metric_is xmod_database_writable 0 || fail "the database became writable while the fault holds"
 kill -0 "${PIDS[1]}" || fail "the worker exited"
 curl -sf "http://127.0.0.1:$WORKER_METRICS/metrics" | grep -q '^xmod_worker_slots{state="busy"} 1' ||
   fail "the worker no longer runs the attempt (its trainer was stopped)"
 
 # --- the volume works again -------------------------------------------------------------------
 fault disable
-wait_until 30 "xmod_database_writable 1" writable_is 1
+wait_until 30 "xmod_database_writable 1" metric_is xmod_database_writable 1
 xmodctl sweep submit "$TEST_TMP/sweep.textpb" >/dev/null || fail "a submission after recovery"
 wait_query "SELECT state, attempts FROM runs WHERE id = 1" "SUCCEEDED|1" 120
 [ "$(q "SELECT count(*) FROM attempts WHERE run_id = 1")" = 1 ] || fail "run 1 has more attempts"

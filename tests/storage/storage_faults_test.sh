@@ -118,8 +118,6 @@ submit() { "$XMOD_BIN_DIR/xmodctl" sweep submit "$1" >/dev/null || fail "cannot 
 runs_of() {
   q "SELECT r.id FROM runs r JOIN sweeps s ON s.id = r.sweep_id WHERE s.name = '$1' ORDER BY r.id"
 }
-metric() { curl -sf "http://127.0.0.1:$COORD_METRICS/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
-metric_is() { [ "$(metric "$1")" = "$2" ]; }
 # gapless RUN: every step's train/loss is stored, from one attempt or another, 1..steps.
 gapless() {
   q "SELECT COUNT(DISTINCT step) = MAX(step) AND MIN(step) = 1 FROM metrics

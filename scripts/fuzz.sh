@@ -4,7 +4,8 @@
 # examples/ as text format and as JSON, small shards and a small valid checkpoint
 # (xmod-fuzz-seeds). Any crash, leak, sanitizer report, timeout (> 10 s on one input) or
 # out-of-memory fails the script; the reproducer is kept under FUZZ_BUILD_DIR/artifacts.
-# Reproduce with: FUZZ_BUILD_DIR/bin/<target> <artifact>.
+# Reproduce with: FUZZ_BUILD_DIR/bin/<target> <artifact>. A reproducer worth keeping goes
+# to fuzz/regressions/<target>/, which each run replays before it fuzzes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${FUZZ_BUILD_DIR:-build/fuzz}
@@ -51,6 +52,14 @@ failed=()
 for target in "${TARGETS[@]}"; do
   corpus="$work/corpus/$target"
   mkdir -p "$corpus"
+  # Inputs that once crashed a target (fuzz/regressions/<target>/) run first, each once.
+  if [[ -d fuzz/regressions/$target ]] &&
+      ! "$BUILD_DIR/bin/$target" fuzz/regressions/"$target"/* >"$work/$target.log" 2>&1; then
+    echo "fuzz: $target FAILED on a regression input; its log ends:" >&2
+    tail -n 60 "$work/$target.log" >&2
+    failed+=("$target")
+    continue
+  fi
   echo "fuzz: $target for ${SECONDS_EACH} s"
   # shellcheck disable=SC2046  # an empty seed folder is no argument
   if ! "$BUILD_DIR/bin/$target" -max_total_time="$SECONDS_EACH" -timeout=10 -seed="$SEED" \

@@ -150,6 +150,14 @@ void Agent::Wait() {
   if (relay_thread_.joinable()) relay_thread_.join();
   JoinFinishedThreads();
   relay_.Keep();
+  if (started && !abandon_.HasBeenNotified()) SayLeaving();
+}
+
+void Agent::SayLeaving() {
+  // Its reply is not read: it would ask at most for a registration, which would start a life
+  // that never heartbeats again.
+  absl::StatusOr<v1::HeartbeatResponse> reply = gateway_->Heartbeat(HeartbeatRequestNow());
+  if (!reply.ok()) LOG(WARNING) << "the last heartbeat (leaving) failed: " << reply.status();
 }
 
 int64_t Agent::LeaseDeadline(int64_t sent_ms, int64_t ttl_ms) const {
@@ -181,6 +189,7 @@ v1::HeartbeatRequest Agent::HeartbeatRequestNow() {
   v1::HeartbeatRequest request;
   absl::MutexLock lock(&mu_);
   request.set_worker_id(worker_id_);
+  request.set_leaving(draining_);
   for (const auto& [key, attempt] : attempts_) {
     v1::RunningAttempt* running = request.add_running();
     running->set_run_id(key.run_id);

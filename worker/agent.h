@@ -145,7 +145,8 @@ class Agent {
   // second signal, or the drain timeout).
   void Abandon();
   // Blocks until Drain() was called, every attempt has ended, and its reports were
-  // delivered or (past drain_timeout_ms, or abandoned) kept in the spill folder.
+  // delivered or (past drain_timeout_ms, or abandoned) kept in the spill folder; then, unless
+  // abandoned, sends a last heartbeat that says the worker leaves.
   void Wait();
 
   // The loops' single steps, public for tests.
@@ -210,6 +211,8 @@ class Agent {
   // lease), a STOP, PREEMPT or KILL order carried out, and the listed attempts' leases
   // extended to `deadline`.
   v1::HeartbeatRequest HeartbeatRequestNow();
+  // The heartbeat Wait() ends with: leaving, its reply not acted on.
+  void SayLeaving();
   void ApplyOrderLocked(const v1::Order& order) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RenewLeasesLocked(const v1::HeartbeatRequest& request, int64_t deadline)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

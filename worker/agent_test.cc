@@ -500,9 +500,15 @@ TEST_F(AgentTest, DrainPreemptsEveryChildAndStopsAcquiring) {
   std::shared_ptr<FakeChild> second = launcher_.WaitForChild(1);
   ASSERT_NE(second, nullptr);
   first->EmitMetric(1, "train/loss", 4.0);
+  ASSERT_TRUE(gateway_.WaitForHeartbeats(1));
+  EXPECT_FALSE(gateway_.LastHeartbeats(1)[0].leaving());
   agent_->Drain();
   gateway_.QueueAssignment(MakeAssignment(22, 1, 0));  // must not be taken
   agent_->Wait();
+  // Its last heartbeat says it leaves, with nothing left running.
+  const v1::HeartbeatRequest last = gateway_.LastHeartbeats(1)[0];
+  EXPECT_TRUE(last.leaving());
+  EXPECT_EQ(last.running_size(), 0);
   EXPECT_EQ(launcher_.started(), 2u);
   auto finishes = gateway_.Finishes();
   ASSERT_EQ(finishes.size(), 2u);

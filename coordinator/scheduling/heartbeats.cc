@@ -130,7 +130,11 @@ void Scheduler::ApplyHeartbeatLocked(int64_t worker_id, int64_t mono, const Hear
   // In the hold of the lock that listed the renewals (Heartbeat), so each is still open; the
   // check below keeps that true for any other caller.
   if (const scheduling::WorkerEntry* worker = workers_.Find(worker_id)) {
-    workers_.Seen(worker_id, mono);
+    if (work.leaving && !worker->leaving) {
+      LOG(INFO) << "worker " << worker->name << " (" << worker_id
+                << ") drains: its slots are no longer room for queued runs";
+    }
+    workers_.Seen(worker_id, mono, work.leaving);
     for (const AttemptKey& key : work.renewed) {
       auto attempt = live_.attempts.find(key);
       Member* member = attempt == live_.attempts.end()
@@ -169,6 +173,7 @@ absl::StatusOr<xmod::v1::HeartbeatResponse> Scheduler::Heartbeat(
       return response;
     }
     work.writes.push_back([worker_id, now](Db& db) { return TouchWorker(db, worker_id, now); });
+    work.leaving = request.leaving();
     // The worker counts its lease from its request; the renewal counts from the arrival.
     response.set_lease_ttl_ms(options_.lease_ttl_ms);
     RenewListedLocked(request, now, &work, &response);

@@ -17,9 +17,9 @@ bool Live(const WorkerEntry& worker, const PlacementClock& clock) {
   return clock.now_ms - worker.last_seen_ms <= clock.lease_ttl_ms;
 }
 
-// Whether `worker` is live and polling (its free slots are current).
+// Whether `worker` is live, not draining, and polling (its free slots are current).
 bool Available(const WorkerEntry& worker, const PlacementClock& clock) {
-  return Live(worker, clock) &&
+  return Live(worker, clock) && !worker.leaving &&
          (worker.polling > 0 || clock.now_ms - worker.poll_ended_ms <= clock.heartbeat_interval_ms);
 }
 

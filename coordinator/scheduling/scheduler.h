@@ -223,6 +223,7 @@ class Scheduler {
     std::vector<AttemptKey> renewed;  // leases to extend once the renewal is stored
     std::vector<std::pair<int64_t, xmod::v1::Progress>> progress_gauges;  // by run id
     std::set<AttemptKey> listed;  // the attempts the worker runs
+    bool leaving = false;         // the worker drains (HeartbeatRequest.leaving)
   };
   // Why a run ended early, for its censored_runs row (StopEarly).
   struct Censoring {

@@ -97,7 +97,7 @@ std::map<int64_t, scheduling::WorkerRoom> Scheduler::RoomsLocked(int64_t mono) c
   }
   std::map<int64_t, scheduling::WorkerRoom> rooms;
   for (const auto& [id, worker] : workers_.entries()) {
-    if (!workers_.IsLive(worker, mono)) continue;
+    if (!workers_.IsLive(worker, mono) || worker.leaving) continue;
     scheduling::WorkerRoom& room = rooms[id];
     room.slots = static_cast<int>(worker.slots.size());
     room.free = std::max(0, room.slots - held[id]);

@@ -50,6 +50,7 @@ void WorkerRegistry::Register(int64_t id, const xmod::v1::RegisterRequest& regis
   worker.port_first = first;
   worker.port_last = last;
   worker.free_slots.clear();  // known again from its next AcquireRun
+  worker.leaving = false;
   worker.epoch += 1;
 }
 
@@ -70,9 +71,11 @@ const WorkerEntry* WorkerRegistry::Find(int64_t id) const {
   return it == workers_.end() ? nullptr : &it->second;
 }
 
-void WorkerRegistry::Seen(int64_t id, int64_t mono) {
+void WorkerRegistry::Seen(int64_t id, int64_t mono, bool leaving) {
   auto it = workers_.find(id);
-  if (it != workers_.end()) it->second.last_seen_ms = std::max(it->second.last_seen_ms, mono);
+  if (it == workers_.end()) return;
+  it->second.last_seen_ms = std::max(it->second.last_seen_ms, mono);
+  if (leaving) it->second.leaving = true;
 }
 
 int WorkerRegistry::CountLive(int64_t mono) const {

@@ -38,6 +38,9 @@ struct WorkerEntry {
   std::vector<int32_t> free_slots;
   int polling = 0;
   int64_t poll_ended_ms = 0;  // monotonic
+  // Its heartbeats said it drains (HeartbeatRequest.leaving): live until its TTL passes, but
+  // no room for a run. Cleared by its next registration.
+  bool leaving = false;
 };
 
 // INVALID_ARGUMENT naming the field of a registration the scheduler cannot take: an empty
@@ -67,8 +70,9 @@ class WorkerRegistry {
   const std::map<int64_t, WorkerEntry>& entries() const { return workers_; }
   bool empty() const { return workers_.empty(); }
 
-  // A heartbeat of worker `id` arrived at `mono` (an older reading changes nothing).
-  void Seen(int64_t id, int64_t mono);
+  // A heartbeat of worker `id` arrived at `mono` (an older reading changes nothing); once one
+  // says `leaving`, the worker stays leaving until it registers again.
+  void Seen(int64_t id, int64_t mono, bool leaving);
   bool IsLive(const WorkerEntry& worker, int64_t mono) const {
     return mono - worker.last_seen_ms <= lease_ttl_ms_;
   }

@@ -753,6 +753,36 @@ TEST_F(SchedulerTest, AFullDiskIsResourceExhaustedAndWritesResumeWhenSpaceReturn
   EXPECT_EQ(Load(a->run_id()).state(), xmod::v1::RUNNING);
 }
 
+TEST_F(SchedulerTest, ADrainingWorkersFreeSlotsAreNoRoomForAQueuedRun) {
+  options_.sharing.min_run_ms = 0;
+  Restart();
+  xmod::v1::SweepSpec spec = TinySweep(dir_);
+  absl::StatusOr<std::vector<xmod::v1::Run>> low = ExpandSweep(spec);
+  ASSERT_TRUE(low.ok()) << low.status();
+  ASSERT_TRUE(scheduler_->SubmitSweep(spec, &*low).ok());
+  const int64_t w1 = RegisterWorker("w1", 1);
+  std::optional<xmod::v1::Assignment> held = Acquire(w1, {0});
+  ASSERT_TRUE(held.has_value());
+  const int64_t w2 = RegisterWorker("w2", 3);
+  spec.set_priority(5);
+  absl::StatusOr<std::vector<xmod::v1::Run>> high = ExpandSweep(spec);
+  ASSERT_TRUE(high.ok()) << high.status();
+  ASSERT_TRUE(scheduler_->SubmitSweep(spec, &*high).ok());
+  // w2's free slots are room: the three priority-5 runs wait for w2 to ask for them.
+  EXPECT_EQ(scheduler_->Preempt(), 0);
+  // w2 drains: it will take no run, so a priority-5 run makes room on w1 at once rather
+  // than wait for w2's lease TTL to pass.
+  xmod::v1::HeartbeatRequest leaving;
+  leaving.set_worker_id(w2);
+  leaving.set_leaving(true);
+  ASSERT_TRUE(scheduler_->Heartbeat(leaving).ok());
+  EXPECT_EQ(scheduler_->Preempt(), 1);
+  xmod::v1::HeartbeatResponse orders = Beat(w1, *held);
+  ASSERT_EQ(orders.orders_size(), 1);
+  EXPECT_EQ(orders.orders(0).run_id(), held->run_id());
+  EXPECT_EQ(orders.orders(0).action(), xmod::v1::PREEMPT);
+}
+
 TEST_F(SchedulerTest, UnknownWorkerIsToldToRegister) {
   xmod::v1::HeartbeatRequest request;
   request.set_worker_id(42);

@@ -46,12 +46,26 @@ TEST(WorkerRegistryTest, AWorkerIsLiveForOneLeaseTtlAfterItWasLastSeen) {
   WorkerRegistry registry(1000);
   registry.Register(1, Registration("a", 1), 0);
   registry.Register(2, Registration("b", 1), 0);
-  registry.Seen(2, 900);
-  registry.Seen(2, 500);  // an older reading changes nothing
+  registry.Seen(2, 900, false);
+  registry.Seen(2, 500, false);  // an older reading changes nothing
   EXPECT_EQ(registry.CountLive(1000), 2);
   EXPECT_EQ(registry.CountLive(1001), 1);
   EXPECT_EQ(registry.CountLive(1901), 0);
   EXPECT_TRUE(registry.IsLive(*registry.Find(2), 1900));
+}
+
+TEST(WorkerRegistryTest, AWorkerThatSaysItLeavesStaysLeavingUntilItRegistersAgain) {
+  WorkerRegistry registry(1000);
+  registry.Register(1, Registration("a", 1), 0);
+  EXPECT_FALSE(registry.Find(1)->leaving);
+  registry.Seen(1, 100, true);
+  EXPECT_TRUE(registry.Find(1)->leaving);
+  registry.Seen(1, 50, false);  // a heartbeat sent before the drain, arriving late
+  registry.Seen(1, 200, false);
+  EXPECT_TRUE(registry.Find(1)->leaving);
+  EXPECT_TRUE(registry.IsLive(*registry.Find(1), 1200));  // live until its TTL passes
+  registry.Register(1, Registration("a", 1), 300);
+  EXPECT_FALSE(registry.Find(1)->leaving);
 }
 
 TEST(WorkerRegistryTest, RestoreTurnsStoredWallClockTimesMonotonic) {

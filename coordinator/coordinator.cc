@@ -6,6 +6,7 @@
 #include <grpcpp/server_builder.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -204,6 +205,8 @@ absl::Status Coordinator::StartGrpc(const std::shared_ptr<grpc::ServerCredential
   grpc::ResourceQuota quota("xmod-coordinator");
   quota.SetMaxThreads(options_.max_grpc_threads);
   builder.SetResourceQuota(quota);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
+                              std::min(options_.max_idle_grpc_threads, options_.max_grpc_threads));
   builder.RegisterService(user_service_.get());
   builder.RegisterService(worker_service_.get());
   AddStandardServices(&builder, options_.grpc_reflection);

@@ -103,6 +103,10 @@ void AddRunFlags(CLI::App& app, xmod::CoordinatorOptions& options) {
                  "threads of the gRPC server at most; each WatchSweep stream and each worker's "
                  "long poll holds one, and calls past the cap are refused (RESOURCE_EXHAUSTED)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--max_idle_grpc_threads", options.max_idle_grpc_threads,
+                 "idle threads the gRPC server keeps waiting for calls; a busier coordinator "
+                 "starts and ends a thread per call past them")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--check_data_paths,!--nocheck_data_paths", options.check_data_paths,
                "refuse sweeps whose data globs match no file under a --data_root "
                "(--check_data_paths=false: accept them)");

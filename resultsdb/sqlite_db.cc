@@ -44,7 +44,10 @@ absl::StatusOr<std::unique_ptr<Db>> Db::OpenReadOnly(const std::string& path, in
   return Open(path, SQLITE_OPEN_READONLY, busy_timeout_ms);
 }
 
-Db::~Db() { sqlite3_close_v2(db_); }
+Db::~Db() {
+  for (auto& [sql, cached] : cache_) sqlite3_finalize(cached.stmt);
+  sqlite3_close_v2(db_);
+}
 
 absl::Status Db::Error(absl::string_view what) const {
   return absl::Status(CodeOf(sqlite3_extended_errcode(db_)),
@@ -73,10 +76,42 @@ absl::StatusOr<Stmt> Db::Prepare(absl::string_view sql) {
   return Stmt(this, stmt);
 }
 
+absl::StatusOr<Stmt> Db::PrepareCached(absl::string_view sql) {
+  CachedStmt& cached = cache_[sql];
+  if (cached.in_use) return Prepare(sql);
+  if (cached.stmt == nullptr) {
+    if (sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
+                           &cached.stmt, nullptr) != SQLITE_OK) {
+      cache_.erase(std::string(sql));
+      return Error(absl::StrCat("prepare \"", sql.substr(0, 120), "\""));
+    }
+  }
+  cached.in_use = true;
+  return Stmt(this, cached.stmt, &cached.in_use);
+}
+
+absl::Status Db::ExecCached(absl::string_view sql) {
+  absl::StatusOr<Stmt> stmt = PrepareCached(sql);
+  if (!stmt.ok()) return stmt.status();
+  if (absl::Status s = stmt->Run(); !s.ok()) {
+    // Worded as Exec words its errors: SQLite's cause, then the statement.
+    return absl::Status(s.code(),
+                        absl::StrCat("sqlite: ", sqlite3_errmsg(db_), " in: ", sql.substr(0, 120)));
+  }
+  return absl::OkStatus();
+}
+
 int64_t Db::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
 int Db::Changes() const { return sqlite3_changes(db_); }
 
-Stmt::~Stmt() { sqlite3_finalize(stmt_); }
+Stmt::~Stmt() {
+  if (in_use_ == nullptr) {
+    sqlite3_finalize(stmt_);
+    return;
+  }
+  Reset();
+  *in_use_ = false;
+}
 
 Stmt& Stmt::Bind(int index, int64_t value) {
   sqlite3_bind_int64(stmt_, index, value);

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -40,6 +41,15 @@ class Db {
   absl::Status Exec(absl::string_view sql);
   // Prepares one statement.
   absl::StatusOr<Stmt> Prepare(absl::string_view sql);
+  // Prepares a fixed statement once per connection and hands out the same one again once
+  // its Stmt is gone (which resets it): for the SQL of hot paths, such as metric inserts and
+  // the writer's savepoints, that would otherwise be parsed for every batch. Only for SQL
+  // written in the code (the cache keeps every distinct text); the same text in use twice
+  // at once gets a fresh, uncached statement the second time.
+  absl::StatusOr<Stmt> PrepareCached(absl::string_view sql);
+  // Runs one fixed statement without results, prepared through PrepareCached; its errors
+  // read as Exec's.
+  absl::Status ExecCached(absl::string_view sql);
   int64_t LastInsertRowId() const;
   int Changes() const;
   sqlite3* raw() const { return db_; }
@@ -47,15 +57,28 @@ class Db {
   absl::Status Error(absl::string_view what) const;
 
  private:
+  struct CachedStmt {
+    sqlite3_stmt* stmt = nullptr;
+    bool in_use = false;  // a Stmt holds it
+  };
+
   explicit Db(sqlite3* db) : db_(db) {}
   sqlite3* db_;
+  // By SQL text; nodes stay where they are, so a Stmt may point at its entry's in_use.
+  absl::node_hash_map<std::string, CachedStmt> cache_;
 };
 
 // A prepared statement. Bind indexes start at 1 (sqlite's convention); columns at 0.
 class Stmt {
  public:
-  Stmt(Db* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
-  Stmt(Stmt&& other) noexcept : db_(other.db_), stmt_(other.stmt_) { other.stmt_ = nullptr; }
+  // `in_use` is the connection's mark of a cached statement (Db::PrepareCached), cleared
+  // when this Stmt is gone; null for a statement this Stmt owns and finalizes.
+  Stmt(Db* db, sqlite3_stmt* stmt, bool* in_use = nullptr)
+      : db_(db), stmt_(stmt), in_use_(in_use) {}
+  Stmt(Stmt&& other) noexcept : db_(other.db_), stmt_(other.stmt_), in_use_(other.in_use_) {
+    other.stmt_ = nullptr;
+    other.in_use_ = nullptr;
+  }
   Stmt& operator=(Stmt&&) = delete;
   ~Stmt();
 
@@ -94,6 +117,7 @@ class Stmt {
  private:
   Db* db_;
   sqlite3_stmt* stmt_;
+  bool* in_use_;
 };
 
 // `text` as an SQL string literal: in single quotes, each quote doubled.

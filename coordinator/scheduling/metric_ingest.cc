@@ -42,11 +42,16 @@ void MetricIngest::Open(const AttemptKey& key, LiveAttempt attempt) {
   attempts_[key] = Entry{std::move(attempt)};
 }
 
-void MetricIngest::BeginClose(const std::vector<AttemptKey>& keys) {
+bool MetricIngest::BeginClose(const std::vector<AttemptKey>& keys) {
   absl::MutexLock lock(&mu_);
+  bool writing = false;
   for (const AttemptKey& key : keys) {
-    if (auto it = attempts_.find(key); it != attempts_.end()) it->second.closing = true;
+    auto it = attempts_.find(key);
+    if (it == attempts_.end()) continue;
+    it->second.closing = true;
+    writing = writing || it->second.writing > 0;
   }
+  return writing;
 }
 
 void MetricIngest::EndClose(const std::vector<AttemptKey>& keys, bool committed) {
@@ -78,6 +83,11 @@ int64_t MetricIngest::AckedSeq(const AttemptKey& key) {
 int MetricIngest::WaitingForClose() {
   absl::MutexLock lock(&mu_);
   return waiting_for_close_;
+}
+
+int MetricIngest::WritesInFlight() {
+  absl::MutexLock lock(&mu_);
+  return writes_;
 }
 
 MetricIngest::Entry* MetricIngest::AwaitReporterLocked(
@@ -139,21 +149,30 @@ absl::StatusOr<xmod::v1::ReportMetricsResponse> MetricIngest::ReportMetrics(
     if (durable < 0 || request.first_seq() <= durable + 1) acked = std::max(durable, last_seq);
     progress = ProgressOf(request);
     sweep_id = entry->attempt.sweep_id;
-    // Queued under this lock, so before any end of the attempt (header comment).
+    // Counted under this lock, so an end of the attempt queues behind it (header comment).
     ++writes_;
-    std::vector<xmod::v1::MetricPoint> points(request.points().begin(), request.points().end());
-    done =
-        store_->Write([run_id = request.run_id(), attempt = request.attempt(),
-                       first = request.first_seq(), points = std::move(points), progress](Db& db) {
-          if (absl::Status s = InsertMetrics(db, run_id, attempt, first, points); !s.ok()) return s;
-          return UpdateProgress(db, run_id, progress);
-        });
+    ++entry->writing;
+    // The request outlives the write: this thread waits for it below, and the store runs a
+    // closure before it fulfils the closure's future (or never runs it).
+    done = store_->WriteBulk([&request, &progress](Db& db) {
+      if (absl::Status s = InsertMetrics(db, request.run_id(), request.attempt(),
+                                         request.first_seq(), request.points());
+          !s.ok()) {
+        return s;
+      }
+      return UpdateProgress(db, request.run_id(), progress);
+    });
   }
   const absl::Status stored = done.get();
   {
     absl::MutexLock lock(&mu_);
     --writes_;
     write_done_.Signal();
+    // Gone when an end of the attempt, queued behind this batch, was committed and applied
+    // (EndClose) before this thread got the lock back.
+    if (auto it = attempts_.find({request.run_id(), request.attempt()}); it != attempts_.end()) {
+      --it->second.writing;
+    }
     if (stored.ok()) NoteStoredLocked(request, acked, progress);
   }
   if (!stored.ok()) return stored;

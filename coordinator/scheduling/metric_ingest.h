@@ -6,9 +6,11 @@
 // The Scheduler owns attempts; it tells this table what it commits:
 //   Open        once an attempt's start is stored (or rebuilt at start-up);
 //   BeginClose  before the writes that end attempts are queued, and EndClose after they were
-//               committed or refused. Every batch accepted before BeginClose was queued
-//               before the end (the store has one writer, in order) and none is accepted
-//               after it; a batch arriving in between waits for the outcome;
+//               committed or refused. No batch is accepted after BeginClose (one arriving
+//               in between waits for the outcome), and every batch accepted before it is
+//               stored no later than the end: batches go to the store's bulk lane, and
+//               when one of an ending attempt is still being written, BeginClose says so and
+//               the end is queued behind it in that lane (Store::WriteBulk);
 //   MarkCancelled once a cancellation of a running run is stored: its batches are still
 //               stored, and the reply says stale.
 // Lock order: the Scheduler's lock, then this class's; it never calls the Scheduler.
@@ -42,7 +44,8 @@ class MetricIngest {
   };
 
   // `store` and `feed` must outlive it; `metrics` may be null. At most `max_writes` batches
-  // are being written at once; more wait (scheduling writes queue behind at most that many).
+  // are being written at once; more wait (the store commits them in transactions of their
+  // own, which scheduling writes overtake).
   MetricIngest(Store* store, ChangeFeed* feed, CoordinatorMetrics* metrics, int max_writes);
 
   // Stores points idempotently (by run, attempt, seq) and acknowledges the highest seq up to
@@ -53,19 +56,23 @@ class MetricIngest {
 
   // The Scheduler's side (header comment).
   void Open(const scheduling::AttemptKey& key, LiveAttempt attempt);
-  void BeginClose(const std::vector<scheduling::AttemptKey>& keys);
+  // True when a batch of one of `keys` is still being written (header comment).
+  bool BeginClose(const std::vector<scheduling::AttemptKey>& keys);
   void EndClose(const std::vector<scheduling::AttemptKey>& keys, bool committed);
   void MarkCancelled(const scheduling::AttemptKey& key);
   // The attempt's acked_seq; -1 when it is not open.
   int64_t AckedSeq(const scheduling::AttemptKey& key);
   // Reports waiting for an end in flight to be committed or refused (tests, diagnostics).
   int WaitingForClose();
+  // Batches queued in the store and not yet committed or refused (tests, diagnostics).
+  int WritesInFlight();
 
  private:
   struct Entry {
     LiveAttempt attempt;
     bool cancelled = false;
     bool closing = false;  // between BeginClose and EndClose
+    int writing = 0;       // its batches queued in the store and not yet committed or refused
   };
 
   // The open attempt `request` reports for, once no end of it is in flight and, when it has

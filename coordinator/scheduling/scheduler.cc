@@ -43,13 +43,14 @@ int64_t Scheduler::BackoffMillis(int failures) const {
   return scheduling::BackoffMillis(failures, options_);
 }
 
-std::future<absl::Status> Scheduler::Submit(std::vector<Store::WriteFn> writes) {
-  return store_->Write([writes = std::move(writes)](Db& db) {
+std::future<absl::Status> Scheduler::Submit(std::vector<Store::WriteFn> writes, bool bulk_lane) {
+  Store::WriteFn all = [writes = std::move(writes)](Db& db) {
     for (const Store::WriteFn& write : writes) {
       if (absl::Status s = write(db); !s.ok()) return s;
     }
     return absl::OkStatus();
-  });
+  };
+  return bulk_lane ? store_->WriteBulk(std::move(all)) : store_->Write(std::move(all));
 }
 
 void Scheduler::Publish(const std::vector<Touched>& touched) {
@@ -83,10 +84,12 @@ void Scheduler::OpenToIngestLocked(const PendingChanges& change) {
 
 absl::Status Scheduler::CommitLocked(std::vector<Store::WriteFn> writes,
                                      const PendingChanges& change) {
-  // Ingest stops taking points of the attempts this ends before their end is queued.
+  // Ingest stops taking points of the attempts this ends before their end is queued, and
+  // the end queues behind their batches still being written.
   const std::vector<AttemptKey> ending = EndingLocked(change);
-  ingest_->BeginClose(ending);
-  absl::Status status = writes.empty() ? absl::OkStatus() : Submit(std::move(writes)).get();
+  const bool behind_batches = ingest_->BeginClose(ending);
+  absl::Status status =
+      writes.empty() ? absl::OkStatus() : Submit(std::move(writes), behind_batches).get();
   ingest_->EndClose(ending, status.ok());
   if (status.ok()) {
     OpenToIngestLocked(change);

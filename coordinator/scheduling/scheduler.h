@@ -351,8 +351,9 @@ class Scheduler {
   // <checkpoint_root>/sweep-<S>/run-<R>: the folder of a run's checkpoints (RunSpec
   // checkpoint_dir), the only place ReportCheckpoint accepts them from.
   std::string CheckpointDir(int64_t sweep_id, int64_t run_id) const;
-  // Queues `writes` as one closure (one transaction) and returns its future.
-  std::future<absl::Status> Submit(std::vector<Store::WriteFn> writes);
+  // Queues `writes` as one closure (one transaction) and returns its future; in the store's
+  // bulk lane, behind the metric batches queued before it, when `bulk_lane`.
+  std::future<absl::Status> Submit(std::vector<Store::WriteFn> writes, bool bulk_lane = false);
   void Publish(const std::vector<Touched>& touched);
 
   Store* const store_;

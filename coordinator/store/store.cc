@@ -67,7 +67,13 @@ void Store::Close() {
   });
 }
 
-std::future<absl::Status> Store::Write(WriteFn fn) {
+std::future<absl::Status> Store::Write(WriteFn fn) { return Enqueue(std::move(fn), queue_); }
+
+std::future<absl::Status> Store::WriteBulk(WriteFn fn) {
+  return Enqueue(std::move(fn), bulk_queue_);
+}
+
+std::future<absl::Status> Store::Enqueue(WriteFn fn, std::deque<PendingWrite>& lane) {
   PendingWrite pending{std::move(fn), {}};
   std::future<absl::Status> future = pending.done.get_future();
   {
@@ -76,7 +82,7 @@ std::future<absl::Status> Store::Write(WriteFn fn) {
       pending.done.set_value(absl::UnavailableError("the store is closed"));
       return future;
     }
-    queue_.push_back(std::move(pending));
+    lane.push_back(std::move(pending));
   }
   queue_cv_.notify_one();
   return future;
@@ -87,11 +93,14 @@ void Store::WriterLoop() {
   while (true) {
     {
       std::unique_lock<std::mutex> lock(queue_mu_);
-      queue_cv_.wait(lock, [this] { return closing_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // closing and drained
-      while (!queue_.empty() && static_cast<int>(batch.size()) < options_.max_batch) {
-        batch.push_back(std::move(queue_.front()));
-        queue_.pop_front();
+      queue_cv_.wait(lock, [this] { return closing_ || !queue_.empty() || !bulk_queue_.empty(); });
+      if (queue_.empty() && bulk_queue_.empty()) return;  // closing and drained
+      // Write()'s lane first (header comment).
+      std::deque<PendingWrite>& lane = queue_.empty() ? bulk_queue_ : queue_;
+      const int most = queue_.empty() ? options_.max_bulk_batch : options_.max_batch;
+      while (!lane.empty() && static_cast<int>(batch.size()) < most) {
+        batch.push_back(std::move(lane.front()));
+        lane.pop_front();
       }
     }
     CommitBatch(batch);
@@ -103,9 +112,9 @@ void Store::CommitBatch(std::vector<PendingWrite>& batch) {
   const auto start = std::chrono::steady_clock::now();
   Db& db = *writer_db_;
   std::vector<absl::Status> results(batch.size());
-  absl::Status txn = db.Exec("BEGIN IMMEDIATE");
+  absl::Status txn = db.ExecCached("BEGIN IMMEDIATE");
   for (size_t i = 0; txn.ok() && i < batch.size(); ++i) {
-    txn = db.Exec("SAVEPOINT w");
+    txn = db.ExecCached("SAVEPOINT w");
     if (!txn.ok()) break;
     results[i] = batch[i].fn(db);
     if (!results[i].ok() && sqlite3_get_autocommit(db.raw()) != 0) {
@@ -115,11 +124,11 @@ void Store::CommitBatch(std::vector<PendingWrite>& batch) {
       break;
     }
     if (!results[i].ok()) txn = db.Exec("ROLLBACK TO w");
-    if (txn.ok()) txn = db.Exec("RELEASE w");
+    if (txn.ok()) txn = db.ExecCached("RELEASE w");
   }
   if (txn.ok()) {
     absl::Status injected = TEST_CommitFailure();
-    txn = injected.ok() ? db.Exec("COMMIT") : injected;
+    txn = injected.ok() ? db.ExecCached("COMMIT") : injected;
   }
   if (!txn.ok()) {
     LOG_EVERY_N(ERROR, 100) << "store: transaction of " << batch.size()

@@ -5,6 +5,13 @@
 // the thread drains the queue and runs many closures in one transaction (each inside its own
 // SAVEPOINT, so a failing closure rolls back alone), commits, and only then fulfils each
 // caller's future. A fulfilled OK future means the write is durable (synchronous=FULL).
+// Two lanes: Write() for the coordinator's state (scheduling, submissions) and WriteBulk()
+// for metric points. A transaction holds closures of one lane; Write()'s go first whenever
+// any wait, so a lease or an attempt's end waits behind at most the one bulk transaction
+// being committed, not behind every metric batch queued before it. Within a lane, closures
+// commit in the order queued; a Write() may commit before WriteBulk() closures queued earlier,
+// never the other way round (a caller that needs a bulk write stored first queues behind it
+// in the bulk lane: WriteBulk()).
 // Reads: each reading thread borrows a read-only connection from a pool of at most
 // max_readers, opened on demand and reused; in WAL mode readers see the last commit and never
 // block the writer.
@@ -34,8 +41,9 @@ struct StoreOptions {
   // PRAGMA synchronous: FULL (fsync at every commit: a commit survives power loss) or NORMAL
   // (survives a process crash only). Acknowledgements promise FULL.
   bool synchronous_full = true;
-  // Most write closures committed in one transaction.
+  // Most write closures committed in one transaction: of Write(), of WriteBulk().
   int max_batch = 4096;
+  int max_bulk_batch = 256;
   int busy_timeout_ms = 10000;
   // Read-only connections of Read() at most; a reader waits up to reader_wait_ms for one.
   int max_readers = 16;
@@ -94,6 +102,9 @@ class Store {
   // nothing of it is stored; the writer keeps going, so writes succeed again once space
   // returns, without a restart.
   std::future<absl::Status> Write(WriteFn fn);
+  // Write() in the bulk lane (header comment): for metric points, and for a write that must
+  // follow bulk writes queued before it.
+  std::future<absl::Status> WriteBulk(WriteFn fn);
   // Write() and wait.
   absl::Status WriteAndWait(WriteFn fn) { return Write(std::move(fn)).get(); }
 
@@ -150,6 +161,7 @@ class Store {
   class ReaderLease;
 
   Store(std::string path, StoreOptions options, std::unique_ptr<Db> writer);
+  std::future<absl::Status> Enqueue(WriteFn fn, std::deque<PendingWrite>& lane);
   void WriterLoop();
   void CommitBatch(std::vector<PendingWrite>& batch);
   absl::Status TEST_CommitFailure();
@@ -171,8 +183,9 @@ class Store {
 
   std::mutex queue_mu_;
   std::condition_variable queue_cv_;
-  std::deque<PendingWrite> queue_;  // guarded by queue_mu_
-  bool closing_ = false;            // guarded by queue_mu_
+  std::deque<PendingWrite> queue_;       // Write(); guarded by queue_mu_
+  std::deque<PendingWrite> bulk_queue_;  // WriteBulk(); guarded by queue_mu_
+  bool closing_ = false;                 // guarded by queue_mu_
   std::thread writer_thread_;
   std::once_flag close_once_;
   std::mutex fail_mu_;

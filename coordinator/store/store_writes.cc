@@ -29,7 +29,7 @@ std::optional<double> NullIfZero(double value) {
 
 absl::StatusOr<int64_t> InsertSweep(Db& db, const xmod::v1::SweepSpec& spec,
                                     const std::string& submitter, int64_t now_ms) {
-  absl::StatusOr<Stmt> stmt = db.Prepare(
+  absl::StatusOr<Stmt> stmt = db.PrepareCached(
       "INSERT INTO sweeps (name, description, spec, priority, created_ms, submitter)"
       " VALUES (?,?,?,?,?,?)");
   if (!stmt.ok()) return stmt.status();
@@ -45,7 +45,7 @@ absl::StatusOr<int64_t> InsertSweep(Db& db, const xmod::v1::SweepSpec& spec,
 
 absl::StatusOr<int64_t> InsertRun(Db& db, int64_t sweep_id, const xmod::v1::Run& run,
                                   int64_t now_ms) {
-  absl::StatusOr<Stmt> stmt = db.Prepare(
+  absl::StatusOr<Stmt> stmt = db.PrepareCached(
       "INSERT INTO runs (sweep_id, label, name, arch, k, a, seq_len, backbone, moe, flop_budget,"
       " forward_flops_per_token, total_params, held_out, priority, state, max_attempts, spec,"
       " created_ms, preemptible) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
@@ -115,7 +115,7 @@ absl::Status UpdateRun(Db& db, const RunUpdate& u) {
   if (sets.empty()) return absl::OkStatus();
   std::vector<std::string> assignments;
   for (const ColumnSet& set : sets) assignments.push_back(absl::StrCat(set.column, " = ?"));
-  absl::StatusOr<Stmt> stmt = db.Prepare(
+  absl::StatusOr<Stmt> stmt = db.PrepareCached(
       absl::StrCat("UPDATE runs SET ", absl::StrJoin(assignments, ", "), " WHERE id = ?"));
   if (!stmt.ok()) return stmt.status();
   int i = 1;
@@ -126,7 +126,7 @@ absl::Status UpdateRun(Db& db, const RunUpdate& u) {
 
 absl::Status MarkRunStarted(Db& db, int64_t run_id, int64_t now_ms) {
   absl::StatusOr<Stmt> stmt =
-      db.Prepare("UPDATE runs SET started_ms = ? WHERE id = ? AND started_ms IS NULL");
+      db.PrepareCached("UPDATE runs SET started_ms = ? WHERE id = ? AND started_ms IS NULL");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, now_ms).Bind(2, run_id);
   return stmt->Run();
@@ -135,7 +135,7 @@ absl::Status MarkRunStarted(Db& db, int64_t run_id, int64_t now_ms) {
 absl::Status UpdateProgress(Db& db, int64_t run_id, const xmod::v1::Progress& p) {
   // The position only moves forward: heartbeat snapshots and metric batches can arrive out
   // of order, and a resumed attempt re-covers ground the run already reached.
-  absl::StatusOr<Stmt> stmt = db.Prepare(
+  absl::StatusOr<Stmt> stmt = db.PrepareCached(
       "UPDATE runs SET step = CASE WHEN ?3 >= flops_done THEN ?1 ELSE step END,"
       " tokens = CASE WHEN ?3 >= flops_done THEN ?2 ELSE tokens END,"
       " flops_done = MAX(flops_done, ?3),"
@@ -155,7 +155,7 @@ absl::Status UpdateProgress(Db& db, int64_t run_id, const xmod::v1::Progress& p)
 }
 
 absl::Status InsertAttempt(Db& db, const AttemptStart& a) {
-  absl::StatusOr<Stmt> stmt = db.Prepare(
+  absl::StatusOr<Stmt> stmt = db.PrepareCached(
       "INSERT INTO attempts (run_id, attempt, worker_id, worker, slots, started_ms,"
       " resumed_from_step, lease_expires_ms, rendezvous, memory_plan)"
       " VALUES (?,?,?,?,?,?,?,?,?,?)");
@@ -175,7 +175,7 @@ absl::Status InsertAttempt(Db& db, const AttemptStart& a) {
 
 absl::Status EndAttempt(Db& db, int64_t run_id, int attempt, const std::string& outcome,
                         int exit_code, const std::string& error, int64_t now_ms) {
-  absl::StatusOr<Stmt> stmt = db.Prepare(
+  absl::StatusOr<Stmt> stmt = db.PrepareCached(
       "UPDATE attempts SET ended_ms = ?1, outcome = ?2, exit_code = ?3,"
       " error = CASE WHEN error = '' THEN ?4 WHEN ?4 = '' THEN error ELSE ?4 || '; ' || error END"
       " WHERE run_id = ?5 AND attempt = ?6 AND ended_ms IS NULL");
@@ -191,24 +191,28 @@ absl::Status EndAttempt(Db& db, int64_t run_id, int attempt, const std::string& 
 
 absl::Status RenewLease(Db& db, int64_t run_id, int attempt, int64_t lease_expires_ms) {
   absl::StatusOr<Stmt> stmt =
-      db.Prepare("UPDATE attempts SET lease_expires_ms = ? WHERE run_id = ? AND attempt = ?");
+      db.PrepareCached("UPDATE attempts SET lease_expires_ms = ? WHERE run_id = ? AND attempt = ?");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, lease_expires_ms).Bind(2, run_id).Bind(3, attempt);
   return stmt->Run();
 }
 
-absl::Status InsertMetrics(Db& db, int64_t run_id, int attempt, int64_t first_seq,
-                           const std::vector<xmod::v1::MetricPoint>& points) {
-  absl::StatusOr<Stmt> stmt = db.Prepare(
+namespace {
+
+// InsertMetrics over any sequence of points (a vector, or a request's repeated field).
+template <typename Points>
+absl::Status InsertMetricSequence(Db& db, int64_t run_id, int attempt, int64_t first_seq,
+                                  const Points& points) {
+  absl::StatusOr<Stmt> stmt = db.PrepareCached(
       "INSERT OR IGNORE INTO metrics (run_id, attempt, seq, step, tokens, flops, name, value)"
       " VALUES (?,?,?,?,?,?,?,?)");
   if (!stmt.ok()) return stmt.status();
-  for (size_t i = 0; i < points.size(); ++i) {
-    const xmod::v1::MetricPoint& p = points[i];
+  int64_t seq = first_seq;
+  for (const xmod::v1::MetricPoint& p : points) {
     stmt->Reset();
     stmt->Bind(1, run_id)
         .Bind(2, attempt)
-        .Bind(3, first_seq + static_cast<int64_t>(i))
+        .Bind(3, seq++)
         .Bind(4, p.step())
         .Bind(5, p.tokens())
         .Bind(7, p.name());
@@ -230,9 +234,22 @@ absl::Status InsertMetrics(Db& db, int64_t run_id, int attempt, int64_t first_se
   return absl::OkStatus();
 }
 
+}  // namespace
+
+absl::Status InsertMetrics(Db& db, int64_t run_id, int attempt, int64_t first_seq,
+                           const std::vector<xmod::v1::MetricPoint>& points) {
+  return InsertMetricSequence(db, run_id, attempt, first_seq, points);
+}
+
+absl::Status InsertMetrics(
+    Db& db, int64_t run_id, int attempt, int64_t first_seq,
+    const google::protobuf::RepeatedPtrField<xmod::v1::MetricPoint>& points) {
+  return InsertMetricSequence(db, run_id, attempt, first_seq, points);
+}
+
 absl::Status InsertCheckpoint(Db& db, int64_t run_id, int attempt, const xmod::v1::Checkpoint& c,
                               int64_t now_ms) {
-  absl::StatusOr<Stmt> stmt = db.Prepare(
+  absl::StatusOr<Stmt> stmt = db.PrepareCached(
       "INSERT OR REPLACE INTO checkpoints (run_id, attempt, step, tokens, flops, path, sha256,"
       " bytes, created_ms) VALUES (?,?,?,?,?,?,?,?,?)");
   if (!stmt.ok()) return stmt.status();
@@ -249,7 +266,7 @@ absl::Status InsertCheckpoint(Db& db, int64_t run_id, int attempt, const xmod::v
 }
 
 absl::Status KeepNewestCheckpoints(Db& db, int64_t run_id, int keep) {
-  absl::StatusOr<Stmt> stmt = db.Prepare(
+  absl::StatusOr<Stmt> stmt = db.PrepareCached(
       "DELETE FROM checkpoints WHERE run_id = ?1 AND step < (SELECT min(step) FROM"
       " (SELECT step FROM checkpoints WHERE run_id = ?1 ORDER BY step DESC LIMIT ?2))");
   if (!stmt.ok()) return stmt.status();
@@ -258,7 +275,8 @@ absl::Status KeepNewestCheckpoints(Db& db, int64_t run_id, int keep) {
 }
 
 absl::Status DeleteCheckpoint(Db& db, int64_t run_id, const std::string& path) {
-  absl::StatusOr<Stmt> stmt = db.Prepare("DELETE FROM checkpoints WHERE run_id = ? AND path = ?");
+  absl::StatusOr<Stmt> stmt =
+      db.PrepareCached("DELETE FROM checkpoints WHERE run_id = ? AND path = ?");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, run_id).Bind(2, path);
   return stmt->Run();
@@ -266,7 +284,7 @@ absl::Status DeleteCheckpoint(Db& db, int64_t run_id, const std::string& path) {
 
 absl::Status NoteResumeFallback(Db& db, int64_t run_id, int attempt, int64_t resumed_from_step,
                                 const std::string& note) {
-  absl::StatusOr<Stmt> stmt = db.Prepare(
+  absl::StatusOr<Stmt> stmt = db.PrepareCached(
       "UPDATE attempts SET resumed_from_step = ?1,"
       " error = CASE WHEN error = '' THEN ?2 ELSE error || '; ' || ?2 END"
       " WHERE run_id = ?3 AND attempt = ?4");
@@ -283,7 +301,7 @@ absl::StatusOr<int64_t> UpsertWorker(Db& db, const xmod::v1::RegisterRequest& re
   stored.set_advertise_host(request.advertise_host());
   stored.set_rendezvous_port_first(request.rendezvous_port_first());
   stored.set_rendezvous_port_last(request.rendezvous_port_last());
-  absl::StatusOr<Stmt> stmt = db.Prepare(
+  absl::StatusOr<Stmt> stmt = db.PrepareCached(
       "INSERT INTO workers (name, hostname, version, slots, registered_ms, last_seen_ms)"
       " VALUES (?,?,?,?,?,?) ON CONFLICT(name) DO UPDATE SET hostname = excluded.hostname,"
       " version = excluded.version, slots = excluded.slots,"
@@ -296,7 +314,7 @@ absl::StatusOr<int64_t> UpsertWorker(Db& db, const xmod::v1::RegisterRequest& re
       .Bind(5, now_ms)
       .Bind(6, now_ms);
   if (absl::Status s = stmt->Run(); !s.ok()) return s;
-  absl::StatusOr<Stmt> id = db.Prepare("SELECT id FROM workers WHERE name = ?");
+  absl::StatusOr<Stmt> id = db.PrepareCached("SELECT id FROM workers WHERE name = ?");
   if (!id.ok()) return id.status();
   id->Bind(1, request.worker_name());
   absl::StatusOr<bool> row = id->Step();
@@ -306,14 +324,14 @@ absl::StatusOr<int64_t> UpsertWorker(Db& db, const xmod::v1::RegisterRequest& re
 }
 
 absl::Status TouchWorker(Db& db, int64_t worker_id, int64_t now_ms) {
-  absl::StatusOr<Stmt> stmt = db.Prepare("UPDATE workers SET last_seen_ms = ? WHERE id = ?");
+  absl::StatusOr<Stmt> stmt = db.PrepareCached("UPDATE workers SET last_seen_ms = ? WHERE id = ?");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, now_ms).Bind(2, worker_id);
   return stmt->Run();
 }
 
 absl::Status AddToCounter(Db& db, const std::string& name, int64_t delta) {
-  absl::StatusOr<Stmt> stmt = db.Prepare(
+  absl::StatusOr<Stmt> stmt = db.PrepareCached(
       "INSERT INTO counters (name, value) VALUES (?1, ?2)"
       " ON CONFLICT (name) DO UPDATE SET value = value + excluded.value");
   if (!stmt.ok()) return stmt.status();
@@ -322,14 +340,14 @@ absl::Status AddToCounter(Db& db, const std::string& name, int64_t delta) {
 }
 
 absl::Status MarkSweepCancelled(Db& db, int64_t sweep_id) {
-  absl::StatusOr<Stmt> stmt = db.Prepare("UPDATE sweeps SET cancelled = 1 WHERE id = ?");
+  absl::StatusOr<Stmt> stmt = db.PrepareCached("UPDATE sweeps SET cancelled = 1 WHERE id = ?");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, sweep_id);
   return stmt->Run();
 }
 
 absl::StatusOr<int64_t> InsertFit(Db& db, const xmod::v1::Fit& fit) {
-  absl::StatusOr<Stmt> stmt = db.Prepare(
+  absl::StatusOr<Stmt> stmt = db.PrepareCached(
       "INSERT INTO fits (sweep_id, created_ms, params, r2, rmse, mae, n_obs, cv, fit, error,"
       " study_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
   if (!stmt.ok()) return stmt.status();

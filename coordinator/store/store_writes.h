@@ -84,6 +84,9 @@ absl::Status RenewLease(Db& db, int64_t run_id, int attempt, int64_t lease_expir
 // stored as the text 'NaN' (sqlite has no NaN REAL); LoadMetrics reads it back as NaN.
 absl::Status InsertMetrics(Db& db, int64_t run_id, int attempt, int64_t first_seq,
                            const std::vector<xmod::v1::MetricPoint>& points);
+// The same for the points of a request as they arrived (no copy of them is made).
+absl::Status InsertMetrics(Db& db, int64_t run_id, int attempt, int64_t first_seq,
+                           const google::protobuf::RepeatedPtrField<xmod::v1::MetricPoint>& points);
 
 absl::Status InsertCheckpoint(Db& db, int64_t run_id, int attempt,
                               const xmod::v1::Checkpoint& checkpoint, int64_t now_ms);

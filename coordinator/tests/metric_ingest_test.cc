@@ -1,10 +1,13 @@
 // MetricIngest (metric_ingest.h) as the Scheduler drives it: a batch is stored and
 // acknowledged against the ingest's own table of live attempts; a batch that arrives while
 // its attempt's end is being committed waits for the outcome (stale once the end is stored,
-// stored when the end is refused); a cancelled run's batches are stored and called stale;
+// stored when the end is refused); an end whose attempt still has a batch being written is
+// told so and, queued behind it in the store's bulk lane, finds its points stored; a
+// cancelled run's batches are stored and called stale;
 // another worker's batch is stale and stores nothing; acknowledgements survive a restart.
 #include <gtest/gtest.h>
 
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
@@ -133,6 +136,47 @@ TEST_F(MetricIngestTest, ABatchDuringARefusedEndIsStored) {
   EXPECT_FALSE(reply.stale());
   EXPECT_EQ(reply.acked_seq(), 3);
   EXPECT_EQ(StoredPoints(), 4);
+}
+
+TEST_F(MetricIngestTest, AnEndQueuedBehindABatchStillBeingWrittenFindsItsPointsStored) {
+  const scheduling::AttemptKey key{run_id_, 1};
+  // Nothing is being written: the end needs no bulk lane (refused here: the attempt stays).
+  EXPECT_FALSE(ingest_->BeginClose({key}));
+  ingest_->EndClose({key}, false);
+  // The store's writer is held while a batch of the attempt is queued.
+  std::promise<void> running;
+  std::promise<void> release;
+  std::future<absl::Status> held = store_->Write([&](Db&) {
+    running.set_value();
+    release.get_future().wait();
+    return absl::OkStatus();
+  });
+  running.get_future().wait();
+  absl::StatusOr<xmod::v1::ReportMetricsResponse> reply;
+  std::thread reporter([&] { reply = ingest_->ReportMetrics(Batch(0, 5, worker_)); });
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (ingest_->WritesInFlight() == 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_EQ(ingest_->WritesInFlight(), 1);
+  EXPECT_TRUE(ingest_->BeginClose({key}));
+  int64_t points_at_end = -1;
+  std::future<absl::Status> end = store_->WriteBulk([&](Db& db) {
+    absl::StatusOr<Stmt> count = db.Prepare(
+        absl::StrCat("SELECT COUNT(*) FROM metrics WHERE run_id = ", run_id_, " AND attempt = 1"));
+    if (!count.ok()) return count.status();
+    if (absl::StatusOr<bool> row = count->Step(); !row.ok()) return row.status();
+    points_at_end = count->Int(0);
+    return absl::OkStatus();
+  });
+  release.set_value();
+  EXPECT_TRUE(held.get().ok());
+  EXPECT_TRUE(end.get().ok());
+  ingest_->EndClose({key}, true);
+  reporter.join();
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->acked_seq(), 4);
+  EXPECT_EQ(points_at_end, 5);
 }
 
 TEST_F(MetricIngestTest, ACancelledRunsPointsAreStoredAndCalledStale) {

@@ -1,7 +1,9 @@
-// Store tests: schema and WAL, batched durable writes, idempotent metrics, the canonical
-// metrics view after a resume, read-only user queries.
+// Store tests: schema and WAL, batched durable writes, the bulk lane that writes overtake,
+// idempotent metrics, the canonical metrics view after a resume, read-only user queries.
 #include "coordinator/store/store.h"
 
+#include <future>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -10,6 +12,7 @@
 #include "coordinator/store/store_reads.h"
 #include "coordinator/store/store_writes.h"
 #include "coordinator/tests/test_util.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "resultsdb/schema.h"
 
@@ -131,6 +134,50 @@ TEST(StoreTest, ConcurrentWritesAreBatchedAndDurable) {
   EXPECT_GT(max_batch, 1);
   auto store = OpenStore(dir + "/x.db");
   EXPECT_EQ(Count(*store, "SELECT COUNT(*) FROM metrics"), 500);
+}
+
+TEST(StoreTest, AWriteOvertakesBulkWritesQueuedBeforeItAndNoBulkWriteOvertakesAWrite) {
+  const std::string dir = NewTestDir("lanes");
+  std::vector<int> batches;        // written by the writer thread, read once it is joined
+  std::vector<std::string> order;  // likewise
+  StoreOptions options;
+  options.on_commit = [&](double, int batch, const absl::Status&) { batches.push_back(batch); };
+  absl::StatusOr<std::unique_ptr<Store>> opened = Store::Open(dir + "/x.db", options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  Store& store = **opened;
+  const auto record = [&](const std::string& name) {
+    return [&order, name](Db&) {
+      order.push_back(name);
+      return absl::OkStatus();
+    };
+  };
+  // The writer is held inside a first transaction while both lanes fill.
+  std::promise<void> running;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::vector<std::future<absl::Status>> done;
+  done.push_back(store.Write([&](Db&) {
+    running.set_value();
+    released.wait();
+    order.push_back("held");
+    return absl::OkStatus();
+  }));
+  running.get_future().wait();
+  done.push_back(store.WriteBulk(record("bulk 1")));
+  done.push_back(store.WriteBulk(record("bulk 2")));
+  done.push_back(store.Write(record("write 1")));
+  done.push_back(store.WriteBulk(record("bulk 3")));
+  done.push_back(store.Write(record("write 2")));
+  release.set_value();
+  for (std::future<absl::Status>& f : done) EXPECT_TRUE(f.get().ok());
+  // Closing commits what is queued in either lane.
+  std::future<absl::Status> last = store.WriteBulk(record("bulk 4"));
+  store.Close();
+  EXPECT_TRUE(last.get().ok());
+  EXPECT_THAT(order, testing::ElementsAre("held", "write 1", "write 2", "bulk 1", "bulk 2",
+                                          "bulk 3", "bulk 4"));
+  // One lane per transaction: the held one, both writes, the three bulk writes, the last.
+  EXPECT_THAT(batches, testing::ElementsAre(1, 2, 3, 1));
 }
 
 TEST(StoreTest, MetricReplayIsIdempotent) {

@@ -96,8 +96,8 @@ void AddRunFlags(CLI::App& app, xmod::CoordinatorOptions& options) {
                  "once listening, write {\"grpc\":P,\"http\":P,\"metrics\":P,\"health\":P} to "
                  "this file (0 = disabled listener)");
   app.add_option("--max_ingest_writes", options.max_ingest_writes,
-                 "metric batches written at once; more wait, so that scheduling writes (leases, "
-                 "heartbeats, attempt ends) queue behind at most this many")
+                 "metric batches written at once; more wait (scheduling writes overtake them in "
+                 "the database's writer)")
       ->check(CLI::PositiveNumber);
   app.add_option("--max_grpc_threads", options.max_grpc_threads,
                  "threads of the gRPC server at most; each WatchSweep stream and each worker's "

@@ -2,6 +2,7 @@
 #include "coordinator/store/store.h"
 
 #include <chrono>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -83,6 +84,7 @@ std::future<absl::Status> Store::Enqueue(WriteFn fn, std::deque<PendingWrite>& l
       return future;
     }
     lane.push_back(std::move(pending));
+    if (&lane == &queue_) main_queued_.fetch_add(1, std::memory_order_relaxed);
   }
   queue_cv_.notify_one();
   return future;
@@ -90,42 +92,65 @@ std::future<absl::Status> Store::Enqueue(WriteFn fn, std::deque<PendingWrite>& l
 
 void Store::WriterLoop() {
   std::vector<PendingWrite> batch;
+  bool bulk = false;
   while (true) {
     {
       std::unique_lock<std::mutex> lock(queue_mu_);
       queue_cv_.wait(lock, [this] { return closing_ || !queue_.empty() || !bulk_queue_.empty(); });
       if (queue_.empty() && bulk_queue_.empty()) return;  // closing and drained
       // Write()'s lane first (header comment).
-      std::deque<PendingWrite>& lane = queue_.empty() ? bulk_queue_ : queue_;
-      const int most = queue_.empty() ? options_.max_bulk_batch : options_.max_batch;
+      bulk = queue_.empty();
+      std::deque<PendingWrite>& lane = bulk ? bulk_queue_ : queue_;
+      const int most = bulk ? options_.max_bulk_batch : options_.max_batch;
       while (!lane.empty() && static_cast<int>(batch.size()) < most) {
         batch.push_back(std::move(lane.front()));
         lane.pop_front();
       }
+      if (!bulk) main_queued_.fetch_sub(static_cast<int>(batch.size()), std::memory_order_relaxed);
     }
-    CommitBatch(batch);
+    CommitBatch(batch, bulk);
     batch.clear();
   }
 }
 
-void Store::CommitBatch(std::vector<PendingWrite>& batch) {
-  const auto start = std::chrono::steady_clock::now();
+void Store::ReturnToBulkLane(std::vector<PendingWrite>& batch, size_t from) {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  bulk_queue_.insert(bulk_queue_.begin(), std::make_move_iterator(batch.begin() + from),
+                     std::make_move_iterator(batch.end()));
+  batch.erase(batch.begin() + from, batch.end());
+}
+
+absl::Status Store::RunClosures(std::vector<PendingWrite>& batch, bool bulk,
+                                std::vector<absl::Status>& results) {
   Db& db = *writer_db_;
-  std::vector<absl::Status> results(batch.size());
-  absl::Status txn = db.ExecCached("BEGIN IMMEDIATE");
-  for (size_t i = 0; txn.ok() && i < batch.size(); ++i) {
-    txn = db.ExecCached("SAVEPOINT w");
-    if (!txn.ok()) break;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    // A bulk transaction ends early once a main-lane write waits (header comment).
+    if (bulk && i > 0 && main_queued_.load(std::memory_order_relaxed) > 0) {
+      ReturnToBulkLane(batch, i);
+      results.resize(i);
+      return absl::OkStatus();
+    }
+    if (absl::Status s = db.ExecCached("SAVEPOINT w"); !s.ok()) return s;
     results[i] = batch[i].fn(db);
     if (!results[i].ok() && sqlite3_get_autocommit(db.raw()) != 0) {
       // sqlite rolled the whole transaction back itself (SQLITE_FULL, SQLITE_IOERR, ...):
       // the writes before this one are gone too.
-      txn = results[i];
-      break;
+      return results[i];
     }
-    if (!results[i].ok()) txn = db.Exec("ROLLBACK TO w");
-    if (txn.ok()) txn = db.ExecCached("RELEASE w");
+    if (!results[i].ok()) {
+      if (absl::Status s = db.Exec("ROLLBACK TO w"); !s.ok()) return s;
+    }
+    if (absl::Status s = db.ExecCached("RELEASE w"); !s.ok()) return s;
   }
+  return absl::OkStatus();
+}
+
+void Store::CommitBatch(std::vector<PendingWrite>& batch, bool bulk) {
+  const auto start = std::chrono::steady_clock::now();
+  Db& db = *writer_db_;
+  std::vector<absl::Status> results(batch.size());
+  absl::Status txn = db.ExecCached("BEGIN IMMEDIATE");
+  if (txn.ok()) txn = RunClosures(batch, bulk, results);
   if (txn.ok()) {
     absl::Status injected = TEST_CommitFailure();
     txn = injected.ok() ? db.ExecCached("COMMIT") : injected;

@@ -7,8 +7,10 @@
 // caller's future. A fulfilled OK future means the write is durable (synchronous=FULL).
 // Two lanes: Write() for the coordinator's state (scheduling, submissions) and WriteBulk()
 // for metric points. A transaction holds closures of one lane; Write()'s go first whenever
-// any wait, so a lease or an attempt's end waits behind at most the one bulk transaction
-// being committed, not behind every metric batch queued before it. Within a lane, closures
+// any wait, and a bulk transaction ends early (commits the closures it has run, and returns
+// the rest to the front of the bulk lane) once a Write() waits. So a lease or an attempt's
+// end waits behind at most one bulk closure and a commit, not behind every metric batch
+// queued before it, while bulk transactions grow when nothing else waits. Within a lane, closures
 // commit in the order queued; a Write() may commit before WriteBulk() closures queued earlier,
 // never the other way round (a caller that needs a bulk write stored first queues behind it
 // in the bulk lane: WriteBulk()).
@@ -19,6 +21,7 @@
 #ifndef XMOD_COORDINATOR_STORE_STORE_H_
 #define XMOD_COORDINATOR_STORE_STORE_H_
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -163,7 +166,16 @@ class Store {
   Store(std::string path, StoreOptions options, std::unique_ptr<Db> writer);
   std::future<absl::Status> Enqueue(WriteFn fn, std::deque<PendingWrite>& lane);
   void WriterLoop();
-  void CommitBatch(std::vector<PendingWrite>& batch);
+  // Commits `batch` (of one lane); a bulk one ends early, returning what it did not run to
+  // the front of the bulk lane, once a main-lane write waits.
+  void CommitBatch(std::vector<PendingWrite>& batch, bool bulk);
+  // Runs `batch`'s closures in the open transaction, each in its own savepoint, into
+  // `results`; a bulk batch may end early (CommitBatch), trimmed to what ran. Not OK when the
+  // transaction itself failed.
+  absl::Status RunClosures(std::vector<PendingWrite>& batch, bool bulk,
+                           std::vector<absl::Status>& results);
+  // Moves batch[from...] back to the front of the bulk lane, in order.
+  void ReturnToBulkLane(std::vector<PendingWrite>& batch, size_t from);
   absl::Status TEST_CommitFailure();
   absl::StatusOr<std::unique_ptr<Db>> TakeReader();
   // Gives a connection of TakeReader() back; null: the one it was to open failed to.
@@ -186,6 +198,7 @@ class Store {
   std::deque<PendingWrite> queue_;       // Write(); guarded by queue_mu_
   std::deque<PendingWrite> bulk_queue_;  // WriteBulk(); guarded by queue_mu_
   bool closing_ = false;                 // guarded by queue_mu_
+  std::atomic<int> main_queued_{0};      // queue_.size(), read without the lock
   std::thread writer_thread_;
   std::once_flag close_once_;
   std::mutex fail_mu_;

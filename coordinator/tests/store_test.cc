@@ -5,6 +5,7 @@
 #include <future>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -136,48 +137,99 @@ TEST(StoreTest, ConcurrentWritesAreBatchedAndDurable) {
   EXPECT_EQ(Count(*store, "SELECT COUNT(*) FROM metrics"), 500);
 }
 
-TEST(StoreTest, AWriteOvertakesBulkWritesQueuedBeforeItAndNoBulkWriteOvertakesAWrite) {
-  const std::string dir = NewTestDir("lanes");
-  std::vector<int> batches;        // written by the writer thread, read once it is joined
-  std::vector<std::string> order;  // likewise
-  StoreOptions options;
-  options.on_commit = [&](double, int batch, const absl::Status&) { batches.push_back(batch); };
-  absl::StatusOr<std::unique_ptr<Store>> opened = Store::Open(dir + "/x.db", options);
-  ASSERT_TRUE(opened.ok()) << opened.status();
-  Store& store = **opened;
-  const auto record = [&](const std::string& name) {
-    return [&order, name](Db&) {
-      order.push_back(name);
+// A store that records, for the lane tests, how many closures each transaction held and
+// the order in which closures ran. Closures made by Hold() keep the writer inside them.
+class RecordingStore {
+ public:
+  explicit RecordingStore(const std::string& name) {
+    StoreOptions options;
+    options.on_commit = [this](double, int batch, const absl::Status&) {
+      batches_.push_back(batch);
+    };
+    absl::StatusOr<std::unique_ptr<Store>> opened =
+        Store::Open(NewTestDir(name) + "/x.db", options);
+    EXPECT_TRUE(opened.ok()) << opened.status();
+    if (opened.ok()) store_ = *std::move(opened);
+  }
+
+  Store& store() { return *store_; }
+  Store::WriteFn Record(const std::string& name) {
+    return [this, name](Db&) {
+      order_.push_back(name);
       return absl::OkStatus();
     };
-  };
+  }
+  // A closure that, once the writer runs it, signals `running` and waits for `release`.
+  Store::WriteFn Hold(const std::string& name, std::promise<void>& running,
+                      std::shared_future<void> release) {
+    return [this, name, &running, release](Db&) {
+      running.set_value();
+      release.wait();
+      order_.push_back(name);
+      return absl::OkStatus();
+    };
+  }
+  // Closes the store (its writer drains both lanes) and returns what was recorded.
+  std::pair<std::vector<std::string>, std::vector<int>> Close() {
+    store_->Close();
+    return {order_, batches_};
+  }
+
+ private:
+  std::unique_ptr<Store> store_;
+  std::vector<int> batches_;        // written by the writer thread, read once it is joined
+  std::vector<std::string> order_;  // likewise
+};
+
+TEST(StoreTest, AWriteOvertakesBulkWritesQueuedBeforeItAndNoBulkWriteOvertakesAWrite) {
+  RecordingStore recording("lanes");
+  Store& store = recording.store();
   // The writer is held inside a first transaction while both lanes fill.
   std::promise<void> running;
   std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
   std::vector<std::future<absl::Status>> done;
-  done.push_back(store.Write([&](Db&) {
-    running.set_value();
-    released.wait();
-    order.push_back("held");
-    return absl::OkStatus();
-  }));
+  done.push_back(store.Write(recording.Hold("held", running, release.get_future().share())));
   running.get_future().wait();
-  done.push_back(store.WriteBulk(record("bulk 1")));
-  done.push_back(store.WriteBulk(record("bulk 2")));
-  done.push_back(store.Write(record("write 1")));
-  done.push_back(store.WriteBulk(record("bulk 3")));
-  done.push_back(store.Write(record("write 2")));
+  done.push_back(store.WriteBulk(recording.Record("bulk 1")));
+  done.push_back(store.WriteBulk(recording.Record("bulk 2")));
+  done.push_back(store.Write(recording.Record("write 1")));
+  done.push_back(store.WriteBulk(recording.Record("bulk 3")));
+  done.push_back(store.Write(recording.Record("write 2")));
   release.set_value();
   for (std::future<absl::Status>& f : done) EXPECT_TRUE(f.get().ok());
   // Closing commits what is queued in either lane.
-  std::future<absl::Status> last = store.WriteBulk(record("bulk 4"));
-  store.Close();
+  std::future<absl::Status> last = store.WriteBulk(recording.Record("bulk 4"));
+  const auto [order, batches] = recording.Close();
   EXPECT_TRUE(last.get().ok());
   EXPECT_THAT(order, testing::ElementsAre("held", "write 1", "write 2", "bulk 1", "bulk 2",
                                           "bulk 3", "bulk 4"));
   // One lane per transaction: the held one, both writes, the three bulk writes, the last.
   EXPECT_THAT(batches, testing::ElementsAre(1, 2, 3, 1));
+}
+
+TEST(StoreTest, ABulkTransactionEndsEarlyOnceAWriteWaits) {
+  RecordingStore recording("lanes_yield");
+  Store& store = recording.store();
+  // A write holds the writer while three bulk writes queue; the first of them then holds
+  // it again, inside the bulk transaction, while another write arrives.
+  std::promise<void> held_running, held_release, bulk_running, bulk_release;
+  std::vector<std::future<absl::Status>> done;
+  done.push_back(
+      store.Write(recording.Hold("held", held_running, held_release.get_future().share())));
+  held_running.get_future().wait();
+  done.push_back(
+      store.WriteBulk(recording.Hold("bulk 1", bulk_running, bulk_release.get_future().share())));
+  done.push_back(store.WriteBulk(recording.Record("bulk 2")));
+  done.push_back(store.WriteBulk(recording.Record("bulk 3")));
+  held_release.set_value();
+  bulk_running.get_future().wait();
+  done.push_back(store.Write(recording.Record("write")));
+  bulk_release.set_value();
+  for (std::future<absl::Status>& f : done) EXPECT_TRUE(f.get().ok());
+  const auto [order, batches] = recording.Close();
+  // The bulk transaction committed "bulk 1" alone; the write went next; the rest after it.
+  EXPECT_THAT(order, testing::ElementsAre("held", "bulk 1", "write", "bulk 2", "bulk 3"));
+  EXPECT_THAT(batches, testing::ElementsAre(1, 1, 1, 2));
 }
 
 TEST(StoreTest, MetricReplayIsIdempotent) {

@@ -8,7 +8,10 @@
 //              SQLite with the same schema, pragmas and statement (raw_insert.h).
 // Per phase: acknowledged (durable) points/s, heartbeat round trip p50/p99, hand-off
 // (FinishRun sent -> AcquireRun returned the next run on the freed slot) p50/p99, and the
-// coordinator's CPU (cores, from /proc/PID/stat) and resident memory. Prints one JSON object.
+// coordinator's CPU (cores, from /proc/PID/stat) and resident memory, and its database
+// writer thread's CPU per durable point, to set against the raw insert's CPU per row: that
+// ratio says what the writer adds per point, whatever else shares the machine's cores.
+// Prints one JSON object.
 // bench/load/run_bench.sh starts the coordinator and runs this; traffic is to --addr only.
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
@@ -31,6 +34,7 @@
 #include "bench/load/raw_insert.h"
 #include "bench/load/sim_worker.h"
 #include "common/command_line.h"
+#include "coordinator/store/store.h"
 #include "xmod/v1/coordinator.grpc.pb.h"
 
 namespace xmod::bench {
@@ -95,7 +99,14 @@ std::string Number(double v) { return std::isfinite(v) ? absl::StrFormat("%.6g",
 struct PhaseResult {
   std::string json;  // the phase's summary
   double durable_points_per_s = 0;
+  double writer_cpu_us_per_point = 0;  // 0 when the writer thread could not be read
 };
+
+// CPU seconds so far of the coordinator's database writer thread; 0 when unreadable.
+double WriterCpuSeconds(pid_t coordinator) {
+  absl::StatusOr<double> seconds = ThreadCpuSeconds(coordinator, Store::kWriterThreadName);
+  return seconds.ok() ? *seconds : 0;
+}
 
 // Runs `phase` for `seconds` with its measurements in `stats`, then points the workers at
 // `next` (calls still in flight finish into `stats`, which outlives the workers).
@@ -104,10 +115,14 @@ PhaseResult RunPhase(const LoadPhase& phase, int seconds, LoadStats& stats, Load
   slot->phase.store(&phase);
   slot->stats.store(&stats);
   const absl::StatusOr<ProcSample> before = SampleProcess(coordinator);
+  const double writer_before = WriterCpuSeconds(coordinator);
+  const int64_t points_before = stats.points_acked.load();
   const absl::Time start = absl::Now();
   absl::SleepFor(absl::Seconds(seconds));
   const double wall = absl::ToDoubleSeconds(absl::Now() - start);
   const absl::StatusOr<ProcSample> after = SampleProcess(coordinator);
+  const double writer_cpu = WriterCpuSeconds(coordinator) - writer_before;
+  const int64_t points = stats.points_acked.load() - points_before;
   slot->stats.store(next);
 
   std::vector<double> heartbeats, handoffs;
@@ -135,7 +150,10 @@ PhaseResult RunPhase(const LoadPhase& phase, int seconds, LoadStats& stats, Load
                     ", \"coordinator_rss_mib\": ", Number(after->rss_bytes / 1048576.0),
                     ", \"coordinator_peak_rss_mib\": ", Number(after->peak_rss_bytes / 1048576.0));
   }
-  return {json + "}", stats.points_acked.load() / wall};
+  const double writer_us = points > 0 ? writer_cpu * 1e6 / points : 0;
+  absl::StrAppend(&json, ", \"writer_cpu_cores\": ", Number(writer_cpu / wall),
+                  ", \"writer_cpu_us_per_point\": ", Number(writer_us));
+  return {json + "}", stats.points_acked.load() / wall, writer_us};
 }
 
 // Submits benchmark sweeps until they queue enough runs for every worker through all phases;
@@ -186,20 +204,25 @@ bool StartWorkers(const Flags& flags, PhaseSlot* slot,
 }
 
 // The JSON object on stdout: the settings, both phases, the raw insert and how the durable
-// rate under saturation compares with it.
+// rate under saturation compares with it: durable_vs_raw (rates) and raw_vs_writer_cpu (the
+// raw insert's CPU per row over the writer thread's CPU per durable point: 1 = the writer adds
+// no cost to the insert; it bounds the rate when the other threads have cores of their own).
 void PrintReport(const Flags& flags, int64_t runs, const PhaseResult& steady,
                  const PhaseResult& saturate, const RawInsertResult& raw) {
   const double raw_rate = raw.rows / raw.seconds;
+  const double raw_cpu_us_per_row = raw.cpu_seconds * 1e6 / raw.rows;
+  const double writer_us = saturate.writer_cpu_us_per_point;
   std::printf(
       "{\"workers\": %d, \"heartbeat_ms\": %d, \"run_ms\": %d, \"queued_runs\": %lld,\n"
       " \"steady\": %s,\n \"saturate\": %s,\n"
       " \"raw_sqlite\": {\"rows\": %lld, \"seconds\": %s, \"rows_per_transaction\": %d, "
-      "\"points_per_s\": %s},\n"
-      " \"durable_vs_raw\": %s}\n",
+      "\"points_per_s\": %s, \"cpu_us_per_row\": %s},\n"
+      " \"durable_vs_raw\": %s, \"raw_vs_writer_cpu\": %s}\n",
       flags.workers, flags.heartbeat_ms, flags.run_ms, static_cast<long long>(runs),
       steady.json.c_str(), saturate.json.c_str(), static_cast<long long>(raw.rows),
       Number(raw.seconds).c_str(), flags.raw_rows_per_transaction, Number(raw_rate).c_str(),
-      Number(saturate.durable_points_per_s / raw_rate).c_str());
+      Number(raw_cpu_us_per_row).c_str(), Number(saturate.durable_points_per_s / raw_rate).c_str(),
+      Number(writer_us > 0 ? raw_cpu_us_per_row / writer_us : 0).c_str());
 }
 
 int Main(const Flags& flags) {

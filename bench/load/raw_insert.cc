@@ -2,6 +2,7 @@
 #include "bench/load/raw_insert.h"
 
 #include <sqlite3.h>
+#include <time.h>
 
 #include <algorithm>
 #include <vector>
@@ -15,6 +16,13 @@ namespace xmod::bench {
 namespace {
 
 // Consecutive points of one attempt, as InsertMetrics takes them.
+// CPU time (user + system) of the calling thread so far.
+double ThreadCpuSeconds() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
 struct Batch {
   int64_t run_id = 0;
   int attempt = 0;
@@ -70,6 +78,7 @@ absl::StatusOr<RawInsertResult> RawInsertMetrics(const std::string& source_db,
   if (absl::Status s = Migrate(**db); !s.ok()) return s;
   RawInsertResult result;
   const absl::Time start = absl::Now();
+  const double cpu_start = ThreadCpuSeconds();
   int64_t in_transaction = 0;  // rows since BEGIN
   for (const Batch& batch : *batches) {
     if (in_transaction == 0) {
@@ -86,6 +95,7 @@ absl::StatusOr<RawInsertResult> RawInsertMetrics(const std::string& source_db,
     }
   }
   result.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  result.cpu_seconds = ThreadCpuSeconds() - cpu_start;
   return result;
 }
 

@@ -15,7 +15,8 @@ namespace xmod::bench {
 
 struct RawInsertResult {
   int64_t rows = 0;
-  double seconds = 0;  // inserting only, not reading the source
+  double seconds = 0;      // inserting only, not reading the source
+  double cpu_seconds = 0;  // the inserting thread's CPU time (user + system) meanwhile
 };
 
 // Reads every row of `source_db`'s metrics table, then times inserting them into a new

@@ -1,6 +1,8 @@
 // See store.h. The writer thread and the reader pool (user queries: store_query.cc).
 #include "coordinator/store/store.h"
 
+#include <pthread.h>
+
 #include <chrono>
 #include <iterator>
 #include <utility>
@@ -91,6 +93,7 @@ std::future<absl::Status> Store::Enqueue(WriteFn fn, std::deque<PendingWrite>& l
 }
 
 void Store::WriterLoop() {
+  pthread_setname_np(pthread_self(), kWriterThreadName);
   std::vector<PendingWrite> batch;
   bool bulk = false;
   while (true) {
@@ -101,34 +104,48 @@ void Store::WriterLoop() {
       // Write()'s lane first (header comment).
       bulk = queue_.empty();
       std::deque<PendingWrite>& lane = bulk ? bulk_queue_ : queue_;
-      const int most = bulk ? options_.max_bulk_batch : options_.max_batch;
-      while (!lane.empty() && static_cast<int>(batch.size()) < most) {
-        batch.push_back(std::move(lane.front()));
-        lane.pop_front();
+      if (bulk) {
+        while (!lane.empty() && static_cast<int>(batch.size()) < options_.max_bulk_batch) {
+          batch.push_back(std::move(lane.front()));
+          lane.pop_front();
+        }
+      } else {
+        TakeMainWritesLocked(batch);
       }
-      if (!bulk) main_queued_.fetch_sub(static_cast<int>(batch.size()), std::memory_order_relaxed);
     }
     CommitBatch(batch, bulk);
     batch.clear();
   }
 }
 
-void Store::ReturnToBulkLane(std::vector<PendingWrite>& batch, size_t from) {
+void Store::TakeMainWritesLocked(std::vector<PendingWrite>& batch) {
+  int taken = 0;
+  while (!queue_.empty() && taken < options_.max_batch) {
+    batch.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+    ++taken;
+  }
+  main_queued_.fetch_sub(taken, std::memory_order_relaxed);
+}
+
+void Store::SwapRestOfBulkForMainWrites(std::vector<PendingWrite>& batch, size_t from) {
   std::lock_guard<std::mutex> lock(queue_mu_);
   bulk_queue_.insert(bulk_queue_.begin(), std::make_move_iterator(batch.begin() + from),
                      std::make_move_iterator(batch.end()));
   batch.erase(batch.begin() + from, batch.end());
+  TakeMainWritesLocked(batch);
 }
 
 absl::Status Store::RunClosures(std::vector<PendingWrite>& batch, bool bulk,
                                 std::vector<absl::Status>& results) {
   Db& db = *writer_db_;
   for (size_t i = 0; i < batch.size(); ++i) {
-    // A bulk transaction ends early once a main-lane write waits (header comment).
+    // Once a main-lane write waits, a bulk transaction takes it in place of the bulk writes
+    // it has not run, and ends with it (header comment).
     if (bulk && i > 0 && main_queued_.load(std::memory_order_relaxed) > 0) {
-      ReturnToBulkLane(batch, i);
-      results.resize(i);
-      return absl::OkStatus();
+      SwapRestOfBulkForMainWrites(batch, i);
+      results.resize(batch.size());
+      bulk = false;
     }
     if (absl::Status s = db.ExecCached("SAVEPOINT w"); !s.ok()) return s;
     results[i] = batch[i].fn(db);

@@ -6,14 +6,15 @@
 // SAVEPOINT, so a failing closure rolls back alone), commits, and only then fulfils each
 // caller's future. A fulfilled OK future means the write is durable (synchronous=FULL).
 // Two lanes: Write() for the coordinator's state (scheduling, submissions) and WriteBulk()
-// for metric points. A transaction holds closures of one lane; Write()'s go first whenever
-// any wait, and a bulk transaction ends early (commits the closures it has run, and returns
-// the rest to the front of the bulk lane) once a Write() waits. So a lease or an attempt's
-// end waits behind at most one bulk closure and a commit, not behind every metric batch
-// queued before it, while bulk transactions grow when nothing else waits. Within a lane, closures
-// commit in the order queued; a Write() may commit before WriteBulk() closures queued earlier,
-// never the other way round (a caller that needs a bulk write stored first queues behind it
-// in the bulk lane: WriteBulk()).
+// for metric points. A transaction starts with closures of one lane; Write()'s go first
+// whenever any wait. Once a Write() waits while a bulk transaction runs, that transaction
+// returns the bulk closures it has not run to the front of the bulk lane, runs the waiting
+// Write()s in their place and commits them with the bulk closures it ran: one commit for
+// both. So a lease or an attempt's end waits behind at most one bulk closure before it runs,
+// not behind every metric batch queued before it, while bulk transactions grow when nothing
+// else waits. Within a lane, closures commit in the order queued; a Write() may commit
+// before WriteBulk() closures queued earlier, never the other way round (a caller that needs
+// a bulk write stored first queues behind it in the bulk lane: WriteBulk()).
 // Reads: each reading thread borrows a read-only connection from a pool of at most
 // max_readers, opened on demand and reused; in WAL mode readers see the last commit and never
 // block the writer.
@@ -85,6 +86,10 @@ struct QueryResult {
 
 class Store {
  public:
+  // The writer thread's name (pthread_setname_np; /proc/PID/task/TID/comm), which
+  // bench/load reads to measure the writer's CPU.
+  static constexpr char kWriterThreadName[] = "xmod-db-writer";
+
   using WriteFn = std::function<absl::Status(Db& db)>;
   using ReadFn = std::function<absl::Status(Db& db)>;
 
@@ -166,16 +171,19 @@ class Store {
   Store(std::string path, StoreOptions options, std::unique_ptr<Db> writer);
   std::future<absl::Status> Enqueue(WriteFn fn, std::deque<PendingWrite>& lane);
   void WriterLoop();
-  // Commits `batch` (of one lane); a bulk one ends early, returning what it did not run to
-  // the front of the bulk lane, once a main-lane write waits.
+  // Commits `batch` (of one lane); a bulk one ends with the main-lane writes that waited
+  // while it ran, in place of the bulk writes it had not run (header comment).
   void CommitBatch(std::vector<PendingWrite>& batch, bool bulk);
   // Runs `batch`'s closures in the open transaction, each in its own savepoint, into
-  // `results`; a bulk batch may end early (CommitBatch), trimmed to what ran. Not OK when the
-  // transaction itself failed.
+  // `results`; a bulk batch may swap its rest for main-lane writes (CommitBatch), and
+  // `results` follows the batch. Not OK when the transaction itself failed.
   absl::Status RunClosures(std::vector<PendingWrite>& batch, bool bulk,
                            std::vector<absl::Status>& results);
-  // Moves batch[from...] back to the front of the bulk lane, in order.
-  void ReturnToBulkLane(std::vector<PendingWrite>& batch, size_t from);
+  // Appends up to max_batch main-lane writes, in order, to `batch`. Needs queue_mu_.
+  void TakeMainWritesLocked(std::vector<PendingWrite>& batch);
+  // Moves batch[from...] back to the front of the bulk lane, in order, and appends the
+  // main-lane writes that wait (TakeMainWritesLocked).
+  void SwapRestOfBulkForMainWrites(std::vector<PendingWrite>& batch, size_t from);
   absl::Status TEST_CommitFailure();
   absl::StatusOr<std::unique_ptr<Db>> TakeReader();
   // Gives a connection of TakeReader() back; null: the one it was to open failed to.

@@ -207,7 +207,7 @@ TEST(StoreTest, AWriteOvertakesBulkWritesQueuedBeforeItAndNoBulkWriteOvertakesAW
   EXPECT_THAT(batches, testing::ElementsAre(1, 2, 3, 1));
 }
 
-TEST(StoreTest, ABulkTransactionEndsEarlyOnceAWriteWaits) {
+TEST(StoreTest, AWriteThatWaitsTakesThePlaceOfTheBulkWritesNotRunAndCommitsWithThoseRun) {
   RecordingStore recording("lanes_yield");
   Store& store = recording.store();
   // A write holds the writer while three bulk writes queue; the first of them then holds
@@ -227,9 +227,41 @@ TEST(StoreTest, ABulkTransactionEndsEarlyOnceAWriteWaits) {
   bulk_release.set_value();
   for (std::future<absl::Status>& f : done) EXPECT_TRUE(f.get().ok());
   const auto [order, batches] = recording.Close();
-  // The bulk transaction committed "bulk 1" alone; the write went next; the rest after it.
+  // The bulk transaction ran "bulk 1", then the write in place of "bulk 2" and "bulk 3",
+  // and committed both; the rest went in the next one.
   EXPECT_THAT(order, testing::ElementsAre("held", "bulk 1", "write", "bulk 2", "bulk 3"));
-  EXPECT_THAT(batches, testing::ElementsAre(1, 1, 1, 2));
+  EXPECT_THAT(batches, testing::ElementsAre(1, 2, 2));
+}
+
+TEST(StoreTest, AFailedCommitFailsTheWriteThatJoinedItAndNotTheBulkWritesItTookThePlaceOf) {
+  RecordingStore recording("lanes_fail");
+  Store& store = recording.store();
+  std::promise<void> held_running, held_release, bulk_running, bulk_release, next_running,
+      next_release;
+  std::future<absl::Status> held =
+      store.Write(recording.Hold("held", held_running, held_release.get_future().share()));
+  held_running.get_future().wait();
+  std::future<absl::Status> bulk_1 =
+      store.WriteBulk(recording.Hold("bulk 1", bulk_running, bulk_release.get_future().share()));
+  std::future<absl::Status> bulk_2 =
+      store.WriteBulk(recording.Hold("bulk 2", next_running, next_release.get_future().share()));
+  held_release.set_value();
+  bulk_running.get_future().wait();
+  std::future<absl::Status> write = store.Write(recording.Record("write"));
+  // The transaction of "bulk 1" and the write that takes the place of "bulk 2" fails.
+  store.TEST_FailCommits(absl::ResourceExhaustedError("database or disk is full"));
+  bulk_release.set_value();
+  EXPECT_TRUE(held.get().ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(bulk_1.get()));
+  EXPECT_TRUE(absl::IsResourceExhausted(write.get()));
+  // "bulk 2" went back to its lane, untouched, and runs in the next transaction.
+  next_running.get_future().wait();
+  store.TEST_FailCommits(absl::OkStatus());
+  next_release.set_value();
+  EXPECT_TRUE(bulk_2.get().ok());
+  const auto [order, batches] = recording.Close();
+  EXPECT_THAT(order, testing::ElementsAre("held", "bulk 1", "write", "bulk 2"));
+  EXPECT_THAT(batches, testing::ElementsAre(1, 2, 1));
 }
 
 TEST(StoreTest, MetricReplayIsIdempotent) {

@@ -15,14 +15,14 @@
 namespace xmod::bench {
 namespace {
 
-// Consecutive points of one attempt, as InsertMetrics takes them.
 // CPU time (user + system) of the calling thread so far.
-double ThreadCpuSeconds() {
+double CallingThreadCpuSeconds() {
   timespec now{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
   return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
 }
 
+// Consecutive points of one attempt, as InsertMetrics takes them.
 struct Batch {
   int64_t run_id = 0;
   int attempt = 0;
@@ -78,7 +78,7 @@ absl::StatusOr<RawInsertResult> RawInsertMetrics(const std::string& source_db,
   if (absl::Status s = Migrate(**db); !s.ok()) return s;
   RawInsertResult result;
   const absl::Time start = absl::Now();
-  const double cpu_start = ThreadCpuSeconds();
+  const double cpu_start = CallingThreadCpuSeconds();
   int64_t in_transaction = 0;  // rows since BEGIN
   for (const Batch& batch : *batches) {
     if (in_transaction == 0) {
@@ -95,7 +95,7 @@ absl::StatusOr<RawInsertResult> RawInsertMetrics(const std::string& source_db,
     }
   }
   result.seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  result.cpu_seconds = ThreadCpuSeconds() - cpu_start;
+  result.cpu_seconds = CallingThreadCpuSeconds() - cpu_start;
   return result;
 }
 

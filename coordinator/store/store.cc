@@ -95,19 +95,18 @@ std::future<absl::Status> Store::Enqueue(WriteFn fn, std::deque<PendingWrite>& l
 void Store::WriterLoop() {
   pthread_setname_np(pthread_self(), kWriterThreadName);
   std::vector<PendingWrite> batch;
-  bool bulk = false;
   while (true) {
+    bool bulk = false;
     {
       std::unique_lock<std::mutex> lock(queue_mu_);
       queue_cv_.wait(lock, [this] { return closing_ || !queue_.empty() || !bulk_queue_.empty(); });
       if (queue_.empty() && bulk_queue_.empty()) return;  // closing and drained
       // Write()'s lane first (header comment).
       bulk = queue_.empty();
-      std::deque<PendingWrite>& lane = bulk ? bulk_queue_ : queue_;
       if (bulk) {
-        while (!lane.empty() && static_cast<int>(batch.size()) < options_.max_bulk_batch) {
-          batch.push_back(std::move(lane.front()));
-          lane.pop_front();
+        while (!bulk_queue_.empty() && static_cast<int>(batch.size()) < options_.max_bulk_batch) {
+          batch.push_back(std::move(bulk_queue_.front()));
+          bulk_queue_.pop_front();
         }
       } else {
         TakeMainWritesLocked(batch);

@@ -5,12 +5,15 @@
 //   saturate   the same, but each worker sends its next report as soon as the last is
 //              acknowledged: the coordinator's durable ingest rate under 200 reporters;
 //   raw        the rows the coordinator stored, inserted again by one thread straight into
-//              SQLite with the same schema, pragmas and statement (raw_insert.h).
+//              SQLite with the same schema, pragmas and statement (raw_insert.h), twice:
+//              sorted by run (the fastest order), and in arrival order (as `workers`
+//              reporters of `saturate_points` points deliver them, the coordinator's order).
 // Per phase: acknowledged (durable) points/s, heartbeat round trip p50/p99, hand-off
 // (FinishRun sent -> AcquireRun returned the next run on the freed slot) p50/p99, and the
 // coordinator's CPU (cores, from /proc/PID/stat) and resident memory, and its database
 // writer thread's CPU per durable point, to set against the raw insert's CPU per row: that
-// ratio says what the writer adds per point, whatever else shares the machine's cores.
+// ratio says what the writer adds per point, whatever else shares the machine's cores. The
+// saturate phase is compared with both raw inserts.
 // Prints one JSON object.
 // bench/load/run_bench.sh starts the coordinator and runs this; traffic is to --addr only.
 #include <grpcpp/create_channel.h>
@@ -46,6 +49,7 @@ struct Flags {
   int coordinator_pid = 0;
   std::string db;
   std::string raw_db;
+  std::string raw_arrival_db;
   int workers = 200;
   int heartbeat_ms = 1000;
   int run_ms = 6000;
@@ -203,32 +207,61 @@ bool StartWorkers(const Flags& flags, PhaseSlot* slot,
   return true;
 }
 
-// The JSON object on stdout: the settings, both phases, the raw insert and how the durable
-// rate under saturation compares with it: durable_vs_raw (rates) and raw_vs_writer_cpu (the
-// raw insert's CPU per row over the writer thread's CPU per durable point: 1 = the writer adds
-// no cost to the insert; it bounds the rate when the other threads have cores of their own).
-void PrintReport(const Flags& flags, int64_t runs, const PhaseResult& steady,
-                 const PhaseResult& saturate, const RawInsertResult& raw) {
+// One raw phase's summary, and how the saturate phase compares with it: durable_vs_raw
+// (rates) and raw_vs_writer_cpu (the raw insert's CPU per row over the writer thread's CPU
+// per durable point: 1 = the writer adds no cost to the insert; it bounds the rate when the
+// other threads have cores of their own).
+std::string RawJson(const RawInsertResult& raw, const RawInsertOrder& order,
+                    int rows_per_transaction, const PhaseResult& saturate) {
   const double raw_rate = raw.rows / raw.seconds;
   const double raw_cpu_us_per_row = raw.cpu_seconds * 1e6 / raw.rows;
   const double writer_us = saturate.writer_cpu_us_per_point;
+  return absl::StrCat(
+      "{\"rows\": ", raw.rows, ", \"seconds\": ", Number(raw.seconds),
+      ", \"rows_per_transaction\": ", rows_per_transaction,
+      ", \"concurrent_attempts\": ", order.concurrent_attempts,
+      ", \"rows_per_report\": ", order.concurrent_attempts > 0 ? order.rows_per_report : 0,
+      ", \"points_per_s\": ", Number(raw_rate),
+      ", \"cpu_us_per_row\": ", Number(raw_cpu_us_per_row),
+      ", \"durable_vs_raw\": ", Number(saturate.durable_points_per_s / raw_rate),
+      ", \"raw_vs_writer_cpu\": ", Number(writer_us > 0 ? raw_cpu_us_per_row / writer_us : 0), "}");
+}
+
+// The JSON object on stdout: the settings, both phases, and both raw inserts of the same rows
+// (sorted, and in the order the workers delivered them), each compared with the saturate
+// phase.
+void PrintReport(const Flags& flags, int64_t runs, const PhaseResult& steady,
+                 const PhaseResult& saturate, const std::string& raw_sorted,
+                 const std::string& raw_arrival) {
   std::printf(
       "{\"workers\": %d, \"heartbeat_ms\": %d, \"run_ms\": %d, \"queued_runs\": %lld,\n"
-      " \"steady\": %s,\n \"saturate\": %s,\n"
-      " \"raw_sqlite\": {\"rows\": %lld, \"seconds\": %s, \"rows_per_transaction\": %d, "
-      "\"points_per_s\": %s, \"cpu_us_per_row\": %s},\n"
-      " \"durable_vs_raw\": %s, \"raw_vs_writer_cpu\": %s}\n",
+      " \"steady\": %s,\n \"saturate\": %s,\n \"raw_sqlite\": %s,\n"
+      " \"raw_sqlite_arrival_order\": %s}\n",
       flags.workers, flags.heartbeat_ms, flags.run_ms, static_cast<long long>(runs),
-      steady.json.c_str(), saturate.json.c_str(), static_cast<long long>(raw.rows),
-      Number(raw.seconds).c_str(), flags.raw_rows_per_transaction, Number(raw_rate).c_str(),
-      Number(raw_cpu_us_per_row).c_str(), Number(saturate.durable_points_per_s / raw_rate).c_str(),
-      Number(writer_us > 0 ? raw_cpu_us_per_row / writer_us : 0).c_str());
+      steady.json.c_str(), saturate.json.c_str(), raw_sorted.c_str(), raw_arrival.c_str());
+}
+
+// Inserts the coordinator's rows again in `order` into `target`, summarized against
+// `saturate`; nullopt when it failed (the error printed).
+std::optional<std::string> RawPhase(const Flags& flags, const std::string& target,
+                                    const RawInsertOrder& order, const PhaseResult& saturate) {
+  absl::StatusOr<RawInsertResult> raw =
+      RawInsertMetrics(flags.db, target, flags.raw_rows_per_transaction, order);
+  if (!raw.ok()) {
+    std::fprintf(stderr, "bench_load: raw insert into %s: %s\n", target.c_str(),
+                 raw.status().ToString().c_str());
+    return std::nullopt;
+  }
+  return RawJson(*raw, order, flags.raw_rows_per_transaction, saturate);
 }
 
 int Main(const Flags& flags) {
   const pid_t pid = flags.coordinator_pid;
-  if (flags.addr.empty() || pid <= 0 || flags.db.empty() || flags.raw_db.empty()) {
-    std::fprintf(stderr, "bench_load: --addr, --coordinator_pid, --db and --raw_db are needed\n");
+  if (flags.addr.empty() || pid <= 0 || flags.db.empty() || flags.raw_db.empty() ||
+      flags.raw_arrival_db.empty()) {
+    std::fprintf(stderr,
+                 "bench_load: --addr, --coordinator_pid, --db, --raw_db and --raw_arrival_db are "
+                 "needed\n");
     return 2;
   }
   const absl::Time start = absl::Now();
@@ -259,13 +292,12 @@ int Main(const Flags& flags) {
   std::fprintf(stderr, "bench_load: phases done, %.0f s since start\n",
                absl::ToDoubleSeconds(absl::Now() - start));
 
-  absl::StatusOr<RawInsertResult> raw =
-      RawInsertMetrics(flags.db, flags.raw_db, flags.raw_rows_per_transaction);
-  if (!raw.ok()) {
-    std::fprintf(stderr, "bench_load: raw insert: %s\n", raw.status().ToString().c_str());
-    return 1;
-  }
-  PrintReport(flags, *runs, steady, saturate, *raw);
+  const std::optional<std::string> raw_sorted =
+      RawPhase(flags, flags.raw_db, RawInsertOrder{}, saturate);
+  const std::optional<std::string> raw_arrival =
+      RawPhase(flags, flags.raw_arrival_db, {flags.workers, flags.saturate_points}, saturate);
+  if (!raw_sorted || !raw_arrival) return 1;
+  PrintReport(flags, *runs, steady, saturate, *raw_sorted, *raw_arrival);
   return 0;
 }
 
@@ -283,6 +315,8 @@ int main(int argc, char** argv) {
   app.add_option("--db", flags.db, "the coordinator's database (source rows of the raw phase)");
   app.add_option("--raw_db", flags.raw_db,
                  "where the raw phase writes its database (must not exist)");
+  app.add_option("--raw_arrival_db", flags.raw_arrival_db,
+                 "where the raw phase in arrival order writes its database (must not exist)");
   app.add_option("--workers", flags.workers, "simulated workers, one slot each");
   app.add_option("--heartbeat_ms", flags.heartbeat_ms, "heartbeat period of each worker");
   app.add_option("--run_ms", flags.run_ms,

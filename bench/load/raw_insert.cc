@@ -5,6 +5,8 @@
 #include <time.h>
 
 #include <algorithm>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/time/clock.h"
@@ -60,15 +62,45 @@ absl::StatusOr<std::vector<Batch>> ReadBatches(const std::string& path, int rows
   return batches;
 }
 
-}  // namespace
+// `sorted` (by run, attempt and seq) reordered as `slots` workers deliver it: round-robin
+// over `slots` attempts, a slot taking the next attempt once its attempt's batches are out.
+std::vector<Batch> InArrivalOrder(std::vector<Batch> sorted, int slots) {
+  struct Range {
+    size_t next = 0, end = 0;  // batches of one attempt in `sorted`, [next, end)
+  };
+  std::vector<Range> attempts;
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    if (i == 0 || sorted[i].run_id != sorted[i - 1].run_id ||
+        sorted[i].attempt != sorted[i - 1].attempt) {
+      attempts.push_back({i, i});
+    }
+    attempts.back().end = i + 1;
+  }
+  size_t next_attempt = 0;
+  std::vector<Range> active;
+  while (active.size() < static_cast<size_t>(slots) && next_attempt < attempts.size()) {
+    active.push_back(attempts[next_attempt++]);
+  }
+  std::vector<Batch> arrived;
+  arrived.reserve(sorted.size());
+  while (!active.empty()) {
+    for (Range& slot : active) {
+      arrived.push_back(std::move(sorted[slot.next++]));
+      if (slot.next == slot.end && next_attempt < attempts.size()) {
+        slot = attempts[next_attempt++];
+      }
+    }
+    active.erase(std::remove_if(active.begin(), active.end(),
+                                [](const Range& slot) { return slot.next == slot.end; }),
+                 active.end());
+  }
+  return arrived;
+}
 
-absl::StatusOr<RawInsertResult> RawInsertMetrics(const std::string& source_db,
-                                                 const std::string& target_db,
-                                                 int rows_per_transaction) {
-  absl::StatusOr<std::vector<Batch>> batches = ReadBatches(source_db, rows_per_transaction);
-  if (!batches.ok()) return batches.status();
+// A new database at `path` with the coordinator's pragmas and schema.
+absl::StatusOr<std::unique_ptr<Db>> CreateTarget(const std::string& path) {
   absl::StatusOr<std::unique_ptr<Db>> db =
-      Db::Open(target_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, 5000);
+      Db::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, 5000);
   if (!db.ok()) return db.status();
   for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL"}) {
     absl::StatusOr<Stmt> stmt = (*db)->Prepare(pragma);  // journal_mode returns a row
@@ -76,6 +108,22 @@ absl::StatusOr<RawInsertResult> RawInsertMetrics(const std::string& source_db,
     if (absl::StatusOr<bool> stepped = stmt->Step(); !stepped.ok()) return stepped.status();
   }
   if (absl::Status s = Migrate(**db); !s.ok()) return s;
+  return db;
+}
+
+}  // namespace
+
+absl::StatusOr<RawInsertResult> RawInsertMetrics(const std::string& source_db,
+                                                 const std::string& target_db,
+                                                 int rows_per_transaction,
+                                                 const RawInsertOrder& order) {
+  const bool arrival = order.concurrent_attempts > 0;
+  absl::StatusOr<std::vector<Batch>> batches =
+      ReadBatches(source_db, arrival ? order.rows_per_report : rows_per_transaction);
+  if (!batches.ok()) return batches.status();
+  if (arrival) *batches = InArrivalOrder(std::move(*batches), order.concurrent_attempts);
+  absl::StatusOr<std::unique_ptr<Db>> db = CreateTarget(target_db);
+  if (!db.ok()) return db.status();
   RawInsertResult result;
   const absl::Time start = absl::Now();
   const double cpu_start = CallingThreadCpuSeconds();

@@ -2,7 +2,7 @@
 # The load benchmark: starts one xmod-coordinator on 127.0.0.1 (free ports, a fresh database
 # in a temporary folder, data-glob checks off since no run trains), runs bench_load against
 # it (200 simulated workers; see bench/load/load_bench.cc for the phases) and prints its one
-# JSON summary. About 70 s; all traffic stays on 127.0.0.1.
+# JSON summary. About 90 s; all traffic stays on 127.0.0.1.
 #
 # Usage: bench/load/run_bench.sh [BUILD_DIR] [bench_load flags...]
 #   (BUILD_DIR needs the targets xmod-coordinator and bench_load; default build/release)
@@ -38,4 +38,4 @@ port="$(sed -n 's/.*"grpc":\([0-9]*\).*/\1/p' "$work/ports.json")"
 [[ -n "$port" ]] || { echo "no gRPC port in $work/ports.json" >&2; exit 1; }
 
 "$build/bin/bench_load" --addr="127.0.0.1:$port" --coordinator_pid="$coordinator" \
-  --db="$work/xmod.db" --raw_db="$work/raw.db" "$@"
+  --db="$work/xmod.db" --raw_db="$work/raw.db" --raw_arrival_db="$work/raw_arrival.db" "$@"
